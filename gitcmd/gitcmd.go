@@ -1,0 +1,178 @@
+// Package gitcmd owns running the git binary: one Runner type shared by every
+// package that shells out to git, always with a context, and a typed Error
+// carrying git's exit code and stderr.
+package gitcmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+)
+
+// Runner runs git in a directory with an optional extra environment.
+// The zero value runs git in the current directory.
+type Runner struct {
+	// Dir is the working directory git runs in.
+	Dir string
+	// Env holds extra KEY=VALUE pairs appended to the process environment.
+	Env []string
+}
+
+// Error is a failed git invocation.
+type Error struct {
+	Args     []string
+	Code     int // git's exit code, or -1 if it did not start or was killed
+	Stderr   string
+	Err      error
+	Canceled bool
+}
+
+func (e *Error) Error() string {
+	msg := firstLine(e.Stderr)
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
+	}
+	sub := "git"
+	if len(e.Args) > 0 {
+		sub = "git " + e.Args[0]
+	}
+	return fmt.Sprintf("%s: %s", sub, msg)
+}
+
+// Unwrap returns the underlying exec error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// ExitCode maps a git failure to agentmine's fatal git exit code, or to
+// Interrupted when the context was cancelled.
+func (e *Error) ExitCode() int {
+	if e.Canceled {
+		return exitcode.Interrupted
+	}
+	return exitcode.Git
+}
+
+// IsExit reports whether err is a git failure with the given exit code.
+func IsExit(err error, code int) bool {
+	var ge *Error
+	return errors.As(err, &ge) && ge.Code == code
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	// git prefixes many messages with "fatal: " or "error: ".
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "hint:") {
+			continue
+		}
+		line = strings.TrimPrefix(line, "fatal: ")
+		line = strings.TrimPrefix(line, "error: ")
+		return line
+	}
+	return ""
+}
+
+// Command returns an exec.Cmd for git with the runner's directory and
+// environment. Callers that need streaming use it directly.
+func (r Runner) Command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = r.Dir
+	if len(r.Env) > 0 {
+		cmd.Env = append(os.Environ(), r.Env...)
+	}
+	return cmd
+}
+
+// Run runs git with args and returns its stdout.
+func (r Runner) Run(ctx context.Context, args ...string) ([]byte, error) {
+	return r.RunInput(ctx, nil, args...)
+}
+
+// RunInput runs git with args, feeding stdin, and returns its stdout.
+func (r Runner) RunInput(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
+	cmd := r.Command(ctx, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdin = stdin
+	cmd.Stdout = &out
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	if err != nil {
+		return out.Bytes(), r.wrap(ctx, args, err, errb.String())
+	}
+	return out.Bytes(), nil
+}
+
+// Output runs git and returns its stdout with surrounding whitespace trimmed.
+func (r Runner) Output(ctx context.Context, args ...string) (string, error) {
+	out, err := r.Run(ctx, args...)
+	return strings.TrimSpace(string(out)), err
+}
+
+// Lines runs git and returns the non-empty lines of its stdout.
+func (r Runner) Lines(ctx context.Context, args ...string) ([]string, error) {
+	out, err := r.Run(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines, nil
+}
+
+func (r Runner) wrap(ctx context.Context, args []string, err error, stderr string) error {
+	ge := &Error{Args: args, Code: -1, Stderr: stderr, Err: err}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		ge.Code = ee.ExitCode()
+	}
+	if ctx.Err() != nil {
+		ge.Canceled = true
+		ge.Err = ctx.Err()
+	}
+	return ge
+}
+
+// In returns a copy of the runner that runs in dir.
+func (r Runner) In(dir string) Runner {
+	r.Dir = dir
+	return r
+}
+
+// Location names the directories of a repository as git reports them.
+type Location struct {
+	// Top is the top of the working tree ("" for a bare repository).
+	Top string
+	// GitDir is this worktree's git directory.
+	GitDir string
+	// CommonDir is the directory shared by all worktrees: refs, objects, config.
+	CommonDir string
+}
+
+// Locate asks git where the repository containing dir lives.
+func Locate(ctx context.Context, dir string) (Location, error) {
+	r := Runner{Dir: dir}
+	lines, err := r.Lines(ctx, "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", "--show-toplevel")
+	if err != nil {
+		var ge *Error
+		if errors.As(err, &ge) && strings.Contains(ge.Stderr, "not a git repository") {
+			return Location{}, exitcode.New(exitcode.State, errors.New("not a git repository (or any parent up to the filesystem root)"), "run it inside a git repository, or pass -C <dir>")
+		}
+		return Location{}, err
+	}
+	loc := Location{GitDir: lines[0], CommonDir: lines[1]}
+	if len(lines) > 2 {
+		loc.Top = lines[2]
+	}
+	return loc, nil
+}
