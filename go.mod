@@ -1,6 +1,6 @@
 module github.com/git-agentmine/git-agentmine
 
-go 1.24
+go 1.26.0
 
 require (
 	github.com/BurntSushi/toml v1.6.0

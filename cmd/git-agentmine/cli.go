@@ -1,0 +1,12 @@
+package main
+
+// CLI is the kong grammar: global flags plus one field per command group.
+// It is built as a value in Main; there is no package-level parser.
+type CLI struct {
+	Globals
+
+	Init   InitCmd   `cmd:"" help:"Set up agentmine in this repository (idempotent)."`
+	Task   TaskCmd   `cmd:"" help:"Create, inspect and change tasks."`
+	Memory MemoryCmd `cmd:"" help:"Manage the Memory Bank of project decisions."`
+	Agent  AgentCmd  `cmd:"" help:"Inspect agent definitions in .agentmine/agents."`
+}

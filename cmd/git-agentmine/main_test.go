@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain lets the test binary act as git-agentmine, so testscripts run
+// `git agentmine …` through git itself.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"git-agentmine": func() {
+			os.Exit(Main(context.Background(), os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv))
+		},
+	})
+}
+
+// TestScripts runs the end-to-end scenarios in testdata/script.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, ScriptParams(t, "testdata/script"))
+}
+
+// ScriptParams is the pinned environment every scenario runs in: a private
+// HOME, no system git config, fixed author, committer and dates so hashes are
+// reproducible, and a fresh repository with one commit in $WORK/repo.
+func ScriptParams(t *testing.T, dir string) testscript.Params {
+	return testscript.Params{
+		Dir:                 dir,
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			home := filepath.Join(env.WorkDir, ".home")
+			if err := os.MkdirAll(home, 0o755); err != nil {
+				return err
+			}
+			for k, v := range map[string]string{
+				"HOME":                home,
+				"XDG_CONFIG_HOME":     filepath.Join(home, ".config"),
+				"GIT_CONFIG_NOSYSTEM": "1",
+				"GIT_AUTHOR_NAME":     "Ada Author",
+				"GIT_AUTHOR_EMAIL":    "ada@example.com",
+				"GIT_AUTHOR_DATE":     "2026-01-02T03:04:05Z",
+				"GIT_COMMITTER_NAME":  "Ada Author",
+				"GIT_COMMITTER_EMAIL": "ada@example.com",
+				"GIT_COMMITTER_DATE":  "2026-01-02T03:04:05Z",
+				"NO_COLOR":            "1",
+				"TZ":                  "UTC",
+			} {
+				env.Setenv(k, v)
+			}
+			// Workers and DoD run /bin/sh scripts.
+			env.Setenv("PATH", env.Getenv("PATH")+string(os.PathListSeparator)+"/usr/bin:/bin")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// capture NAME: set $NAME to the last command's stdout, trimmed.
+			"capture": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 {
+					ts.Fatalf("usage: capture NAME")
+				}
+				ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile("stdout")))
+			},
+			// mode PERM PATH...: assert the permission bits of each path.
+			"mode": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) < 2 {
+					ts.Fatalf("usage: mode PERM PATH...")
+				}
+				for _, p := range args[1:] {
+					fi, err := os.Lstat(ts.MkAbs(p))
+					ts.Check(err)
+					got := fi.Mode().Perm().String()
+					if (got == args[0]) == neg {
+						ts.Fatalf("%s: mode %s, want %s%s", p, got, map[bool]string{true: "not ", false: ""}[neg], args[0])
+					}
+				}
+			},
+		},
+	}
+}

@@ -1,0 +1,4 @@
+package main
+
+// MemoryCmd groups the Memory Bank commands.
+type MemoryCmd struct{}

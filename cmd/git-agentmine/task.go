@@ -1,0 +1,609 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/output"
+	"github.com/git-agentmine/git-agentmine/status"
+	"github.com/git-agentmine/git-agentmine/tasks"
+)
+
+// TaskCmd groups the task commands.
+type TaskCmd struct {
+	Add    TaskAddCmd    `cmd:"" help:"Create a task."`
+	List   TaskListCmd   `cmd:"" aliases:"ls" help:"List tasks with their derived status."`
+	Show   TaskShowCmd   `cmd:"" help:"Show one task and the fact that decided its status."`
+	Update TaskUpdateCmd `cmd:"" help:"Change fields of a task."`
+	Cancel TaskCancelCmd `cmd:"" help:"Cancel a task (an explicit, recorded decision)."`
+	Reopen TaskReopenCmd `cmd:"" help:"Undo a cancel, or reopen a failed task for a new attempt."`
+	Ready  TaskReadyCmd  `cmd:"" help:"List open tasks whose blockers are all done."`
+	Tree   TaskTreeCmd   `cmd:"" help:"Show tasks as a parent/child tree with their blockers."`
+	Log    TaskLogCmd    `cmd:"" help:"Show a task's history from its commit chain."`
+}
+
+// TaskAddCmd is `task add`.
+type TaskAddCmd struct {
+	Title       string   `arg:"" help:"One-line title."`
+	Description string   `short:"d" help:"Description (Markdown)."`
+	Type        string   `short:"t" default:"task" help:"Type: task, feature, bug, refactor, docs, test, chore."`
+	Priority    string   `short:"p" default:"medium" help:"Priority: low, medium, high, critical."`
+	Parent      string   `help:"Parent task id."`
+	BlockedBy   []string `name:"blocked-by" sep:"none" help:"A task that must be done first (repeatable)."`
+	Label       []string `short:"l" sep:"none" help:"Label (repeatable)."`
+	Assignee    string   `help:"Agent name or person."`
+	DoD         []string `name:"dod" sep:"none" help:"Definition-of-Done command (repeatable); overrides the agent's."`
+	Base        string   `help:"Base ref for this task's branches (default: the project base)."`
+	Acceptance  []string `sep:"none" help:"Acceptance criterion (repeatable)."`
+}
+
+// Run creates the task.
+func (c *TaskAddCmd) Run(a *App) error {
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	t, err := tasks.Add(a.Ctx, st, tasks.New{Title: c.Title, Description: c.Description, Type: c.Type,
+		Priority: c.Priority, Parent: c.Parent, BlockedBy: c.BlockedBy, Labels: c.Label, Assignee: c.Assignee,
+		DoD: c.DoD, Base: c.Base, Acceptance: c.Acceptance})
+	if err != nil {
+		return err
+	}
+	return showOne(a, st, t.ID, "created")
+}
+
+// TaskListCmd is `task list`.
+type TaskListCmd struct {
+	Status   string `short:"s" help:"Only this status (open, in_progress, review, dod_failed, failed, done, cancelled, ready, blocked)."`
+	Type     string `short:"t" help:"Only this type."`
+	Priority string `short:"p" help:"Only this priority."`
+	Label    string `help:"Only tasks with this label."`
+	Assignee string `help:"Only tasks assigned to this name."`
+	Parent   string `help:"Only children of this task."`
+	All      bool   `short:"a" help:"Include done and cancelled tasks (the default hides them unless --status asks)."`
+}
+
+// Run lists tasks.
+func (c *TaskListCmd) Run(a *App) error {
+	if c.Status != "" && !status.Valid(c.Status) {
+		return exitcode.New(exitcode.Usage, fmt.Errorf("unknown status %q", c.Status), "use one of: open, in_progress, review, dod_failed, failed, done, cancelled, ready, blocked")
+	}
+	if c.Type != "" {
+		if err := tasks.ValidateType(c.Type); err != nil {
+			return err
+		}
+	}
+	if c.Priority != "" {
+		if err := tasks.ValidatePriority(c.Priority); err != nil {
+			return err
+		}
+	}
+	v, err := loadView(a)
+	if err != nil {
+		return err
+	}
+	parent := ""
+	if c.Parent != "" {
+		if parent, err = v.Board.Resolve(c.Parent); err != nil {
+			return err
+		}
+	}
+	var ids []string
+	for _, id := range v.Board.IDs {
+		t := v.Board.Tasks[id].Task
+		r := v.Status[id]
+		switch {
+		case c.Status == "ready" && !r.Ready,
+			c.Status == "blocked" && !r.Blocked,
+			c.Status != "" && c.Status != "ready" && c.Status != "blocked" && string(r.Status) != c.Status,
+			c.Status == "" && !c.All && !a.G.JSON && (r.Status == status.Done || r.Status == status.Cancelled),
+			c.Type != "" && t.Type != c.Type,
+			c.Priority != "" && t.Priority != c.Priority,
+			c.Label != "" && !contains(t.Labels, c.Label),
+			c.Assignee != "" && t.Assignee != c.Assignee,
+			parent != "" && t.Parent != parent:
+			continue
+		}
+		ids = append(ids, id)
+	}
+	return printTasks(a, v, ids)
+}
+
+// TaskReadyCmd is `task ready`.
+type TaskReadyCmd struct{}
+
+// Run lists ready tasks, highest priority first.
+func (c *TaskReadyCmd) Run(a *App) error {
+	v, err := loadView(a)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for _, id := range v.Board.IDs {
+		if v.Status[id].Ready {
+			ids = append(ids, id)
+		}
+	}
+	sort.SliceStable(ids, func(i, j int) bool {
+		return priorityRank(v.Board.Tasks[ids[i]].Task.Priority) > priorityRank(v.Board.Tasks[ids[j]].Task.Priority)
+	})
+	return printTasks(a, v, ids)
+}
+
+func priorityRank(p string) int {
+	for i, x := range tasks.Priorities {
+		if x == p {
+			return i
+		}
+	}
+	return -1
+}
+
+// TaskShowCmd is `task show`.
+type TaskShowCmd struct {
+	ID string `arg:"" help:"Task id (any unique prefix)."`
+}
+
+// Run shows one task.
+func (c *TaskShowCmd) Run(a *App) error {
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	return showOne(a, st, c.ID, "")
+}
+
+// TaskUpdateCmd is `task update`.
+type TaskUpdateCmd struct {
+	ID              string    `arg:"" help:"Task id."`
+	Title           *string   `help:"New title."`
+	Description     *string   `short:"d" help:"New description."`
+	Type            *string   `short:"t" help:"New type."`
+	Priority        *string   `short:"p" help:"New priority."`
+	Assignee        *string   `help:"New assignee (empty to clear)."`
+	Parent          *string   `help:"New parent id (empty to clear)."`
+	Base            *string   `help:"New base ref (empty to clear)."`
+	AddLabel        []string  `name:"add-label" sep:"none" help:"Add a label (repeatable)."`
+	RemoveLabel     []string  `name:"remove-label" sep:"none" help:"Remove a label (repeatable)."`
+	AddBlockedBy    []string  `name:"add-blocked-by" sep:"none" help:"Add a blocker (repeatable)."`
+	RemoveBlockedBy []string  `name:"remove-blocked-by" sep:"none" help:"Remove a blocker (repeatable)."`
+	DoD             *[]string `name:"dod" sep:"none" help:"Replace the DoD commands (repeatable)."`
+	ClearDoD        bool      `name:"clear-dod" help:"Remove the task's DoD commands (the agent's apply again)."`
+	Acceptance      *[]string `sep:"none" help:"Replace the acceptance criteria (repeatable)."`
+}
+
+// Run applies the update.
+func (c *TaskUpdateCmd) Run(a *App) error {
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	p := tasks.Patch{Title: c.Title, Description: c.Description, Type: c.Type, Priority: c.Priority,
+		Assignee: c.Assignee, Parent: c.Parent, Base: c.Base, AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel,
+		AddBlockedBy: c.AddBlockedBy, RemoveBlockedBy: c.RemoveBlockedBy, DoD: c.DoD, Acceptance: c.Acceptance}
+	if c.ClearDoD {
+		empty := []string{}
+		p.DoD = &empty
+	}
+	t, changed, err := tasks.Update(a.Ctx, st, c.ID, p)
+	if err != nil {
+		return err
+	}
+	verb := "updated"
+	if !changed {
+		verb = "unchanged"
+	}
+	return showOne(a, st, t.ID, verb)
+}
+
+// TaskCancelCmd is `task cancel`.
+type TaskCancelCmd struct {
+	ID     string `arg:"" help:"Task id."`
+	Reason string `short:"r" help:"Why it is cancelled."`
+}
+
+// Run cancels the task.
+func (c *TaskCancelCmd) Run(a *App) error {
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	t, changed, err := tasks.Cancel(a.Ctx, st, c.ID, c.Reason)
+	if err != nil {
+		return err
+	}
+	verb := "cancelled"
+	if !changed {
+		verb = "already cancelled"
+	}
+	return showOne(a, st, t.ID, verb)
+}
+
+// TaskReopenCmd is `task reopen`.
+type TaskReopenCmd struct {
+	ID     string `arg:"" help:"Task id."`
+	Reason string `short:"r" help:"Why it is reopened."`
+}
+
+// Run reopens the task.
+func (c *TaskReopenCmd) Run(a *App) error {
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	t, _, err := tasks.Reopen(a.Ctx, st, c.ID, c.Reason)
+	if err != nil {
+		return err
+	}
+	return showOne(a, st, t.ID, "reopened")
+}
+
+// TaskTreeCmd is `task tree`.
+type TaskTreeCmd struct {
+	ID string `arg:"" optional:"" help:"Root task (default: every top-level task)."`
+}
+
+// Run prints the tree.
+func (c *TaskTreeCmd) Run(a *App) error {
+	v, err := loadView(a)
+	if err != nil {
+		return err
+	}
+	var roots []string
+	if c.ID != "" {
+		id, err := v.Board.Resolve(c.ID)
+		if err != nil {
+			return err
+		}
+		roots = []string{id}
+	} else {
+		for _, id := range v.Board.IDs {
+			p := v.Board.Tasks[id].Task.Parent
+			if _, ok := v.Board.Tasks[p]; p == "" || !ok {
+				roots = append(roots, id)
+			}
+		}
+	}
+	if a.G.JSON {
+		var out []treeNode
+		for _, r := range roots {
+			out = append(out, v.treeJSON(r, map[string]bool{}))
+		}
+		return a.P.PrintJSON(nonNil(out))
+	}
+	for _, r := range roots {
+		v.printTree(a, r, "", "", map[string]bool{})
+	}
+	return nil
+}
+
+type treeNode struct {
+	V         int        `json:"v"`
+	ID        string     `json:"id"`
+	ShortID   string     `json:"short_id"`
+	Title     string     `json:"title"`
+	Status    string     `json:"status"`
+	BlockedBy []string   `json:"blocked_by"`
+	Children  []treeNode `json:"children"`
+}
+
+func (v *view) treeJSON(id string, seen map[string]bool) treeNode {
+	seen[id] = true
+	t := v.Board.Tasks[id].Task
+	n := treeNode{V: output.SchemaVersion, ID: id, ShortID: v.Board.ShortID(id), Title: t.Title,
+		Status: string(v.Status[id].Status), BlockedBy: nonNil(t.BlockedBy), Children: []treeNode{}}
+	for _, cid := range v.Board.Children(id) {
+		if !seen[cid] {
+			n.Children = append(n.Children, v.treeJSON(cid, seen))
+		}
+	}
+	return n
+}
+
+func (v *view) printTree(a *App, id, prefix, childPrefix string, seen map[string]bool) {
+	seen[id] = true
+	t := v.Board.Tasks[id].Task
+	r := v.Status[id]
+	line := fmt.Sprintf("%s%s %s %s", prefix, a.P.Paint(output.Yellow, v.Board.ShortID(id)), t.Title, a.P.Paint(statusColor(r.Status), "["+string(r.Status)+"]"))
+	if len(t.BlockedBy) > 0 {
+		var bs []string
+		for _, b := range t.BlockedBy {
+			mark := ""
+			if br, ok := v.Status[b]; !ok || br.Status != status.Done {
+				mark = "*"
+			}
+			bs = append(bs, v.Board.ShortID(b)+mark)
+		}
+		line += a.P.Paint(output.Gray, " blocked by "+strings.Join(bs, ", "))
+	}
+	if a.G.Quiet {
+		line = v.Board.ShortID(id)
+	}
+	a.P.Printf("%s\n", line)
+	kids := v.Board.Children(id)
+	for i, cid := range kids {
+		if seen[cid] {
+			continue
+		}
+		if i == len(kids)-1 {
+			v.printTree(a, cid, childPrefix+"└── ", childPrefix+"    ", seen)
+		} else {
+			v.printTree(a, cid, childPrefix+"├── ", childPrefix+"│   ", seen)
+		}
+	}
+}
+
+// TaskLogCmd is `task log`.
+type TaskLogCmd struct {
+	ID string `arg:"" help:"Task id."`
+}
+
+type logJSON struct {
+	V       int       `json:"v"`
+	Commit  string    `json:"commit"`
+	Time    time.Time `json:"time"`
+	Author  string    `json:"author"`
+	Email   string    `json:"email"`
+	Message string    `json:"message"`
+}
+
+// Run prints the history.
+func (c *TaskLogCmd) Run(a *App) error {
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	id, err := st.Resolve(a.Ctx, tasks.Kind, c.ID)
+	if err != nil {
+		return err
+	}
+	entries, err := st.Log(a.Ctx, tasks.Kind, id)
+	if err != nil {
+		return err
+	}
+	if a.G.JSON {
+		out := []logJSON{}
+		for _, e := range entries {
+			out = append(out, logJSON{V: output.SchemaVersion, Commit: e.Commit, Time: e.Time, Author: e.Author, Email: e.Email, Message: e.Message})
+		}
+		return a.P.PrintJSON(out)
+	}
+	for _, e := range entries {
+		if a.G.Quiet {
+			a.P.Printf("%s\n", e.Commit)
+			continue
+		}
+		a.P.Printf("%s %s %s  %s\n", a.P.Paint(output.Yellow, e.Commit[:10]), e.Time.Format("2006-01-02 15:04:05Z07:00"), a.P.Paint(output.Cyan, e.Author), firstLine(e.Message))
+	}
+	return nil
+}
+
+// view is the board with every task's derived status.
+type view struct {
+	Board  *tasks.Board
+	Status map[string]status.Result
+	Store  *gitstore.Store
+}
+
+// loadView reads every task and resolves statuses in one batch, warning
+// about refs that cannot be read.
+func loadView(a *App) (*view, error) {
+	st, err := a.Store()
+	if err != nil {
+		return nil, err
+	}
+	b, err := tasks.Load(a.Ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range b.Problems {
+		a.P.Warnf("skipping unreadable task: %v", p)
+	}
+	facts, err := gatherFacts(a, st, b)
+	if err != nil {
+		return nil, err
+	}
+	return &view{Board: b, Status: status.Resolve(b, facts), Store: st}, nil
+}
+
+// taskJSON is the --json form of a task (docs/json.md).
+type taskJSON struct {
+	V            int          `json:"v"`
+	ID           string       `json:"id"`
+	ShortID      string       `json:"short_id"`
+	Title        string       `json:"title"`
+	Status       string       `json:"status"`
+	StatusReason string       `json:"status_reason"`
+	Blocked      bool         `json:"blocked"`
+	Ready        bool         `json:"ready"`
+	WaitingOn    []string     `json:"waiting_on"`
+	Description  string       `json:"description"`
+	Type         string       `json:"type"`
+	Priority     string       `json:"priority"`
+	Parent       string       `json:"parent"`
+	BlockedBy    []string     `json:"blocked_by"`
+	Labels       []string     `json:"labels"`
+	Assignee     string       `json:"assignee"`
+	DoD          []string     `json:"dod"`
+	Base         string       `json:"base"`
+	Acceptance   []string     `json:"acceptance"`
+	Created      tasks.Stamp  `json:"created"`
+	Updated      tasks.Stamp  `json:"updated"`
+	Cancelled    *tasks.Fact  `json:"cancelled"`
+	Reopened     *tasks.Fact  `json:"reopened"`
+	Commit       string       `json:"commit"`
+	Session      string       `json:"session,omitempty"`
+	Extra        *sessionInfo `json:"latest_session,omitempty"`
+}
+
+func (v *view) taskJSON(id string) taskJSON {
+	e := v.Board.Tasks[id]
+	t := e.Task
+	r := v.Status[id]
+	return taskJSON{V: output.SchemaVersion, ID: id, ShortID: v.Board.ShortID(id), Title: t.Title,
+		Status: string(r.Status), StatusReason: r.Reason, Blocked: r.Blocked, Ready: r.Ready,
+		WaitingOn: nonNil(r.Waiting), Description: t.Description, Type: t.Type, Priority: t.Priority,
+		Parent: t.Parent, BlockedBy: nonNil(t.BlockedBy), Labels: nonNil(t.Labels), Assignee: t.Assignee,
+		DoD: nonNil(t.DoD), Base: t.Base, Acceptance: nonNil(t.Acceptance), Created: t.Created, Updated: t.Updated,
+		Cancelled: t.Cancelled, Reopened: t.Reopened, Commit: e.Commit, Session: r.Session}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func statusColor(s status.Status) string {
+	switch s {
+	case status.Done:
+		return output.Green
+	case status.InProgress:
+		return output.Cyan
+	case status.Review:
+		return output.Blue
+	case status.DoDFailed, status.Failed:
+		return output.Red
+	case status.Cancelled:
+		return output.Gray
+	}
+	return ""
+}
+
+// printTasks renders a list of tasks as a table, ids or JSON.
+func printTasks(a *App, v *view, ids []string) error {
+	if a.G.JSON {
+		out := make([]taskJSON, 0, len(ids))
+		for _, id := range ids {
+			out = append(out, v.taskJSON(id))
+		}
+		return a.P.PrintJSON(out)
+	}
+	if a.G.Quiet {
+		for _, id := range ids {
+			a.P.Printf("%s\n", v.Board.ShortID(id))
+		}
+		return nil
+	}
+	if len(ids) == 0 {
+		a.P.Notef("no tasks\n")
+		return nil
+	}
+	tb := a.P.NewTable("ID", "STATUS", "PRI", "TYPE", "TITLE", "BLOCKED BY")
+	for _, id := range ids {
+		t := v.Board.Tasks[id].Task
+		r := v.Status[id]
+		var bl []string
+		for _, b := range r.Waiting {
+			bl = append(bl, v.Board.ShortID(b))
+		}
+		st := string(r.Status)
+		if r.Status == status.Open && r.Blocked {
+			st = "blocked"
+		}
+		tb.ColorRow([]string{output.Yellow, statusColor(r.Status), "", "", "", output.Gray},
+			v.Board.ShortID(id), st, t.Priority, t.Type, t.Title, strings.Join(bl, ","))
+	}
+	tb.Flush()
+	return nil
+}
+
+// showOne prints one task after reading the board again (so the status and
+// short id are current). verb, when set, is printed to stderr first.
+func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
+	v, err := loadView(a)
+	if err != nil {
+		return err
+	}
+	id, err := v.Board.Resolve(prefix)
+	if err != nil {
+		return err
+	}
+	if a.G.JSON {
+		j := v.taskJSON(id)
+		j.Extra = latestSession(a, v, id)
+		return a.P.PrintJSON(j)
+	}
+	if a.G.Quiet {
+		a.P.Printf("%s\n", v.Board.ShortID(id))
+		return nil
+	}
+	if verb != "" {
+		a.P.Notef("%s task %s\n", verb, v.Board.ShortID(id))
+		if verb != "unchanged" && verb != "already cancelled" {
+			a.P.Printf("%s\n", v.Board.ShortID(id))
+			return nil
+		}
+	}
+	t := v.Board.Tasks[id].Task
+	r := v.Status[id]
+	p := a.P
+	p.Printf("%s %s\n", p.Paint(output.Yellow, v.Board.ShortID(id)), p.Paint(output.Bold, t.Title))
+	p.Printf("  id:        %s\n", id)
+	p.Printf("  status:    %s (%s)\n", p.Paint(statusColor(r.Status), string(r.Status)), r.Reason)
+	if r.Blocked {
+		var w []string
+		for _, b := range r.Waiting {
+			w = append(w, v.Board.ShortID(b))
+		}
+		p.Printf("  blocked:   waiting on %s\n", strings.Join(w, ", "))
+	}
+	p.Printf("  type:      %s\n  priority:  %s\n", t.Type, t.Priority)
+	if t.Parent != "" {
+		p.Printf("  parent:    %s\n", v.Board.ShortID(t.Parent))
+	}
+	if len(t.BlockedBy) > 0 {
+		var bs []string
+		for _, b := range t.BlockedBy {
+			bs = append(bs, v.Board.ShortID(b))
+		}
+		p.Printf("  blocked by: %s\n", strings.Join(bs, ", "))
+	}
+	if len(t.Labels) > 0 {
+		p.Printf("  labels:    %s\n", strings.Join(t.Labels, ", "))
+	}
+	if t.Assignee != "" {
+		p.Printf("  assignee:  %s\n", t.Assignee)
+	}
+	if t.Base != "" {
+		p.Printf("  base:      %s\n", t.Base)
+	}
+	for _, d := range t.DoD {
+		p.Printf("  dod:       %s\n", d)
+	}
+	p.Printf("  created:   %s by %s\n", t.Created.Time.Format(time.RFC3339), t.Created.Author)
+	p.Printf("  updated:   %s by %s\n", t.Updated.Time.Format(time.RFC3339), t.Updated.Author)
+	if t.Description != "" {
+		p.Printf("\n%s\n", indent(t.Description, "  "))
+	}
+	if len(t.Acceptance) > 0 {
+		p.Printf("\n  Acceptance criteria:\n")
+		for _, c := range t.Acceptance {
+			p.Printf("  - %s\n", c)
+		}
+	}
+	printSessionSummary(a, v, id)
+	return nil
+}
+
+func indent(s, pre string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = pre + l
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,292 @@
+package gitstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+)
+
+// Doc is one entity as stored: its id, ref, the commit the ref points at and
+// the JSON document in that commit.
+type Doc struct {
+	ID     string
+	Ref    string
+	Commit string
+	Data   []byte
+}
+
+// RefState names a ref and the commit it must still point at when a
+// transaction commits. Operations use it to guard the documents they read.
+type RefState struct {
+	Ref    string
+	Commit string
+}
+
+// Change is what an update operation returns: the new document, the commit
+// message naming the operation, and the other refs whose state it depended on.
+type Change struct {
+	Data    []byte
+	Message string
+	Verify  []RefState
+}
+
+// maxAttempts bounds the retries of a contended update.
+const maxAttempts = 400
+
+// Create stores a new entity with id and document data as a root commit.
+// verify lists refs the creation depended on (e.g. blockers that must exist
+// unchanged); if any moved, the creation is retried by the caller's loop in
+// CreateWith.
+func (s *Store) Create(ctx context.Context, k Kind, id string, ch Change) (Doc, error) {
+	c, err := s.writeDocCommit(ctx, k.File, ch.Data, nil, ch.Message)
+	if err != nil {
+		return Doc{}, err
+	}
+	ops := []RefOp{{Verb: "create", Ref: k.Ref(id), New: c}}
+	for _, v := range ch.Verify {
+		ops = append(ops, RefOp{Verb: "verify", Ref: v.Ref, Old: v.Commit})
+	}
+	if err := s.Transact(ctx, ops); err != nil {
+		return Doc{}, err
+	}
+	s.maybePackRefs(ctx, k)
+	return Doc{ID: id, Ref: k.Ref(id), Commit: c, Data: ch.Data}, nil
+}
+
+// CreateWith creates an entity whose document is computed by build, retrying
+// build on the latest state when a ref it verified moved meanwhile.
+func (s *Store) CreateWith(ctx context.Context, k Kind, id string, build func() (Change, error)) (Doc, error) {
+	for attempt := 0; ; attempt++ {
+		ch, err := build()
+		if err != nil {
+			return Doc{}, err
+		}
+		d, err := s.Create(ctx, k, id, ch)
+		if err == nil || !errors.Is(err, ErrConflict) || attempt >= maxAttempts {
+			return d, err
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return Doc{}, err
+		}
+	}
+}
+
+// ErrNoChange is returned by an update operation that has nothing to change;
+// Update then writes no commit and returns the current document.
+var ErrNoChange = errors.New("no change")
+
+// Update applies op to the latest version of the entity and commits the
+// result with the old tip as parent, through a compare-and-swap ref update.
+// When another writer moved the ref (or a verified ref) first, op is applied
+// again to the new latest state. op returning ErrNoChange, or a document equal
+// to the current one, writes nothing. changed reports whether a commit was
+// made.
+func (s *Store) Update(ctx context.Context, k Kind, id string, op func(cur Doc) (Change, error)) (doc Doc, changed bool, err error) {
+	for attempt := 0; ; attempt++ {
+		cur, err := s.Get(ctx, k, id)
+		if err != nil {
+			return Doc{}, false, err
+		}
+		ch, err := op(cur)
+		if errors.Is(err, ErrNoChange) || (err == nil && bytes.Equal(ch.Data, cur.Data)) {
+			return cur, false, nil
+		}
+		if err != nil {
+			return Doc{}, false, err
+		}
+		c, err := s.writeDocCommit(ctx, k.File, ch.Data, []string{cur.Commit}, ch.Message)
+		if err != nil {
+			return Doc{}, false, err
+		}
+		ops := []RefOp{{Verb: "update", Ref: cur.Ref, New: c, Old: cur.Commit}}
+		for _, v := range ch.Verify {
+			ops = append(ops, RefOp{Verb: "verify", Ref: v.Ref, Old: v.Commit})
+		}
+		err = s.Transact(ctx, ops)
+		if err == nil {
+			return Doc{ID: id, Ref: cur.Ref, Commit: c, Data: ch.Data}, true, nil
+		}
+		if !errors.Is(err, ErrConflict) || attempt >= maxAttempts {
+			return Doc{}, false, fmt.Errorf("updating %s %s: %w", k.Noun, id, err)
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return Doc{}, false, err
+		}
+	}
+}
+
+// backoff sleeps a jittered, capped, growing delay before a retry.
+func backoff(ctx context.Context, attempt int) error {
+	limit := time.Millisecond << min(attempt, 6) // up to 64 ms
+	d := time.Duration(rand.Int64N(int64(limit))) + time.Millisecond
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Delete removes the entity's ref if it still points at commit.
+func (s *Store) Delete(ctx context.Context, k Kind, id, commit string) error {
+	return s.Transact(ctx, []RefOp{{Verb: "delete", Ref: k.Ref(id), Old: commit}})
+}
+
+// Get reads the latest version of one entity. An entity that does not exist
+// is a NotFound error.
+func (s *Store) Get(ctx context.Context, k Kind, id string) (Doc, error) {
+	cf, err := startCatFile(ctx, s.git)
+	if err != nil {
+		return Doc{}, err
+	}
+	defer cf.close()
+	ref := k.Ref(id)
+	head, err := cf.get(ref)
+	if err != nil {
+		return Doc{}, err
+	}
+	if head.missing {
+		return Doc{}, exitcode.New(exitcode.NotFound, fmt.Errorf("%s %s not found", k.Noun, id), "")
+	}
+	if head.typ != "commit" {
+		return Doc{}, fmt.Errorf("%s: points at a %s, not a commit", ref, head.typ)
+	}
+	blob, err := cf.get(head.id + ":" + k.File)
+	if err != nil {
+		return Doc{}, err
+	}
+	if blob.missing || blob.typ != "blob" {
+		return Doc{}, fmt.Errorf("%s: commit %s has no %s", ref, head.id[:12], k.File)
+	}
+	return Doc{ID: id, Ref: ref, Commit: head.id, Data: blob.data}, nil
+}
+
+// RefError is a problem with one stored entity; listing reports it and goes
+// on with the others.
+type RefError struct {
+	Ref string
+	Err error
+}
+
+func (e *RefError) Error() string { return fmt.Sprintf("%s: %v", e.Ref, e.Err) }
+
+// Unwrap returns the underlying error.
+func (e *RefError) Unwrap() error { return e.Err }
+
+// List reads every entity of kind k with one for-each-ref and one cat-file
+// --batch. Entities that cannot be read are returned as RefErrors; the rest
+// still list.
+func (s *Store) List(ctx context.Context, k Kind) ([]Doc, []error, error) {
+	lines, err := s.git.Lines(ctx, "for-each-ref", "--format=%(objectname) %(objecttype) %(refname)", k.RefPrefix())
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing %s refs: %w", k.Noun, err)
+	}
+	type want struct{ ref, commit string }
+	var wants []want
+	var problems []error
+	for _, l := range lines {
+		f := strings.SplitN(l, " ", 3)
+		if len(f) != 3 {
+			continue
+		}
+		if f[1] != "commit" {
+			problems = append(problems, &RefError{Ref: f[2], Err: fmt.Errorf("points at a %s, not a commit", f[1])})
+			continue
+		}
+		wants = append(wants, want{ref: f[2], commit: f[0]})
+	}
+	if len(wants) == 0 {
+		return nil, problems, nil
+	}
+	cf, err := startCatFile(ctx, s.git)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cf.close()
+	werr := make(chan error, 1)
+	go func() {
+		var b bytes.Buffer
+		for _, w := range wants {
+			b.WriteString(w.commit)
+			b.WriteByte(':')
+			b.WriteString(k.File)
+			b.WriteByte('\n')
+		}
+		_, err := cf.in.Write(b.Bytes())
+		werr <- err
+	}()
+	docs := make([]Doc, 0, len(wants))
+	for _, w := range wants {
+		o, err := cf.read()
+		if err != nil {
+			return nil, nil, err
+		}
+		if o.missing || o.typ != "blob" {
+			problems = append(problems, &RefError{Ref: w.ref, Err: fmt.Errorf("commit %s has no %s", w.commit[:12], k.File)})
+			continue
+		}
+		docs = append(docs, Doc{ID: strings.TrimPrefix(w.ref, k.RefPrefix()), Ref: w.ref, Commit: w.commit, Data: o.data})
+	}
+	if err := <-werr; err != nil {
+		return nil, nil, fmt.Errorf("writing to git cat-file: %w", err)
+	}
+	return docs, problems, nil
+}
+
+// maybePackRefs packs refs once many loose entity refs have piled up, so bulk
+// reads stay fast (design §2: pack refs after bulk writes). git's pack-refs
+// takes its own locks and is safe next to concurrent writers.
+func (s *Store) maybePackRefs(ctx context.Context, k Kind) {
+	f, err := os.Open(s.loc.CommonDir + "/" + k.RefPrefix())
+	if err != nil {
+		return
+	}
+	names, _ := f.Readdirnames(loosePackThreshold + 1)
+	f.Close()
+	if len(names) > loosePackThreshold {
+		s.git.Run(ctx, "pack-refs", "--all")
+	}
+}
+
+const loosePackThreshold = 256
+
+// LogEntry is one commit in an entity's history.
+type LogEntry struct {
+	Commit  string
+	Author  string
+	Email   string
+	Time    time.Time
+	Message string
+	Parents int
+}
+
+// Log returns the entity's history, newest first.
+func (s *Store) Log(ctx context.Context, k Kind, id string) ([]LogEntry, error) {
+	out, err := s.git.Run(ctx, "log", "-z", "--format=%H%x1f%P%x1f%an%x1f%ae%x1f%at%x1f%B", k.Ref(id), "--")
+	if err != nil {
+		return nil, fmt.Errorf("reading history of %s %s: %w", k.Noun, id, err)
+	}
+	var entries []LogEntry
+	for _, rec := range strings.Split(string(out), "\x00") {
+		if rec == "" {
+			continue
+		}
+		f := strings.SplitN(rec, "\x1f", 6)
+		if len(f) != 6 {
+			continue
+		}
+		var sec int64
+		fmt.Sscan(f[4], &sec)
+		entries = append(entries, LogEntry{Commit: f[0], Parents: len(strings.Fields(f[1])), Author: f[2], Email: f[3], Time: time.Unix(sec, 0).UTC(), Message: strings.TrimSpace(f[5])})
+	}
+	return entries, nil
+}

@@ -1,0 +1,119 @@
+package gitstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+)
+
+// IDLen is the length in hex digits of a canonical entity id: 80 random
+// bits, so clones never collide without coordinating (design §2).
+const IDLen = 20
+
+// MinPrefix is the shortest id prefix shown or accepted, as in git.
+const MinPrefix = 4
+
+// NewID returns a fresh random canonical id.
+func NewID() string {
+	var b [IDLen / 2]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand failed: " + err.Error())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// ValidID reports whether s looks like an id or id prefix: 4 to 20 lower-case
+// hex digits.
+func ValidID(s string) bool {
+	if len(s) < MinPrefix || len(s) > IDLen {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// IDs lists the canonical ids of every entity of kind k, sorted.
+func (s *Store) IDs(ctx context.Context, k Kind) ([]string, error) {
+	lines, err := s.git.Lines(ctx, "for-each-ref", "--format=%(refname)", k.RefPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("listing %s refs: %w", k.Noun, err)
+	}
+	ids := make([]string, 0, len(lines))
+	for _, l := range lines {
+		ids = append(ids, strings.TrimPrefix(l, k.RefPrefix()))
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// Resolve turns a user-given id or unique prefix into a canonical id.
+func (s *Store) Resolve(ctx context.Context, k Kind, prefix string) (string, error) {
+	ids, err := s.IDs(ctx, k)
+	if err != nil {
+		return "", err
+	}
+	return ResolveIn(k, ids, prefix)
+}
+
+// ResolveIn resolves prefix among the sorted ids of kind k.
+func ResolveIn(k Kind, ids []string, prefix string) (string, error) {
+	p := strings.ToLower(strings.TrimSpace(prefix))
+	if !ValidID(p) {
+		return "", exitcode.New(exitcode.Usage, fmt.Errorf("malformed %s id %q: want %d to %d hex digits", k.Noun, prefix, MinPrefix, IDLen), "")
+	}
+	i := sort.SearchStrings(ids, p)
+	var matches []string
+	for ; i < len(ids) && strings.HasPrefix(ids[i], p); i++ {
+		matches = append(matches, ids[i])
+	}
+	switch len(matches) {
+	case 0:
+		return "", exitcode.New(exitcode.NotFound, fmt.Errorf("%s %s not found", k.Noun, p), fmt.Sprintf("list them with: git agentmine %s list", k.Noun))
+	case 1:
+		return matches[0], nil
+	}
+	short := ShortIDs(ids)
+	var c []string
+	for _, m := range matches {
+		c = append(c, short[m])
+	}
+	if len(c) > 8 {
+		c = append(c[:8], fmt.Sprintf("and %d more", len(matches)-8))
+	}
+	return "", exitcode.New(exitcode.Usage, errors.New(fmt.Sprintf("%s id %s is ambiguous: candidates %s", k.Noun, p, strings.Join(c, ", "))), "give more digits of the id")
+}
+
+// ShortIDs maps each id to its shortest unique prefix (at least MinPrefix)
+// among ids, which must be sorted.
+func ShortIDs(ids []string) map[string]string {
+	m := make(map[string]string, len(ids))
+	for i, id := range ids {
+		n := MinPrefix
+		if i > 0 {
+			n = max(n, commonPrefix(id, ids[i-1])+1)
+		}
+		if i+1 < len(ids) {
+			n = max(n, commonPrefix(id, ids[i+1])+1)
+		}
+		m[id] = id[:min(n, len(id))]
+	}
+	return m
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}

@@ -1,0 +1,212 @@
+// Package gitstore owns agentmine's state in git: one ref per entity under
+// refs/agentmine/<kind>/<id>, each pointing at a commit chain whose tree holds
+// the entity's JSON document. It is the only package that writes git objects
+// and refs. Every ref write goes through `git update-ref --stdin` with the
+// expected old value; updates are functions re-applied to the latest state and
+// retried when another writer won the race. Bulk reads use one for-each-ref
+// and one cat-file --batch process, never one process per entity.
+package gitstore
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitcmd"
+)
+
+// RefRoot is the namespace holding every agentmine entity ref.
+const RefRoot = "refs/agentmine/"
+
+// Kind is a type of entity, stored under refs/agentmine/<Dir>/<id> with its
+// JSON document in a file named File in each commit's tree.
+type Kind struct {
+	// Dir is the ref directory, e.g. "tasks".
+	Dir string
+	// File is the document's file name in the commit tree, e.g. "task.json".
+	File string
+	// Noun names one entity in messages, e.g. "task".
+	Noun string
+}
+
+// RefPrefix returns "refs/agentmine/<dir>/".
+func (k Kind) RefPrefix() string { return RefRoot + k.Dir + "/" }
+
+// Ref returns the ref name of the entity with the given canonical id.
+func (k Kind) Ref(id string) string { return k.RefPrefix() + id }
+
+// Ident is a git identity with a time, as in a commit's author line.
+type Ident struct {
+	Name  string
+	Email string
+	When  time.Time
+	// raw is "<unix seconds> <tz>" as git formats it.
+	raw string
+}
+
+// String formats the identity as git writes it in commit headers.
+func (i Ident) String() string {
+	return fmt.Sprintf("%s <%s> %s", i.Name, i.Email, i.raw)
+}
+
+// Store is an open agentmine state store in one repository.
+type Store struct {
+	git       gitcmd.Runner
+	loc       gitcmd.Location
+	objDir    string
+	sha1      bool
+	author    Ident
+	committer Ident
+	config    map[string]string
+	hasHead   bool
+}
+
+// Open locates the repository containing dir and prepares the store. It
+// reads the object format, the identities and git's config in one git call.
+func Open(ctx context.Context, dir string) (*Store, error) {
+	loc, err := gitcmd.Locate(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	r := gitcmd.Runner{Dir: dir}
+	s := &Store{git: r, loc: loc}
+	lines, err := r.Lines(ctx, "rev-parse", "--show-object-format", "--git-path", "objects")
+	if err != nil {
+		return nil, fmt.Errorf("reading repository format: %w", err)
+	}
+	if len(lines) < 2 {
+		return nil, fmt.Errorf("reading repository format: unexpected output %q", lines)
+	}
+	s.sha1 = lines[0] == "sha1"
+	s.objDir = lines[1]
+	if !filepath.IsAbs(s.objDir) {
+		s.objDir = filepath.Join(dir, s.objDir)
+	}
+	if err := s.readVars(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := r.Run(ctx, "rev-parse", "--verify", "-q", "HEAD^{commit}"); err == nil {
+		s.hasHead = true
+	}
+	return s, nil
+}
+
+// readVars runs `git var -l` once: it yields the author and committer
+// identities (with git's own fallback when none is configured, and honouring
+// GIT_*_DATE) and the whole configuration.
+func (s *Store) readVars(ctx context.Context) error {
+	out, err := s.git.Run(ctx, "var", "-l")
+	if err != nil {
+		return fmt.Errorf("reading git identity: %w", err)
+	}
+	s.config = map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), "=")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "GIT_AUTHOR_IDENT":
+			s.author = parseIdent(v)
+		case "GIT_COMMITTER_IDENT":
+			s.committer = parseIdent(v)
+		default:
+			s.config[strings.ToLower(k)] = v
+		}
+	}
+	if s.author.Name == "" {
+		s.author = fallbackIdent()
+	}
+	if s.committer.Name == "" {
+		s.committer = s.author
+	}
+	return nil
+}
+
+func fallbackIdent() Ident {
+	now := time.Now()
+	return Ident{Name: "agentmine", Email: "agentmine@localhost", When: now, raw: fmt.Sprintf("%d +0000", now.Unix())}
+}
+
+// parseIdent parses "Name <email> 1700000000 +0000".
+func parseIdent(v string) Ident {
+	lt := strings.LastIndex(v, "<")
+	gt := strings.LastIndex(v, ">")
+	if lt < 0 || gt < lt {
+		return Ident{}
+	}
+	id := Ident{Name: strings.TrimSpace(v[:lt]), Email: v[lt+1 : gt], raw: strings.TrimSpace(v[gt+1:])}
+	if id.Name == "" {
+		id.Name = "unknown"
+	}
+	fields := strings.Fields(id.raw)
+	if len(fields) == 2 {
+		sec, _ := strconv.ParseInt(fields[0], 10, 64)
+		id.When = time.Unix(sec, 0).UTC()
+	} else {
+		id = fallbackIdent()
+	}
+	return id
+}
+
+// Git returns the runner the store uses (rooted where the store was opened).
+func (s *Store) Git() gitcmd.Runner { return s.git }
+
+// Location returns where the repository lives.
+func (s *Store) Location() gitcmd.Location { return s.loc }
+
+// Author returns the identity written as the author of state commits.
+func (s *Store) Author() Ident { return s.author }
+
+// Now returns the time of this invocation as git sees it (honouring
+// GIT_COMMITTER_DATE), so that pinned test environments are reproducible.
+func (s *Store) Now() time.Time { return s.committer.When }
+
+// Config returns git's configuration value for key (lower-case, e.g.
+// "agentmine.base") and whether it is set.
+func (s *Store) Config(key string) (string, bool) {
+	v, ok := s.config[strings.ToLower(key)]
+	return v, ok
+}
+
+// HasCommits reports whether HEAD points at a commit.
+func (s *Store) HasCommits() bool { return s.hasHead }
+
+// RequireCommits returns a State error when the repository has no commits.
+func (s *Store) RequireCommits() error {
+	if s.hasHead {
+		return nil
+	}
+	return exitcode.New(exitcode.State, errors.New("the repository has no commits yet"), "make a first commit, then run this again")
+}
+
+// LocalDir returns the directory for local, disposable agentmine data (logs,
+// pid files) under the common git dir, creating it.
+func (s *Store) LocalDir(parts ...string) (string, error) {
+	d := filepath.Join(append([]string{s.loc.CommonDir, "agentmine"}, parts...)...)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "", fmt.Errorf("creating %s: %w", d, err)
+	}
+	return d, nil
+}
+
+// StampInfo is the time and author of the current invocation.
+type StampInfo struct {
+	Time   time.Time
+	Author string
+}
+
+// Stamp returns the time and author name used for facts written now.
+func Stamp(s *Store) StampInfo {
+	return StampInfo{Time: s.Now(), Author: s.author.Name}
+}

@@ -1,0 +1,169 @@
+// Package output owns how results reach people and programs: aligned tables
+// with optional colour for terminals, and the versioned JSON encoding used by
+// every --json flag (documented in docs/json.md).
+package output
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+)
+
+// SchemaVersion is the version of the --json output contract.
+const SchemaVersion = 1
+
+// Printer writes command results to stdout and messages to stderr.
+type Printer struct {
+	Out, Err io.Writer
+	// JSON selects machine output.
+	JSON bool
+	// Quiet prints ids only.
+	Quiet bool
+	// Color enables ANSI colour.
+	Color bool
+}
+
+// IsTerminal reports whether w is a terminal.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// ColorWanted decides colour: only on a terminal, never with NO_COLOR set or
+// --no-color, never with TERM=dumb.
+func ColorWanted(w io.Writer, noColor bool, getenv func(string) string) bool {
+	if noColor || getenv("NO_COLOR") != "" || getenv("TERM") == "dumb" {
+		return false
+	}
+	return IsTerminal(w)
+}
+
+// PrintJSON writes v as indented JSON on stdout.
+func (p *Printer) PrintJSON(v any) error {
+	enc := json.NewEncoder(p.Out)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// Printf writes formatted text to stdout.
+func (p *Printer) Printf(format string, a ...any) { fmt.Fprintf(p.Out, format, a...) }
+
+// Notef writes a message to stderr (unless quiet).
+func (p *Printer) Notef(format string, a ...any) {
+	if p.Quiet {
+		return
+	}
+	fmt.Fprintf(p.Err, format, a...)
+}
+
+// Warnf writes a warning to stderr, always.
+func (p *Printer) Warnf(format string, a ...any) {
+	fmt.Fprintf(p.Err, "warning: "+format+"\n", a...)
+}
+
+// ANSI colour names.
+const (
+	Red    = "31"
+	Green  = "32"
+	Yellow = "33"
+	Blue   = "34"
+	Purple = "35"
+	Cyan   = "36"
+	Gray   = "90"
+	Bold   = "1"
+)
+
+// Paint wraps s in colour when colour is on.
+func (p *Printer) Paint(color, s string) string {
+	if !p.Color || color == "" || s == "" {
+		return s
+	}
+	return "\x1b[" + color + "m" + s + "\x1b[0m"
+}
+
+// Table collects rows and prints them aligned. Cells may carry colour; width
+// is computed on the visible text.
+type Table struct {
+	p      *Printer
+	header []string
+	rows   [][]cell
+}
+
+type cell struct{ text, color string }
+
+// NewTable starts a table with the given header.
+func (p *Printer) NewTable(header ...string) *Table {
+	return &Table{p: p, header: header}
+}
+
+// Row adds a row of plain cells.
+func (t *Table) Row(cells ...string) {
+	r := make([]cell, len(cells))
+	for i, c := range cells {
+		r[i] = cell{text: c}
+	}
+	t.rows = append(t.rows, r)
+}
+
+// ColorRow adds a row whose cell i is painted colors[i] (may be "").
+func (t *Table) ColorRow(colors []string, cells ...string) {
+	r := make([]cell, len(cells))
+	for i, c := range cells {
+		r[i] = cell{text: c}
+		if i < len(colors) {
+			r[i].color = colors[i]
+		}
+	}
+	t.rows = append(t.rows, r)
+}
+
+// Flush prints the table.
+func (t *Table) Flush() {
+	widths := make([]int, len(t.header))
+	for i, h := range t.header {
+		widths[i] = utf8.RuneCountInString(h)
+	}
+	for _, r := range t.rows {
+		for i, c := range r {
+			if i < len(widths) {
+				widths[i] = max(widths[i], utf8.RuneCountInString(c.text))
+			}
+		}
+	}
+	line := func(cells []cell, header bool) {
+		var b strings.Builder
+		for i, c := range cells {
+			text := c.text
+			pad := 0
+			if i < len(cells)-1 {
+				pad = widths[i] - utf8.RuneCountInString(text) + 2
+			}
+			if header {
+				text = t.p.Paint(Bold, text)
+			} else {
+				text = t.p.Paint(c.color, text)
+			}
+			b.WriteString(text)
+			b.WriteString(strings.Repeat(" ", pad))
+		}
+		fmt.Fprintln(t.p.Out, strings.TrimRight(b.String(), " "))
+	}
+	hc := make([]cell, len(t.header))
+	for i, h := range t.header {
+		hc[i] = cell{text: h}
+	}
+	line(hc, true)
+	for _, r := range t.rows {
+		line(r, false)
+	}
+}

@@ -1,0 +1,183 @@
+// Package status owns the status resolver: a task's status is derived from
+// facts every time it is asked for (design §4), never stored. The resolver
+// works on facts gathered in batches for all tasks at once; it runs no git
+// process per task.
+package status
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/tasks"
+)
+
+// Status is a derived task status.
+type Status string
+
+// The statuses, in the priority order of design §4.
+const (
+	Cancelled  Status = "cancelled"
+	Done       Status = "done"
+	InProgress Status = "in_progress"
+	Review     Status = "review"
+	DoDFailed  Status = "dod_failed"
+	Failed     Status = "failed"
+	Open       Status = "open"
+)
+
+// All lists every status, for validation and board ordering.
+var All = []Status{Open, InProgress, Review, DoDFailed, Failed, Done, Cancelled}
+
+// Valid reports whether s names a status (or one of the derived filters
+// "ready" and "blocked").
+func Valid(s string) bool {
+	if s == "ready" || s == "blocked" {
+		return true
+	}
+	for _, x := range All {
+		if string(x) == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Attempt is what is known about one session of a task, gathered by the
+// caller in batch (sessions, their outcome notes, and reachability of their
+// tips from the base).
+type Attempt struct {
+	Session string
+	Started time.Time
+	// Live: the session is running or prepared and not ended.
+	Live bool
+	// Lost: the session has no outcome and can no longer be running.
+	Lost bool
+	// Ended: an outcome was recorded.
+	Ended    bool
+	ExitCode int
+	Signal   string
+	TimedOut bool
+	// DoD is "passed", "failed", "timeout", "skipped" or "" (not run).
+	DoD string
+	// ScopeValid is false when verification found violations.
+	ScopeValid bool
+	// Verified is true when a scope verdict exists.
+	Verified bool
+	// Merged: the session produced at least one commit and its tip is an
+	// ancestor of the base.
+	Merged bool
+	// Reason is a short text explaining a failure (client's own words, the
+	// first violation, the failing DoD command).
+	Reason string
+}
+
+// Facts holds every task's attempts, keyed by canonical task id.
+type Facts struct {
+	Attempts map[string][]Attempt
+}
+
+// Result is the resolved status of one task and why.
+type Result struct {
+	Status Status `json:"status"`
+	// Reason names the fact that decided the status.
+	Reason string `json:"reason"`
+	// Blocked is true when some blocker is not done.
+	Blocked bool `json:"blocked"`
+	// Ready is open and not blocked.
+	Ready bool `json:"ready"`
+	// Waiting lists the blockers that are not done.
+	Waiting []string `json:"waiting_on,omitempty"`
+	// Session is the session that decided the status, if any.
+	Session string `json:"session,omitempty"`
+}
+
+// Resolve derives the status of every task on the board.
+func Resolve(b *tasks.Board, f Facts) map[string]Result {
+	out := make(map[string]Result, len(b.Tasks))
+	for id, e := range b.Tasks {
+		out[id] = own(e.Task, f.Attempts[id])
+	}
+	for id, e := range b.Tasks {
+		r := out[id]
+		for _, bl := range e.Task.BlockedBy {
+			if br, ok := out[bl]; !ok || br.Status != Done {
+				r.Waiting = append(r.Waiting, bl)
+			}
+		}
+		sort.Strings(r.Waiting)
+		r.Blocked = len(r.Waiting) > 0
+		r.Ready = r.Status == Open && !r.Blocked
+		out[id] = r
+	}
+	return out
+}
+
+// own resolves a task's status from its own facts (blockers aside).
+func own(t tasks.Task, attempts []Attempt) Result {
+	if t.Cancelled != nil {
+		reason := "cancelled by " + t.Cancelled.Author + " at " + t.Cancelled.Time.Format(time.RFC3339)
+		if t.Cancelled.Reason != "" {
+			reason += ": " + t.Cancelled.Reason
+		}
+		return Result{Status: Cancelled, Reason: reason}
+	}
+	for _, a := range attempts {
+		if a.Merged {
+			return Result{Status: Done, Reason: "session " + short(a.Session) + " reached the base", Session: a.Session}
+		}
+	}
+	var current []Attempt
+	for _, a := range attempts {
+		if t.Reopened == nil || a.Started.After(t.Reopened.Time) || a.Started.Equal(t.Reopened.Time) && a.Live {
+			current = append(current, a)
+		}
+	}
+	for _, a := range current {
+		if a.Live {
+			return Result{Status: InProgress, Reason: "session " + short(a.Session) + " is running", Session: a.Session}
+		}
+	}
+	if len(current) == 0 {
+		if t.Reopened != nil {
+			return Result{Status: Open, Reason: "reopened by " + t.Reopened.Author}
+		}
+		return Result{Status: Open, Reason: "no session yet"}
+	}
+	sort.SliceStable(current, func(i, j int) bool { return current[i].Started.Before(current[j].Started) })
+	a := current[len(current)-1]
+	s := short(a.Session)
+	switch {
+	case a.Lost:
+		return Result{Status: Failed, Reason: "session " + s + " was lost (process gone, no outcome)", Session: a.Session}
+	case a.TimedOut:
+		return Result{Status: Failed, Reason: "session " + s + " timed out", Session: a.Session}
+	case a.Signal != "":
+		return Result{Status: Failed, Reason: "session " + s + " was killed by " + a.Signal, Session: a.Session}
+	case a.ExitCode != 0:
+		return Result{Status: Failed, Reason: withReason(fmt.Sprintf("session %s exited %d", s, a.ExitCode), a.Reason), Session: a.Session}
+	case a.Verified && !a.ScopeValid:
+		return Result{Status: DoDFailed, Reason: withReason("session "+s+" broke its scope", a.Reason), Session: a.Session}
+	case a.DoD == "failed" || a.DoD == "timeout":
+		return Result{Status: DoDFailed, Reason: withReason("session "+s+" DoD "+a.DoD, a.Reason), Session: a.Session}
+	}
+	dod := a.DoD
+	if dod == "" {
+		dod = "not run"
+	}
+	return Result{Status: Review, Reason: "session " + s + " exited 0, DoD " + dod + ", not merged yet", Session: a.Session}
+}
+
+func withReason(s, reason string) string {
+	if reason == "" {
+		return s
+	}
+	return s + ": " + reason
+}
+
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}

@@ -1,0 +1,166 @@
+// Package tasks owns the task entity: its JSON document, validation of its
+// fields, and the operations that create and change tasks in the git store
+// (add, update, cancel, reopen), including the dependency-cycle checks.
+package tasks
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitstore"
+)
+
+// SchemaVersion is the version of the stored task document this binary
+// reads and writes.
+const SchemaVersion = 1
+
+// Kind is where tasks live: refs/agentmine/tasks/<id>, document task.json.
+var Kind = gitstore.Kind{Dir: "tasks", File: "task.json", Noun: "task"}
+
+// Types lists the accepted task types.
+var Types = []string{"task", "feature", "bug", "refactor", "docs", "test", "chore"}
+
+// Priorities lists the accepted priorities, lowest first.
+var Priorities = []string{"low", "medium", "high", "critical"}
+
+// Stamp records when and by whom something happened.
+type Stamp struct {
+	Time   time.Time `json:"time"`
+	Author string    `json:"author"`
+}
+
+// Fact is an explicit decision stored on a task (cancel, reopen), with its
+// reason.
+type Fact struct {
+	Time   time.Time `json:"time"`
+	Author string    `json:"author"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// Task is the stored task document.
+type Task struct {
+	V           int      `json:"v"`
+	ID          string   `json:"id"`
+	Title       string   `json:"title"`
+	Description string   `json:"description,omitempty"`
+	Type        string   `json:"type"`
+	Priority    string   `json:"priority"`
+	Parent      string   `json:"parent,omitempty"`
+	BlockedBy   []string `json:"blocked_by"`
+	Labels      []string `json:"labels"`
+	Assignee    string   `json:"assignee,omitempty"`
+	DoD         []string `json:"dod,omitempty"`
+	Base        string   `json:"base,omitempty"`
+	Acceptance  []string `json:"acceptance,omitempty"`
+	Created     Stamp    `json:"created"`
+	Updated     Stamp    `json:"updated"`
+	// Cancelled is the explicit cancel fact; nil when not cancelled (or
+	// reopened since).
+	Cancelled *Fact `json:"cancelled,omitempty"`
+	// Reopened is the latest reopen fact: sessions that started before it no
+	// longer decide the status.
+	Reopened *Fact `json:"reopened,omitempty"`
+}
+
+// Decode parses a stored task document, refusing versions this binary does
+// not know.
+func Decode(data []byte) (Task, error) {
+	var probe struct {
+		V *int `json:"v"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return Task{}, exitcode.New(exitcode.State, fmt.Errorf("corrupt task document: %w", err), "")
+	}
+	if probe.V == nil {
+		return Task{}, exitcode.New(exitcode.State, errors.New("task document has no schema version"), "")
+	}
+	if *probe.V > SchemaVersion {
+		return Task{}, exitcode.New(exitcode.State, fmt.Errorf("task document has schema version %d, newer than this binary understands (%d)", *probe.V, SchemaVersion), "upgrade git-agentmine")
+	}
+	var t Task
+	if err := json.Unmarshal(data, &t); err != nil {
+		return Task{}, exitcode.New(exitcode.State, fmt.Errorf("corrupt task document: %w", err), "")
+	}
+	t.normalize()
+	return t, nil
+}
+
+// Encode renders the document as stored (indented, stable field order).
+func (t Task) Encode() []byte {
+	t.normalize()
+	b, err := json.MarshalIndent(t, "", "  ")
+	if err != nil {
+		panic("encoding task: " + err.Error())
+	}
+	return append(b, '\n')
+}
+
+func (t *Task) normalize() {
+	if t.BlockedBy == nil {
+		t.BlockedBy = []string{}
+	}
+	if t.Labels == nil {
+		t.Labels = []string{}
+	}
+	slices.Sort(t.BlockedBy)
+	t.BlockedBy = slices.Compact(t.BlockedBy)
+	slices.Sort(t.Labels)
+	t.Labels = slices.Compact(t.Labels)
+}
+
+func usage(format string, a ...any) error {
+	return exitcode.New(exitcode.Usage, fmt.Errorf(format, a...), "")
+}
+
+// ValidateTitle checks a title: non-empty, one line.
+func ValidateTitle(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", usage("task title is empty")
+	}
+	if strings.ContainsAny(s, "\r\n") {
+		return "", usage("task title must be a single line")
+	}
+	return s, nil
+}
+
+// ValidateType checks a task type.
+func ValidateType(s string) error {
+	if !slices.Contains(Types, s) {
+		return exitcode.New(exitcode.Usage, fmt.Errorf("unknown task type %q", s), "use one of: "+strings.Join(Types, ", "))
+	}
+	return nil
+}
+
+// ValidatePriority checks a priority.
+func ValidatePriority(s string) error {
+	if !slices.Contains(Priorities, s) {
+		return exitcode.New(exitcode.Usage, fmt.Errorf("unknown priority %q", s), "use one of: "+strings.Join(Priorities, ", "))
+	}
+	return nil
+}
+
+// ValidateLabel checks a label: non-empty, no whitespace or commas.
+func ValidateLabel(s string) error {
+	if s == "" || strings.ContainsAny(s, " \t\r\n,") {
+		return usage("invalid label %q: labels are single words without commas", s)
+	}
+	return nil
+}
+
+// ValidateLine checks a one-line free-text field (assignee, base, a DoD
+// command, an acceptance criterion).
+func ValidateLine(field, s string) error {
+	if strings.TrimSpace(s) == "" {
+		return usage("%s is empty", field)
+	}
+	if strings.ContainsAny(s, "\r\n") {
+		return usage("%s must be a single line", field)
+	}
+	return nil
+}
