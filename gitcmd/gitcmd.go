@@ -161,18 +161,31 @@ type Location struct {
 
 // Locate asks git where the repository containing dir lives.
 func Locate(ctx context.Context, dir string) (Location, error) {
+	loc, _, err := LocateWith(ctx, dir)
+	return loc, err
+}
+
+// LocateWith is Locate plus extra rev-parse queries answered by the same git
+// process; their output lines are returned in order.
+func LocateWith(ctx context.Context, dir string, extra ...string) (Location, []string, error) {
 	r := Runner{Dir: dir}
-	lines, err := r.Lines(ctx, "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", "--show-toplevel")
+	args := append([]string{"rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"}, extra...)
+	args = append(args, "--show-toplevel")
+	lines, err := r.Lines(ctx, args...)
 	if err != nil {
 		var ge *Error
 		if errors.As(err, &ge) && strings.Contains(ge.Stderr, "not a git repository") {
-			return Location{}, exitcode.New(exitcode.State, errors.New("not a git repository (or any parent up to the filesystem root)"), "run it inside a git repository, or pass -C <dir>")
+			return Location{}, nil, exitcode.New(exitcode.State, errors.New("not a git repository (or any parent up to the filesystem root)"), "run it inside a git repository, or pass -C <dir>")
 		}
-		return Location{}, err
+		return Location{}, nil, err
+	}
+	if len(lines) < 2+len(extra) {
+		return Location{}, nil, fmt.Errorf("git rev-parse: unexpected output %q", lines)
 	}
 	loc := Location{GitDir: lines[0], CommonDir: lines[1]}
-	if len(lines) > 2 {
-		loc.Top = lines[2]
+	n := 2 + len(extra)
+	if len(lines) > n {
+		loc.Top = lines[n]
 	}
-	return loc, nil
+	return loc, lines[2:n], nil
 }

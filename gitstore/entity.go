@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -193,6 +194,8 @@ func (s *Store) List(ctx context.Context, k Kind) ([]Doc, []error, error) {
 	type want struct{ ref, commit string }
 	var wants []want
 	var problems []error
+	cache := s.readCache(k)
+	docs := make([]Doc, 0, len(lines))
 	for _, l := range lines {
 		f := strings.SplitN(l, " ", 3)
 		if len(f) != 3 {
@@ -202,10 +205,18 @@ func (s *Store) List(ctx context.Context, k Kind) ([]Doc, []error, error) {
 			problems = append(problems, &RefError{Ref: f[2], Err: fmt.Errorf("points at a %s, not a commit", f[1])})
 			continue
 		}
+		id := strings.TrimPrefix(f[2], k.RefPrefix())
+		if c, ok := cache[id]; ok && c.commit == f[0] {
+			docs = append(docs, Doc{ID: id, Ref: f[2], Commit: f[0], Data: c.data})
+			continue
+		}
 		wants = append(wants, want{ref: f[2], commit: f[0]})
 	}
 	if len(wants) == 0 {
-		return nil, problems, nil
+		if len(docs) != len(cache) {
+			s.writeCache(k, docs)
+		}
+		return docs, problems, nil
 	}
 	cf, err := startCatFile(ctx, s.git)
 	if err != nil {
@@ -224,7 +235,6 @@ func (s *Store) List(ctx context.Context, k Kind) ([]Doc, []error, error) {
 		_, err := cf.in.Write(b.Bytes())
 		werr <- err
 	}()
-	docs := make([]Doc, 0, len(wants))
 	for _, w := range wants {
 		o, err := cf.read()
 		if err != nil {
@@ -239,6 +249,8 @@ func (s *Store) List(ctx context.Context, k Kind) ([]Doc, []error, error) {
 	if err := <-werr; err != nil {
 		return nil, nil, fmt.Errorf("writing to git cat-file: %w", err)
 	}
+	sort.Slice(docs, func(i, j int) bool { return docs[i].ID < docs[j].ID })
+	s.writeCache(k, docs)
 	return docs, problems, nil
 }
 

@@ -66,35 +66,27 @@ type Store struct {
 	author    Ident
 	committer Ident
 	config    map[string]string
-	hasHead   bool
 }
 
 // Open locates the repository containing dir and prepares the store. It
 // reads the object format, the identities and git's config in one git call.
 func Open(ctx context.Context, dir string) (*Store, error) {
-	loc, err := gitcmd.Locate(ctx, dir)
+	r := gitcmd.Runner{Dir: dir}
+	loc, extra, err := gitcmd.LocateWith(ctx, dir, "--show-object-format", "--git-path", "objects")
 	if err != nil {
 		return nil, err
 	}
-	r := gitcmd.Runner{Dir: dir}
 	s := &Store{git: r, loc: loc}
-	lines, err := r.Lines(ctx, "rev-parse", "--show-object-format", "--git-path", "objects")
-	if err != nil {
-		return nil, fmt.Errorf("reading repository format: %w", err)
+	if len(extra) < 2 {
+		return nil, fmt.Errorf("reading repository format: unexpected output %q", extra)
 	}
-	if len(lines) < 2 {
-		return nil, fmt.Errorf("reading repository format: unexpected output %q", lines)
-	}
-	s.sha1 = lines[0] == "sha1"
-	s.objDir = lines[1]
+	s.sha1 = extra[0] == "sha1"
+	s.objDir = extra[1]
 	if !filepath.IsAbs(s.objDir) {
 		s.objDir = filepath.Join(dir, s.objDir)
 	}
 	if err := s.readVars(ctx); err != nil {
 		return nil, err
-	}
-	if _, err := r.Run(ctx, "rev-parse", "--verify", "-q", "HEAD^{commit}"); err == nil {
-		s.hasHead = true
 	}
 	return s, nil
 }
@@ -180,11 +172,14 @@ func (s *Store) Config(key string) (string, bool) {
 }
 
 // HasCommits reports whether HEAD points at a commit.
-func (s *Store) HasCommits() bool { return s.hasHead }
+func (s *Store) HasCommits(ctx context.Context) bool {
+	_, err := s.git.Run(ctx, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+	return err == nil
+}
 
 // RequireCommits returns a State error when the repository has no commits.
-func (s *Store) RequireCommits() error {
-	if s.hasHead {
+func (s *Store) RequireCommits(ctx context.Context) error {
+	if s.HasCommits(ctx) {
 		return nil
 	}
 	return exitcode.New(exitcode.State, errors.New("the repository has no commits yet"), "make a first commit, then run this again")

@@ -4,6 +4,7 @@
 package output
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/git-agentmine/git-agentmine/parallel"
 )
 
 // SchemaVersion is the version of the --json output contract.
@@ -166,4 +169,47 @@ func (t *Table) Flush() {
 	for _, r := range t.rows {
 		line(r, false)
 	}
+}
+
+// PrintJSONList writes a JSON array with one compact element per line:
+// valid JSON, easy to grep, and much cheaper than indenting large lists.
+func (p *Printer) PrintJSONList(n int, elem func(i int) any) error {
+	// Encode in parallel chunks: large lists are CPU-bound here.
+	parts := make([][]byte, n)
+	errs := make([]error, n)
+	parallel.For(n, func(i int) { parts[i], errs[i] = marshalCompact(elem(i)) })
+	var b bytes.Buffer
+	b.WriteString("[")
+	for i := 0; i < n; i++ {
+		if errs[i] != nil {
+			return errs[i]
+		}
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+		b.Write(parts[i])
+		if b.Len() > 1<<16 {
+			if _, err := p.Out.Write(b.Bytes()); err != nil {
+				return err
+			}
+			b.Reset()
+		}
+	}
+	if n > 0 {
+		b.WriteString("\n")
+	}
+	b.WriteString("]\n")
+	_, err := p.Out.Write(b.Bytes())
+	return err
+}
+
+func marshalCompact(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/parallel"
 )
 
 // Entry is a task as read from the store, with the commit it was read at.
@@ -34,13 +35,16 @@ func Load(ctx context.Context, st *gitstore.Store) (*Board, error) {
 	}
 	b := &Board{Tasks: make(map[string]Entry, len(docs)), Problems: problems}
 	allIDs := make([]string, 0, len(docs)+len(problems))
-	for _, d := range docs {
+	decoded := make([]Task, len(docs))
+	errs := make([]error, len(docs))
+	parallel.For(len(docs), func(i int) { decoded[i], errs[i] = Decode(docs[i].Data) })
+	for i, d := range docs {
 		allIDs = append(allIDs, d.ID)
-		t, err := Decode(d.Data)
-		if err != nil {
-			b.Problems = append(b.Problems, &gitstore.RefError{Ref: d.Ref, Err: err})
+		if errs[i] != nil {
+			b.Problems = append(b.Problems, &gitstore.RefError{Ref: d.Ref, Err: errs[i]})
 			continue
 		}
+		t := decoded[i]
 		t.ID = d.ID
 		b.Tasks[d.ID] = Entry{Task: t, Commit: d.Commit}
 	}

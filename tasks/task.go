@@ -70,21 +70,15 @@ type Task struct {
 // Decode parses a stored task document, refusing versions this binary does
 // not know.
 func Decode(data []byte) (Task, error) {
-	var probe struct {
-		V *int `json:"v"`
-	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return Task{}, exitcode.New(exitcode.State, fmt.Errorf("corrupt task document: %w", err), "")
-	}
-	if probe.V == nil {
-		return Task{}, exitcode.New(exitcode.State, errors.New("task document has no schema version"), "")
-	}
-	if *probe.V > SchemaVersion {
-		return Task{}, exitcode.New(exitcode.State, fmt.Errorf("task document has schema version %d, newer than this binary understands (%d)", *probe.V, SchemaVersion), "upgrade git-agentmine")
-	}
 	var t Task
 	if err := json.Unmarshal(data, &t); err != nil {
 		return Task{}, exitcode.New(exitcode.State, fmt.Errorf("corrupt task document: %w", err), "")
+	}
+	if t.V == 0 {
+		return Task{}, exitcode.New(exitcode.State, errors.New("task document has no schema version"), "")
+	}
+	if t.V > SchemaVersion {
+		return Task{}, exitcode.New(exitcode.State, fmt.Errorf("task document has schema version %d, newer than this binary understands (%d)", t.V, SchemaVersion), "upgrade git-agentmine")
 	}
 	t.normalize()
 	return t, nil

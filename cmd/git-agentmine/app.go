@@ -13,6 +13,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/output"
+	"github.com/git-agentmine/git-agentmine/sessions"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -42,8 +43,9 @@ type App struct {
 	In     io.Reader
 	Getenv func(string) string
 	// Args0 is the path of this binary, for detached supervisors.
-	Args0 string
-	store *gitstore.Store
+	Args0    string
+	store    *gitstore.Store
+	sessions []sessions.Record
 }
 
 // Store opens the repository's store once.

@@ -5,8 +5,10 @@ package main
 type CLI struct {
 	Globals
 
-	Init   InitCmd   `cmd:"" help:"Set up agentmine in this repository (idempotent)."`
-	Task   TaskCmd   `cmd:"" help:"Create, inspect and change tasks."`
-	Memory MemoryCmd `cmd:"" help:"Manage the Memory Bank of project decisions."`
-	Agent  AgentCmd  `cmd:"" help:"Inspect agent definitions in .agentmine/agents."`
+	Init    InitCmd    `cmd:"" help:"Set up agentmine in this repository (idempotent)."`
+	Task    TaskCmd    `cmd:"" help:"Create, inspect and change tasks."`
+	Memory  MemoryCmd  `cmd:"" help:"Manage the Memory Bank of project decisions."`
+	Agent   AgentCmd   `cmd:"" help:"Inspect agent definitions in .agentmine/agents."`
+	Worker  WorkerCmd  `cmd:"" help:"Run agents on tasks in scoped worktrees and watch them."`
+	Session SessionCmd `cmd:"" help:"Record sessions run by an orchestrator itself."`
 }

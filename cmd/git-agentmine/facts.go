@@ -2,20 +2,66 @@ package main
 
 import (
 	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/tasks"
+	"github.com/git-agentmine/git-agentmine/worker"
 )
 
-// sessionInfo is the latest session shown with a task (filled in by the
-// worker commands once sessions exist).
-type sessionInfo struct{}
+// sessionInfo is the latest session shown with a task: the session and
+// its verdicts (violations with type and path, DoD per command).
+type sessionInfo = sessionJSON
 
-// gatherFacts collects the session facts the resolver needs. Until sessions
-// exist, every task resolves from its own stored facts.
+// gatherFacts reads every session with its outcome and derives the facts the
+// resolver needs, in batch. The sessions are kept on the App for the
+// renderers.
 func gatherFacts(a *App, st *gitstore.Store, b *tasks.Board) (status.Facts, error) {
-	return status.Facts{}, nil
+	recs, problems, err := sessions.LoadAll(a.Ctx, st)
+	if err != nil {
+		return status.Facts{}, err
+	}
+	for _, p := range problems {
+		a.P.Warnf("skipping unreadable session: %v", p)
+	}
+	a.sessions = recs
+	return worker.Gather(a.Ctx, st, b, recs, "")
 }
 
-func latestSession(a *App, v *view, id string) *sessionInfo { return nil }
+// latestSession returns the latest session of a task for --json output.
+func latestSession(a *App, v *view, id string) *sessionInfo {
+	var best *sessions.Record
+	for i := range a.sessions {
+		r := &a.sessions[i]
+		if r.Session.Task != id {
+			continue
+		}
+		if best == nil || r.Session.Started.After(best.Session.Started) {
+			best = r
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	j := toSessionJSON(*best, 0)
+	return &j
+}
 
-func printSessionSummary(a *App, v *view, id string) {}
+// printSessionSummary prints the latest session's facts under a task.
+func printSessionSummary(a *App, v *view, id string) {
+	j := latestSession(a, v, id)
+	if j == nil {
+		return
+	}
+	p := a.P
+	p.Printf("\n  Latest session %s (%s, agent %s): %s\n", j.ShortID, j.State, j.Agent, j.Branch)
+	if o := j.Outcome; o != nil {
+		vd := worker.ParseVerdicts(o)
+		p.Printf("    exit %d%s, DoD %s, scope %s\n", o.ExitCode, sigWords(*o), orDash(vd.DoD.Status), scopeWord(vd))
+		for _, x := range vd.Scope.Violations {
+			p.Printf("    violation %s %s: %s\n", x.Type, x.Path, x.Reason)
+		}
+		if o.Reason != "" {
+			p.Printf("    reason: %s\n", o.Reason)
+		}
+	}
+}

@@ -487,11 +487,7 @@ func statusColor(s status.Status) string {
 // printTasks renders a list of tasks as a table, ids or JSON.
 func printTasks(a *App, v *view, ids []string) error {
 	if a.G.JSON {
-		out := make([]taskJSON, 0, len(ids))
-		for _, id := range ids {
-			out = append(out, v.taskJSON(id))
-		}
-		return a.P.PrintJSON(out)
+		return a.P.PrintJSONList(len(ids), func(i int) any { return v.taskJSON(ids[i]) })
 	}
 	if a.G.Quiet {
 		for _, id := range ids {

@@ -1,0 +1,360 @@
+// Package agents owns agent definitions: the files .agentmine/agents/<name>.toml
+// that say which AI coding client a worker runs, with which model, prompt,
+// file scope, Definition-of-Done commands and timeout. Definitions are
+// configuration versioned with the code, so this package reads files from
+// the working tree and never touches agentmine's refs.
+package agents
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+)
+
+// Dir is where agent definitions live, relative to the top of the working tree.
+const Dir = ".agentmine/agents"
+
+// PromptDir is where prompt files live by default, relative to the top of the
+// working tree: an agent named N without a prompt_file key uses
+// PromptDir/N.md when that file exists.
+const PromptDir = ".agentmine/prompts"
+
+// Clients lists the AI coding clients an agent may name, in the order shown
+// to users. "custom" runs the agent's own command.
+var Clients = []string{"claude-code", "codex", "aider", "gemini", "opencode", "custom"}
+
+// Placeholders lists the tokens a command argument may contain; they are
+// replaced when a worker is launched.
+var Placeholders = []string{"{prompt_file}", "{worktree}", "{task}"}
+
+// Scope is the [scope] table of a definition: doublestar globs matched
+// against repository-relative paths, with precedence exclude > write > read.
+// An empty Read means everything.
+type Scope struct {
+	Read    []string `toml:"read" json:"read"`
+	Write   []string `toml:"write" json:"write"`
+	Exclude []string `toml:"exclude" json:"exclude"`
+}
+
+// Agent is one agent definition as written in its file.
+type Agent struct {
+	// Name is the file name without ".toml".
+	Name string `toml:"-"`
+	// File is the definition's path relative to the top of the working tree.
+	File        string `toml:"-"`
+	Description string `toml:"description"`
+	// Client is one of Clients; empty means the project's default client.
+	Client string `toml:"client"`
+	Model  string `toml:"model"`
+	// Command overrides the client's argv (required for "custom"); its
+	// arguments may hold Placeholders.
+	Command []string `toml:"command"`
+	// PromptFile is the agent's instructions, relative to the top of the
+	// working tree. Empty means PromptDir/<name>.md if it exists, else none.
+	PromptFile string `toml:"prompt_file"`
+	// Timeout is in seconds; 0 (or absent) means the project's default.
+	Timeout int      `toml:"timeout"`
+	DoD     []string `toml:"dod"`
+	Scope   Scope    `toml:"scope"`
+}
+
+// ClientOr returns the agent's client, or def when the definition names none.
+func (a Agent) ClientOr(def string) string {
+	if a.Client != "" {
+		return a.Client
+	}
+	return def
+}
+
+// TimeoutOr returns the agent's timeout, or def when it sets none.
+func (a Agent) TimeoutOr(def time.Duration) time.Duration {
+	if a.Timeout > 0 {
+		return time.Duration(a.Timeout) * time.Second
+	}
+	return def
+}
+
+// PromptPath returns the prompt file the agent uses, relative to the top of
+// the working tree, or "" when it has none. An explicit prompt_file is
+// returned even if it is missing (Validate reports that); the default
+// PromptDir/<name>.md only when it exists.
+func (a Agent) PromptPath(top string) string {
+	if a.PromptFile != "" {
+		return path.Clean(filepath.ToSlash(a.PromptFile))
+	}
+	def := PromptDir + "/" + a.Name + ".md"
+	if fi, err := os.Stat(filepath.Join(top, filepath.FromSlash(def))); err == nil && fi.Mode().IsRegular() {
+		return def
+	}
+	return ""
+}
+
+// ValidName reports whether s can name an agent: letters, digits, '.', '_'
+// and '-', starting with a letter or digit.
+func ValidName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i, c := range s {
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || !strings.ContainsRune("._-", c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// Names lists the agents defined under top, sorted, without reading them.
+func Names(top string) ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(top, filepath.FromSlash(Dir)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", Dir, err)
+	}
+	var names []string
+	for _, e := range ents {
+		n, ok := strings.CutSuffix(e.Name(), ".toml")
+		if ok && !e.IsDir() && ValidName(n) {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Load reads every definition under top. Files that cannot be read are
+// returned as problems (each a *LoadError with exit code Config, naming the
+// file); the others still load.
+func Load(top string) (defs []Agent, problems []error, err error) {
+	names, err := Names(top)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, n := range names {
+		a, err := read(top, n)
+		if err != nil {
+			problems = append(problems, &LoadError{Name: n, File: Dir + "/" + n + ".toml", Err: err})
+			continue
+		}
+		defs = append(defs, a)
+	}
+	return defs, problems, nil
+}
+
+// LoadError is a definition file that cannot be read or decoded. Its
+// message already names the file (and line, for syntax errors).
+type LoadError struct {
+	Name string
+	File string
+	Err  error
+}
+
+func (e *LoadError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying error (which carries exit code Config).
+func (e *LoadError) Unwrap() error { return e.Err }
+
+// Get reads the definition of agent name. An unknown agent is a NotFound
+// error whose hint lists the known agents.
+func Get(top, name string) (Agent, error) {
+	names, err := Names(top)
+	if err != nil {
+		return Agent{}, err
+	}
+	if !ValidName(name) || !slices.Contains(names, name) {
+		hint := "no agents are defined; run: git agentmine init"
+		if len(names) > 0 {
+			hint = "known agents: " + strings.Join(names, ", ")
+		}
+		return Agent{}, exitcode.New(exitcode.NotFound, fmt.Errorf("unknown agent %q", name), hint)
+	}
+	return read(top, name)
+}
+
+// read decodes one definition strictly: TOML syntax errors name the file and
+// line, unknown keys name the key and the file.
+func read(top, name string) (Agent, error) {
+	rel := Dir + "/" + name + ".toml"
+	data, err := os.ReadFile(filepath.Join(top, filepath.FromSlash(rel)))
+	if err != nil {
+		return Agent{}, exitcode.New(exitcode.Config, fmt.Errorf("reading agent %s: %w", name, err), "")
+	}
+	a := Agent{Name: name, File: rel}
+	md, err := toml.Decode(string(data), &a)
+	if err != nil {
+		return Agent{}, tomlError(rel, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		return Agent{}, exitcode.New(exitcode.Config, fmt.Errorf("%s: unknown key %q", rel, und[0].String()),
+			"known keys: description, client, model, command, prompt_file, timeout, dod, [scope] read/write/exclude")
+	}
+	a.Name, a.File = name, rel
+	return a, nil
+}
+
+// tomlError turns a decoding error into a one-line Config error naming file
+// and line.
+func tomlError(rel string, err error) error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return exitcode.New(exitcode.Config, fmt.Errorf("%s:%d: %s", rel, pe.Position.Line, firstLine(pe.Message)), "")
+	}
+	return exitcode.New(exitcode.Config, fmt.Errorf("%s%s", rel, typeError(err)), "")
+}
+
+// typeErrRE matches the decoder's type errors, which are not ParseErrors.
+var typeErrRE = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
+
+// typeError renders a decoding error as ":line: key: message" when the
+// decoder says where it happened, else ": message".
+func typeError(err error) string {
+	msg := firstLine(err.Error())
+	if m := typeErrRE.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf(":%s: %s: %s", m[1], m[2], m[3])
+	}
+	return ": " + strings.TrimPrefix(msg, "toml: ")
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// Problem is one thing wrong with a definition.
+type Problem struct {
+	// File is the definition's path relative to the top of the working tree.
+	File string `json:"file"`
+	// Key names the offending key ("client", "scope.write", …).
+	Key string `json:"key"`
+	// Message says what is wrong, in one line.
+	Message string `json:"message"`
+}
+
+func (p Problem) String() string { return fmt.Sprintf("%s: %s: %s", p.File, p.Key, p.Message) }
+
+// Validate checks a definition beyond its syntax: the client is known, a
+// custom client has a command, placeholders are known, the write scope is
+// explicit, every glob is valid, the prompt file exists inside the working
+// tree at top, timeout is not negative and DoD commands are not empty. It
+// returns every problem found, nil when there are none.
+func Validate(top string, a Agent) []Problem {
+	var ps []Problem
+	add := func(key, format string, args ...any) {
+		ps = append(ps, Problem{File: a.File, Key: key, Message: fmt.Sprintf(format, args...)})
+	}
+	if a.Client != "" && !slices.Contains(Clients, a.Client) {
+		add("client", "unknown client %q (known: %s)", a.Client, strings.Join(Clients, ", "))
+	}
+	if a.Client == "custom" && len(a.Command) == 0 {
+		add("command", "client custom needs a command (argv array)")
+	}
+	if len(a.Command) > 0 && strings.TrimSpace(a.Command[0]) == "" {
+		add("command", "the program (first element) is empty")
+	}
+	for _, arg := range a.Command {
+		for _, tok := range placeholdersIn(arg) {
+			if !slices.Contains(Placeholders, tok) {
+				add("command", "unknown placeholder %s (known: %s)", tok, strings.Join(Placeholders, " "))
+			}
+		}
+	}
+	if len(a.Scope.Write) == 0 {
+		add("scope.write", "scope write must be explicit (list the paths the agent may change)")
+	}
+	for _, l := range []struct {
+		key  string
+		pats []string
+	}{{"scope.read", a.Scope.Read}, {"scope.write", a.Scope.Write}, {"scope.exclude", a.Scope.Exclude}} {
+		for _, p := range l.pats {
+			switch {
+			case strings.TrimSpace(p) == "":
+				add(l.key, "empty pattern")
+			case !doublestar.ValidatePattern(p):
+				add(l.key, "invalid glob %q", p)
+			case hasDotDot(p):
+				add(l.key, "pattern %q leaves the repository (..)", p)
+			}
+		}
+	}
+	if a.Timeout < 0 {
+		add("timeout", "timeout must be >= 0 seconds, got %d", a.Timeout)
+	}
+	for i, c := range a.DoD {
+		if strings.TrimSpace(c) == "" {
+			add("dod", "command %d is empty", i+1)
+		}
+	}
+	if a.PromptFile != "" {
+		p := filepath.ToSlash(a.PromptFile)
+		switch {
+		case path.IsAbs(p) || filepath.IsAbs(a.PromptFile) || hasDotDot(p):
+			add("prompt_file", "%q must be a path inside the repository, relative to its top", a.PromptFile)
+		default:
+			fi, err := os.Stat(filepath.Join(top, filepath.FromSlash(path.Clean(p))))
+			if err != nil || !fi.Mode().IsRegular() {
+				add("prompt_file", "prompt file %s does not exist", path.Clean(p))
+			}
+		}
+	}
+	return ps
+}
+
+// placeholdersIn returns every {word} token in s.
+func placeholdersIn(s string) []string {
+	var out []string
+	for {
+		i := strings.IndexByte(s, '{')
+		if i < 0 {
+			return out
+		}
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			return out
+		}
+		tok := s[i : i+j+1]
+		if len(tok) > 2 && !strings.ContainsAny(tok[1:len(tok)-1], "{ ") {
+			out = append(out, tok)
+		}
+		s = s[i+j+1:]
+	}
+}
+
+func hasDotDot(p string) bool {
+	for _, seg := range strings.Split(filepath.ToSlash(p), "/") {
+		if seg == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidationError summarises problems as one Config error: the first problem
+// and how many more there are.
+func ValidationError(name string, ps []Problem) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("agent %s is invalid: %s", name, ps[0])
+	if len(ps) > 1 {
+		msg += fmt.Sprintf(" (and %d more)", len(ps)-1)
+	}
+	return exitcode.New(exitcode.Config, errors.New(msg), "see every problem with: git agentmine agent validate "+name)
+}

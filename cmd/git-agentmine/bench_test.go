@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// buildTaskFixture writes n task refs straight into repo with one
+// `git fast-import`, in the exact format the store writes, so benchmarks
+// start from a realistic repository in seconds.
+func buildTaskFixture(tb testing.TB, repo string, n int) {
+	tb.Helper()
+	var in bytes.Buffer
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("%020x", uint64(i)*0x9E3779B97F4A7C15)
+		doc := fmt.Sprintf(`{
+  "v": 1,
+  "id": %q,
+  "title": "benchmark task %d",
+  "description": "generated for the list benchmark",
+  "type": "task",
+  "priority": "medium",
+  "blocked_by": [],
+  "labels": ["bench", "l%d"],
+  "created": {"time": "2026-01-02T03:04:05Z", "author": "Ada Author"},
+  "updated": {"time": "2026-01-02T03:04:05Z", "author": "Ada Author"}
+}
+`, id, i, i%10)
+		fmt.Fprintf(&in, "commit refs/agentmine/tasks/%s\ncommitter Ada Author <ada@example.com> 1767323045 +0000\ndata 14\ntask add: gen\nM 100644 inline task.json\ndata %d\n%s\n", id, len(doc), doc)
+	}
+	cmd := exec.Command("git", "fast-import", "--quiet")
+	cmd.Dir = repo
+	cmd.Stdin = &in
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("fast-import: %v: %s", err, out)
+	}
+	if out, err := exec.Command("git", "-C", repo, "pack-refs", "--all").CombinedOutput(); err != nil {
+		tb.Fatalf("pack-refs: %v: %s", err, out)
+	}
+}
+
+func timeCmd(b *testing.B, dir string, name string, args ...string) time.Duration {
+	b.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stdout = nil // discarded
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("%s %v: %v: %s", name, args, err, stderr.String())
+	}
+	return time.Since(start)
+}
+
+// BenchmarkTaskList10k reports `git agentmine task list --json` over 10,000
+// tasks against raw git reading the same data (for-each-ref piped into
+// cat-file --batch) in the same run, as the ratio agentmine/raw.
+func BenchmarkTaskList10k(b *testing.B) {
+	home := b.TempDir()
+	os.Setenv("HOME", home)
+	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	repo := filepath.Join(b.TempDir(), "repo")
+	if out, err := exec.Command("git", "init", "-q", "-b", "main", repo).CombinedOutput(); err != nil {
+		b.Fatalf("%v: %s", err, out)
+	}
+	exec.Command("git", "-C", repo, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-q", "--allow-empty", "-m", "init").Run()
+	buildTaskFixture(b, repo, 10000)
+	// Warm the page cache for both.
+	timeCmd(b, repo, "git", "agentmine", "task", "list", "--json")
+	var ours, raw time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ours += timeCmd(b, repo, "git", "agentmine", "task", "list", "--json")
+		raw += timeCmd(b, repo, "sh", "-c", "git for-each-ref refs/agentmine/tasks | git cat-file --batch")
+	}
+	b.ReportMetric(float64(ours.Milliseconds())/float64(b.N), "agentmine-ms/op")
+	b.ReportMetric(float64(raw.Milliseconds())/float64(b.N), "raw-git-ms/op")
+	b.ReportMetric(float64(ours)/float64(raw), "ratio")
+}

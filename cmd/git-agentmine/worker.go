@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/launch"
+	"github.com/git-agentmine/git-agentmine/output"
+	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/status"
+	"github.com/git-agentmine/git-agentmine/worker"
+)
+
+// WorkerCmd groups the worker commands.
+type WorkerCmd struct {
+	Run       WorkerRunCmd       `cmd:"" help:"Prepare a scoped worktree for a task and (with --exec) run an agent in it."`
+	Command   WorkerCommandCmd   `cmd:"" help:"Print the prompt (and with --json the argv) a worker for the task would get."`
+	Status    WorkerStatusCmd    `cmd:"" help:"Show live sessions: elapsed, timeout, pid and the last log lines."`
+	Wait      WorkerWaitCmd      `cmd:"" help:"Block until the given (or all) running sessions end; exit 1 if any failed."`
+	Logs      WorkerLogsCmd      `cmd:"" help:"Print a task's latest session log (-f to follow)."`
+	Stop      WorkerStopCmd      `cmd:"" help:"Stop running sessions (SIGTERM to the supervisor; the signal is recorded)."`
+	Done      WorkerDoneCmd      `cmd:"" help:"Remove a task's worktree; delete its branch only if merged (or --force)."`
+	Supervise WorkerSuperviseCmd `cmd:"" hidden:"" help:"Run a prepared session (used by --detach)."`
+}
+
+func workerEnv(a *App, flags map[string]string) (*worker.Env, error) {
+	st, err := a.Store()
+	if err != nil {
+		return nil, err
+	}
+	return worker.NewEnv(st, flags, a.Getenv)
+}
+
+// WorkerRunCmd is `worker run`.
+type WorkerRunCmd struct {
+	ID      string `arg:"" help:"Task id."`
+	Agent   string `short:"a" help:"Agent definition (default: the task's assignee if it names an agent, else the default agent)."`
+	Exec    bool   `short:"x" help:"Launch the agent's client now (otherwise print what to run)."`
+	Detach  bool   `short:"D" help:"With --exec: hand the run to a detached supervisor and return at once."`
+	Timeout int    `help:"Seconds before the worker is stopped (exit 124)."`
+	Base    string `help:"Base ref for the branch (default: the task's base, else the project's)."`
+	SkipDoD bool   `name:"skip-dod" help:"Do not run the Definition of Done (recorded as skipped)."`
+	Force   bool   `short:"f" help:"Run although blockers are unfinished."`
+	Replace bool   `help:"Remove a leftover worktree of an earlier, finished session first."`
+	Strict  bool   `help:"Stop the worker at its first out-of-scope write."`
+}
+
+type runJSON struct {
+	V        int               `json:"v"`
+	Session  string            `json:"session"`
+	Task     string            `json:"task"`
+	Agent    string            `json:"agent"`
+	Client   string            `json:"client"`
+	Branch   string            `json:"branch"`
+	Worktree string            `json:"worktree"`
+	Prompt   string            `json:"prompt_file"`
+	Command  []string          `json:"command"`
+	Mode     string            `json:"mode"`
+	Pid      int               `json:"pid,omitempty"`
+	Log      string            `json:"log"`
+	Outcome  *sessions.Outcome `json:"outcome,omitempty"`
+	Status   string            `json:"status,omitempty"`
+}
+
+// Run prepares and maybe runs the session.
+func (c *WorkerRunCmd) Run(a *App) error {
+	if c.Detach && !c.Exec {
+		return exitcode.New(exitcode.Usage, errors.New("--detach needs --exec"), "")
+	}
+	if c.Timeout < 0 {
+		return exitcode.New(exitcode.Usage, errors.New("--timeout must be positive"), "")
+	}
+	env, err := workerEnv(a, nil)
+	if err != nil {
+		return err
+	}
+	p, err := env.Prepare(a.Ctx, worker.RunOptions{Task: c.ID, Agent: c.Agent, Exec: c.Exec, Detach: c.Detach,
+		Timeout: time.Duration(c.Timeout) * time.Second, Base: c.Base, SkipDoD: c.SkipDoD, Force: c.Force,
+		Replace: c.Replace, Strict: c.Strict})
+	if err != nil {
+		return err
+	}
+	s := p.Rec.Session
+	j := runJSON{V: output.SchemaVersion, Session: s.ID, Task: s.Task, Agent: s.Agent, Client: s.Client,
+		Branch: s.Branch, Worktree: s.Worktree, Prompt: p.PromptFile, Command: s.Command, Mode: s.Mode, Log: s.Log}
+	if !c.Exec {
+		if a.G.JSON {
+			return a.P.PrintJSON(j)
+		}
+		if a.G.Quiet {
+			a.P.Printf("%s\n", s.ID[:8])
+			return nil
+		}
+		cmdline, _ := launch.Invocation{Client: p.Client, Model: p.Agent.Model, Command: p.Agent.Command,
+			PromptFile: p.PromptFile, Worktree: p.Worktree, Task: s.Task}.ShellCommand()
+		a.P.Printf("session   %s (task %s, agent %s)\n", s.ID[:8], s.Task[:8], s.Agent)
+		a.P.Printf("worktree  %s\nbranch    %s\nprompt    %s\n", s.Worktree, s.Branch, p.PromptFile)
+		a.P.Printf("run       cd %s && %s\n", shellQuote(s.Worktree), cmdline)
+		a.P.Printf("then      git agentmine session end %s --exit-code <code>\n", s.ID[:8])
+		return nil
+	}
+	if c.Detach {
+		argv := []string{a.Args0, "-C", env.Top, "worker", "supervise", s.ID}
+		pid, start, err := launch.Detach(a.Ctx, argv, env.Top, nil, s.Log+".supervisor")
+		if err != nil {
+			sessions.RecordOutcome(context.WithoutCancel(a.Ctx), env.St, p.Rec, sessions.Outcome{ExitCode: 127,
+				Finished: time.Now().UTC(), Reason: "could not start the supervisor: " + err.Error(), By: "agentmine detach"})
+			return fmt.Errorf("starting the detached supervisor: %w", err)
+		}
+		if _, err := sessions.Update(a.Ctx, env.St, s.ID, "session detached: supervisor started", func(x *sessions.Session) {
+			x.Pid, x.PidStart = pid, start
+		}); err != nil {
+			return err
+		}
+		j.Pid = pid
+		if a.G.JSON {
+			return a.P.PrintJSON(j)
+		}
+		if a.G.Quiet {
+			a.P.Printf("%s\n", s.ID[:8])
+			return nil
+		}
+		a.P.Printf("session %s running detached (supervisor pid %d); log %s\n", s.ID[:8], pid, s.Log)
+		return nil
+	}
+	// Foreground: Ctrl-C and SIGTERM (worker stop) stop the worker; the
+	// outcome records the signal.
+	ctx, stop := signal.NotifyContext(a.Ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	opts := worker.ExecOptions{}
+	if !a.G.JSON && !a.G.Quiet {
+		opts.Tee = a.P.Err
+		opts.Progress = a.P.Err
+	}
+	out, err := env.Execute(ctx, p.Rec, opts)
+	if err != nil {
+		return err
+	}
+	return reportOutcome(a, env, j, out)
+}
+
+// reportOutcome prints a finished run and maps it to the exit code: 0 when
+// the run can go to review, 124 on timeout, 130 when interrupted, else 1.
+func reportOutcome(a *App, env *worker.Env, j runJSON, out sessions.Outcome) error {
+	v := worker.ParseVerdicts(&out)
+	st := "review"
+	switch {
+	case out.TimedOut || out.ExitCode != 0 || out.Signal != "":
+		st = "failed"
+	case v.HasScope && !v.Scope.Valid, v.DoD.Status == "failed" || v.DoD.Status == "timeout":
+		st = "dod_failed"
+	}
+	j.Outcome = &out
+	j.Status = st
+	if a.G.JSON {
+		a.P.PrintJSON(j)
+	} else if a.G.Quiet {
+		a.P.Printf("%s\n", j.Session[:8])
+	} else {
+		a.P.Printf("session %s: %s — exit %d%s, DoD %s, scope %s", j.Session[:8], a.P.Paint(statusColor(status.Status(st)), st),
+			out.ExitCode, sigWords(out), orDash(v.DoD.Status), scopeWord(v))
+		if out.Reason != "" {
+			a.P.Printf(" — %s", out.Reason)
+		}
+		a.P.Printf("\n")
+	}
+	switch {
+	case out.TimedOut:
+		return silentError{exitcode.Timeout}
+	case out.Signal == "SIGINT" || out.ExitCode == exitcode.Interrupted && out.Signal != "":
+		return silentError{exitcode.Interrupted}
+	case st != "review":
+		return silentError{exitcode.Failed}
+	}
+	return nil
+}
+
+func sigWords(o sessions.Outcome) string {
+	switch {
+	case o.TimedOut:
+		return " (timed out)"
+	case o.Signal != "":
+		return " (" + o.Signal + ")"
+	}
+	return ""
+}
+
+func scopeWord(v worker.Verdicts) string {
+	if !v.HasScope {
+		return "unverified"
+	}
+	if v.Scope.Valid {
+		return "valid"
+	}
+	return fmt.Sprintf("%d violation(s)", len(v.Scope.Violations))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// WorkerSuperviseCmd is the detached supervisor's entry point.
+type WorkerSuperviseCmd struct {
+	Session string `arg:""`
+}
+
+// Run executes the prepared session and records its outcome.
+func (c *WorkerSuperviseCmd) Run(a *App) error {
+	env, err := workerEnv(a, nil)
+	if err != nil {
+		return err
+	}
+	rec, err := sessions.Get(a.Ctx, env.St, c.Session)
+	if err != nil {
+		return err
+	}
+	if rec.Outcome != nil {
+		return exitcode.New(exitcode.State, fmt.Errorf("session %s already ended", c.Session), "")
+	}
+	ctx, stop := signal.NotifyContext(a.Ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	_, err = env.Execute(ctx, rec, worker.ExecOptions{Progress: os.Stderr})
+	return err
+}

@@ -1,0 +1,451 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/launch"
+	"github.com/git-agentmine/git-agentmine/output"
+	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/worker"
+)
+
+// WorkerCommandCmd is `worker command`.
+type WorkerCommandCmd struct {
+	ID    string `arg:"" help:"Task id."`
+	Agent string `short:"a" help:"Agent definition."`
+}
+
+// Run prints the prompt, or the argv and prompt with --json.
+func (c *WorkerCommandCmd) Run(a *App) error {
+	env, err := workerEnv(a, nil)
+	if err != nil {
+		return err
+	}
+	p, err := env.PreviewRun(a.Ctx, c.ID, c.Agent)
+	if err != nil {
+		return err
+	}
+	if a.G.JSON {
+		return a.P.PrintJSON(map[string]any{"v": output.SchemaVersion, "task": p.Task.ID, "agent": p.Agent.Name,
+			"client": string(p.Client), "argv": p.Argv, "worktree": p.Worktree, "prompt": p.Prompt})
+	}
+	a.P.Printf("%s", p.Prompt)
+	return nil
+}
+
+// latestOf returns the latest session of each task given (by id prefix),
+// or every live session when none is given.
+func latestOf(a *App, env *worker.Env, ids []string, liveOnly bool) (*worker.Board, []sessions.Record, error) {
+	b, err := env.LoadBoard(a.Ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	host := sessions.Host()
+	var out []sessions.Record
+	if len(ids) == 0 {
+		for _, r := range b.Sessions {
+			if live, _ := worker.Liveness(r, host, time.Now()); live || !liveOnly {
+				out = append(out, r)
+			}
+		}
+		return b, out, nil
+	}
+	for _, p := range ids {
+		tid, err := b.Tasks.Resolve(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		ss := b.SessionsOf(tid)
+		if len(ss) == 0 {
+			return nil, nil, exitcode.New(exitcode.State, fmt.Errorf("task %s has no session", b.Tasks.ShortID(tid)), "start one with: git agentmine worker run "+b.Tasks.ShortID(tid))
+		}
+		out = append(out, ss[len(ss)-1])
+	}
+	return b, out, nil
+}
+
+type sessionJSON struct {
+	V        int               `json:"v"`
+	ID       string            `json:"id"`
+	ShortID  string            `json:"short_id"`
+	Task     string            `json:"task"`
+	Agent    string            `json:"agent"`
+	Client   string            `json:"client"`
+	Mode     string            `json:"mode"`
+	Branch   string            `json:"branch"`
+	BaseRef  string            `json:"base_ref"`
+	Base     string            `json:"base_commit"`
+	Worktree string            `json:"worktree"`
+	Host     string            `json:"host"`
+	Pid      int               `json:"pid,omitempty"`
+	Started  time.Time         `json:"started"`
+	Timeout  int               `json:"timeout"`
+	State    string            `json:"state"`
+	Elapsed  float64           `json:"elapsed_seconds"`
+	Log      string            `json:"log"`
+	Tail     []string          `json:"log_tail,omitempty"`
+	Outcome  *sessions.Outcome `json:"outcome"`
+}
+
+func sessionState(r sessions.Record) string {
+	live, lost := worker.Liveness(r, sessions.Host(), time.Now())
+	switch {
+	case live:
+		return "running"
+	case lost:
+		return "lost"
+	}
+	return "ended"
+}
+
+func toSessionJSON(r sessions.Record, tail int) sessionJSON {
+	s := r.Session
+	j := sessionJSON{V: output.SchemaVersion, ID: s.ID, ShortID: s.ID[:8], Task: s.Task, Agent: s.Agent, Client: s.Client,
+		Mode: s.Mode, Branch: s.Branch, BaseRef: s.BaseRef, Base: s.BaseCommit, Worktree: s.Worktree, Host: s.Host,
+		Pid: s.Pid, Started: s.Started, Timeout: s.Timeout, State: sessionState(r), Log: s.Log, Outcome: r.Outcome}
+	end := time.Now()
+	if r.Outcome != nil {
+		end = r.Outcome.Finished
+	}
+	j.Elapsed = end.Sub(s.Started).Round(time.Second).Seconds()
+	if tail > 0 {
+		j.Tail, _ = launch.Tail(s.Log, tail)
+	}
+	return j
+}
+
+// WorkerStatusCmd is `worker status`.
+type WorkerStatusCmd struct {
+	All   bool `short:"a" help:"Include ended sessions."`
+	Lines int  `short:"n" default:"3" help:"Log lines to show per session."`
+}
+
+// Run shows live sessions.
+func (c *WorkerStatusCmd) Run(a *App) error {
+	env, err := workerEnv(a, nil)
+	if err != nil {
+		return err
+	}
+	b, recs, err := latestOf(a, env, nil, !c.All)
+	if err != nil {
+		return err
+	}
+	if a.G.JSON {
+		return a.P.PrintJSONList(len(recs), func(i int) any { return toSessionJSON(recs[i], c.Lines) })
+	}
+	if a.G.Quiet {
+		for _, r := range recs {
+			a.P.Printf("%s\n", r.Session.ID[:8])
+		}
+		return nil
+	}
+	if len(recs) == 0 {
+		a.P.Notef("no running workers\n")
+		return nil
+	}
+	for _, r := range recs {
+		j := toSessionJSON(r, c.Lines)
+		title := ""
+		if t, ok := b.Tasks.Tasks[r.Session.Task]; ok {
+			title = t.Task.Title
+		}
+		a.P.Printf("%s %s %s  agent %s  pid %d  %s/%ds  %s\n", a.P.Paint(output.Yellow, j.ShortID),
+			b.Tasks.ShortID(r.Session.Task), title, j.Agent, j.Pid, time.Duration(j.Elapsed*float64(time.Second)), j.Timeout, j.State)
+		for _, l := range j.Tail {
+			a.P.Printf("    %s\n", a.P.Paint(output.Gray, l))
+		}
+	}
+	return nil
+}
+
+// WorkerWaitCmd is `worker wait`.
+type WorkerWaitCmd struct {
+	IDs     []string `arg:"" optional:"" help:"Task ids (default: every running session)."`
+	Timeout int      `help:"Give up after this many seconds (exit 124)."`
+}
+
+// Run blocks until the sessions end and reports their outcomes.
+func (c *WorkerWaitCmd) Run(a *App) error {
+	env, err := workerEnv(a, nil)
+	if err != nil {
+		return err
+	}
+	_, recs, err := latestOf(a, env, c.IDs, len(c.IDs) == 0)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for _, r := range recs {
+		ids = append(ids, r.Session.ID)
+	}
+	if len(ids) == 0 {
+		a.P.Notef("no running workers\n")
+		return nil
+	}
+	ctx := a.Ctx
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(c.Timeout)*time.Second)
+		defer cancel()
+	}
+	ended, err := env.Wait(ctx, ids)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return exitcode.New(exitcode.Timeout, fmt.Errorf("sessions still running after %ds", c.Timeout), "")
+	}
+	if err != nil {
+		return err
+	}
+	failed := 0
+	var out []sessionJSON
+	for _, r := range ended {
+		j := toSessionJSON(r, 0)
+		out = append(out, j)
+		verdict := sessionVerdict(r)
+		if verdict != "review" {
+			failed++
+		}
+		if !a.G.JSON && !a.G.Quiet {
+			reason := ""
+			if r.Outcome != nil && r.Outcome.Reason != "" {
+				reason = " — " + r.Outcome.Reason
+			}
+			a.P.Printf("%s task %s: %s%s\n", j.ShortID, r.Session.Task[:8], verdict, reason)
+		}
+	}
+	if a.G.JSON {
+		a.P.PrintJSONList(len(out), func(i int) any { return out[i] })
+	} else if a.G.Quiet {
+		for _, j := range out {
+			a.P.Printf("%s\n", j.ShortID)
+		}
+	}
+	if failed > 0 {
+		return silentError{exitcode.Failed}
+	}
+	return nil
+}
+
+// sessionVerdict names what a finished session means for its task.
+func sessionVerdict(r sessions.Record) string {
+	o := r.Outcome
+	if o == nil {
+		if sessionState(r) == "lost" {
+			return "failed (lost)"
+		}
+		return "running"
+	}
+	v := worker.ParseVerdicts(o)
+	switch {
+	case o.TimedOut:
+		return "failed (timeout)"
+	case o.Signal != "":
+		return "failed (" + o.Signal + ")"
+	case o.ExitCode != 0:
+		return fmt.Sprintf("failed (exit %d)", o.ExitCode)
+	case v.HasScope && !v.Scope.Valid:
+		return "dod_failed (scope)"
+	case v.DoD.Status == "failed" || v.DoD.Status == "timeout":
+		return "dod_failed (DoD " + v.DoD.Status + ")"
+	}
+	return "review"
+}
+
+// WorkerLogsCmd is `worker logs`.
+type WorkerLogsCmd struct {
+	ID     string `arg:"" help:"Task id."`
+	Follow bool   `short:"f" help:"Keep printing until the session ends."`
+	Lines  int    `short:"n" default:"0" help:"Only the last N lines."`
+}
+
+// Run prints the log.
+func (c *WorkerLogsCmd) Run(a *App) error {
+	env, err := workerEnv(a, nil)
+	if err != nil {
+		return err
+	}
+	_, recs, err := latestOf(a, env, []string{c.ID}, false)
+	if err != nil {
+		return err
+	}
+	r := recs[0]
+	path := r.Session.Log
+	if c.Lines > 0 {
+		lines, err := launch.Tail(path, c.Lines)
+		if err != nil {
+			return err
+		}
+		for _, l := range lines {
+			a.P.Printf("%s\n", l)
+		}
+		if !c.Follow {
+			return nil
+		}
+	}
+	var off int64
+	if c.Lines <= 0 {
+		for _, p := range []string{path + ".1", path} {
+			data, err := os.ReadFile(p)
+			if err == nil {
+				a.P.Out.Write(data)
+				if p == path {
+					off = int64(len(data))
+				}
+			}
+		}
+	} else if fi, err := os.Stat(path); err == nil {
+		off = fi.Size()
+	}
+	if !c.Follow {
+		return nil
+	}
+	return followLog(a, env, r, path, off)
+}
+
+// followLog prints what is appended to path until the session ends, woken
+// by file-system events rather than polling.
+func followLog(a *App, env *worker.Env, r sessions.Record, path string, off int64) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	w.Add(filepath.Dir(path))
+	done := make(chan struct{})
+	go func() {
+		env.Wait(a.Ctx, []string{r.Session.ID})
+		close(done)
+	}()
+	flush := func() {
+		f, err := os.Open(path)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.Size() < off {
+			off = 0 // rotated
+		}
+		f.Seek(off, 0)
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := f.Read(buf)
+			if n > 0 {
+				a.P.Out.Write(buf[:n])
+				off += int64(n)
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+	for {
+		select {
+		case <-done:
+			flush()
+			return nil
+		case <-a.Ctx.Done():
+			return nil
+		case ev := <-w.Events:
+			if strings.HasPrefix(ev.Name, path) {
+				flush()
+			}
+		}
+	}
+}
+
+// WorkerStopCmd is `worker stop`.
+type WorkerStopCmd struct {
+	IDs []string `arg:"" help:"Task ids."`
+}
+
+// Run sends SIGTERM to each session's supervisor and waits for the outcome.
+func (c *WorkerStopCmd) Run(a *App) error {
+	env, err := workerEnv(a, nil)
+	if err != nil {
+		return err
+	}
+	_, recs, err := latestOf(a, env, c.IDs, false)
+	if err != nil {
+		return err
+	}
+	host := sessions.Host()
+	var wait []string
+	for _, r := range recs {
+		s := r.Session
+		live, _ := worker.Liveness(r, host, time.Now())
+		switch {
+		case !live:
+			a.P.Notef("session %s of task %s is not running\n", s.ID[:8], s.Task[:8])
+		case s.Mode == sessions.ModeManual:
+			if _, err := env.End(a.Ctx, r, 128+int(syscall.SIGTERM), "SIGTERM", nil, true); err != nil {
+				return err
+			}
+			a.P.Notef("recorded session %s as stopped (it was run by hand)\n", s.ID[:8])
+		case s.Host != host:
+			return exitcode.New(exitcode.State, fmt.Errorf("session %s runs on another host (%s)", s.ID[:8], s.Host), "stop it there")
+		default:
+			if err := syscall.Kill(s.Pid, syscall.SIGTERM); err != nil {
+				return fmt.Errorf("stopping session %s (pid %d): %w", s.ID[:8], s.Pid, err)
+			}
+			wait = append(wait, s.ID)
+			a.P.Notef("sent SIGTERM to session %s (pid %d)\n", s.ID[:8], s.Pid)
+		}
+	}
+	if len(wait) > 0 {
+		ctx, cancel := context.WithTimeout(a.Ctx, time.Duration(env.Cfg.Grace)+60*time.Second)
+		defer cancel()
+		if _, err := env.Wait(ctx, wait); err != nil {
+			return fmt.Errorf("waiting for the stopped sessions: %w", err)
+		}
+	}
+	return nil
+}
+
+// WorkerDoneCmd is `worker done`.
+type WorkerDoneCmd struct {
+	IDs   []string `arg:"" help:"Task ids."`
+	Force bool     `short:"f" help:"Delete the branch even if unmerged; remove a live session's worktree."`
+}
+
+// Run removes the worktrees.
+func (c *WorkerDoneCmd) Run(a *App) error {
+	env, err := workerEnv(a, nil)
+	if err != nil {
+		return err
+	}
+	b, recs, err := latestOf(a, env, c.IDs, false)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		merged := false
+		for _, at := range b.Facts.Attempts[r.Session.Task] {
+			if at.Session == r.Session.ID && at.Merged {
+				merged = true
+			}
+		}
+		deleted, err := env.Done(a.Ctx, r, merged, c.Force)
+		if err != nil {
+			return err
+		}
+		kept := "kept branch " + r.Session.Branch + " (not merged; --force deletes it)"
+		if deleted {
+			kept = "deleted branch " + r.Session.Branch
+		}
+		if a.G.Quiet {
+			a.P.Printf("%s\n", r.Session.ID[:8])
+		} else if !a.G.JSON {
+			a.P.Printf("removed worktree of task %s; %s\n", b.Tasks.ShortID(r.Session.Task), kept)
+		}
+	}
+	return nil
+}

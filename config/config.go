@@ -1,0 +1,408 @@
+// Package config owns the project settings of git agentmine and where each
+// value comes from. Precedence, highest first: command-line flags, AGENTMINE_*
+// environment variables, `git config agentmine.*`, .agentmine/config.toml,
+// built-in defaults (docs/config.md). Loading never writes anything.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/git-agentmine/git-agentmine/agents"
+	"github.com/git-agentmine/git-agentmine/exitcode"
+)
+
+// File is the project settings file, relative to the top of the working tree.
+const File = ".agentmine/config.toml"
+
+// Source says where a setting's value came from.
+type Source string
+
+// The sources, in precedence order (highest first).
+const (
+	FromFlag      Source = "flag"
+	FromEnv       Source = "env"
+	FromGitConfig Source = "git config"
+	FromFile      Source = "config.toml"
+	// FromDetected is a default computed from the repository (the current
+	// branch, an existing "origin" remote).
+	FromDetected Source = "detected"
+	FromDefault  Source = "default"
+)
+
+// Setting describes one key: its name in config.toml (and in flags maps),
+// its environment variable and its git config key.
+type Setting struct {
+	Key    string // config.toml key, e.g. "worktree_root"
+	Env    string // e.g. "AGENTMINE_WORKTREE_ROOT"
+	Git    string // e.g. "agentmine.worktreeRoot"
+	Help   string
+	Detail string // default, in words
+}
+
+// Settings lists every setting in display order.
+var Settings = []Setting{
+	{"base", "AGENTMINE_BASE", "agentmine.base", "branch that task branches start from and merge into", "the branch recorded by init, else the main worktree's current branch"},
+	{"worktree_root", "AGENTMINE_WORKTREE_ROOT", "agentmine.worktreeRoot", "directory holding worker worktrees (relative to the top of the repository, or absolute)", ".agentmine/worktrees"},
+	{"timeout", "AGENTMINE_TIMEOUT", "agentmine.timeout", "worker timeout in seconds, for agents that set none", "300"},
+	{"dod_timeout", "AGENTMINE_DOD_TIMEOUT", "agentmine.dodTimeout", "timeout of each Definition-of-Done command, in seconds", "600"},
+	{"grace", "AGENTMINE_GRACE", "agentmine.grace", "seconds between SIGTERM and SIGKILL when a worker is stopped", "10"},
+	{"default_agent", "AGENTMINE_DEFAULT_AGENT", "agentmine.defaultAgent", "agent used when neither --agent nor the task's assignee names one", "coder"},
+	{"client", "AGENTMINE_CLIENT", "agentmine.client", "client for agents that name none", "claude-code"},
+	{"remote", "AGENTMINE_REMOTE", "agentmine.remote", "remote used by sync", `"origin" if it exists, else none`},
+}
+
+// Defaults of the settings that have fixed ones.
+const (
+	DefaultWorktreeRoot = ".agentmine/worktrees"
+	DefaultTimeout      = 300 * time.Second
+	DefaultDoDTimeout   = 600 * time.Second
+	DefaultGrace        = 10 * time.Second
+	DefaultAgent        = "coder"
+	DefaultClient       = "claude-code"
+)
+
+// Config is the effective project settings.
+type Config struct {
+	// Base is a branch name (or any ref) task branches start from; "" when
+	// HEAD is detached and nothing is configured.
+	Base string
+	// WorktreeRoot is as configured: relative to the top of the working
+	// tree, or absolute. See WorktreeDir.
+	WorktreeRoot string
+	Timeout      time.Duration
+	DoDTimeout   time.Duration
+	Grace        time.Duration
+	DefaultAgent string
+	Client       string
+	// Remote is the sync remote, "" when there is none.
+	Remote string
+	// Sources maps each setting key to where its value came from.
+	Sources map[string]Source
+	// Origins maps each setting key to a precise origin for messages, e.g.
+	// "AGENTMINE_TIMEOUT" or ".agentmine/config.toml".
+	Origins map[string]string
+}
+
+// WorktreeDir returns the absolute worktree root for a repository whose
+// working tree top is top.
+func (c Config) WorktreeDir(top string) string {
+	if filepath.IsAbs(c.WorktreeRoot) {
+		return filepath.Clean(c.WorktreeRoot)
+	}
+	return filepath.Join(top, filepath.FromSlash(c.WorktreeRoot))
+}
+
+// Value returns the setting key rendered as text (durations in whole seconds).
+func (c Config) Value(key string) string {
+	switch key {
+	case "base":
+		return c.Base
+	case "worktree_root":
+		return c.WorktreeRoot
+	case "timeout":
+		return strconv.Itoa(int(c.Timeout / time.Second))
+	case "dod_timeout":
+		return strconv.Itoa(int(c.DoDTimeout / time.Second))
+	case "grace":
+		return strconv.Itoa(int(c.Grace / time.Second))
+	case "default_agent":
+		return c.DefaultAgent
+	case "client":
+		return c.Client
+	case "remote":
+		return c.Remote
+	}
+	return ""
+}
+
+// Options is what Load reads from.
+type Options struct {
+	// Top is the top of the working tree holding .agentmine/config.toml.
+	Top string
+	// CommonDir is the repository's common git dir; its HEAD names the main
+	// worktree's current branch (the fallback base).
+	CommonDir string
+	// Flags holds values given on the command line, by setting key; empty
+	// values are ignored.
+	Flags map[string]string
+	// Getenv reads the environment (nil: none).
+	Getenv func(string) string
+	// GitConfig reads git's configuration by lower-case key (nil: none).
+	GitConfig func(key string) (string, bool)
+}
+
+// fileConfig is config.toml. Pointers tell "absent" from zero.
+type fileConfig struct {
+	Base         *string `toml:"base"`
+	WorktreeRoot *string `toml:"worktree_root"`
+	Timeout      *int64  `toml:"timeout"`
+	DoDTimeout   *int64  `toml:"dod_timeout"`
+	Grace        *int64  `toml:"grace"`
+	DefaultAgent *string `toml:"default_agent"`
+	Client       *string `toml:"client"`
+	Remote       *string `toml:"remote"`
+}
+
+func (f fileConfig) get(key string) (string, bool) {
+	s := func(p *string) (string, bool) {
+		if p == nil {
+			return "", false
+		}
+		return *p, true
+	}
+	n := func(p *int64) (string, bool) {
+		if p == nil {
+			return "", false
+		}
+		return strconv.FormatInt(*p, 10), true
+	}
+	switch key {
+	case "base":
+		return s(f.Base)
+	case "worktree_root":
+		return s(f.WorktreeRoot)
+	case "timeout":
+		return n(f.Timeout)
+	case "dod_timeout":
+		return n(f.DoDTimeout)
+	case "grace":
+		return n(f.Grace)
+	case "default_agent":
+		return s(f.DefaultAgent)
+	case "client":
+		return s(f.Client)
+	case "remote":
+		return s(f.Remote)
+	}
+	return "", false
+}
+
+// ReadFile reads and strictly decodes config.toml under top: a syntax error
+// names the file and line, an unknown key names the key and the file. A
+// missing file is no error (exists is false).
+func ReadFile(top string) (values map[string]string, exists bool, err error) {
+	data, err := os.ReadFile(filepath.Join(top, filepath.FromSlash(File)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]string{}, false, nil
+	}
+	if err != nil {
+		return nil, false, exitcode.New(exitcode.Config, fmt.Errorf("reading %s: %w", File, err), "")
+	}
+	var f fileConfig
+	md, err := toml.Decode(string(data), &f)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, true, exitcode.New(exitcode.Config, fmt.Errorf("%s:%d: %s", File, pe.Position.Line, firstLine(pe.Message)), "")
+		}
+		return nil, true, exitcode.New(exitcode.Config, fmt.Errorf("%s%s", File, typeError(err)), "")
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		return nil, true, exitcode.New(exitcode.Config, fmt.Errorf("%s: unknown key %q", File, und[0].String()), "known keys: "+strings.Join(keys(), ", "))
+	}
+	values = map[string]string{}
+	for _, s := range Settings {
+		if v, ok := f.get(s.Key); ok {
+			values[s.Key] = v
+		}
+	}
+	return values, true, nil
+}
+
+// typeErrRE matches the decoder's type errors, which are not ParseErrors.
+var typeErrRE = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
+
+// typeError renders a decoding error as ":line: key: message" when the
+// decoder says where it happened, else ": message".
+func typeError(err error) string {
+	msg := firstLine(err.Error())
+	if m := typeErrRE.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf(":%s: %s: %s", m[1], m[2], m[3])
+	}
+	return ": " + strings.TrimPrefix(msg, "toml: ")
+}
+
+func keys() []string {
+	var out []string
+	for _, s := range Settings {
+		out = append(out, s.Key)
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// Load computes the effective settings. Invalid values are Config errors
+// naming where the value came from; unknown flag keys are Usage errors.
+func Load(o Options) (Config, error) {
+	file, _, err := ReadFile(o.Top)
+	if err != nil {
+		return Config{}, err
+	}
+	for k := range o.Flags {
+		if !slices.Contains(keys(), k) {
+			return Config{}, exitcode.New(exitcode.Usage, fmt.Errorf("unknown setting %q", k), "known settings: "+strings.Join(keys(), ", "))
+		}
+	}
+	c := Config{Sources: map[string]Source{}, Origins: map[string]string{}}
+	for _, s := range Settings {
+		raw, src, origin := lookup(o, file, s)
+		if src == "" {
+			raw, src, origin = fallback(o, s.Key)
+		}
+		if err := c.set(s.Key, raw); err != nil {
+			return Config{}, exitcode.New(exitcode.Config, fmt.Errorf("%s: %w", origin, err), "")
+		}
+		c.Sources[s.Key] = src
+		c.Origins[s.Key] = origin
+	}
+	return c, nil
+}
+
+// lookup finds a setting's value in the explicit sources, highest first.
+func lookup(o Options, file map[string]string, s Setting) (raw string, src Source, origin string) {
+	if v := o.Flags[s.Key]; v != "" {
+		return v, FromFlag, "--" + strings.ReplaceAll(s.Key, "_", "-")
+	}
+	if o.Getenv != nil {
+		if v := o.Getenv(s.Env); v != "" {
+			return v, FromEnv, s.Env
+		}
+	}
+	if o.GitConfig != nil {
+		if v, ok := o.GitConfig(strings.ToLower(s.Git)); ok {
+			return v, FromGitConfig, "git config " + s.Git
+		}
+	}
+	if v, ok := file[s.Key]; ok {
+		return v, FromFile, File + " " + s.Key
+	}
+	return "", "", ""
+}
+
+// fallback returns the default of a setting, detected from the repository
+// where there is no fixed one.
+func fallback(o Options, key string) (raw string, src Source, origin string) {
+	switch key {
+	case "base":
+		if b := mainBranch(o.CommonDir); b != "" {
+			return b, FromDetected, "the main worktree's current branch"
+		}
+		return "", FromDefault, "default"
+	case "remote":
+		if o.GitConfig != nil {
+			if _, ok := o.GitConfig("remote.origin.url"); ok {
+				return "origin", FromDetected, "the existing origin remote"
+			}
+		}
+		return "", FromDefault, "default"
+	case "worktree_root":
+		return DefaultWorktreeRoot, FromDefault, "default"
+	case "timeout":
+		return secs(DefaultTimeout), FromDefault, "default"
+	case "dod_timeout":
+		return secs(DefaultDoDTimeout), FromDefault, "default"
+	case "grace":
+		return secs(DefaultGrace), FromDefault, "default"
+	case "default_agent":
+		return DefaultAgent, FromDefault, "default"
+	case "client":
+		return DefaultClient, FromDefault, "default"
+	}
+	return "", FromDefault, "default"
+}
+
+func secs(d time.Duration) string { return strconv.Itoa(int(d / time.Second)) }
+
+// mainBranch reads the branch the main worktree's HEAD points at, "" when
+// detached or unknown.
+func mainBranch(commonDir string) string {
+	if commonDir == "" {
+		return ""
+	}
+	data, err := os.ReadFile(filepath.Join(commonDir, "HEAD"))
+	if err != nil {
+		return ""
+	}
+	ref, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "ref: refs/heads/")
+	if !ok {
+		return ""
+	}
+	return ref
+}
+
+// set parses and validates one raw value.
+func (c *Config) set(key, raw string) error {
+	raw = strings.TrimSpace(raw)
+	switch key {
+	case "base":
+		if strings.ContainsAny(raw, " \t\r\n~^:?*[\\") || strings.HasPrefix(raw, "-") {
+			return fmt.Errorf("invalid base %q: want a branch name", raw)
+		}
+		c.Base = raw
+	case "worktree_root":
+		if raw == "" {
+			return errors.New("worktree_root is empty")
+		}
+		p := filepath.ToSlash(raw)
+		if !filepath.IsAbs(raw) && (path.Clean(p) == "." || strings.HasPrefix(path.Clean(p), "../") || path.Clean(p) == "..") {
+			return fmt.Errorf("invalid worktree_root %q: a relative root must be a directory inside the repository", raw)
+		}
+		if !filepath.IsAbs(raw) {
+			p = path.Clean(p)
+		}
+		c.WorktreeRoot = p
+	case "timeout", "dod_timeout", "grace":
+		n, err := strconv.Atoi(raw)
+		min := 1
+		if key == "grace" {
+			min = 0
+		}
+		if err != nil || n < min {
+			return fmt.Errorf("invalid %s %q: want whole seconds, at least %d", key, raw, min)
+		}
+		d := time.Duration(n) * time.Second
+		switch key {
+		case "timeout":
+			c.Timeout = d
+		case "dod_timeout":
+			c.DoDTimeout = d
+		default:
+			c.Grace = d
+		}
+	case "default_agent":
+		if !agents.ValidName(raw) {
+			return fmt.Errorf("invalid default_agent %q", raw)
+		}
+		c.DefaultAgent = raw
+	case "client":
+		if !slices.Contains(agents.Clients, raw) {
+			return fmt.Errorf("unknown client %q (known: %s)", raw, strings.Join(agents.Clients, ", "))
+		}
+		c.Client = raw
+	case "remote":
+		if strings.ContainsAny(raw, " \t\r\n") {
+			return fmt.Errorf("invalid remote %q", raw)
+		}
+		c.Remote = raw
+	}
+	return nil
+}

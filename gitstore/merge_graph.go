@@ -1,0 +1,316 @@
+package gitstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// commitInfo is what merging needs of one commit.
+type commitInfo struct {
+	tree    string
+	parents []string
+	time    int64 // committer time, unix seconds
+}
+
+// treeDoc is the one document file of an entity commit's tree.
+type treeDoc struct {
+	file string
+	blob string
+}
+
+// graph is an in-process cache of commits, trees and blobs read through one
+// `git cat-file --batch`, requested in batches so that thousands of entities
+// cost a few pipe round trips instead of a process each.
+type graph struct {
+	cf      *catFile
+	hashLen int
+	commits map[string]*commitInfo
+	trees   map[string]treeDoc
+	blobs   map[string][]byte
+}
+
+func (s *Store) newGraph(ctx context.Context) (*graph, error) {
+	cf, err := startCatFile(ctx, s.git)
+	if err != nil {
+		return nil, err
+	}
+	n := 32
+	if s.sha1 {
+		n = 20
+	}
+	return &graph{cf: cf, hashLen: n, commits: map[string]*commitInfo{}, trees: map[string]treeDoc{}, blobs: map[string][]byte{}}, nil
+}
+
+func (g *graph) close() { g.cf.close() }
+
+// readAll asks cat-file for every name (writing from a goroutine so that
+// neither pipe fills up) and returns the answers in order.
+func (g *graph) readAll(names []string) ([]object, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	werr := make(chan error, 1)
+	go func() {
+		var b bytes.Buffer
+		for _, n := range names {
+			b.WriteString(n)
+			b.WriteByte('\n')
+		}
+		_, err := g.cf.in.Write(b.Bytes())
+		werr <- err
+	}()
+	out := make([]object, 0, len(names))
+	for range names {
+		o, err := g.cf.read()
+		if err != nil {
+			<-werr
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	if err := <-werr; err != nil {
+		return nil, fmt.Errorf("writing to git cat-file: %w", err)
+	}
+	return out, nil
+}
+
+// loadHistory reads the whole history of every tip, one batch per
+// generation across all tips.
+func (g *graph) loadHistory(tips []string) error {
+	queued := map[string]bool{}
+	var frontier []string
+	for _, t := range tips {
+		if t != "" && g.commits[t] == nil && !queued[t] {
+			queued[t] = true
+			frontier = append(frontier, t)
+		}
+	}
+	for len(frontier) > 0 {
+		objs, err := g.readAll(frontier)
+		if err != nil {
+			return err
+		}
+		var next []string
+		for i, o := range objs {
+			if o.missing || o.typ != "commit" {
+				return fmt.Errorf("reading commit %s: object missing or not a commit", frontier[i])
+			}
+			c, err := parseCommit(o.data)
+			if err != nil {
+				return fmt.Errorf("reading commit %s: %w", frontier[i], err)
+			}
+			g.commits[frontier[i]] = c
+			for _, p := range c.parents {
+				if g.commits[p] == nil && !queued[p] {
+					queued[p] = true
+					next = append(next, p)
+				}
+			}
+		}
+		frontier = next
+	}
+	return nil
+}
+
+// parseCommit reads the tree, parents and committer time of a raw commit.
+func parseCommit(data []byte) (*commitInfo, error) {
+	c := &commitInfo{}
+	for len(data) > 0 {
+		line, rest, _ := bytes.Cut(data, []byte("\n"))
+		data = rest
+		if len(line) == 0 {
+			break
+		}
+		k, v, _ := strings.Cut(string(line), " ")
+		switch k {
+		case "tree":
+			c.tree = v
+		case "parent":
+			c.parents = append(c.parents, v)
+		case "committer":
+			f := strings.Fields(v[strings.LastIndex(v, ">")+1:])
+			if len(f) >= 1 {
+				c.time, _ = strconv.ParseInt(f[0], 10, 64)
+			}
+		}
+	}
+	if c.tree == "" {
+		return nil, errors.New("no tree")
+	}
+	return c, nil
+}
+
+// ancestors returns tip and all its ancestors (the history must be loaded).
+func (g *graph) ancestors(tip string) map[string]bool {
+	seen := map[string]bool{}
+	stack := []string{tip}
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		if ci := g.commits[c]; ci != nil {
+			stack = append(stack, ci.parents...)
+		}
+	}
+	return seen
+}
+
+// mergeBase returns the best common ancestor of two tips given their
+// ancestor sets, or "" when the histories are unrelated. When there are
+// several (criss-cross histories), it picks the one with the latest
+// committer time, ties broken by the larger id, so every clone picks the
+// same one.
+func (g *graph) mergeBase(ancA, ancB map[string]bool) string {
+	common := map[string]bool{}
+	for c := range ancA {
+		if ancB[c] {
+			common[c] = true
+		}
+	}
+	// A common commit that is a proper ancestor of another common commit is
+	// not a merge base; each commit is marked at most once.
+	stale := map[string]bool{}
+	var mark func(c string)
+	mark = func(c string) {
+		stack := []string{c}
+		for len(stack) > 0 {
+			x := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if stale[x] {
+				continue
+			}
+			stale[x] = true
+			if ci := g.commits[x]; ci != nil {
+				stack = append(stack, ci.parents...)
+			}
+		}
+	}
+	for c := range common {
+		if ci := g.commits[c]; ci != nil {
+			for _, p := range ci.parents {
+				mark(p)
+			}
+		}
+	}
+	best := ""
+	var bestTime int64
+	for c := range common {
+		if stale[c] {
+			continue
+		}
+		t := g.commits[c].time
+		if best == "" || later(t, c, bestTime, best) {
+			best, bestTime = c, t
+		}
+	}
+	return best
+}
+
+// loadDocs reads the document of every commit (whose history is loaded):
+// the trees first, then the blobs, each in one batch.
+func (g *graph) loadDocs(commits []string) error {
+	var trees []string
+	seen := map[string]bool{}
+	for _, c := range commits {
+		ci := g.commits[c]
+		if ci == nil {
+			return fmt.Errorf("internal error: commit %s not loaded", c)
+		}
+		if _, ok := g.trees[ci.tree]; !ok && !seen[ci.tree] {
+			seen[ci.tree] = true
+			trees = append(trees, ci.tree)
+		}
+	}
+	objs, err := g.readAll(trees)
+	if err != nil {
+		return err
+	}
+	var blobs []string
+	for i, o := range objs {
+		td := treeDoc{}
+		if !o.missing && o.typ == "tree" {
+			td = g.parseTree(o.data)
+		}
+		g.trees[trees[i]] = td
+		if td.blob != "" {
+			if _, ok := g.blobs[td.blob]; !ok && !seen[td.blob] {
+				seen[td.blob] = true
+				blobs = append(blobs, td.blob)
+			}
+		}
+	}
+	objs, err = g.readAll(blobs)
+	if err != nil {
+		return err
+	}
+	for i, o := range objs {
+		if !o.missing && o.typ == "blob" {
+			g.blobs[blobs[i]] = o.data
+		}
+	}
+	return nil
+}
+
+// parseTree finds the entity document in a tree: its only file, or else the
+// first file whose name ends in ".json".
+func (g *graph) parseTree(data []byte) treeDoc {
+	var files []treeDoc
+	for len(data) > 0 {
+		sp := bytes.IndexByte(data, ' ')
+		nul := bytes.IndexByte(data, 0)
+		if sp < 0 || nul < sp || len(data) < nul+1+g.hashLen {
+			break
+		}
+		mode := string(data[:sp])
+		name := string(data[sp+1 : nul])
+		id := hex.EncodeToString(data[nul+1 : nul+1+g.hashLen])
+		data = data[nul+1+g.hashLen:]
+		if strings.HasPrefix(mode, "10") {
+			files = append(files, treeDoc{file: name, blob: id})
+		}
+	}
+	if len(files) == 1 {
+		return files[0]
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f.file, ".json") {
+			return f
+		}
+	}
+	return treeDoc{}
+}
+
+// doc returns the document file name and bytes of a loaded commit.
+func (g *graph) doc(commit string) (string, []byte, error) {
+	ci := g.commits[commit]
+	if ci == nil {
+		return "", nil, fmt.Errorf("internal error: commit %s not loaded", commit)
+	}
+	td, ok := g.trees[ci.tree]
+	if !ok {
+		return "", nil, fmt.Errorf("internal error: tree of %s not loaded", commit)
+	}
+	if td.blob == "" {
+		return "", nil, fmt.Errorf("commit %s holds no JSON document", short(commit))
+	}
+	data, ok := g.blobs[td.blob]
+	if !ok {
+		return "", nil, fmt.Errorf("commit %s: document blob missing", short(commit))
+	}
+	return td.file, data, nil
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

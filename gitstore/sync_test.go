@@ -1,0 +1,581 @@
+package gitstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+)
+
+// syncKind is the task-like kind the sync tests store.
+var syncKind = Kind{Dir: "tasks", File: "task.json", Noun: "task"}
+
+// syncBaseTime is the pinned commit time of test repositories.
+const syncBaseTime = 1700000000
+
+// syncEnv scrubs the environment: no user or system config, pinned
+// identities and dates.
+func syncEnv(t testing.TB) {
+	t.Helper()
+	home := t.TempDir()
+	for k, v := range map[string]string{
+		"HOME":                home,
+		"XDG_CONFIG_HOME":     home,
+		"GIT_CONFIG_NOSYSTEM": "1",
+		"GIT_AUTHOR_NAME":     "Tester",
+		"GIT_AUTHOR_EMAIL":    "tester@example.com",
+		"GIT_COMMITTER_NAME":  "Tester",
+		"GIT_COMMITTER_EMAIL": "tester@example.com",
+		"GIT_AUTHOR_DATE":     fmt.Sprintf("%d +0000", syncBaseTime),
+		"GIT_COMMITTER_DATE":  fmt.Sprintf("%d +0000", syncBaseTime),
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+// syncGit runs git in dir and returns its trimmed output.
+func syncGit(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// syncRemote makes a bare repository to share state through.
+func syncRemote(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "remote.git")
+	syncGit(t, "", "init", "-q", "--bare", dir)
+	return dir
+}
+
+// syncClone makes an empty repository with remote "origin".
+func syncClone(t testing.TB, remote string) string {
+	t.Helper()
+	dir := t.TempDir()
+	syncGit(t, dir, "init", "-q")
+	syncGit(t, dir, "remote", "add", "origin", remote)
+	return dir
+}
+
+// syncOpen opens the store of dir with commits dated offset seconds after
+// the base time.
+func syncOpen(t testing.TB, dir string, offset int) *Store {
+	t.Helper()
+	date := fmt.Sprintf("%d +0000", syncBaseTime+offset)
+	t.Setenv("GIT_AUTHOR_DATE", date)
+	t.Setenv("GIT_COMMITTER_DATE", date)
+	s, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatalf("open %s: %v", dir, err)
+	}
+	return s
+}
+
+// syncCreate stores a new task-like document with the given fields.
+func syncCreate(t testing.TB, s *Store, fields map[string]any) string {
+	t.Helper()
+	id := NewID()
+	doc := map[string]any{"v": 1, "id": id, "labels": []string{}}
+	for k, v := range fields {
+		doc[k] = v
+	}
+	data, _ := json.MarshalIndent(doc, "", "  ")
+	if _, err := s.Create(context.Background(), syncKind, id, Change{Data: append(data, '\n'), Message: "create"}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	return id
+}
+
+// syncEdit changes fields of an entity; a nil value removes the field.
+func syncEdit(t testing.TB, s *Store, id string, edit func(doc map[string]any)) {
+	t.Helper()
+	_, _, err := s.Update(context.Background(), syncKind, id, func(cur Doc) (Change, error) {
+		var doc map[string]any
+		if err := json.Unmarshal(cur.Data, &doc); err != nil {
+			return Change{}, err
+		}
+		edit(doc)
+		data, _ := json.MarshalIndent(doc, "", "  ")
+		return Change{Data: append(data, '\n'), Message: "edit"}, nil
+	})
+	if err != nil {
+		t.Fatalf("edit %s: %v", id, err)
+	}
+}
+
+// syncDocs reads every entity as a map of fields.
+func syncDocs(t testing.TB, s *Store) map[string]map[string]any {
+	t.Helper()
+	docs, problems, err := s.List(context.Background(), syncKind)
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("list: %v %v", err, problems)
+	}
+	m := map[string]map[string]any{}
+	for _, d := range docs {
+		var f map[string]any
+		if err := json.Unmarshal(d.Data, &f); err != nil {
+			t.Fatalf("%s: %v", d.Ref, err)
+		}
+		m[d.ID] = f
+	}
+	return m
+}
+
+// syncRefs returns every ref of the repository with its value.
+func syncRefs(t testing.TB, dir string) string {
+	t.Helper()
+	return syncGit(t, dir, "for-each-ref", "--format=%(objectname) %(refname)", RefRoot, NotesRef)
+}
+
+func syncRun(t testing.TB, s *Store, opts SyncOptions) SyncReport {
+	t.Helper()
+	rep, err := s.Sync(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	return rep
+}
+
+func labelsOf(doc map[string]any) string {
+	var out []string
+	for _, l := range doc["labels"].([]any) {
+		out = append(out, l.(string))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}
+
+func TestSyncTwoClonesMerge(t *testing.T) {
+	syncEnv(t)
+	remote := syncRemote(t)
+	a, b := syncClone(t, remote), syncClone(t, remote)
+	sa := syncOpen(t, a, 0)
+	id := syncCreate(t, sa, map[string]any{"title": "base", "priority": "low", "assignee": "x", "labels": []string{"old", "keep"}})
+	rep := syncRun(t, sa, SyncOptions{})
+	if rep.Pushed != 1 || rep.Created != 0 {
+		t.Fatalf("first push: %+v", rep)
+	}
+	sb := syncOpen(t, b, 0)
+	rep = syncRun(t, sb, SyncOptions{})
+	if rep.Created != 1 || rep.Fetched != 1 {
+		t.Fatalf("fresh clone: %+v", rep)
+	}
+
+	// Concurrent edits: a changes title and removes a label; b (later)
+	// changes title and priority and adds a label.
+	sa = syncOpen(t, a, 100)
+	syncEdit(t, sa, id, func(d map[string]any) {
+		d["title"] = "from a"
+		d["assignee"] = "alice"
+		d["labels"] = []string{"keep"}
+	})
+	sb = syncOpen(t, b, 200)
+	syncEdit(t, sb, id, func(d map[string]any) {
+		d["title"] = "from b"
+		d["priority"] = "high"
+		d["labels"] = []string{"old", "keep", "new"}
+	})
+	ra := syncRun(t, syncOpen(t, a, 300), SyncOptions{})
+	rb := syncRun(t, syncOpen(t, b, 300), SyncOptions{})
+	if ra.Pushed != 1 || rb.Merged != 1 || rb.Pushed != 1 {
+		t.Fatalf("reports: a %+v\nb %+v", ra, rb)
+	}
+	if rb.ConflictingFields != 1 || len(rb.Conflicts) != 1 {
+		t.Fatalf("conflicts: %+v", rb.Conflicts)
+	}
+	c := rb.Conflicts[0]
+	if c.Field != "title" || c.Winner != "local" || string(c.Local) != `"from b"` || string(c.Remote) != `"from a"` || c.ID != id || c.Kind != "tasks" {
+		t.Fatalf("conflict: %+v", c)
+	}
+	js, _ := json.Marshal(rb)
+	for _, key := range []string{`"fast_forwarded":`, `"conflicting_fields":1`, `"winner":"local"`, `"merge_commit":`} {
+		if !strings.Contains(string(js), key) {
+			t.Fatalf("report JSON lacks %s: %s", key, js)
+		}
+	}
+	ra = syncRun(t, syncOpen(t, a, 300), SyncOptions{})
+	if ra.FastForwarded != 1 || ra.Pushed != 0 {
+		t.Fatalf("a after b: %+v", ra)
+	}
+	da, db := syncDocs(t, sa), syncDocs(t, sb)
+	got := da[id]
+	if got["title"] != "from b" || got["priority"] != "high" || got["assignee"] != "alice" || labelsOf(got) != "keep,new" {
+		t.Fatalf("merged document: %v", got)
+	}
+	ja, _ := json.Marshal(da)
+	jb, _ := json.Marshal(db)
+	if string(ja) != string(jb) || syncRefs(t, a) != syncRefs(t, b) {
+		t.Fatalf("clones differ:\n%s\n%s", ja, jb)
+	}
+	// The overridden value stays in history.
+	if log := syncGit(t, a, "log", "-p", "--format=%s", syncKind.Ref(id)); !strings.Contains(log, "from a") {
+		t.Fatalf("history lost the overridden value:\n%s", log)
+	}
+	// A quiet sync does nothing.
+	rep = syncRun(t, sa, SyncOptions{})
+	if rep.Pushed+rep.Fetched+rep.Merged+rep.Created+rep.FastForwarded != 0 || rep.UpToDate != 1 {
+		t.Fatalf("quiet sync: %+v", rep)
+	}
+}
+
+// Two clones merging the same diverged pair write the same merge commit.
+func TestSyncMergeCommitIsDeterministic(t *testing.T) {
+	syncEnv(t)
+	remote := syncRemote(t)
+	a, b := syncClone(t, remote), syncClone(t, remote)
+	sa := syncOpen(t, a, 0)
+	id := syncCreate(t, sa, map[string]any{"title": "base"})
+	syncRun(t, sa, SyncOptions{})
+	syncRun(t, syncOpen(t, b, 0), SyncOptions{})
+	syncEdit(t, syncOpen(t, a, 10), id, func(d map[string]any) { d["title"] = "a" })
+	syncEdit(t, syncOpen(t, b, 10), id, func(d map[string]any) { d["title"] = "b" }) // same time: commit id decides
+	// Exchange tips without syncing, then let each pull (merge locally).
+	syncGit(t, a, "push", "-q", remote, syncKind.Ref(id)+":refs/heads/from-a")
+	syncGit(t, b, "fetch", "-q", remote, "refs/heads/from-a:refs/heads/from-a")
+	syncGit(t, b, "push", "-q", remote, syncKind.Ref(id)+":"+syncKind.Ref(id))
+	ra, err := syncOpen(t, a, 20).Pull(context.Background(), SyncOptions{})
+	if err != nil || ra.Merged != 1 {
+		t.Fatalf("pull a: %+v %v", ra, err)
+	}
+	// b: make the remote hold a's tip, then pull.
+	syncGit(t, b, "push", "-q", "-f", remote, "refs/heads/from-a:"+syncKind.Ref(id))
+	rb, err := syncOpen(t, b, 99).Pull(context.Background(), SyncOptions{})
+	if err != nil || rb.Merged != 1 {
+		t.Fatalf("pull b: %+v %v", rb, err)
+	}
+	ma := syncGit(t, a, "rev-parse", syncKind.Ref(id))
+	mb := syncGit(t, b, "rev-parse", syncKind.Ref(id))
+	if ma != mb {
+		t.Fatalf("merge commits differ: %s vs %s\n%s\n%s", ma, mb, syncGit(t, a, "cat-file", "-p", ma), syncGit(t, b, "cat-file", "-p", mb))
+	}
+	if ra.Conflicts[0].Winner == rb.Conflicts[0].Winner {
+		t.Fatalf("the same commit must win on both clones (seen once as local, once as remote): %+v %+v", ra.Conflicts, rb.Conflicts)
+	}
+	if ra.Pending != 1 || ra.Pushed != 0 {
+		t.Fatalf("pull must not push: %+v", ra)
+	}
+}
+
+func TestSyncBadRemote(t *testing.T) {
+	syncEnv(t)
+	dir := syncClone(t, filepath.Join(t.TempDir(), "does-not-exist.git"))
+	s := syncOpen(t, dir, 0)
+	syncCreate(t, s, map[string]any{"title": "x"})
+	before := syncRefs(t, dir)
+
+	_, err := s.Sync(context.Background(), SyncOptions{Remote: "nosuch"})
+	if exitcode.Of(err) != exitcode.NotFound || !strings.Contains(err.Error(), "remote nosuch does not exist") {
+		t.Fatalf("unknown remote: %v (code %d)", err, exitcode.Of(err))
+	}
+	_, err = s.Sync(context.Background(), SyncOptions{Remote: "--upload-pack=x"})
+	if exitcode.Of(err) != exitcode.Usage {
+		t.Fatalf("option-like remote: %v", err)
+	}
+	_, err = s.Sync(context.Background(), SyncOptions{})
+	if exitcode.Of(err) != exitcode.Git || !strings.Contains(err.Error(), "fetching agentmine state from origin") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("unreachable remote: %v (code %d)", err, exitcode.Of(err))
+	}
+	if after := syncRefs(t, dir); after != before {
+		t.Fatalf("refs changed:\n%s\n%s", before, after)
+	}
+}
+
+func TestSyncRemoteRefusesRefs(t *testing.T) {
+	syncEnv(t)
+	remote := syncRemote(t)
+	a, b := syncClone(t, remote), syncClone(t, remote)
+	sa := syncOpen(t, a, 0)
+	id := syncCreate(t, sa, map[string]any{"title": "base"})
+	syncRun(t, sa, SyncOptions{})
+	syncRun(t, syncOpen(t, b, 0), SyncOptions{})
+	syncEdit(t, syncOpen(t, a, 10), id, func(d map[string]any) { d["title"] = "a" })
+	syncRun(t, syncOpen(t, a, 10), SyncOptions{})
+	sb := syncOpen(t, b, 20)
+	syncEdit(t, sb, id, func(d map[string]any) { d["priority"] = "high" })
+	syncCreate(t, sb, map[string]any{"title": "new on b"})
+
+	hook := filepath.Join(remote, "hooks", "pre-receive")
+	os.WriteFile(hook, []byte("#!/bin/sh\necho 'custom refs are not allowed' >&2\nexit 1\n"), 0o755)
+	before := syncRefs(t, b)
+	_, err := sb.Sync(context.Background(), SyncOptions{})
+	if err == nil || exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "refused") || !strings.Contains(err.Error(), "pre-receive hook declined") {
+		t.Fatalf("refused push: %v (code %d)", err, exitcode.Of(err))
+	}
+	if after := syncRefs(t, b); after != before {
+		t.Fatalf("local state changed although the remote refused:\n%s\n%s", before, after)
+	}
+	os.Remove(hook)
+	rep := syncRun(t, sb, SyncOptions{})
+	if rep.Merged != 1 || rep.Pushed != 2 {
+		t.Fatalf("after the hook is gone: %+v", rep)
+	}
+}
+
+// The remote moves between fetch and push: the round is repeated.
+func TestSyncRemoteMovedMeanwhile(t *testing.T) {
+	syncEnv(t)
+	remote := syncRemote(t)
+	a, b := syncClone(t, remote), syncClone(t, remote)
+	sa := syncOpen(t, a, 0)
+	id := syncCreate(t, sa, map[string]any{"title": "base"})
+	syncRun(t, sa, SyncOptions{})
+	sb := syncOpen(t, b, 0)
+	syncRun(t, sb, SyncOptions{})
+	syncEdit(t, sa, id, func(d map[string]any) { d["title"] = "a1" })
+	syncEdit(t, sb, id, func(d map[string]any) { d["priority"] = "b" })
+
+	interfere := func(n int) func(SyncProgress) {
+		return func(p SyncProgress) {
+			if p.Phase == "push" && p.Done == 0 && p.Round <= n {
+				// Another clone pushes a new version right before our push.
+				syncEdit(t, sa, id, func(d map[string]any) { d["title"] = fmt.Sprintf("a%d", p.Round+1) })
+				if _, err := sa.Push(context.Background(), SyncOptions{}); err != nil {
+					t.Errorf("interfering push: %v", err)
+				}
+			}
+		}
+	}
+	before := syncRefs(t, b)
+	_, err := sb.Sync(context.Background(), SyncOptions{MaxRounds: 2, Progress: interfere(2)})
+	if !errors.Is(err, ErrRemoteMoved) || exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "gave up after 2 rounds") {
+		t.Fatalf("losing every race: %v", err)
+	}
+	if after := syncRefs(t, b); after != before {
+		t.Fatalf("local state changed by a failed sync")
+	}
+	rep, err := sb.Sync(context.Background(), SyncOptions{Progress: interfere(1)})
+	if err != nil || rep.Rounds != 2 || rep.Merged != 1 || rep.Pushed != 1 {
+		t.Fatalf("second try: %+v %v", rep, err)
+	}
+	got := syncDocs(t, sb)[id]
+	if got["title"] != "a2" || got["priority"] != "b" {
+		t.Fatalf("merged %v", got)
+	}
+}
+
+func TestSyncSkipsNewerSchemaAndCorruptDocs(t *testing.T) {
+	syncEnv(t)
+	remote := syncRemote(t)
+	a, b := syncClone(t, remote), syncClone(t, remote)
+	sa := syncOpen(t, a, 0)
+	good := syncCreate(t, sa, map[string]any{"title": "fine"})
+	shared := syncCreate(t, sa, map[string]any{"title": "shared"})
+	syncRun(t, sa, SyncOptions{})
+	sb := syncOpen(t, b, 0)
+	syncRun(t, sb, SyncOptions{})
+	newer, corrupt := NewID(), NewID()
+	ctx := context.Background()
+	if _, err := sa.Create(ctx, syncKind, newer, Change{Data: []byte(`{"v":2,"title":"from the future"}`), Message: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sa.Create(ctx, syncKind, corrupt, Change{Data: []byte(`{"v":1,"title":`), Message: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	sa2 := syncOpen(t, a, 10)
+	syncEdit(t, sa2, good, func(d map[string]any) { d["title"] = "fine, edited" })
+	_, _, err := sa2.Update(ctx, syncKind, shared, func(Doc) (Change, error) {
+		return Change{Data: []byte(`{"v":3,"title":"newer"}`), Message: "x"}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncRun(t, sa2, SyncOptions{})
+	sb2 := syncOpen(t, b, 20)
+	syncEdit(t, sb2, shared, func(d map[string]any) { d["priority"] = "high" })
+	sharedBefore := syncGit(t, b, "rev-parse", syncKind.Ref(shared))
+
+	rep, err := sb2.Sync(ctx, SyncOptions{})
+	if !errors.Is(err, ErrSkipped) || exitcode.Of(err) != exitcode.Failed || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("want a skipped error, got %v", err)
+	}
+	if len(rep.Skipped) != 3 {
+		t.Fatalf("skipped: %+v", rep.Skipped)
+	}
+	msgs := map[string]string{}
+	for _, s := range rep.Skipped {
+		msgs[s.Ref] = s.Error
+	}
+	if !strings.Contains(msgs[syncKind.Ref(newer)], "schema version 2 is newer") ||
+		!strings.Contains(msgs[syncKind.Ref(corrupt)], "corrupt JSON") ||
+		!strings.Contains(msgs[syncKind.Ref(shared)], "schema version 3 is newer") {
+		t.Fatalf("skip messages: %v", msgs)
+	}
+	if !strings.Contains(err.Error(), "refs/agentmine/tasks/") {
+		t.Fatalf("error does not name the ref: %v", err)
+	}
+	docs := syncDocs(t, sb2)
+	if docs[good]["title"] != "fine, edited" || docs[newer] != nil || docs[corrupt] != nil {
+		t.Fatalf("the rest must sync, skipped ones stay absent: %v", docs)
+	}
+	if now := syncGit(t, b, "rev-parse", syncKind.Ref(shared)); now != sharedBefore {
+		t.Fatalf("skipped diverged entity changed locally")
+	}
+	// The local change to the skipped entity was not pushed over the newer one.
+	if r := syncGit(t, remote, "rev-parse", syncKind.Ref(shared)); r == sharedBefore {
+		t.Fatalf("skipped entity was pushed")
+	}
+}
+
+func TestSyncSameTitleOnTwoClones(t *testing.T) {
+	syncEnv(t)
+	remote := syncRemote(t)
+	a, b := syncClone(t, remote), syncClone(t, remote)
+	sa, sb := syncOpen(t, a, 0), syncOpen(t, b, 0)
+	ia := syncCreate(t, sa, map[string]any{"title": "same title"})
+	ib := syncCreate(t, sb, map[string]any{"title": "same title"})
+	syncRun(t, sa, SyncOptions{})
+	syncRun(t, sb, SyncOptions{})
+	syncRun(t, sa, SyncOptions{})
+	da, db := syncDocs(t, sa), syncDocs(t, sb)
+	if ia == ib || len(da) != 2 || len(db) != 2 || da[ib] == nil || db[ia] == nil {
+		t.Fatalf("both entities must exist on both clones: %v %v", da, db)
+	}
+}
+
+func TestSyncNotes(t *testing.T) {
+	syncEnv(t)
+	remote := syncRemote(t)
+	a, b := syncClone(t, remote), syncClone(t, remote)
+	sa := syncOpen(t, a, 0)
+	id := syncCreate(t, sa, map[string]any{"title": "x"})
+	id2 := syncCreate(t, sa, map[string]any{"title": "y"})
+	syncRun(t, sa, SyncOptions{})
+	sb := syncOpen(t, b, 0)
+	syncRun(t, sb, SyncOptions{})
+	obj := syncGit(t, a, "rev-parse", syncKind.Ref(id))
+	obj2 := syncGit(t, a, "rev-parse", syncKind.Ref(id2))
+	syncGit(t, a, "notes", "--ref", "agentmine", "add", "-m", `{"run":1}`, obj)
+	syncRun(t, sa, SyncOptions{})
+	syncRun(t, sb, SyncOptions{})
+	// Both append to the same note, and a adds another.
+	syncGit(t, a, "notes", "--ref", "agentmine", "add", "-f", "-m", "{\"run\":1}\n{\"run\":\"a\"}", obj)
+	syncGit(t, a, "notes", "--ref", "agentmine", "add", "-m", `{"other":1}`, obj2)
+	syncGit(t, b, "notes", "--ref", "agentmine", "add", "-f", "-m", "{\"run\":1}\n{\"run\":\"b\"}", obj)
+	ra := syncRun(t, syncOpen(t, a, 5), SyncOptions{})
+	rb := syncRun(t, syncOpen(t, b, 5), SyncOptions{})
+	if !ra.NotesPushed || !rb.NotesMerged || !rb.NotesPushed || !rb.NotesUpdated {
+		t.Fatalf("notes reports: %+v %+v", ra, rb)
+	}
+	syncRun(t, sa, SyncOptions{})
+	want := "{\"run\":\"a\"}\n{\"run\":\"b\"}\n{\"run\":1}"
+	for _, dir := range []string{a, b} {
+		if got := syncGit(t, dir, "notes", "--ref", "agentmine", "show", obj); got != want {
+			t.Fatalf("note in %s:\n%s\nwant\n%s", dir, got, want)
+		}
+		if got := syncGit(t, dir, "notes", "--ref", "agentmine", "show", obj2); got != `{"other":1}` {
+			t.Fatalf("second note: %s", got)
+		}
+	}
+	if syncRefs(t, a) != syncRefs(t, b) {
+		t.Fatal("clones differ after notes sync")
+	}
+}
+
+func TestSyncPushAndPullHalves(t *testing.T) {
+	syncEnv(t)
+	remote := syncRemote(t)
+	a, b := syncClone(t, remote), syncClone(t, remote)
+	sa := syncOpen(t, a, 0)
+	id := syncCreate(t, sa, map[string]any{"title": "x"})
+	rep, err := sa.Pull(context.Background(), SyncOptions{})
+	if err != nil || rep.Pending != 1 || rep.Pushed != 0 {
+		t.Fatalf("pull with only local changes: %+v %v", rep, err)
+	}
+	if out := syncGit(t, remote, "for-each-ref", RefRoot); out != "" {
+		t.Fatalf("pull pushed: %s", out)
+	}
+	rep, err = sa.Push(context.Background(), SyncOptions{})
+	if err != nil || rep.Pushed != 1 {
+		t.Fatalf("push: %+v %v", rep, err)
+	}
+	sb := syncOpen(t, b, 0)
+	rep, err = sb.Push(context.Background(), SyncOptions{})
+	if err != nil || rep.Pending != 1 || rep.Created != 0 {
+		t.Fatalf("push on a clone that lacks the entity: %+v %v", rep, err)
+	}
+	rep, err = sb.Pull(context.Background(), SyncOptions{})
+	if err != nil || rep.Created != 1 {
+		t.Fatalf("pull: %+v %v", rep, err)
+	}
+	syncEdit(t, syncOpen(t, a, 1), id, func(d map[string]any) { d["title"] = "a" })
+	syncEdit(t, syncOpen(t, b, 2), id, func(d map[string]any) { d["title"] = "b" })
+	sa.Push(context.Background(), SyncOptions{})
+	rep, err = sb.Push(context.Background(), SyncOptions{})
+	if err != nil || rep.Pending != 1 || rep.Pushed != 0 {
+		t.Fatalf("push of a diverged entity: %+v %v", rep, err)
+	}
+}
+
+func TestConfigureRemote(t *testing.T) {
+	syncEnv(t)
+	remote := syncRemote(t)
+	a := syncClone(t, remote)
+	syncGit(t, a, "remote", "add", "shared", remote)
+	s := syncOpen(t, a, 0)
+	if err := s.ConfigureRemote(context.Background(), "nosuch"); exitcode.Of(err) != exitcode.NotFound {
+		t.Fatalf("unknown remote: %v", err)
+	}
+	if err := s.ConfigureRemote(context.Background(), "shared"); err != nil {
+		t.Fatal(err)
+	}
+	if got := syncGit(t, a, "config", "agentmine.remote"); got != "shared" || s.SyncRemote() != "shared" {
+		t.Fatalf("agentmine.remote = %q", got)
+	}
+	id := syncCreate(t, s, map[string]any{"title": "x"})
+	if rep := syncRun(t, syncOpen(t, a, 0), SyncOptions{}); rep.Remote != "shared" || rep.Pushed != 1 {
+		t.Fatalf("sync with the configured remote: %+v", rep)
+	}
+	// A fresh clone needs nothing but one sync.
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	syncGit(t, "", "clone", "-q", remote, fresh)
+	rep := syncRun(t, syncOpen(t, fresh, 0), SyncOptions{})
+	if rep.Created != 1 || syncDocs(t, syncOpen(t, fresh, 0))[id] == nil {
+		t.Fatalf("fresh clone: %+v", rep)
+	}
+}
+
+func TestClaim(t *testing.T) {
+	syncEnv(t)
+	remote := syncRemote(t)
+	a, b := syncClone(t, remote), syncClone(t, remote)
+	sa, sb := syncOpen(t, a, 0), syncOpen(t, b, 0)
+	ia := syncCreate(t, sa, map[string]any{"title": "a"})
+	ib := syncCreate(t, sb, map[string]any{"title": "b"})
+	ca := syncGit(t, a, "rev-parse", syncKind.Ref(ia))
+	cb := syncGit(t, b, "rev-parse", syncKind.Ref(ib))
+	ctx := context.Background()
+	claim := "refs/agentmine/claims/task1"
+	if err := sa.Claim(ctx, "", claim, ca, nil); err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	err := sb.Claim(ctx, "", claim, cb, nil)
+	if !errors.Is(err, ErrAlreadyClaimed) || exitcode.Of(err) != exitcode.State {
+		t.Fatalf("second claim: %v", err)
+	}
+	if got := syncGit(t, remote, "rev-parse", claim); got != ca {
+		t.Fatalf("claim overwritten: %s", got)
+	}
+	err = sb.Claim(ctx, "", "refs/agentmine/claims/task2", cb, []string{claim})
+	if !errors.Is(err, ErrAlreadyClaimed) || !strings.Contains(err.Error(), claim) {
+		t.Fatalf("claim with a must-not-exist ref present: %v", err)
+	}
+	if err := sb.Claim(ctx, "", "refs/agentmine/claims/task2", cb, []string{"refs/agentmine/claims/task3"}); err != nil {
+		t.Fatalf("free claim: %v", err)
+	}
+	if err := sb.Claim(ctx, "", "claims/x", cb, nil); exitcode.Of(err) != exitcode.Usage {
+		t.Fatalf("short ref: %v", err)
+	}
+}

@@ -1,0 +1,467 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+)
+
+// DefaultGrace is how long a worker has between SIGTERM and SIGKILL when
+// Spec.Grace is zero.
+const DefaultGrace = 10 * time.Second
+
+// Spec describes a worker process to start.
+type Spec struct {
+	// Argv is the program and its arguments; the program is looked up in
+	// the worker environment's PATH when it holds no slash.
+	Argv []string
+	// Dir is the working directory (the worktree).
+	Dir string
+	// Env holds KEY=VALUE pairs added to the worker's environment; see
+	// WorkerEnv for what is inherited and what is removed.
+	Env []string
+	// Stdin is a file fed as standard input; "" means /dev/null (stdin is
+	// never the terminal, so a client can never wait for input).
+	Stdin string
+	// LogPath receives stdout and stderr, appended and bounded by
+	// MaxLogBytes (see RotatingLog). "" keeps no log.
+	LogPath string
+	// MaxLogBytes bounds the log (DefaultMaxLogBytes when zero).
+	MaxLogBytes int64
+	// Tee, if not nil, also receives the output (the terminal of a
+	// foreground run). A failing Tee is dropped; the worker goes on.
+	Tee io.Writer
+	// Timeout, if positive, ends the run: SIGTERM to the process group,
+	// Grace, then SIGKILL; the result has exit code 124.
+	Timeout time.Duration
+	// Grace is the time between SIGTERM and SIGKILL (DefaultGrace if zero).
+	Grace time.Duration
+}
+
+// Result is what was observed of a finished run.
+type Result struct {
+	// ExitCode is the worker's exit code, 128+n if signal n killed it,
+	// 124 (exitcode.Timeout) if it timed out and 130
+	// (exitcode.Interrupted) if the run was cancelled.
+	ExitCode int
+	// Signal names the signal that ended the run ("SIGTERM", "SIGKILL"...):
+	// the one that killed the worker, or else the one agentmine sent to
+	// stop it; "" if the worker ended by itself.
+	Signal string
+	// TimedOut is set when the timeout ended the run.
+	TimedOut bool
+	// Interrupted is set when the context was cancelled (Ctrl-C).
+	Interrupted bool
+	// Stopped is set when Stop ended the run.
+	Stopped bool
+	// Started and Finished bound the run.
+	Started, Finished time.Time
+	// OutputBytes counts everything the worker wrote to stdout and stderr,
+	// including what log rotation dropped.
+	OutputBytes int64
+}
+
+// Process is a running worker, leader of its own process group.
+type Process struct {
+	spec    Spec
+	cmd     *exec.Cmd
+	pid     int
+	start   uint64
+	log     *RotatingLog
+	tee     io.Writer
+	out     *os.File // read end of the output pipe
+	stopReq chan struct{}
+	stopped sync.Once
+	done    chan struct{}
+	res     Result
+
+	outMu    sync.Mutex
+	outBytes int64
+}
+
+// Start launches spec.Argv in its own process group with stdin closed (or
+// fed from spec.Stdin) and its output going to the log and the tee, and
+// supervises it until it ends: on timeout, on ctx cancellation or on Stop
+// the whole group gets SIGTERM, then SIGKILL after the grace period. When
+// the worker exits, processes it left in its group are ended the same way.
+// A program that cannot be found is a NotFound error naming it.
+func Start(ctx context.Context, spec Spec) (*Process, error) {
+	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+		return nil, exitcode.New(exitcode.Config, errors.New("start worker: empty command"), "")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	if spec.Grace <= 0 {
+		spec.Grace = DefaultGrace
+	}
+	env := WorkerEnv(spec.Env)
+	path, err := lookPath(spec.Argv[0], envValue(env, "PATH"))
+	if err != nil {
+		return nil, err
+	}
+	if spec.Dir != "" {
+		if st, err := os.Stat(spec.Dir); err != nil || !st.IsDir() {
+			return nil, exitcode.New(exitcode.NotFound, fmt.Errorf("start worker: directory %q does not exist", spec.Dir), "")
+		}
+	}
+	cmd := &exec.Cmd{Path: path, Args: spec.Argv, Dir: spec.Dir, Env: env,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+	if spec.Stdin != "" {
+		in, err := os.Open(spec.Stdin)
+		if err != nil {
+			return nil, exitcode.New(exitcode.NotFound, fmt.Errorf("start worker: stdin: %w", err), "")
+		}
+		defer in.Close()
+		cmd.Stdin = in
+	}
+	p := &Process{spec: spec, cmd: cmd, tee: spec.Tee, stopReq: make(chan struct{}), done: make(chan struct{})}
+	if spec.LogPath != "" {
+		if err := os.MkdirAll(filepath.Dir(spec.LogPath), 0o755); err != nil {
+			return nil, fmt.Errorf("start worker: log directory: %w", err)
+		}
+		if p.log, err = OpenLog(spec.LogPath, spec.MaxLogBytes); err != nil {
+			return nil, fmt.Errorf("start worker: %w", err)
+		}
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		p.closeLog()
+		return nil, fmt.Errorf("start worker: output pipe: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		p.closeLog()
+		return nil, fmt.Errorf("start worker %q: %w", spec.Argv[0], err)
+	}
+	w.Close()
+	p.out = r
+	p.pid = cmd.Process.Pid
+	p.res.Started = time.Now()
+	// The child is not reaped before cmd.Wait, so its /proc entry is there.
+	p.start, _ = StartTime(p.pid)
+	p.note("started pid %d in %s: %s", p.pid, spec.Dir, describeArgv(spec.Argv))
+
+	exited := make(chan *os.ProcessState, 1)
+	go func() {
+		_ = cmd.Wait() // a non-zero exit is an error here; the state says all
+		exited <- cmd.ProcessState
+	}()
+	copied := make(chan struct{})
+	go p.copyOutput(copied)
+	go p.supervise(ctx, exited, copied)
+	return p, nil
+}
+
+// Pid returns the worker's pid, which is also its process group id.
+func (p *Process) Pid() int { return p.pid }
+
+// StartTime returns the worker's start time in clock ticks since boot
+// (0 if it could not be read); see Alive.
+func (p *Process) StartTime() uint64 { return p.start }
+
+// Done is closed when the run has ended and its Result is final.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Wait blocks until the run has ended (the worker and every process left
+// in its group are gone) and returns what was observed.
+func (p *Process) Wait() Result {
+	<-p.done
+	return p.res
+}
+
+// Stop ends the run: SIGTERM to the process group, SIGKILL after the grace
+// period. It returns at once; Wait returns the result, marked Stopped.
+func (p *Process) Stop() {
+	p.stopped.Do(func() { close(p.stopReq) })
+}
+
+// Signal sends sig to the worker's whole process group.
+func (p *Process) Signal(sig syscall.Signal) error {
+	if err := syscall.Kill(-p.pid, sig); err != nil {
+		return fmt.Errorf("signal worker %d: %w", p.pid, err)
+	}
+	return nil
+}
+
+func (p *Process) supervise(ctx context.Context, exited <-chan *os.ProcessState, copied <-chan struct{}) {
+	defer close(p.done)
+	var timeout <-chan time.Time
+	if p.spec.Timeout > 0 {
+		t := time.NewTimer(p.spec.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var ps *os.ProcessState
+	sent := ""
+	select {
+	case ps = <-exited:
+	case <-timeout:
+		p.res.TimedOut = true
+		p.note("timed out after %s", p.spec.Timeout)
+		ps, sent = p.terminate(exited)
+	case <-ctx.Done():
+		p.res.Interrupted = true
+		p.note("interrupted (%v)", ctx.Err())
+		ps, sent = p.terminate(exited)
+	case <-p.stopReq:
+		p.res.Stopped = true
+		p.note("stop requested")
+		ps, sent = p.terminate(exited)
+	}
+	p.endGroup()
+
+	ws, _ := ps.Sys().(syscall.WaitStatus)
+	switch {
+	case ws.Signaled():
+		p.res.ExitCode = 128 + int(ws.Signal())
+		p.res.Signal = unix.SignalName(ws.Signal())
+	default:
+		p.res.ExitCode = ws.ExitStatus()
+		p.res.Signal = sent
+	}
+	switch {
+	case p.res.TimedOut:
+		p.res.ExitCode = exitcode.Timeout
+	case p.res.Interrupted:
+		p.res.ExitCode = exitcode.Interrupted
+	}
+
+	// Output still buffered in the pipe is drained; a process that left the
+	// group (setsid) and kept the pipe open must not hold the run forever.
+	select {
+	case <-copied:
+	case <-time.After(2 * time.Second):
+		p.out.Close()
+		<-copied
+	}
+	p.out.Close()
+	p.res.Finished = time.Now()
+	if p.res.Signal != "" {
+		p.note("ended: exit code %d, signal %s", p.res.ExitCode, p.res.Signal)
+	} else {
+		p.note("ended: exit code %d", p.res.ExitCode)
+	}
+	p.outMu.Lock()
+	p.res.OutputBytes = p.outBytes
+	p.outMu.Unlock()
+	p.closeLog()
+}
+
+// terminate sends SIGTERM to the group, waits for the worker up to the
+// grace period, then sends SIGKILL. It returns the worker's state and the
+// last signal sent.
+func (p *Process) terminate(exited <-chan *os.ProcessState) (*os.ProcessState, string) {
+	p.note("sending SIGTERM to process group %d", p.pid)
+	_ = syscall.Kill(-p.pid, syscall.SIGTERM)
+	t := time.NewTimer(p.spec.Grace)
+	defer t.Stop()
+	select {
+	case ps := <-exited:
+		return ps, "SIGTERM"
+	case <-t.C:
+	}
+	p.note("still running after %s grace: sending SIGKILL to process group %d", p.spec.Grace, p.pid)
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	return <-exited, "SIGKILL"
+}
+
+// endGroup ends whatever the worker left running in its process group
+// (children it forked and did not wait for): SIGTERM, the grace period,
+// SIGKILL, and waits until the group is empty.
+func (p *Process) endGroup() {
+	if !groupAlive(p.pid) {
+		return
+	}
+	p.note("worker left processes in group %d: sending SIGTERM", p.pid)
+	_ = syscall.Kill(-p.pid, syscall.SIGTERM)
+	if waitGroupGone(p.pid, p.spec.Grace) {
+		return
+	}
+	p.note("group %d still alive after %s grace: sending SIGKILL", p.pid, p.spec.Grace)
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	if !waitGroupGone(p.pid, 10*time.Second) {
+		p.note("group %d survived SIGKILL (uninterruptible sleep?)", p.pid)
+	}
+}
+
+// waitGroupGone polls until process group pgid is empty or d has passed.
+func waitGroupGone(pgid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	pause := 5 * time.Millisecond
+	for {
+		if !groupAlive(pgid) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(pause)
+		if pause < 100*time.Millisecond {
+			pause *= 2
+		}
+	}
+}
+
+func (p *Process) copyOutput(copied chan<- struct{}) {
+	defer close(copied)
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := p.out.Read(buf)
+		if n > 0 {
+			p.outMu.Lock()
+			p.outBytes += int64(n)
+			p.outMu.Unlock()
+			p.emit(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// emit writes to the log and the tee. Failures are not the worker's
+// problem: a full disk or a closed terminal must not kill the run.
+func (p *Process) emit(b []byte) {
+	if p.log != nil {
+		_, _ = p.log.Write(b)
+	}
+	if p.tee != nil {
+		if _, err := p.tee.Write(b); err != nil {
+			p.tee = nil
+		}
+	}
+}
+
+// NotePrefix starts every line agentmine itself writes into a session log.
+const NotePrefix = "[agentmine] "
+
+// note records a supervisor event in the log (not on the tee).
+func (p *Process) note(format string, args ...any) {
+	if p.log == nil {
+		return
+	}
+	line := NotePrefix + time.Now().UTC().Format(time.RFC3339) + " " + fmt.Sprintf(format, args...) + "\n"
+	_, _ = p.log.Write([]byte(line))
+}
+
+func (p *Process) closeLog() {
+	if p.log != nil {
+		_ = p.log.Close()
+	}
+}
+
+// describeArgv renders argv for the log, abbreviating long arguments (an
+// inline prompt) to their first line and size.
+func describeArgv(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		if len(a) > 80 || strings.Contains(a, "\n") {
+			first, _, _ := strings.Cut(a, "\n")
+			if len(first) > 60 {
+				first = first[:60]
+			}
+			a = fmt.Sprintf("%s…(%d bytes)", first, len(a))
+		}
+		parts[i] = shellQuote(a)
+	}
+	return strings.Join(parts, " ")
+}
+
+func envValue(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// lookPath finds the program the worker runs. A name with a slash is used
+// as is; otherwise the directories of pathEnv are searched (relative ones
+// are skipped, so the worktree cannot supply the client).
+func lookPath(name, pathEnv string) (string, error) {
+	hint := "install it, or set command in the agent definition"
+	if strings.Contains(name, "/") {
+		if isExecutable(name) {
+			return name, nil
+		}
+		return "", exitcode.New(exitcode.NotFound, fmt.Errorf("client %q not found or not executable", name), hint)
+	}
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		if p := filepath.Join(dir, name); isExecutable(p) {
+			return p, nil
+		}
+	}
+	return "", exitcode.New(exitcode.NotFound, fmt.Errorf("client %q not found in PATH", name), hint)
+}
+
+func isExecutable(path string) bool {
+	st, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	return st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
+}
+
+// Detach starts argv as a detached process that outlives the caller: a
+// new session (so no terminal signal reaches it), stdin from /dev/null,
+// stdout and stderr appended to logPath, extra KEY=VALUE pairs added to
+// the environment. It does not wait for the process; it returns its pid
+// and start time, which identify it for Alive. While the caller lives, a
+// background goroutine reaps the process when it exits, so it never stays
+// a zombie; once the caller exits, init adopts it.
+func Detach(ctx context.Context, argv []string, dir string, env []string, logPath string) (pid int, start uint64, err error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return 0, 0, exitcode.New(exitcode.Config, errors.New("detach: empty command"), "")
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, 0, fmt.Errorf("detach: %w", err)
+	}
+	fullEnv := append(os.Environ(), env...)
+	path, err := lookPath(argv[0], envValue(fullEnv, "PATH"))
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return 0, 0, fmt.Errorf("detach: log directory: %w", err)
+	}
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return 0, 0, fmt.Errorf("detach: %w", err)
+	}
+	defer logf.Close()
+	cmd := &exec.Cmd{Path: path, Args: argv, Dir: dir, Env: fullEnv, Stdout: logf, Stderr: logf,
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
+	if err := cmd.Start(); err != nil {
+		if errors.Is(err, fs.ErrNotExist) && dir != "" {
+			return 0, 0, exitcode.New(exitcode.NotFound, fmt.Errorf("detach %q: %w", argv[0], err), "")
+		}
+		return 0, 0, fmt.Errorf("detach %q: %w", argv[0], err)
+	}
+	pid = cmd.Process.Pid
+	start, err = StartTime(pid)
+	go func() { _ = cmd.Wait() }()
+	if err != nil {
+		return pid, 0, fmt.Errorf("detach: %w", err)
+	}
+	return pid, start, nil
+}

@@ -1,0 +1,209 @@
+package launch
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+)
+
+// Verdict is what a client's own output says about its run.
+type Verdict struct {
+	// Failed is set when the exit code is not zero, or when the client
+	// reported an error in spite of exiting zero (Claude Code's JSON result
+	// with "is_error": true).
+	Failed bool
+	// Reason is the client's own words explaining a failure, one line of
+	// at most MaxReasonBytes; "" when the run succeeded or nothing was found.
+	Reason string
+}
+
+// MaxReasonBytes bounds Verdict.Reason.
+const MaxReasonBytes = 200
+
+// failureWords are phrases clients print when they cannot do the work,
+// most specific first. They were collected from the clients named in the
+// adapter table, run without credentials or network.
+func failureWords() []string {
+	return []string{
+		"cannot be used with root/sudo privileges", // claude as root without IS_SANDBOX
+		"not logged in",                      // claude
+		"please set an auth method",          // gemini, exit 41
+		"not running in a trusted directory", // gemini, exit 55
+		"unknown option",                     // claude (commander)
+		"unexpected argument",                // codex (clap), exit 2
+		"unknown argument",                   // gemini, opencode (yargs)
+		"unrecognized arguments",             // aider (argparse)
+		"invalid value",
+		"api key",
+		"unauthorized",
+		"authentication",
+		"waiting for network", // codex retries forever
+		"failed to lookup address",
+		"name does not resolve",
+		"enotfound",
+		"econnrefused",
+		"rate limit",
+		"quota",
+		"command not found",
+		"permission denied",
+	}
+}
+
+// stripANSI removes CSI escape sequences (colours, cursor moves).
+func stripANSI(b []byte) []byte {
+	if bytes.IndexByte(b, 0x1b) < 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] == 0x1b && i+1 < len(b) && b[i+1] == '[' {
+			j := i + 2
+			for j < len(b) && (b[j] < 0x40 || b[j] > 0x7e) {
+				j++
+			}
+			i = j
+			continue
+		}
+		out = append(out, b[i])
+	}
+	return out
+}
+
+// ReadVerdict judges a run of client c from its exit code and the tail of
+// its output (for example TailBytes of the session log). Claude Code's
+// verdict is its JSON result's is_error field, never its exit code alone:
+// it can exit 1 with "subtype":"success", or report an error in a result.
+// For a failure, Reason is taken from, in order: Claude Code's result text,
+// Gemini's documented exit codes, a line holding one of the clients' known
+// failure phrases (auth, untrusted folder, unknown flag, network), and the
+// last line of output (after "timed out" or "interrupted" for exit codes
+// 124 and 130). Lines agentmine wrote into the log are skipped.
+func ReadVerdict(c Client, exitCode int, output []byte) Verdict {
+	lines := outputLines(output)
+	v := Verdict{Failed: exitCode != 0}
+	if c == ClaudeCode {
+		if res, ok := claudeResult(lines); ok {
+			if res.IsError {
+				v.Failed = true
+				v.Reason = res.reason()
+				return v
+			}
+		}
+	}
+	if !v.Failed {
+		return v
+	}
+	words := findFailureWords(lines)
+	if c == Gemini {
+		switch exitCode {
+		case 41:
+			v.Reason = "gemini exit 41: authentication not configured"
+		case 55:
+			v.Reason = "gemini exit 55: untrusted folder"
+		}
+		if v.Reason != "" && words != "" {
+			v.Reason += ": " + words
+		}
+	}
+	if v.Reason == "" {
+		v.Reason = words
+	}
+	if v.Reason == "" {
+		last := ""
+		if len(lines) > 0 {
+			last = lines[len(lines)-1]
+		}
+		switch {
+		case exitCode == exitcode.Timeout && last != "":
+			v.Reason = "timed out; last output: " + last
+		case exitCode == exitcode.Timeout:
+			v.Reason = "timed out with no output"
+		case exitCode == exitcode.Interrupted && last != "":
+			v.Reason = "interrupted; last output: " + last
+		case exitCode == exitcode.Interrupted:
+			v.Reason = "interrupted with no output"
+		default:
+			v.Reason = last
+		}
+	}
+	v.Reason = clip(v.Reason, MaxReasonBytes)
+	return v
+}
+
+// outputLines splits output into trimmed, non-empty lines without ANSI
+// escapes and without agentmine's own notes.
+func outputLines(output []byte) []string {
+	output = stripANSI(output)
+	var lines []string
+	for _, l := range bytes.Split(output, []byte("\n")) {
+		s := strings.TrimSpace(string(l))
+		if s == "" || strings.HasPrefix(s, NotePrefix) {
+			continue
+		}
+		lines = append(lines, s)
+	}
+	return lines
+}
+
+func findFailureWords(lines []string) string {
+	for _, w := range failureWords() {
+		for i := len(lines) - 1; i >= 0; i-- {
+			if strings.Contains(strings.ToLower(lines[i]), w) {
+				return lines[i]
+			}
+		}
+	}
+	return ""
+}
+
+// claudeResultLine is the part of Claude Code's final JSON result (from
+// --output-format json, or the last event of stream-json) that matters.
+type claudeResultLine struct {
+	Type    string `json:"type"`
+	Subtype string `json:"subtype"`
+	IsError bool   `json:"is_error"`
+	Result  string `json:"result"`
+}
+
+func (r claudeResultLine) reason() string {
+	s := strings.TrimSpace(r.Result)
+	if s == "" {
+		s = "claude reported an error"
+		if r.Subtype != "" && r.Subtype != "success" {
+			s = fmt.Sprintf("claude reported an error (%s)", r.Subtype)
+		}
+	}
+	first, _, _ := strings.Cut(s, "\n")
+	return clip(strings.TrimSpace(first), MaxReasonBytes)
+}
+
+// claudeResult finds the last JSON result object in the output.
+func claudeResult(lines []string) (claudeResultLine, bool) {
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := lines[i]
+		if !strings.HasPrefix(l, "{") || !strings.Contains(l, `"result"`) {
+			continue
+		}
+		var r claudeResultLine
+		if json.Unmarshal([]byte(l), &r) == nil && r.Type == "result" {
+			return r, true
+		}
+	}
+	return claudeResultLine{}, false
+}
+
+// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

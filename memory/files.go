@@ -1,0 +1,337 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/tasks"
+)
+
+// SnapshotDir is where a worker's worktree holds the Memory Bank snapshot,
+// relative to the top of the worktree.
+const SnapshotDir = ".agentmine/memory"
+
+// WriteSnapshot writes every memory in mems as a read-only file (mode 0444)
+// <dir>/.agentmine/memory/<category>/<id>.md, in the same form as export.
+// dir is the top of a worker's worktree. It returns the written paths,
+// relative to dir and slash-separated, in the order of mems. Directories are
+// left writable (0755) so that the worktree can be removed and the snapshot
+// rewritten; the files' mode and post-run verification are the guard rails.
+// It refuses to write through a symbolic link (a repository could commit
+// .agentmine as a link pointing elsewhere) and overwrites earlier snapshot
+// files of the same memories.
+func WriteSnapshot(dir string, mems []Memory) (paths []string, err error) {
+	for _, m := range mems {
+		name, err := FileName(m)
+		if err != nil {
+			return nil, fmt.Errorf("writing memory snapshot: %w", err)
+		}
+		rel := SnapshotDir + "/" + name
+		if err := writeFileNoLinks(dir, rel, Render(m), 0o444); err != nil {
+			return nil, fmt.Errorf("writing memory snapshot: %w", err)
+		}
+		paths = append(paths, rel)
+	}
+	return paths, nil
+}
+
+// writeFileNoLinks writes root/rel with the given mode, creating parent
+// directories (0755), refusing symbolic links on the way and replacing an
+// existing file even when it is read-only.
+func writeFileNoLinks(root, rel string, data []byte, mode fs.FileMode) error {
+	if !cleanRel(rel) {
+		return fmt.Errorf("refusing path %q outside %s", rel, root)
+	}
+	segs := strings.Split(rel, "/")
+	cur := root
+	for i, s := range segs {
+		cur = filepath.Join(cur, s)
+		fi, err := os.Lstat(cur)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if i < len(segs)-1 {
+				if err := os.Mkdir(cur, 0o755); err != nil {
+					return err
+				}
+			}
+		case err != nil:
+			return err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("refusing to write through symbolic link %s", cur)
+		case i < len(segs)-1 && !fi.IsDir():
+			return fmt.Errorf("%s is not a directory", cur)
+		case i == len(segs)-1 && !fi.Mode().IsRegular():
+			return fmt.Errorf("%s is not a regular file", cur)
+		}
+	}
+	// Write a temporary file and rename it over the old one, so a read-only
+	// earlier copy is replaced without changing its mode first.
+	tmp, err := os.CreateTemp(filepath.Dir(cur), ".tmp-memory-*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp.Name(), mode)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), cur)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return werr
+	}
+	return nil
+}
+
+// PromptSection returns the Memory Bank section of a worker's prompt: a
+// heading, one line per memory with its category, title and snapshot file
+// path (relative to the top of the worktree, as WriteSnapshot writes it)
+// and its summary indented below — never the full text, which the worker
+// reads from the file when it needs it. A memory without a summary shows
+// the first line of its content. mems are listed in Sort order; no
+// memories give "". `git agentmine memory preview` prints exactly this.
+func PromptSection(mems []Memory) string {
+	if len(mems) == 0 {
+		return ""
+	}
+	ms := slices.Clone(mems)
+	Sort(ms)
+	var b strings.Builder
+	b.WriteString("## Memory Bank\n\n")
+	b.WriteString("Project decisions you must follow. Each entry is a summary; the full text is in the\n")
+	b.WriteString("read-only file named after it (paths relative to the top of this worktree). Read the\n")
+	b.WriteString("file before you act on a decision it covers.\n\n")
+	for _, m := range ms {
+		name, err := FileName(m)
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(&b, "- [%s] %s (%s/%s)\n", m.Category, m.Title, SnapshotDir, name)
+		sum := m.Summary
+		if sum == "" {
+			sum = firstContentLine(m.Content)
+		}
+		for _, l := range strings.Split(sum, "\n") {
+			if l = strings.TrimRight(l, " \t"); l != "" {
+				fmt.Fprintf(&b, "  %s\n", l)
+			}
+		}
+	}
+	return b.String()
+}
+
+// firstContentLine returns the first non-empty line of Markdown content,
+// without heading marks, cut to 200 characters.
+func firstContentLine(c string) string {
+	for _, l := range strings.Split(c, "\n") {
+		l = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(l), "#"))
+		if l == "" {
+			continue
+		}
+		if r := []rune(l); len(r) > 200 {
+			l = string(r[:200]) + "…"
+		}
+		return l
+	}
+	return ""
+}
+
+// Export writes each memory to <dir>/<category>/<id>.md (mode 0644),
+// creating directories, replacing files of the same name and leaving other
+// files alone. It returns the written paths relative to dir.
+func Export(dir string, mems []Memory) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("exporting memories: %w", err)
+	}
+	var paths []string
+	for _, m := range mems {
+		name, err := FileName(m)
+		if err != nil {
+			return paths, fmt.Errorf("exporting memory %s: %w", m.ID, err)
+		}
+		if err := writeFileNoLinks(dir, name, Render(m), 0o644); err != nil {
+			return paths, fmt.Errorf("exporting memory %s: %w", m.ID, err)
+		}
+		paths = append(paths, name)
+	}
+	return paths, nil
+}
+
+// ImportResult is what happened to one imported file.
+type ImportResult struct {
+	// Path is the file, relative to the import directory.
+	Path string `json:"path"`
+	ID   string `json:"id"`
+	// Action is "created", "updated" or "unchanged".
+	Action string `json:"action"`
+}
+
+type planned struct {
+	path   string
+	m      Memory
+	has    map[string]bool
+	exists bool
+}
+
+// Import reads every *.md file under dir (recursively) in the export format
+// and stores it. Everything is parsed and checked before anything is
+// written, so bad input changes nothing. A file with an id creates that
+// memory if it is new here, or replaces its fields (stamping the update) if
+// they differ; a file without an id creates a new memory. A missing
+// category is taken from the file's directory; a missing status is
+// DefaultStatus; missing stamps are now. A related task given as a full id
+// is kept even if this clone lacks the task; a prefix must resolve.
+func Import(ctx context.Context, st *gitstore.Store, dir string) ([]ImportResult, error) {
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() {
+		return nil, exitcode.New(exitcode.NotFound, fmt.Errorf("import directory %s does not exist", dir), "")
+	}
+	var files []string
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".md") {
+			rel, err := filepath.Rel(dir, p)
+			if err != nil {
+				return err
+			}
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading import directory: %w", err)
+	}
+	sort.Strings(files)
+	bank, err := Load(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	now := Stamp(gitstore.Stamp(st))
+	seen := map[string]string{}
+	var plan []planned
+	var taskIDs []string
+	for _, rel := range files {
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", rel, err)
+		}
+		p, err := Parse(rel, data)
+		if err != nil {
+			return nil, err
+		}
+		m := p.Memory
+		bad := func(format string, a ...any) error {
+			return exitcode.New(exitcode.Usage, fmt.Errorf("%s: %s", rel, fmt.Sprintf(format, a...)), "")
+		}
+		if !p.Has["category"] {
+			d := path.Dir(rel)
+			if d == "." || strings.Contains(d, "/") {
+				return nil, bad("no category (give one in the front matter, or put the file in a <category>/ directory)")
+			}
+			if m.Category, err = ValidateCategory(d); err != nil {
+				return nil, bad("%v", err)
+			}
+		}
+		if m.Title, err = ValidateTitle(m.Title); err != nil {
+			return nil, bad("%v", err)
+		}
+		m.Summary = NormalizeSummary(m.Summary)
+		if m.Status == "" {
+			m.Status = DefaultStatus
+		}
+		if err := ValidateStatus(m.Status); err != nil {
+			return nil, bad("%v", err)
+		}
+		for _, t := range m.Tags {
+			if err := ValidateTag(t); err != nil {
+				return nil, bad("%v", err)
+			}
+		}
+		if m.Task != "" && !ValidFullID(m.Task) {
+			if taskIDs == nil {
+				if taskIDs, err = st.IDs(ctx, tasks.Kind); err != nil {
+					return nil, err
+				}
+			}
+			id, err := gitstore.ResolveIn(tasks.Kind, taskIDs, m.Task)
+			if err != nil {
+				return nil, bad("related task: %v", err)
+			}
+			m.Task = id
+		}
+		exists := false
+		if m.ID != "" {
+			if other, dup := seen[m.ID]; dup {
+				return nil, bad("id %s is also used by %s", m.ID, other)
+			}
+			seen[m.ID] = rel
+			if _, ok := bank.Short[m.ID]; ok {
+				if _, readable := bank.Memories[m.ID]; !readable {
+					return nil, exitcode.New(exitcode.State, fmt.Errorf("%s: memory %s exists but cannot be read: %v", rel, m.ID, bank.problemFor(m.ID)),
+						"remove it with: git agentmine memory remove "+m.ID)
+				}
+				exists = true
+			}
+		}
+		m.V = SchemaVersion
+		m.normalize()
+		plan = append(plan, planned{path: rel, m: m, has: p.Has, exists: exists})
+	}
+	var out []ImportResult
+	for _, pl := range plan {
+		m := pl.m
+		switch {
+		case pl.exists:
+			mm, changed, err := apply(ctx, st, m.ID, "memory import", func(cur *Memory) {
+				created, updated := cur.Created, cur.Updated
+				*cur = m
+				cur.Created, cur.Updated = created, updated
+			})
+			if err != nil {
+				return out, fmt.Errorf("importing %s: %w", pl.path, err)
+			}
+			action := "unchanged"
+			if changed {
+				action = "updated"
+			}
+			out = append(out, ImportResult{Path: pl.path, ID: mm.ID, Action: action})
+		default:
+			if m.ID == "" {
+				m.ID = gitstore.NewID()
+			}
+			if !pl.has["created"] {
+				m.Created.Time = now.Time
+			}
+			if !pl.has["created_by"] {
+				m.Created.Author = now.Author
+			}
+			if !pl.has["updated"] {
+				m.Updated.Time = now.Time
+			}
+			if !pl.has["updated_by"] {
+				m.Updated.Author = now.Author
+			}
+			if err := create(ctx, st, m, "memory import: "+m.Title); err != nil {
+				return out, fmt.Errorf("importing %s: %w", pl.path, err)
+			}
+			out = append(out, ImportResult{Path: pl.path, ID: m.ID, Action: "created"})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,209 @@
+// Package memory owns the Memory Bank: project decisions (architecture,
+// tooling, conventions, rules, …) stored as JSON documents in commit chains
+// under refs/agentmine/memory/<id>, the operations that create and change
+// them, their Markdown file form (front matter plus body) used by export,
+// import and worker snapshots, and the Memory Bank section of a worker's
+// prompt. Only active memories reach workers.
+package memory
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitstore"
+)
+
+// SchemaVersion is the version of the stored memory document this binary
+// reads and writes.
+const SchemaVersion = 1
+
+// Kind is where memories live: refs/agentmine/memory/<id>, document memory.json.
+var Kind = gitstore.Kind{Dir: "memory", File: "memory.json", Noun: "memory"}
+
+// The statuses of a memory. Only Active memories reach workers.
+const (
+	StatusDraft    = "draft"
+	StatusActive   = "active"
+	StatusArchived = "archived"
+)
+
+// Statuses lists the valid statuses.
+var Statuses = []string{StatusDraft, StatusActive, StatusArchived}
+
+// DefaultStatus is the status of a new memory when none is given: a memory
+// someone bothers to record is meant to reach workers; use draft to stage one.
+const DefaultStatus = StatusActive
+
+// Categories lists the suggested categories; any name that passes
+// ValidateCategory is accepted.
+var Categories = []string{"architecture", "tooling", "convention", "rule", "domain", "decision"}
+
+// Stamp records when and by whom something happened.
+type Stamp struct {
+	Time   time.Time `json:"time"`
+	Author string    `json:"author"`
+}
+
+// Memory is the stored memory document.
+type Memory struct {
+	V        int    `json:"v"`
+	ID       string `json:"id"`
+	Category string `json:"category"`
+	Title    string `json:"title"`
+	Summary  string `json:"summary,omitempty"`
+	// Content is Markdown, normalised by NormalizeContent.
+	Content string   `json:"content"`
+	Status  string   `json:"status"`
+	Tags    []string `json:"tags"`
+	// Task is the canonical id of a related task, if any.
+	Task    string `json:"task,omitempty"`
+	Created Stamp  `json:"created"`
+	Updated Stamp  `json:"updated"`
+}
+
+// Decode parses a stored memory document, refusing versions this binary does
+// not know and documents whose id or category could name a path outside the
+// snapshot directory.
+func Decode(data []byte) (Memory, error) {
+	var probe struct {
+		V *int `json:"v"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return Memory{}, exitcode.New(exitcode.State, fmt.Errorf("corrupt memory document: %w", err), "")
+	}
+	if probe.V == nil {
+		return Memory{}, exitcode.New(exitcode.State, errors.New("memory document has no schema version"), "")
+	}
+	if *probe.V > SchemaVersion {
+		return Memory{}, exitcode.New(exitcode.State, fmt.Errorf("memory document has schema version %d, newer than this binary understands (%d)", *probe.V, SchemaVersion), "upgrade git-agentmine")
+	}
+	var m Memory
+	if err := json.Unmarshal(data, &m); err != nil {
+		return Memory{}, exitcode.New(exitcode.State, fmt.Errorf("corrupt memory document: %w", err), "")
+	}
+	if err := m.check(); err != nil {
+		return Memory{}, exitcode.New(exitcode.State, fmt.Errorf("corrupt memory document: %w", err), "")
+	}
+	m.normalize()
+	return m, nil
+}
+
+// check validates a decoded document strictly (no normalisation).
+func (m Memory) check() error {
+	if m.ID != "" && !ValidFullID(m.ID) {
+		return fmt.Errorf("malformed id %q", m.ID)
+	}
+	if c, err := ValidateCategory(m.Category); err != nil || c != m.Category {
+		return fmt.Errorf("invalid category %q", m.Category)
+	}
+	if !slices.Contains(Statuses, m.Status) {
+		return fmt.Errorf("invalid status %q", m.Status)
+	}
+	return nil
+}
+
+// Encode renders the document as stored (indented, stable field order).
+func (m Memory) Encode() []byte {
+	m.normalize()
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		panic("encoding memory: " + err.Error())
+	}
+	return append(b, '\n')
+}
+
+func (m *Memory) normalize() {
+	if m.Tags == nil {
+		m.Tags = []string{}
+	}
+	slices.Sort(m.Tags)
+	m.Tags = slices.Compact(m.Tags)
+}
+
+// ValidFullID reports whether s is a canonical memory id (20 lower-case hex
+// digits).
+func ValidFullID(s string) bool {
+	return len(s) == gitstore.IDLen && gitstore.ValidID(s)
+}
+
+func usage(format string, a ...any) error {
+	return exitcode.New(exitcode.Usage, fmt.Errorf(format, a...), "")
+}
+
+// ValidateCategory checks a category and returns it lower-cased. A category
+// is one path segment: letters, digits, '-' and '_', starting with a letter
+// or digit, at most 64 characters (so it can never be "..", hold a '/' or be
+// an absolute path).
+func ValidateCategory(s string) (string, error) {
+	c := strings.ToLower(strings.TrimSpace(s))
+	ok := c != "" && len(c) <= 64
+	for i, r := range c {
+		alnum := r >= 'a' && r <= 'z' || r >= '0' && r <= '9'
+		if !alnum && (i == 0 || (r != '-' && r != '_')) {
+			ok = false
+		}
+	}
+	if !ok {
+		return "", exitcode.New(exitcode.Usage, fmt.Errorf("invalid memory category %q: use letters, digits, '-' and '_' (one word, no '/')", s),
+			"for example: "+strings.Join(Categories, ", "))
+	}
+	return c, nil
+}
+
+// ValidateTitle checks a title: non-empty, one line.
+func ValidateTitle(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", usage("memory title is empty")
+	}
+	if strings.ContainsAny(s, "\r\n") {
+		return "", usage("memory title must be a single line")
+	}
+	return s, nil
+}
+
+// ValidateStatus checks a status.
+func ValidateStatus(s string) error {
+	if !slices.Contains(Statuses, s) {
+		return exitcode.New(exitcode.Usage, fmt.Errorf("unknown memory status %q", s), "use one of: "+strings.Join(Statuses, ", "))
+	}
+	return nil
+}
+
+// ValidateTag checks a tag: non-empty, no whitespace or commas.
+func ValidateTag(s string) error {
+	if s == "" || strings.ContainsAny(s, " \t\r\n,") {
+		return usage("invalid tag %q: tags are single words without commas", s)
+	}
+	return nil
+}
+
+// NormalizeSummary trims a summary and unifies its line endings.
+func NormalizeSummary(s string) string {
+	return strings.TrimSpace(strings.ReplaceAll(s, "\r\n", "\n"))
+}
+
+// NormalizeContent gives Markdown content its stored form: LF line endings,
+// no leading blank lines, no trailing whitespace at the end, and a final
+// newline when not empty. Add, edit and import all apply it, which is what
+// makes export followed by import lossless.
+func NormalizeContent(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	for {
+		line, rest, found := strings.Cut(s, "\n")
+		if !found || strings.TrimSpace(line) != "" {
+			break
+		}
+		s = rest
+	}
+	s = strings.TrimRight(s, " \t\n")
+	if strings.TrimSpace(s) == "" {
+		return ""
+	}
+	return s + "\n"
+}

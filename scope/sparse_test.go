@@ -1,0 +1,241 @@
+package scope
+
+import (
+	"bytes"
+	"context"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/git-agentmine/git-agentmine/gitcmd"
+)
+
+func TestSparsePatternsShape(t *testing.T) {
+	files := []string{"a/x", "a/y", "b/z", "c"}
+	cases := []struct {
+		keep []bool
+		want []string
+	}{
+		{[]bool{true, true, true, true}, []string{"/*"}},
+		{[]bool{false, false, false, false}, []string{}},
+		{[]bool{true, true, false, false}, []string{"/a/"}},
+		{[]bool{true, true, true, false}, []string{"/a/", "/b/"}},
+		{[]bool{true, false, true, true}, []string{"/*", "!/a/y"}},
+		{[]bool{false, true, false, false}, []string{"/a/y"}},
+	}
+	for _, tc := range cases {
+		got := SparsePatterns(files, tc.keep)
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("keep %v: got %q, want %q", tc.keep, got, tc.want)
+		}
+	}
+}
+
+func TestSparsePatternsEscaping(t *testing.T) {
+	files := []string{"#h", "!b", "s*r", "b[a]", "q?", "t ", `x\y`, "keep"}
+	keep := []bool{true, true, true, true, true, true, true, false}
+	got := SparsePatterns(files, keep)
+	want := []string{"/*", "!/keep"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	// Mostly kept: the negated form is shorter and shows the escapes.
+	files = append(files, "k1", "k2", "k3")
+	keep = []bool{true, true, true, false, false, false, false, true, true, true, true}
+	got = SparsePatterns(files, keep)
+	want = []string{"/*", "!/b\\[a]", "!/q\\?", "!/t\\ ", "!/x\\\\y"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// testEnv scrubs the environment so that git behaves the same everywhere.
+func testEnv(t *testing.T) {
+	t.Helper()
+	home := t.TempDir()
+	for k, v := range map[string]string{
+		"HOME":                home,
+		"XDG_CONFIG_HOME":     filepath.Join(home, ".config"),
+		"GIT_CONFIG_NOSYSTEM": "1",
+		"GIT_AUTHOR_NAME":     "Test Author",
+		"GIT_AUTHOR_EMAIL":    "author@example.com",
+		"GIT_AUTHOR_DATE":     "2024-01-01T00:00:00Z",
+		"GIT_COMMITTER_NAME":  "Test Committer",
+		"GIT_COMMITTER_EMAIL": "committer@example.com",
+		"GIT_COMMITTER_DATE":  "2024-01-01T00:00:00Z",
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+// trickyFiles are paths whose names mean something in gitignore syntax.
+var trickyFiles = []string{
+	".env", "#hash", "!bang", "st*r", "br[a]ck", "q?", "trail ", "two  ", `back\slash`,
+	"ünïcode/ß.txt", "sp ace/f", "dir with trail /x", ".hidden/x", "a/b/c/d.txt", "a/b/e.txt",
+	"a/f", "a/b/c/g", "**", "a*/x", "[x]/y", "a/#b/!c", "config/prod.env", "secrets/key",
+	"src/main.go", "src/lib/x.go", "tests/t.go", "docs/a.md", "docs/b/c.md", "package.json",
+}
+
+// checkout applies lines as the sparse-checkout of the repository at dir
+// and returns the set of files git kept.
+func checkout(t *testing.T, ctx context.Context, dir string, lines []string) []string {
+	t.Helper()
+	r := gitcmd.Runner{Dir: dir}
+	content := strings.Join(lines, "\n")
+	if len(lines) > 0 {
+		content += "\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".git", "info", "sparse-checkout"), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(ctx, "read-tree", "-mu", "HEAD"); err != nil {
+		t.Fatalf("read-tree with %q: %v", lines, err)
+	}
+	out, err := r.Run(ctx, "ls-files", "-z", "-t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, e := range strings.Split(string(out), "\x00") {
+		if strings.HasPrefix(e, "H ") {
+			kept = append(kept, e[2:])
+		}
+	}
+	// What git says must be what is on disk.
+	var disk []string
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == ".git" {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() {
+			disk = append(disk, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(kept)
+	sort.Strings(disk)
+	if !reflect.DeepEqual(kept, disk) {
+		t.Fatalf("index says %q, disk has %q", kept, disk)
+	}
+	return kept
+}
+
+func TestSparsePatternsWithGit(t *testing.T) {
+	testEnv(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	r := gitcmd.Runner{Dir: dir}
+	if _, err := r.Run(ctx, "init", "-q", "-b", "main"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range trickyFiles {
+		p := filepath.Join(dir, filepath.FromSlash(f))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(f+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"add", "-A"}, {"commit", "-qm", "tricky"}, {"config", "core.sparseCheckout", "true"}} {
+		if _, err := r.Run(ctx, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := r.Run(ctx, "ls-tree", "-r", "-z", "--name-only", "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	if len(files) != len(trickyFiles) {
+		t.Fatalf("repository holds %d files, want %d", len(files), len(trickyFiles))
+	}
+
+	check := func(name string, keep []bool) {
+		t.Helper()
+		var want []string
+		for i, f := range files {
+			if keep[i] {
+				want = append(want, f)
+			}
+		}
+		sort.Strings(want)
+		lines := SparsePatterns(files, keep)
+		if len(want) == 0 {
+			// git refuses to empty the work tree; an empty list is
+			// what SparsePatterns must return, and callers handle it.
+			if len(lines) != 0 {
+				t.Errorf("%s: nothing kept but lines %q", name, lines)
+			}
+			return
+		}
+		got := checkout(t, ctx, dir, lines)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: lines %q\nkept %q\nwant %q", name, lines, got, want)
+		}
+	}
+
+	specs := map[string]Spec{
+		"fixture": fixture,
+		"tricky": {Read: []string{"a/**", "**/#*", "**/!*", "st*r", "sp ace/**"},
+			Write: []string{"a/b/**"}, Exclude: []string{"a/b/c/g", "**/\\!c"}},
+		"read only src": {Read: []string{"src/**"}, Write: []string{"src/lib/**"}},
+	}
+	for name, s := range specs {
+		keep := make([]bool, len(files))
+		for i, a := range s.ClassifyAll(files) {
+			keep[i] = a != Absent
+		}
+		check(name, keep)
+	}
+	rng := rand.New(rand.NewSource(1))
+	for round := 0; round < 40; round++ {
+		keep := make([]bool, len(files))
+		density := rng.Float64()
+		for i := range keep {
+			keep[i] = rng.Float64() < density
+		}
+		check("random", keep)
+	}
+	// Each single file alone, and everything but it.
+	for i := range files {
+		keep := make([]bool, len(files))
+		keep[i] = true
+		check("only "+files[i], keep)
+		for j := range keep {
+			keep[j] = !keep[j]
+		}
+		check("all but "+files[i], keep)
+	}
+}
+
+func TestSparsePatternsDeterministic(t *testing.T) {
+	files := append([]string(nil), trickyFiles...)
+	keep := make([]bool, len(files))
+	for i := range keep {
+		keep[i] = i%3 != 0
+	}
+	first := SparsePatterns(files, keep)
+	// Order of the input must not matter.
+	rev := make([]string, len(files))
+	revKeep := make([]bool, len(files))
+	for i := range files {
+		rev[len(files)-1-i] = files[i]
+		revKeep[len(files)-1-i] = keep[i]
+	}
+	second := SparsePatterns(rev, revKeep)
+	if !bytes.Equal([]byte(strings.Join(first, "\n")), []byte(strings.Join(second, "\n"))) {
+		t.Errorf("order changed the output:\n%q\n%q", first, second)
+	}
+}

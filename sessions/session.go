@@ -1,0 +1,307 @@
+// Package sessions owns the session entity (one attempt at a task) and its
+// outcome: the session document under refs/agentmine/sessions/<id>, the
+// outcome notes attached to the session's creation commit, and liveness
+// (is the recorded process still the one that was started?).
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/parallel"
+)
+
+// SchemaVersion is the version of session documents and outcome lines.
+const SchemaVersion = 1
+
+// Kind is where sessions live.
+var Kind = gitstore.Kind{Dir: "sessions", File: "session.json", Noun: "session"}
+
+// Modes of a session.
+const (
+	// ModeManual: prepared without --exec (or `session start`); the worker is
+	// run by someone else and `session end` records the outcome.
+	ModeManual = "manual"
+	// ModeExec: run in the foreground by the CLI that created it.
+	ModeExec = "exec"
+	// ModeDetach: run by a detached supervisor process.
+	ModeDetach = "detach"
+)
+
+// Scope is the scope a session was prepared with.
+type Scope struct {
+	Read    []string `json:"read"`
+	Write   []string `json:"write"`
+	Exclude []string `json:"exclude"`
+}
+
+// Session is the stored session document.
+type Session struct {
+	V             int       `json:"v"`
+	ID            string    `json:"id"`
+	Task          string    `json:"task"`
+	Agent         string    `json:"agent"`
+	Client        string    `json:"client"`
+	ClientVersion string    `json:"client_version,omitempty"`
+	Command       []string  `json:"command,omitempty"`
+	Mode          string    `json:"mode"`
+	Branch        string    `json:"branch"`
+	BaseRef       string    `json:"base_ref"`
+	BaseCommit    string    `json:"base_commit"`
+	Worktree      string    `json:"worktree"`
+	Host          string    `json:"host"`
+	Pid           int       `json:"pid,omitempty"`
+	PidStart      uint64    `json:"pid_start,omitempty"`
+	Timeout       int       `json:"timeout"`
+	Grace         int       `json:"grace"`
+	Started       time.Time `json:"started"`
+	Scope         Scope     `json:"scope"`
+	Sparse        []string  `json:"sparse,omitempty"`
+	Generated     []string  `json:"generated,omitempty"`
+	DoD           []string  `json:"dod,omitempty"`
+	DoDTimeout    int       `json:"dod_timeout,omitempty"`
+	SkipDoD       bool      `json:"skip_dod,omitempty"`
+	Strict        bool      `json:"strict,omitempty"`
+	Log           string    `json:"log,omitempty"`
+}
+
+// Outcome is one line of a session's outcome note.
+type Outcome struct {
+	V         int       `json:"v"`
+	Session   string    `json:"session"`
+	ExitCode  int       `json:"exit_code"`
+	Signal    string    `json:"signal,omitempty"`
+	TimedOut  bool      `json:"timed_out"`
+	Finished  time.Time `json:"finished"`
+	Tip       string    `json:"tip,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Artifacts []string  `json:"artifacts"`
+	// Claimed lists the artifacts an orchestrator reported with `session
+	// end`; Artifacts are what verification observed.
+	Claimed []string        `json:"claimed_artifacts,omitempty"`
+	By      string          `json:"recorded_by"`
+	Scope   json.RawMessage `json:"scope,omitempty"`
+	DoD     json.RawMessage `json:"dod,omitempty"`
+	Commits int             `json:"commits"`
+}
+
+// Decode parses a stored session document.
+func Decode(data []byte) (Session, error) {
+	var s Session
+	if err := json.Unmarshal(data, &s); err != nil {
+		return Session{}, exitcode.New(exitcode.State, fmt.Errorf("corrupt session document: %w", err), "")
+	}
+	if s.V == 0 {
+		return Session{}, exitcode.New(exitcode.State, errors.New("session document has no schema version"), "")
+	}
+	if s.V > SchemaVersion {
+		return Session{}, exitcode.New(exitcode.State, fmt.Errorf("session document has schema version %d, newer than this binary understands (%d)", s.V, SchemaVersion), "upgrade git-agentmine")
+	}
+	return s, nil
+}
+
+// Encode renders the stored document.
+func (s Session) Encode() []byte {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		panic("encoding session: " + err.Error())
+	}
+	return append(b, '\n')
+}
+
+// Branch returns the branch name for a session: task-<task>-s<session> with
+// short forms of both ids (8 digits: unique across clones in practice, and
+// the full session id is in the session record).
+func Branch(taskID, sessionID string) string {
+	return "task-" + taskID[:8] + "-s" + sessionID[:8]
+}
+
+// Host identifies this machine: the hostname plus a prefix of the machine id
+// when there is one, so two machines with the same hostname differ.
+func Host() string {
+	h, _ := os.Hostname()
+	if h == "" {
+		h = "unknown"
+	}
+	if id, err := os.ReadFile("/etc/machine-id"); err == nil && len(strings.TrimSpace(string(id))) >= 8 {
+		h += "/" + strings.TrimSpace(string(id))[:8]
+	}
+	return h
+}
+
+// Create records a new session. id must be fresh (gitstore.NewID). The
+// returned commit is the creation commit outcomes are attached to.
+func Create(ctx context.Context, st *gitstore.Store, s Session) (Session, string, error) {
+	s.V = SchemaVersion
+	doc, err := st.Create(ctx, Kind, s.ID, gitstore.Change{Data: s.Encode(), Message: "session start: task " + s.Task[:8] + " agent " + s.Agent})
+	if err != nil {
+		return Session{}, "", fmt.Errorf("recording session: %w", err)
+	}
+	return s, doc.Commit, nil
+}
+
+// Update changes a session document (pid after launch, for example).
+func Update(ctx context.Context, st *gitstore.Store, id, msg string, mutate func(s *Session)) (Session, error) {
+	var out Session
+	_, _, err := st.Update(ctx, Kind, id, func(cur gitstore.Doc) (gitstore.Change, error) {
+		s, err := Decode(cur.Data)
+		if err != nil {
+			return gitstore.Change{}, err
+		}
+		mutate(&s)
+		out = s
+		return gitstore.Change{Data: s.Encode(), Message: msg}, nil
+	})
+	return out, err
+}
+
+// Delete removes a session record (used only to roll back a failed
+// preparation before anything ran).
+func Delete(ctx context.Context, st *gitstore.Store, id string) error {
+	doc, err := st.Get(ctx, Kind, id)
+	if err != nil {
+		return err
+	}
+	return st.Delete(ctx, Kind, id, doc.Commit)
+}
+
+// Record is a session with its creation commit and outcome, as read in batch.
+type Record struct {
+	Session Session
+	// Root is the session's creation commit (where notes attach).
+	Root string
+	// Commit is the current tip of the session ref.
+	Commit string
+	// Outcome is the last recorded outcome, nil if none.
+	Outcome *Outcome
+}
+
+// LoadAll reads every session and its outcome with batched git calls.
+func LoadAll(ctx context.Context, st *gitstore.Store) ([]Record, []error, error) {
+	docs, problems, err := st.List(ctx, Kind)
+	if err != nil {
+		return nil, nil, err
+	}
+	recs := make([]Record, len(docs))
+	errs := make([]error, len(docs))
+	parallel.For(len(docs), func(i int) {
+		s, err := Decode(docs[i].Data)
+		if err != nil {
+			errs[i] = &gitstore.RefError{Ref: docs[i].Ref, Err: err}
+			return
+		}
+		s.ID = docs[i].ID
+		recs[i] = Record{Session: s, Commit: docs[i].Commit}
+	})
+	var out []Record
+	for i, r := range recs {
+		if errs[i] != nil {
+			problems = append(problems, errs[i])
+			continue
+		}
+		out = append(out, r)
+	}
+	if err := attachOutcomes(ctx, st, out); err != nil {
+		return nil, nil, err
+	}
+	return out, problems, nil
+}
+
+// attachOutcomes finds each session's creation commit and reads its notes.
+func attachOutcomes(ctx context.Context, st *gitstore.Store, recs []Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	roots, err := st.Roots(ctx, Kind, len(recs))
+	if err != nil {
+		return err
+	}
+	var targets []string
+	for i := range recs {
+		recs[i].Root = roots[recs[i].Session.ID]
+		if recs[i].Root != "" {
+			targets = append(targets, recs[i].Root)
+		}
+	}
+	notes, err := st.ReadNotes(ctx, targets)
+	if err != nil {
+		return err
+	}
+	for i := range recs {
+		recs[i].Outcome = lastOutcome(notes[recs[i].Root])
+	}
+	return nil
+}
+
+// lastOutcome picks the latest outcome line (by finish time, then text, so
+// every clone agrees after notes were merged in any order).
+func lastOutcome(lines []string) *Outcome {
+	var best *Outcome
+	for _, l := range lines {
+		var o Outcome
+		if json.Unmarshal([]byte(l), &o) != nil || o.V == 0 || o.V > SchemaVersion {
+			continue
+		}
+		if best == nil || o.Finished.After(best.Finished) || o.Finished.Equal(best.Finished) && l > mustJSON(best) {
+			oc := o
+			best = &oc
+		}
+	}
+	return best
+}
+
+func mustJSON(o *Outcome) string {
+	b, _ := json.Marshal(o)
+	return string(b)
+}
+
+// Get reads one session (any unique id prefix) with its outcome.
+func Get(ctx context.Context, st *gitstore.Store, prefix string) (Record, error) {
+	id, err := st.Resolve(ctx, Kind, prefix)
+	if err != nil {
+		return Record{}, err
+	}
+	doc, err := st.Get(ctx, Kind, id)
+	if err != nil {
+		return Record{}, err
+	}
+	s, err := Decode(doc.Data)
+	if err != nil {
+		return Record{}, fmt.Errorf("%s: %w", doc.Ref, err)
+	}
+	s.ID = id
+	recs := []Record{{Session: s, Commit: doc.Commit}}
+	if err := attachOutcomes(ctx, st, recs); err != nil {
+		return Record{}, err
+	}
+	return recs[0], nil
+}
+
+// RecordOutcome appends an outcome line to the session's note.
+func RecordOutcome(ctx context.Context, st *gitstore.Store, rec Record, o Outcome) error {
+	o.V = SchemaVersion
+	o.Session = rec.Session.ID
+	if o.Artifacts == nil {
+		o.Artifacts = []string{}
+	}
+	line, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	root := rec.Root
+	if root == "" {
+		r, err := st.Root(ctx, Kind, rec.Session.ID)
+		if err != nil {
+			return err
+		}
+		root = r
+	}
+	return st.AppendNote(ctx, root, line)
+}

@@ -1,0 +1,555 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"golang.org/x/sys/unix"
+)
+
+// Operations recorded by the watcher, as they appear in Event.Op.
+const (
+	OpCreate = "create"
+	OpWrite  = "write"
+	OpRemove = "remove"
+	OpRename = "rename"
+	OpChmod  = "chmod"
+)
+
+// Kinds of watched locations. Events inside the worktree have KindWorktree;
+// extra locations carry the kind their Extra was given.
+const (
+	KindWorktree     = ""
+	KindOutside      = "outside-worktree"
+	KindGitInternals = "git-internals"
+)
+
+// Event is one file-system change seen while a worker ran.
+type Event struct {
+	// Time is when the watcher received the change.
+	Time time.Time `json:"time"`
+	// Op is one of create, write, remove, rename, chmod.
+	Op string `json:"op"`
+	// Path is slash-separated and relative to the worktree for KindWorktree
+	// events, absolute for events in extra locations.
+	Path string `json:"path"`
+	// Kind is KindWorktree ("") or the kind of the extra location.
+	Kind string `json:"kind,omitempty"`
+	// Dir is set when the path was a directory.
+	Dir bool `json:"dir,omitempty"`
+	// Scanned is set when the change was found by scanning a directory (a new
+	// directory, or a rescan after the event queue overflowed) rather than
+	// reported by the kernel.
+	Scanned bool `json:"scanned,omitempty"`
+}
+
+// Touch summarises every event seen for one path.
+type Touch struct {
+	Path  string    `json:"path"`
+	Kind  string    `json:"kind,omitempty"`
+	Ops   []string  `json:"ops"`
+	Dir   bool      `json:"dir,omitempty"`
+	Count int       `json:"count"`
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+}
+
+// Record is what the watcher saw during one run.
+type Record struct {
+	// Events holds the first events in arrival order (bounded by MaxEvents).
+	Events []Event `json:"events,omitempty"`
+	// Total counts all events, including those not kept in Events.
+	Total int `json:"total"`
+	// Touched holds one entry per distinct path, sorted by kind and path
+	// (bounded by MaxPaths).
+	Touched []Touch `json:"touched,omitempty"`
+	// Watched is the number of directories that were watched.
+	Watched int `json:"watched"`
+	// Overflows counts kernel event-queue overflows (each followed by a rescan).
+	Overflows int `json:"overflows,omitempty"`
+	// Incomplete is set when the record may miss changes; Reason says why.
+	Incomplete bool   `json:"incomplete,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// Extra is a location outside the worktree to watch (not recursively).
+type Extra struct {
+	// Path is a directory (every entry in it is reported) or a file (its
+	// directory is watched and only the file and its ".lock" are reported).
+	Path string
+	// Kind is attached to every event from this location, e.g. KindOutside or
+	// KindGitInternals.
+	Kind string
+	// Skip, if set, names entries of the directory that are not reported
+	// (for example sibling worktrees created by agentmine itself). It is
+	// asked when the watch stops, so that entries whose nature is only
+	// clear once they are complete (a worktree gets its .git file after its
+	// directory) are judged correctly; OnEvent still sees every event.
+	Skip func(name string) bool
+}
+
+// WatchOptions configures StartWatch.
+type WatchOptions struct {
+	// Extra locations watched besides the worktree.
+	Extra []Extra
+	// Ignore reports worktree-relative (slash) paths that are neither watched
+	// nor recorded: files agentmine generated, caches.
+	Ignore func(rel string) bool
+	// OnEvent, if set, is called for every recorded event from the watcher's
+	// goroutine, in order. It is the hook for --strict (stop the worker at the
+	// first out-of-scope write). It should return quickly.
+	OnEvent func(Event)
+	// MaxWatches caps the number of directories watched by this run (0: only
+	// the kernel's fs.inotify.max_user_watches applies). Directories beyond it
+	// are not watched and the record is marked incomplete.
+	MaxWatches int
+	// MaxEvents bounds Record.Events (default 1000).
+	MaxEvents int
+	// MaxPaths bounds Record.Touched (default 200000); beyond it the record is
+	// marked incomplete.
+	MaxPaths int
+}
+
+// Watcher records changes under a worktree while a worker runs. fsnotify is
+// not recursive: every directory gets its own watch, directories created
+// during the run are watched and scanned at once (files written into them
+// before their watch existed are reported as scanned creates), and a kernel
+// queue overflow triggers a rescan. The worktree's .git is never watched.
+type Watcher struct {
+	root  string
+	opts  WatchOptions
+	start time.Time
+	fsw   *fsnotify.Watcher
+
+	mu       sync.Mutex
+	watched  map[string]bool // absolute directories under root
+	extraDir map[string][]Extra
+	rec      Record
+	skips    []func(string) bool // parallel to rec.Events
+	touched  map[string]*touchAcc
+	reasons  []string
+
+	barrierDir string
+	barrier    chan struct{}
+	stopOnce   sync.Once
+	done       chan struct{}
+	final      Record
+}
+
+type touchAcc struct {
+	t    Touch
+	ops  map[string]bool
+	skip func(string) bool
+}
+
+// StartWatch starts watching root (a worktree) and the extra locations. It
+// returns once the initial watches are in place. A failure to watch (inotify
+// instance or watch limits) does not stop the run: the returned Watcher then
+// records what it can and its Record says it is incomplete. Only an unusable
+// root is an error.
+func StartWatch(ctx context.Context, root string, opts WatchOptions) (*Watcher, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("start watcher on %s: %w", root, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("start watcher: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("start watcher: %s is not a directory", root)
+	}
+	if opts.MaxEvents <= 0 {
+		opts.MaxEvents = 1000
+	}
+	if opts.MaxPaths <= 0 {
+		opts.MaxPaths = 200000
+	}
+	w := &Watcher{
+		root:     abs,
+		opts:     opts,
+		start:    time.Now(),
+		watched:  map[string]bool{},
+		extraDir: map[string][]Extra{},
+		touched:  map[string]*touchAcc{},
+		barrier:  make(chan struct{}, 1),
+		done:     make(chan struct{}),
+	}
+	fsw, err := fsnotify.NewBufferedWatcher(4096)
+	if err != nil {
+		w.incomplete(fmt.Sprintf("cannot start the file watcher (%v); nothing was recorded live", err))
+		close(w.done)
+		return w, nil
+	}
+	w.fsw = fsw
+	if dir, err := os.MkdirTemp("", "agentmine-watch-*"); err == nil {
+		if err := fsw.Add(dir); err == nil {
+			w.barrierDir = dir
+		} else {
+			os.Remove(dir)
+		}
+	}
+	w.mu.Lock()
+	w.addTree(w.root, false)
+	for _, e := range opts.Extra {
+		w.addExtra(e)
+	}
+	w.mu.Unlock()
+	go w.loop(ctx)
+	return w, nil
+}
+
+// addExtra watches one extra location. Called with mu held.
+func (w *Watcher) addExtra(e Extra) {
+	p, err := filepath.Abs(e.Path)
+	if err != nil {
+		return
+	}
+	e.Path = p
+	dir := p
+	if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+		dir = filepath.Dir(p)
+	}
+	if _, ok := w.extraDir[dir]; !ok {
+		if err := w.fsw.Add(dir); err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				w.incomplete(fmt.Sprintf("cannot watch %s: %v", dir, err))
+			}
+			return
+		}
+	}
+	w.extraDir[dir] = append(w.extraDir[dir], e)
+}
+
+// addTree watches dir and every directory beneath it. With scan set, every
+// entry found is recorded as a scanned create (a new directory's contents
+// may predate its watch). Called with mu held.
+func (w *Watcher) addTree(dir string, scan bool) {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // vanished meanwhile
+		}
+		rel := w.rel(p)
+		if p != w.root {
+			if rel == ".git" && d.IsDir() {
+				return fs.SkipDir
+			}
+			if w.opts.Ignore != nil && w.opts.Ignore(rel) {
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
+		}
+		if scan && p != dir {
+			w.recordLocked(Event{Time: time.Now(), Op: OpCreate, Path: rel, Dir: d.IsDir(), Scanned: true})
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if w.watched[p] {
+			return nil
+		}
+		if w.opts.MaxWatches > 0 && len(w.watched) >= w.opts.MaxWatches {
+			w.incomplete(fmt.Sprintf("watch limit of %d directories reached; changes in unwatched directories are seen only after the run", w.opts.MaxWatches))
+			return fs.SkipDir
+		}
+		if err := w.fsw.Add(p); err != nil {
+			if errors.Is(err, unix.ENOSPC) {
+				w.incomplete("inotify watch limit reached (fs.inotify.max_user_watches); changes in unwatched directories are seen only after the run")
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				w.incomplete(fmt.Sprintf("cannot watch %s: %v", rel, err))
+			}
+			return fs.SkipDir
+		}
+		w.watched[p] = true
+		if len(w.watched) > w.rec.Watched {
+			w.rec.Watched = len(w.watched)
+		}
+		return nil
+	})
+}
+
+// rescan walks the whole worktree after an overflow: it watches directories
+// that were missed and records files changed since the run started.
+func (w *Watcher) rescan() {
+	_ = filepath.WalkDir(w.root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == w.root {
+			return nil
+		}
+		rel := w.rel(p)
+		if rel == ".git" && d.IsDir() {
+			return fs.SkipDir
+		}
+		if w.opts.Ignore != nil && w.opts.Ignore(rel) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if info, err := d.Info(); err == nil && !info.ModTime().Before(w.start) {
+			w.recordLocked(Event{Time: time.Now(), Op: OpWrite, Path: rel, Dir: d.IsDir(), Scanned: true})
+		}
+		if d.IsDir() && !w.watched[p] {
+			w.addTree(p, false) // the walk goes on into it and checks times
+		}
+		return nil
+	})
+}
+
+func (w *Watcher) rel(p string) string {
+	r, err := filepath.Rel(w.root, p)
+	if err != nil {
+		return filepath.ToSlash(p)
+	}
+	return filepath.ToSlash(r)
+}
+
+func (w *Watcher) incomplete(reason string) {
+	w.rec.Incomplete = true
+	for _, r := range w.reasons {
+		if r == reason {
+			return
+		}
+	}
+	w.reasons = append(w.reasons, reason)
+}
+
+func (w *Watcher) loop(ctx context.Context) {
+	defer close(w.done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.fsw.Events:
+			if !ok {
+				return
+			}
+			w.handle(ev)
+		case err, ok := <-w.fsw.Errors:
+			if !ok {
+				return
+			}
+			w.mu.Lock()
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				w.rec.Overflows++
+				w.incomplete("the kernel event queue overflowed; changes made and undone during the overflow may be missing")
+				w.rescan()
+			} else {
+				w.incomplete(fmt.Sprintf("watcher error: %v", err))
+			}
+			w.mu.Unlock()
+		}
+	}
+}
+
+// opNames splits an fsnotify operation set into the names Event.Op uses.
+func opNames(op fsnotify.Op) []string {
+	var names []string
+	for _, o := range []struct {
+		op   fsnotify.Op
+		name string
+	}{
+		{fsnotify.Create, OpCreate},
+		{fsnotify.Write, OpWrite},
+		{fsnotify.Remove, OpRemove},
+		{fsnotify.Rename, OpRename},
+		{fsnotify.Chmod, OpChmod},
+	} {
+		if op.Has(o.op) {
+			names = append(names, o.name)
+		}
+	}
+	return names
+}
+
+func (w *Watcher) handle(ev fsnotify.Event) {
+	now := time.Now()
+	dir := filepath.Dir(ev.Name)
+	if w.barrierDir != "" && dir == w.barrierDir {
+		if ev.Has(fsnotify.Create) {
+			select {
+			case w.barrier <- struct{}{}:
+			default:
+			}
+		}
+		return
+	}
+	if ev.Name == w.root {
+		return
+	}
+	w.mu.Lock()
+	var events []Event
+	if extras, ok := w.extraDir[dir]; ok {
+		base := filepath.Base(ev.Name)
+		for _, x := range extras {
+			if x.Path != dir && base != filepath.Base(x.Path) && base != filepath.Base(x.Path)+".lock" {
+				continue
+			}
+			for _, op := range opNames(ev.Op) {
+				e := Event{Time: now, Op: op, Path: filepath.ToSlash(ev.Name), Kind: x.Kind}
+				w.record(e, x.Skip)
+				events = append(events, e)
+			}
+			break
+		}
+	} else if strings.HasPrefix(ev.Name, w.root+string(filepath.Separator)) {
+		rel := w.rel(ev.Name)
+		if w.opts.Ignore != nil && w.opts.Ignore(rel) {
+			w.mu.Unlock()
+			return
+		}
+		wasDir := w.watched[ev.Name]
+		isDir := wasDir
+		if ev.Has(fsnotify.Create) {
+			if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
+				isDir = true
+			}
+		}
+		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+			delete(w.watched, ev.Name)
+		}
+		for _, op := range opNames(ev.Op) {
+			e := Event{Time: now, Op: op, Path: rel, Dir: isDir}
+			w.recordLocked(e)
+			events = append(events, e)
+		}
+		if ev.Has(fsnotify.Create) && isDir && rel != ".git" {
+			w.addTree(ev.Name, true)
+		}
+	}
+	w.mu.Unlock()
+	if w.opts.OnEvent != nil {
+		for _, e := range events {
+			w.opts.OnEvent(e)
+		}
+	}
+}
+
+// recordLocked adds one worktree event to the record. Called with mu held.
+func (w *Watcher) recordLocked(e Event) { w.record(e, nil) }
+
+// record adds one event, with the Skip function of its extra location.
+// Called with mu held.
+func (w *Watcher) record(e Event, skip func(string) bool) {
+	w.rec.Total++
+	if len(w.rec.Events) < w.opts.MaxEvents {
+		w.rec.Events = append(w.rec.Events, e)
+		w.skips = append(w.skips, skip)
+	}
+	key := e.Kind + "\x00" + e.Path
+	acc := w.touched[key]
+	if acc == nil {
+		if len(w.touched) >= w.opts.MaxPaths {
+			w.incomplete(fmt.Sprintf("more than %d distinct paths changed; later ones were not recorded", w.opts.MaxPaths))
+			return
+		}
+		acc = &touchAcc{t: Touch{Path: e.Path, Kind: e.Kind, First: e.Time}, ops: map[string]bool{}, skip: skip}
+		w.touched[key] = acc
+	}
+	acc.t.Count++
+	acc.t.Last = e.Time
+	acc.t.Dir = acc.t.Dir || e.Dir
+	acc.ops[e.Op] = true
+}
+
+// Stop ends the watch and returns the record. Every change made before Stop
+// was called is in the record (a marker file in a private directory acts as
+// a barrier through the kernel queue). Stop may be called more than once.
+func (w *Watcher) Stop() Record {
+	w.stopOnce.Do(func() {
+		if w.fsw != nil {
+			w.drain()
+			w.fsw.Close()
+			<-w.done
+		}
+		if w.barrierDir != "" {
+			os.RemoveAll(w.barrierDir)
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		rec := w.rec
+		rec.Events = nil
+		skipped := map[string]bool{}
+		skip := func(f func(string) bool, p string) bool {
+			if f == nil {
+				return false
+			}
+			if v, ok := skipped[p]; ok {
+				return v
+			}
+			v := f(path.Base(p))
+			skipped[p] = v
+			return v
+		}
+		for i, e := range w.rec.Events {
+			if !skip(w.skips[i], e.Path) {
+				rec.Events = append(rec.Events, e)
+			}
+		}
+		for _, acc := range w.touched {
+			t := acc.t
+			if skip(acc.skip, t.Path) {
+				rec.Total -= t.Count
+				continue
+			}
+			for op := range acc.ops {
+				t.Ops = append(t.Ops, op)
+			}
+			sort.Strings(t.Ops)
+			rec.Touched = append(rec.Touched, t)
+		}
+		sort.Slice(rec.Touched, func(i, j int) bool {
+			a, b := rec.Touched[i], rec.Touched[j]
+			if a.Kind != b.Kind {
+				return a.Kind < b.Kind
+			}
+			return a.Path < b.Path
+		})
+		rec.Reason = strings.Join(w.reasons, "; ")
+		w.final = rec
+	})
+	return w.final
+}
+
+// drain waits until every event queued before now has been handled.
+func (w *Watcher) drain() {
+	if w.barrierDir == "" {
+		w.mu.Lock()
+		w.incomplete("no barrier directory; the last changes before the stop may be missing")
+		w.mu.Unlock()
+		return
+	}
+	// A barrier file written while the kernel queue is still full is lost
+	// with the overflow, so write new ones until one comes through.
+	deadline := time.After(10 * time.Second)
+	for {
+		f, err := os.CreateTemp(w.barrierDir, "barrier-*")
+		if err != nil {
+			return
+		}
+		f.Close()
+		select {
+		case <-w.barrier:
+			return
+		case <-w.done:
+			return
+		case <-time.After(200 * time.Millisecond):
+		case <-deadline:
+			w.mu.Lock()
+			w.incomplete("the watcher did not catch up before the stop; the last changes may be missing")
+			w.mu.Unlock()
+			return
+		}
+	}
+}

@@ -1,0 +1,256 @@
+package verify
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func touched(rec Record, kind, path string) *Touch {
+	for i := range rec.Touched {
+		if rec.Touched[i].Kind == kind && rec.Touched[i].Path == path {
+			return &rec.Touched[i]
+		}
+	}
+	return nil
+}
+
+func hasOp(tc *Touch, op string) bool {
+	if tc == nil {
+		return false
+	}
+	for _, o := range tc.Ops {
+		if o == op {
+			return true
+		}
+	}
+	return false
+}
+
+func TestWatchRecordsUndoneChanges(t *testing.T) {
+	scrubEnv(t)
+	repo := newRepo(t, map[string]string{"src/a.go": "package a\n", "docs/r.md": "read me\n"})
+	w, err := StartWatch(ctxT(t), repo, WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A worker that creates a secret and deletes it, and edits a file then
+	// reverts it: nothing is left at the end, but the watcher saw it.
+	sh(t, repo, `
+mkdir -p secrets
+echo token > secrets/key
+rm -rf secrets
+cp docs/r.md /tmp/keep.$$ ; echo changed >> docs/r.md ; cp /tmp/keep.$$ docs/r.md ; rm /tmp/keep.$$
+chmod 755 src/a.go
+`)
+	rec := w.Stop()
+	if rec.Incomplete {
+		t.Fatalf("record incomplete: %s", rec.Reason)
+	}
+	key := touched(rec, KindWorktree, "secrets/key")
+	if key == nil || !hasOp(key, OpCreate) {
+		t.Fatalf("create of secrets/key not recorded: %+v", rec.Touched)
+	}
+	if d := touched(rec, KindWorktree, "secrets"); d == nil || !d.Dir || !hasOp(d, OpRemove) {
+		t.Fatalf("secrets dir create/remove not recorded: %+v", d)
+	}
+	if r := touched(rec, KindWorktree, "docs/r.md"); !hasOp(r, OpWrite) {
+		t.Fatalf("write of docs/r.md not recorded: %+v", r)
+	}
+	if a := touched(rec, KindWorktree, "src/a.go"); !hasOp(a, OpChmod) {
+		t.Fatalf("chmod of src/a.go not recorded: %+v", a)
+	}
+	if rec.Total < len(rec.Events) || len(rec.Events) == 0 {
+		t.Fatalf("event counts inconsistent: total %d, kept %d", rec.Total, len(rec.Events))
+	}
+	// Stop is idempotent.
+	if again := w.Stop(); again.Total != rec.Total {
+		t.Fatalf("second Stop returned a different record")
+	}
+}
+
+func TestWatchNewDirectoriesAreScanned(t *testing.T) {
+	scrubEnv(t)
+	repo := newRepo(t, map[string]string{"a.txt": "a\n"})
+	w, err := StartWatch(ctxT(t), repo, WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Files written into a new directory tree faster than any watch can be
+	// added must still be seen.
+	sh(t, repo, `mkdir -p n1/n2/n3 && echo x > n1/n2/n3/deep.txt && echo y > n1/top.txt`)
+	sh(t, repo, `echo z > n1/n2/n3/later.txt`)
+	rec := w.Stop()
+	for _, p := range []string{"n1", "n1/n2", "n1/n2/n3", "n1/n2/n3/deep.txt", "n1/top.txt", "n1/n2/n3/later.txt"} {
+		if touched(rec, KindWorktree, p) == nil {
+			t.Errorf("%s not recorded; touched: %+v", p, rec.Touched)
+		}
+	}
+	if tc := touched(rec, KindWorktree, "n1/n2"); tc == nil || !tc.Dir {
+		t.Errorf("n1/n2 not marked as a directory: %+v", tc)
+	}
+}
+
+func TestWatchSkipsGitDirAndIgnored(t *testing.T) {
+	scrubEnv(t)
+	repo := newRepo(t, map[string]string{"a.txt": "a\n", ".agentmine/prompt.md": "p\n"})
+	w, err := StartWatch(ctxT(t), repo, WatchOptions{
+		Ignore: func(rel string) bool { return rel == ".agentmine" || strings.HasPrefix(rel, ".agentmine/") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh(t, repo, `echo b > b.txt && git add b.txt && git commit -q -m b && echo again > .agentmine/prompt.md && echo new > .agentmine/new.md`)
+	rec := w.Stop()
+	for _, tc := range rec.Touched {
+		if tc.Path == ".git" || strings.HasPrefix(tc.Path, ".git/") || strings.HasPrefix(tc.Path, ".agentmine") {
+			t.Errorf("recorded %s, which must not be watched", tc.Path)
+		}
+	}
+	if touched(rec, KindWorktree, "b.txt") == nil {
+		t.Errorf("b.txt not recorded: %+v", rec.Touched)
+	}
+}
+
+func TestWatchExtraLocations(t *testing.T) {
+	scrubEnv(t)
+	repo := newRepo(t, map[string]string{"a.txt": "a\n"})
+	outside := filepath.Join(filepath.Dir(repo), "outside")
+	if err := os.Mkdir(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sibling := filepath.Join(outside, "task-other")
+	gitDir := filepath.Join(repo, ".git")
+	w, err := StartWatch(ctxT(t), repo, WatchOptions{Extra: []Extra{
+		{Path: filepath.Join(gitDir, "hooks"), Kind: KindGitInternals},
+		{Path: filepath.Join(gitDir, "config"), Kind: KindGitInternals},
+		{Path: outside, Kind: KindOutside, Skip: func(name string) bool {
+			_, err := os.Stat(filepath.Join(outside, name, ".git"))
+			return err == nil
+		}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh(t, repo, `
+echo 'exit 0' > .git/hooks/pre-commit
+git config user.name intruder
+echo x > .git/description
+echo escaped > ../outside/escape.txt
+mkdir ../outside/task-other && echo 'gitdir: x' > ../outside/task-other/.git
+`)
+	_ = sibling
+	rec := w.Stop()
+	if tc := touched(rec, KindGitInternals, filepath.ToSlash(filepath.Join(gitDir, "hooks", "pre-commit"))); tc == nil {
+		t.Errorf("hook write not recorded: %+v", rec.Touched)
+	}
+	if tc := touched(rec, KindGitInternals, filepath.ToSlash(filepath.Join(gitDir, "config"))); tc == nil {
+		t.Errorf("config write not recorded: %+v", rec.Touched)
+	}
+	if tc := touched(rec, KindGitInternals, filepath.ToSlash(filepath.Join(gitDir, "description"))); tc != nil {
+		t.Errorf("a file of .git that was not asked for was recorded: %+v", tc)
+	}
+	if tc := touched(rec, KindOutside, filepath.ToSlash(filepath.Join(outside, "escape.txt"))); tc == nil {
+		t.Errorf("write outside the worktree not recorded: %+v", rec.Touched)
+	}
+	if tc := touched(rec, KindOutside, filepath.ToSlash(sibling)); tc != nil {
+		t.Errorf("sibling worktree was not skipped: %+v", tc)
+	}
+}
+
+func TestWatchLimitMarksIncomplete(t *testing.T) {
+	scrubEnv(t)
+	repo := newRepo(t, map[string]string{"a/x.txt": "x\n", "b/y.txt": "y\n", "c/z.txt": "z\n"})
+	w, err := StartWatch(ctxT(t), repo, WatchOptions{MaxWatches: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh(t, repo, `echo root > root.txt`)
+	rec := w.Stop()
+	if !rec.Incomplete || !strings.Contains(rec.Reason, "watch limit") {
+		t.Fatalf("want an incomplete record naming the watch limit, got incomplete=%v reason=%q", rec.Incomplete, rec.Reason)
+	}
+	if rec.Watched != 2 {
+		t.Errorf("watched %d directories, want 2", rec.Watched)
+	}
+	if touched(rec, KindWorktree, "root.txt") == nil {
+		t.Errorf("the watcher stopped recording after hitting its limit")
+	}
+}
+
+func TestWatchOnEventHook(t *testing.T) {
+	scrubEnv(t)
+	repo := newRepo(t, map[string]string{"a.txt": "a\n"})
+	var mu sync.Mutex
+	var got []Event
+	w, err := StartWatch(ctxT(t), repo, WatchOptions{OnEvent: func(e Event) {
+		mu.Lock()
+		got = append(got, e)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh(t, repo, `echo s > secret.env`)
+	w.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) == 0 || got[0].Path != "secret.env" || got[0].Op != OpCreate {
+		t.Fatalf("hook did not see the create first: %+v", got)
+	}
+}
+
+func TestWatchOverflowRescans(t *testing.T) {
+	scrubEnv(t)
+	repo := newRepo(t, map[string]string{"a.txt": "a\n"})
+	limit := 16384
+	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			limit = n
+		}
+	}
+	release := make(chan struct{})
+	var once sync.Once
+	w, err := StartWatch(ctxT(t), repo, WatchOptions{OnEvent: func(Event) {
+		once.Do(func() { <-release })
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The hook blocks on the first event, so the kernel queue fills up.
+	writeFiles(t, repo, map[string]string{"first.txt": "1"})
+	// The root is watched: every create there queues an event.
+	for i := 0; i < limit+8192; i++ {
+		f, err := os.Create(filepath.Join(repo, "bulk"+strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	// Created while events are being dropped: only a rescan can find it.
+	writeFiles(t, repo, map[string]string{"lost/inner/file.txt": "x"})
+	close(release)
+	rec := w.Stop()
+	if rec.Overflows == 0 || !rec.Incomplete || !strings.Contains(rec.Reason, "overflow") {
+		t.Fatalf("overflow not reported: overflows=%d incomplete=%v reason=%q", rec.Overflows, rec.Incomplete, rec.Reason)
+	}
+	if touched(rec, KindWorktree, "lost/inner/file.txt") == nil {
+		t.Fatalf("rescan after overflow did not find lost/inner/file.txt")
+	}
+}
+
+func TestWatchBadRoot(t *testing.T) {
+	scrubEnv(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	writeFiles(t, dir, map[string]string{"f": "x"})
+	if _, err := StartWatch(ctxT(t), file, WatchOptions{}); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("want a not-a-directory error, got %v", err)
+	}
+	if _, err := StartWatch(ctxT(t), filepath.Join(dir, "missing"), WatchOptions{}); err == nil {
+		t.Fatalf("want an error for a missing root")
+	}
+}

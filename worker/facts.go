@@ -1,0 +1,157 @@
+package worker
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/launch"
+	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/status"
+	"github.com/git-agentmine/git-agentmine/tasks"
+)
+
+// lostMargin is added to a foreign session's timeout and grace before it is
+// declared lost: clocks differ and outcomes take a moment to record.
+const lostMargin = 60 * time.Second
+
+// Liveness says whether a session without an outcome is still running.
+// Same host: its supervisor process is alive (same pid and start time, so a
+// recycled pid does not count). Another host: until its timeout plus grace
+// (plus a margin) has passed. Manual sessions live until `session end`.
+func Liveness(r sessions.Record, host string, now time.Time) (live, lost bool) {
+	if r.Outcome != nil {
+		return false, false
+	}
+	s := r.Session
+	if s.Mode == sessions.ModeManual {
+		return true, false
+	}
+	if s.Host == host {
+		if s.Pid > 0 && launch.Alive(s.Pid, s.PidStart) {
+			return true, false
+		}
+		return false, true
+	}
+	deadline := s.Started.Add(time.Duration(s.Timeout+s.Grace)*time.Second + lostMargin)
+	if now.Before(deadline) {
+		return true, false
+	}
+	return false, true
+}
+
+func sortRecords(rs []sessions.Record) {
+	sort.SliceStable(rs, func(i, j int) bool {
+		if !rs[i].Session.Started.Equal(rs[j].Session.Started) {
+			return rs[i].Session.Started.Before(rs[j].Session.Started)
+		}
+		return rs[i].Session.ID < rs[j].Session.ID
+	})
+}
+
+// Gather turns sessions into the resolver's facts with batched git calls:
+// liveness from /proc, outcomes from the notes already read, and "reached
+// the base" for every session that produced commits: one for-each-ref
+// --merged per base for sessions whose branch still points at the recorded
+// tip, and one name-rev for the rest (deleted or moved branches).
+func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []sessions.Record, defaultBase string) (status.Facts, error) {
+	f := status.Facts{Attempts: map[string][]status.Attempt{}}
+	host := sessions.Host()
+	now := time.Now()
+	merged, err := mergedTips(ctx, st, tb, recs, defaultBase)
+	if err != nil {
+		return f, err
+	}
+	for _, r := range recs {
+		s := r.Session
+		a := status.Attempt{Session: s.ID, Started: s.Started}
+		a.Live, a.Lost = Liveness(r, host, now)
+		if o := r.Outcome; o != nil {
+			a.Ended = true
+			a.ExitCode = o.ExitCode
+			a.Signal = o.Signal
+			a.TimedOut = o.TimedOut
+			a.Reason = o.Reason
+			v := ParseVerdicts(o)
+			a.DoD = v.DoD.Status
+			a.Verified = v.HasScope
+			a.ScopeValid = v.Scope.Valid
+			if a.Reason == "" {
+				a.Reason = v.Explain()
+			}
+			a.Merged = merged[s.ID]
+		}
+		f.Attempts[s.Task] = append(f.Attempts[s.Task], a)
+	}
+	return f, nil
+}
+
+// mergedTips reports, per session id, whether the session's recorded tip
+// has at least one commit beyond its base commit and is an ancestor of the
+// base branch.
+func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []sessions.Record, defaultBase string) (map[string]bool, error) {
+	out := map[string]bool{}
+	byBase := map[string][]sessions.Record{}
+	for _, r := range recs {
+		o := r.Outcome
+		if o == nil || o.Tip == "" || o.Tip == r.Session.BaseCommit {
+			continue
+		}
+		base := r.Session.BaseRef
+		if t, ok := tb.Tasks[r.Session.Task]; ok && t.Task.Base != "" {
+			base = t.Task.Base
+		}
+		if base == "" {
+			base = defaultBase
+		}
+		byBase[base] = append(byBase[base], r)
+	}
+	g := st.Git()
+	for base, rs := range byBase {
+		lines, err := g.Lines(ctx, "for-each-ref", "--merged="+base, "--format=%(objectname) %(refname:lstrip=2)", "refs/heads/")
+		if err != nil {
+			continue // the base ref is gone: nothing is merged into it
+		}
+		tipOf := make(map[string]string, len(lines))
+		for _, l := range lines {
+			c, name, _ := strings.Cut(l, " ")
+			tipOf[name] = c
+		}
+		var rest []sessions.Record
+		for _, r := range rs {
+			if tipOf[r.Session.Branch] == r.Outcome.Tip {
+				out[r.Session.ID] = true
+			} else {
+				rest = append(rest, r)
+			}
+		}
+		if len(rest) == 0 {
+			continue
+		}
+		full, err := g.Output(ctx, "rev-parse", "--symbolic-full-name", base)
+		if err != nil || full == "" {
+			full = base
+		}
+		// name-rev names a commit after the given ref only if the ref
+		// reaches it; chunked to stay far below the argument limit.
+		for i := 0; i < len(rest); i += 2000 {
+			chunk := rest[i:min(i+2000, len(rest))]
+			args := []string{"name-rev", "--name-only", "--refs=" + full}
+			for _, r := range chunk {
+				args = append(args, r.Outcome.Tip)
+			}
+			names, err := g.Lines(ctx, args...)
+			if err != nil || len(names) != len(chunk) {
+				continue
+			}
+			for j, n := range names {
+				if n != "undefined" && !strings.HasPrefix(n, "undefined") {
+					out[chunk[j].Session.ID] = true
+				}
+			}
+		}
+	}
+	return out, nil
+}

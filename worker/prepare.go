@@ -1,0 +1,309 @@
+// Package worker owns the life of one attempt at a task: preparing the
+// session (record, branch, scoped worktree, Memory Bank snapshot, prompt and
+// context files) as one unit that rolls back on failure, running the client
+// under supervision, and judging the result from observable facts (exit
+// code, signal, timeout, scope verification, Definition of Done) into the
+// session's outcome note.
+package worker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/agents"
+	"github.com/git-agentmine/git-agentmine/config"
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/launch"
+	"github.com/git-agentmine/git-agentmine/memory"
+	"github.com/git-agentmine/git-agentmine/scope"
+	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/status"
+	"github.com/git-agentmine/git-agentmine/tasks"
+	"github.com/git-agentmine/git-agentmine/worktree"
+)
+
+// Env is what every worker operation needs: the store, the configuration and
+// where the repository lives.
+type Env struct {
+	St  *gitstore.Store
+	Cfg config.Config
+	// Top is the top of the main worktree (worktrees, agents, config).
+	Top string
+}
+
+// NewEnv opens the configuration for st. flags holds command-line settings.
+func NewEnv(st *gitstore.Store, flags map[string]string, getenv func(string) string) (*Env, error) {
+	top := MainTop(st)
+	cfg, err := config.Load(config.Options{Top: top, CommonDir: st.Location().CommonDir, Flags: flags, Getenv: getenv, GitConfig: st.Config})
+	if err != nil {
+		return nil, err
+	}
+	return &Env{St: st, Cfg: cfg, Top: top}, nil
+}
+
+// MainTop returns the main worktree's top: the parent of the common git dir
+// when that is a ".git" directory, else the current worktree's top.
+func MainTop(st *gitstore.Store) string {
+	loc := st.Location()
+	if filepath.Base(loc.CommonDir) == ".git" {
+		return filepath.Dir(loc.CommonDir)
+	}
+	return loc.Top
+}
+
+// RunOptions are the choices of `worker run`.
+type RunOptions struct {
+	Task    string
+	Agent   string
+	Exec    bool
+	Detach  bool
+	Timeout time.Duration
+	Base    string
+	SkipDoD bool
+	Force   bool
+	Replace bool
+	Strict  bool
+}
+
+// Prepared is a session ready to run.
+type Prepared struct {
+	Rec        sessions.Record
+	Task       tasks.Task
+	Agent      agents.Agent
+	Worktree   string
+	PromptFile string
+	Command    launch.Command
+	Client     launch.Client
+}
+
+// Generated files agentmine writes into a worktree; never the worker's.
+const (
+	PromptRel = ".agentmine/prompt.md"
+	MemoryRel = ".agentmine/memory/"
+)
+
+// Board reads tasks and sessions and resolves statuses in one batch.
+type Board struct {
+	Tasks    *tasks.Board
+	Sessions []sessions.Record
+	Facts    status.Facts
+	Status   map[string]status.Result
+	Problems []error
+}
+
+// LoadBoard reads every task and session and derives statuses.
+func (e *Env) LoadBoard(ctx context.Context) (*Board, error) {
+	tb, err := tasks.Load(ctx, e.St)
+	if err != nil {
+		return nil, err
+	}
+	recs, problems, err := sessions.LoadAll(ctx, e.St)
+	if err != nil {
+		return nil, err
+	}
+	facts, err := Gather(ctx, e.St, tb, recs, e.Cfg.Base)
+	if err != nil {
+		return nil, err
+	}
+	return &Board{Tasks: tb, Sessions: recs, Facts: facts, Status: status.Resolve(tb, facts),
+		Problems: append(append([]error{}, tb.Problems...), problems...)}, nil
+}
+
+// SessionsOf returns the task's sessions, oldest first.
+func (b *Board) SessionsOf(taskID string) []sessions.Record {
+	var out []sessions.Record
+	for _, r := range b.Sessions {
+		if r.Session.Task == taskID {
+			out = append(out, r)
+		}
+	}
+	sortRecords(out)
+	return out
+}
+
+// Prepare does steps 1-4 of the lifecycle (design §6) as one unit.
+func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error) {
+	st := e.St
+	if err := st.RequireCommits(ctx); err != nil {
+		return nil, err
+	}
+	b, err := e.LoadBoard(ctx)
+	if err != nil {
+		return nil, err
+	}
+	taskID, err := b.Tasks.Resolve(o.Task)
+	if err != nil {
+		return nil, err
+	}
+	task := b.Tasks.Tasks[taskID].Task
+	short := b.Tasks.ShortID(taskID)
+	res := b.Status[taskID]
+	switch res.Status {
+	case status.Cancelled:
+		return nil, exitcode.New(exitcode.State, fmt.Errorf("task %s is cancelled", short), "reopen it first: git agentmine task reopen "+short)
+	case status.Done:
+		return nil, exitcode.New(exitcode.State, fmt.Errorf("task %s is done (%s)", short, res.Reason), "")
+	case status.InProgress:
+		return nil, exitcode.New(exitcode.State, fmt.Errorf("task %s is already running (%s)", short, res.Reason), "wait for it (git agentmine worker wait "+short+") or stop it (git agentmine worker stop "+short+")")
+	}
+	if res.Blocked && !o.Force {
+		var w []string
+		for _, x := range res.Waiting {
+			w = append(w, b.Tasks.ShortID(x))
+		}
+		return nil, exitcode.New(exitcode.State, fmt.Errorf("task %s is blocked by unfinished tasks: %s", short, strings.Join(w, ", ")), "finish those first, or pass --force")
+	}
+	ag, err := e.ResolveAgent(o.Agent, task)
+	if err != nil {
+		return nil, err
+	}
+	if probs := agents.Validate(e.Top, ag); len(probs) > 0 {
+		return nil, agents.ValidationError(ag.Name, probs)
+	}
+	spec := scope.Spec{Read: ag.Scope.Read, Write: ag.Scope.Write, Exclude: ag.Scope.Exclude}
+	if err := spec.Validate(); err != nil {
+		return nil, exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
+	}
+	client, err := launch.ParseClient(ag.ClientOr(e.Cfg.Client))
+	if err != nil {
+		return nil, exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
+	}
+	wtPath := filepath.Join(e.Cfg.WorktreeDir(e.Top), "task-"+taskID[:8])
+	if _, err := os.Lstat(wtPath); err == nil {
+		if !o.Replace {
+			return nil, exitcode.New(exitcode.State, fmt.Errorf("a worktree from an earlier session of task %s is still at %s", short, wtPath), "remove it with: git agentmine worker done "+short+" (or pass --replace)")
+		}
+		if err := e.removeLeftover(ctx, b, taskID, wtPath); err != nil {
+			return nil, err
+		}
+	}
+	baseRef := firstNonEmpty(o.Base, task.Base, e.Cfg.Base)
+	baseCommit, err := st.Git().Output(ctx, "rev-parse", "--verify", "-q", baseRef+"^{commit}")
+	if err != nil || baseCommit == "" {
+		return nil, exitcode.New(exitcode.NotFound, fmt.Errorf("base ref %q does not exist", baseRef), "pass --base <ref>, or set the base in .agentmine/config.toml")
+	}
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = ag.TimeoutOr(e.Cfg.Timeout)
+	}
+	dod := task.DoD
+	if len(dod) == 0 {
+		dod = ag.DoD
+	}
+	mode := sessions.ModeManual
+	if o.Exec {
+		mode = sessions.ModeExec
+		if o.Detach {
+			mode = sessions.ModeDetach
+		}
+	}
+	sid := gitstore.NewID()
+	pid := os.Getpid()
+	pstart, _ := launch.StartTime(pid)
+	sess := sessions.Session{ID: sid, Task: taskID, Agent: ag.Name, Client: string(client), Mode: mode,
+		Branch: sessions.Branch(taskID, sid), BaseRef: baseRef, BaseCommit: baseCommit, Worktree: wtPath,
+		Host: sessions.Host(), Pid: pid, PidStart: pstart, Timeout: int(timeout / time.Second),
+		Grace: int(e.Cfg.Grace / time.Second), Started: time.Now().UTC(),
+		Scope: sessions.Scope{Read: spec.Read, Write: spec.Write, Exclude: spec.Exclude},
+		DoD:   dod, DoDTimeout: int(e.Cfg.DoDTimeout / time.Second), SkipDoD: o.SkipDoD, Strict: o.Strict}
+	if mode == sessions.ModeManual {
+		sess.Pid, sess.PidStart = 0, 0
+	}
+	logDir, err := st.LocalDir("logs")
+	if err != nil {
+		return nil, err
+	}
+	sess.Log = filepath.Join(logDir, sid+".log")
+
+	// From here on, every step is undone if a later one fails.
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
+	sess, root, err := sessions.Create(ctx, st, sess)
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { sessions.Delete(context.WithoutCancel(ctx), st, sid) })
+	wt, err := worktree.Create(ctx, worktree.Options{Repo: e.Top, Path: wtPath, Branch: sess.Branch, Base: baseCommit, Scope: spec})
+	if err != nil {
+		return nil, fmt.Errorf("preparing the worktree for task %s: %w", short, err)
+	}
+	undo = append(undo, func() { worktree.Remove(context.WithoutCancel(ctx), e.Top, wtPath, sess.Branch, true) })
+
+	mems, err := memory.Active(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	memPaths, err := memory.WriteSnapshot(wtPath, mems)
+	if err != nil {
+		return nil, fmt.Errorf("writing the Memory Bank snapshot: %w", err)
+	}
+	promptText, err := BuildPrompt(e.Top, task, short, ag, spec, mems, dod)
+	if err != nil {
+		return nil, err
+	}
+	if err := worktree.WriteFile(wtPath, PromptRel, []byte(promptText), true); err != nil {
+		return nil, fmt.Errorf("writing the prompt: %w", err)
+	}
+	generated := []string{PromptRel, MemoryRel}
+	_ = memPaths
+	ctxFiles, err := writeContextFiles(ctx, st, wtPath, client, promptText)
+	if err != nil {
+		return nil, err
+	}
+	generated = append(generated, ctxFiles...)
+	if err := ignoreGenerated(ctx, st, wtPath, wt.GitDir, generated); err != nil {
+		return nil, err
+	}
+	promptFile := filepath.Join(wtPath, PromptRel)
+	gitDirs := []string{st.Location().CommonDir}
+	cmd, err := launch.Invocation{Client: client, Model: ag.Model, Command: ag.Command, PromptFile: promptFile,
+		Worktree: wtPath, Task: taskID, Writable: gitDirs}.Build()
+	if err != nil {
+		return nil, exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
+	}
+	sess, err = sessions.Update(ctx, st, sid, "session prepared: worktree ready", func(s *sessions.Session) {
+		s.Sparse = wt.Patterns
+		s.Generated = generated
+		s.Command = cmd.Argv
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Prepared{Rec: sessions.Record{Session: sess, Root: root}, Task: task, Agent: ag, Worktree: wtPath,
+		PromptFile: promptFile, Command: cmd, Client: client}, nil
+}
+
+// removeLeftover removes a finished session's worktree for --replace.
+func (e *Env) removeLeftover(ctx context.Context, b *Board, taskID, path string) error {
+	branch := ""
+	for _, r := range b.SessionsOf(taskID) {
+		if r.Session.Worktree == path {
+			branch = r.Session.Branch
+		}
+	}
+	_ = branch // keep the branch: it holds the earlier attempt's commits
+	if err := worktree.Remove(ctx, e.Top, path, "", true); err != nil {
+		return fmt.Errorf("removing the leftover worktree: %w", err)
+	}
+	return nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}

@@ -1,0 +1,327 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitcmd"
+	"github.com/git-agentmine/git-agentmine/launch"
+	"github.com/git-agentmine/git-agentmine/scope"
+	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/verify"
+	"github.com/git-agentmine/git-agentmine/worktree"
+)
+
+// Verdicts are the scope verdict and DoD result stored in an outcome.
+type Verdicts struct {
+	Scope    verify.Verdict
+	HasScope bool
+	DoD      verify.DoDResult
+}
+
+// ParseVerdicts reads the verdicts of an outcome line.
+func ParseVerdicts(o *sessions.Outcome) Verdicts {
+	var v Verdicts
+	if o == nil {
+		return v
+	}
+	if len(o.Scope) > 0 && json.Unmarshal(o.Scope, &v.Scope) == nil {
+		v.HasScope = true
+	}
+	if len(o.DoD) > 0 {
+		json.Unmarshal(o.DoD, &v.DoD)
+	}
+	return v
+}
+
+// Explain names the first fact that failed: a scope violation or a failing
+// DoD command.
+func (v Verdicts) Explain() string {
+	if v.HasScope && !v.Scope.Valid && len(v.Scope.Violations) > 0 {
+		x := v.Scope.Violations[0]
+		s := x.Type
+		if x.Path != "" {
+			s += " " + x.Path
+		}
+		if n := len(v.Scope.Violations); n > 1 {
+			s += fmt.Sprintf(" (+%d more)", n-1)
+		}
+		return s
+	}
+	for _, c := range v.DoD.Commands {
+		if c.ExitCode != 0 || c.TimedOut {
+			if c.TimedOut {
+				return fmt.Sprintf("DoD `%s` timed out", c.Cmd)
+			}
+			return fmt.Sprintf("DoD `%s` exited %d", c.Cmd, c.ExitCode)
+		}
+	}
+	return ""
+}
+
+// ExecOptions tune a run.
+type ExecOptions struct {
+	// Tee receives the worker's output too (the terminal of a foreground run).
+	Tee io.Writer
+	// Progress receives one-line progress messages (stderr), or nil.
+	Progress io.Writer
+}
+
+// Execute runs a prepared session's client under supervision (timeout,
+// process group, bounded log, live watcher), then judges the result and
+// records the outcome note. It is used by foreground runs and by the
+// detached supervisor alike. A cancelled ctx (Ctrl-C, worker stop) stops
+// the worker and is recorded as a signal.
+func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions) (sessions.Outcome, error) {
+	s := rec.Session
+	say := func(format string, a ...any) {
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, format+"\n", a...)
+		}
+	}
+	spec := specOf(s)
+	generated := s.Generated
+	ignore := func(rel string) bool { return isGenerated(rel, generated) }
+	wopts := verify.WatchOptions{Ignore: ignore, Extra: e.watchExtras(s)}
+	var proc *launch.Process
+	var strictHit struct {
+		sync.Once
+		ev *verify.Event
+	}
+	if s.Strict {
+		wopts.OnEvent = func(ev verify.Event) {
+			if ev.Kind != "" || ev.Dir {
+				return
+			}
+			if spec.Classify(ev.Path) != scope.Writable && !ignore(ev.Path) {
+				strictHit.Do(func() {
+					evc := ev
+					strictHit.ev = &evc
+					if proc != nil {
+						proc.Stop()
+					}
+				})
+			}
+		}
+	}
+	watcher, werr := verify.StartWatch(ctx, s.Worktree, wopts)
+	if werr != nil {
+		say("warning: live watcher unavailable: %v", werr)
+	}
+	var res launch.Result
+	var startErr error
+	proc, startErr = launch.Start(ctx, launch.Spec{Argv: s.Command, Dir: s.Worktree, Env: e.workerEnv(rec),
+		LogPath: s.Log, Tee: opts.Tee, Timeout: time.Duration(s.Timeout) * time.Second,
+		Grace: time.Duration(s.Grace) * time.Second})
+	if startErr == nil {
+		say("worker started: pid %d, timeout %ds, log %s", proc.Pid(), s.Timeout, s.Log)
+		res = proc.Wait()
+	} else {
+		now := time.Now()
+		res = launch.Result{ExitCode: 127, Started: now, Finished: now}
+	}
+	var live *verify.Record
+	if watcher != nil {
+		r := watcher.Stop()
+		live = &r
+	} else {
+		live = liveMissing(fmt.Sprintf("watcher could not start: %v", werr))
+	}
+	// Judge in a context that survives the Ctrl-C that may have ended the run.
+	jctx := context.WithoutCancel(ctx)
+	out := sessions.Outcome{ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut,
+		Finished: res.Finished.UTC(), By: "agentmine " + s.Mode}
+	if startErr != nil {
+		out.Reason = firstLine(startErr.Error())
+		if err := appendLog(s.Log, "agentmine: "+startErr.Error()+"\n"); err != nil {
+			say("warning: %v", err)
+		}
+	} else {
+		tail, _ := launch.TailBytes(s.Log, 64<<10)
+		if v := launch.ReadVerdict(launch.Client(s.Client), res.ExitCode, tail); v.Reason != "" {
+			out.Reason = v.Reason
+			if v.Failed && out.ExitCode == 0 {
+				// The client said it failed although it exited 0.
+				out.ExitCode = 1
+			}
+		}
+	}
+	if strictHit.ev != nil {
+		out.Reason = "stopped by --strict at the first out-of-scope write: " + strictHit.ev.Path
+	}
+	say("worker ended: exit %d%s", out.ExitCode, sigText(out.Signal, out.TimedOut))
+	if err := e.judge(jctx, rec, spec, live, &out, say); err != nil {
+		say("warning: %v", err)
+		if out.Reason == "" {
+			out.Reason = firstLine(err.Error())
+		}
+	}
+	if err := sessions.RecordOutcome(jctx, e.St, rec, out); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// judge verifies the changes against the scope and runs the DoD, filling in
+// the outcome. Verification errors are reported, never a false success.
+func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, live *verify.Record, out *sessions.Outcome, say func(string, ...any)) error {
+	s := rec.Session
+	g := gitcmd.Runner{Dir: e.Top}
+	tip, err := g.Output(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+s.Branch)
+	if err != nil {
+		tip = ""
+	}
+	out.Tip = tip
+	if tip != "" && tip != s.BaseCommit {
+		if n, err := g.Output(ctx, "rev-list", "--count", s.BaseCommit+".."+tip); err == nil {
+			fmt.Sscan(n, &out.Commits)
+		}
+	}
+	if _, err := os.Stat(s.Worktree); err != nil {
+		return fmt.Errorf("worktree %s is gone: nothing to verify", s.Worktree)
+	}
+	say("verifying the changes against the scope…")
+	verdict, err := verify.Check(ctx, verify.Input{Worktree: s.Worktree, Base: s.BaseCommit, Tip: tip, Scope: spec,
+		Generated: s.Generated, Sparse: s.Sparse, Permissions: true, Live: live})
+	if err != nil {
+		return fmt.Errorf("verifying session %s: %w", s.ID[:8], err)
+	}
+	for _, c := range verdict.Changed {
+		out.Artifacts = append(out.Artifacts, c.Path)
+	}
+	out.Scope, _ = json.Marshal(verdict)
+	var dod verify.DoDResult
+	switch {
+	case s.SkipDoD:
+		dod = verify.Skipped("--skip-dod")
+	case len(s.DoD) == 0:
+		dod = verify.Skipped("no DoD commands configured")
+	case out.ExitCode != 0 || out.Signal != "" || out.TimedOut:
+		dod = verify.Skipped("the worker failed")
+	case tip == "" || tip == s.BaseCommit:
+		dod = verify.DoDResult{Status: "failed", Reason: "the worker made no commit"}
+	default:
+		say("running the Definition of Done (%d commands)…", len(s.DoD))
+		dod, err = verify.RunDoD(ctx, e.Top, tip, s.Sparse, s.DoD, verify.DoDOptions{Timeout: time.Duration(s.DoDTimeout) * time.Second})
+		if err != nil {
+			return fmt.Errorf("running the DoD: %w", err)
+		}
+	}
+	out.DoD, _ = json.Marshal(dod)
+	if out.Reason == "" {
+		out.Reason = Verdicts{Scope: verdict, HasScope: true, DoD: dod}.Explain()
+	}
+	return nil
+}
+
+// watchExtras are the places outside the worktree a worker must not touch
+// that the watcher can see: the repository's hooks and config, and the
+// directory holding the worktrees (writes through ../).
+func (e *Env) watchExtras(s sessions.Session) []verify.Extra {
+	common := e.St.Location().CommonDir
+	wtParent := filepath.Dir(s.Worktree)
+	self := filepath.Base(s.Worktree)
+	return []verify.Extra{
+		{Path: filepath.Join(common, "hooks"), Kind: verify.KindGitInternals},
+		{Path: filepath.Join(common, "config"), Kind: verify.KindGitInternals},
+		{Path: filepath.Join(common, "info"), Kind: verify.KindGitInternals},
+		{Path: wtParent, Kind: verify.KindOutside, Skip: func(name string) bool {
+			// Sibling worktrees are other sessions' business.
+			if name == self {
+				return true
+			}
+			_, err := os.Stat(filepath.Join(wtParent, name, ".git"))
+			return err == nil
+		}},
+	}
+}
+
+func (e *Env) workerEnv(rec sessions.Record) []string {
+	s := rec.Session
+	env := []string{"AGENTMINE_TASK=" + s.Task, "AGENTMINE_SESSION=" + s.ID, "AGENTMINE_WORKTREE=" + s.Worktree,
+		"AGENTMINE_PROMPT_FILE=" + filepath.Join(s.Worktree, PromptRel)}
+	return env
+}
+
+func isGenerated(rel string, generated []string) bool {
+	for _, g := range generated {
+		if rel == g || strings.HasSuffix(g, "/") && strings.HasPrefix(rel, g) || rel+"/" == g {
+			return true
+		}
+	}
+	return false
+}
+
+func appendLog(path, text string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.WriteString(text)
+	return err
+}
+
+func sigText(sig string, timedOut bool) string {
+	switch {
+	case timedOut:
+		return " (timed out)"
+	case sig != "":
+		return " (" + sig + ")"
+	}
+	return ""
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// Done ends a session's worktree: restores write permission, removes the
+// worktree, and deletes the branch only when its work reached the base (or
+// force). The session record stays.
+func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool) (branchDeleted bool, err error) {
+	s := rec.Session
+	live, _ := Liveness(rec, sessions.Host(), time.Now())
+	if live && s.Mode != sessions.ModeManual && !force {
+		return false, exitcode.New(exitcode.State, fmt.Errorf("session %s is still running", s.ID[:8]), "stop it first: git agentmine worker stop")
+	}
+	branch := ""
+	if merged || force {
+		branch = s.Branch
+	}
+	if _, err := os.Stat(s.Worktree); err == nil {
+		if err := worktree.Remove(ctx, e.Top, s.Worktree, branch, true); err != nil {
+			return false, err
+		}
+	} else if branch != "" {
+		gitcmd.Runner{Dir: e.Top}.Run(ctx, "branch", "-D", "--", branch)
+	}
+	if branch != "" {
+		if _, err := (gitcmd.Runner{Dir: e.Top}).Run(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch); err != nil {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func specOf(s sessions.Session) scope.Spec {
+	return scope.Spec{Read: s.Scope.Read, Write: s.Scope.Write, Exclude: s.Scope.Exclude}
+}
+
+func liveMissing(reason string) *verify.Record {
+	return &verify.Record{Incomplete: true, Reason: reason}
+}

@@ -1,0 +1,326 @@
+// Package worktree owns the worker's isolated checkout: creating a linked
+// git worktree on a new branch with the agent's scope applied (excluded and
+// unread paths absent through a per-worktree, non-cone sparse-checkout;
+// read-only paths and the directories that can hold no writable path made
+// read-only), checking that what is on disk is exactly what the scope
+// allows, and removing the worktree again.
+//
+// Limits, stated plainly: sparse-checkout prevents accidents, not
+// determined access (the object store is shared, so `git show` reaches
+// excluded files), and write bits do not stop root or an owner who runs
+// chmod. Post-run verification is the enforcement. Symbolic links are
+// checked out as links and never chmod'ed (chmod would follow them).
+// Submodules (gitlinks) are classified like files; their directories are
+// left alone and never descended into.
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitcmd"
+	"github.com/git-agentmine/git-agentmine/scope"
+)
+
+// Options says what worktree to create.
+type Options struct {
+	// Repo is any directory of the repository (main or linked worktree).
+	Repo string
+	// Path is the directory of the new worktree; it must not exist yet.
+	Path string
+	// Branch is the new branch created at Base; it must not exist yet.
+	Branch string
+	// Base is the commit (or any revision naming one) to start from.
+	Base string
+	// Scope is applied to the checkout.
+	Scope scope.Spec
+}
+
+// Result describes a created worktree.
+type Result struct {
+	// Path is the absolute path of the worktree.
+	Path string `json:"path"`
+	// GitDir is the worktree's private git directory (holding its index,
+	// HEAD, config.worktree and info/sparse-checkout).
+	GitDir string `json:"git_dir"`
+	// Branch is the branch checked out in the worktree.
+	Branch string `json:"branch"`
+	// Base is the full id of the commit the branch starts at.
+	Base string `json:"base"`
+	// Patterns are the sparse-checkout lines written for the worktree.
+	Patterns []string `json:"patterns"`
+	// Counts of the base tree's entries by what the scope allows.
+	Counts
+}
+
+// Counts tallies the entries of a tree by access.
+type Counts struct {
+	// Present is the number of entries checked out (ReadOnly + Writable).
+	Present int `json:"present"`
+	// ReadOnly is the number of read-only entries checked out.
+	ReadOnly int `json:"read_only"`
+	// Writable is the number of writable entries checked out.
+	Writable int `json:"writable"`
+	// Absent is the number of entries left out by the scope.
+	Absent int `json:"absent"`
+}
+
+// entry is one path of the base tree.
+type entry struct {
+	mode   string // git mode: 100644, 100755, 120000, 160000
+	path   string
+	access scope.Access
+}
+
+// Create makes a new branch at opts.Base and a linked worktree for it at
+// opts.Path holding exactly the files the scope lets the worker see, with
+// the permissions it allows. The sparse-checkout lives in the worktree's
+// own configuration, so later merges and checkouts inside the worktree
+// keep honouring it; files are written by git's parallel checkout. The
+// checked-out file set is compared with the computed one and any
+// difference is an error. On any failure everything Create did is undone
+// (worktree, branch) and the error says why.
+func Create(ctx context.Context, opts Options) (res *Result, err error) {
+	if err := opts.Scope.Validate(); err != nil {
+		return nil, err
+	}
+	for _, f := range []struct{ name, val string }{{"path", opts.Path}, {"branch", opts.Branch}, {"base", opts.Base}} {
+		if f.val == "" {
+			return nil, exitcode.New(exitcode.Usage, fmt.Errorf("create worktree: no %s given", f.name), "")
+		}
+	}
+	repo := opts.Repo
+	if repo == "" {
+		repo = "."
+	}
+	loc, err := gitcmd.Locate(ctx, repo)
+	if err != nil {
+		return nil, fmt.Errorf("create worktree: %w", err)
+	}
+	if loc.Top == "" {
+		return nil, exitcode.New(exitcode.State, errors.New("create worktree: the repository has no working tree"), "")
+	}
+	git := gitcmd.Runner{Dir: loc.Top}
+
+	path, err := filepath.Abs(opts.Path)
+	if err != nil {
+		return nil, fmt.Errorf("create worktree: %w", err)
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return nil, exitcode.New(exitcode.State, fmt.Errorf("create worktree: %s already exists", path),
+			"remove it, or finish the session that owns it")
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("create worktree: %w", err)
+	}
+	if _, err := git.Run(ctx, "check-ref-format", "--branch", opts.Branch); err != nil {
+		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("create worktree: %q is not a valid branch name", opts.Branch), "")
+	}
+	if branchExists(ctx, git, opts.Branch) {
+		return nil, exitcode.New(exitcode.State, fmt.Errorf("create worktree: branch %s already exists", opts.Branch), "")
+	}
+	base, err := git.Output(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", opts.Base+"^{commit}")
+	if err != nil || base == "" {
+		return nil, exitcode.New(exitcode.NotFound, fmt.Errorf("create worktree: base %q is not a commit", opts.Base), "")
+	}
+
+	entries, err := listTree(ctx, git, base)
+	if err != nil {
+		return nil, fmt.Errorf("create worktree: list %s: %w", base, err)
+	}
+	paths := make([]string, len(entries))
+	for i, e := range entries {
+		paths[i] = e.path
+	}
+	keep := make([]bool, len(entries))
+	var counts Counts
+	for i, a := range opts.Scope.ClassifyAll(paths) {
+		entries[i].access = a
+		keep[i] = a != scope.Absent
+		switch a {
+		case scope.Absent:
+			counts.Absent++
+		case scope.ReadOnly:
+			counts.ReadOnly++
+		case scope.Writable:
+			counts.Writable++
+		}
+	}
+	counts.Present = counts.ReadOnly + counts.Writable
+	patterns := scope.SparsePatterns(paths, keep)
+
+	// From here on, every failure undoes what was done.
+	lock, err := lockRepo(ctx, loc.CommonDir)
+	if err != nil {
+		return nil, fmt.Errorf("create worktree: %w", err)
+	}
+	created := false
+	defer func() {
+		lock.unlock()
+		if err == nil {
+			return
+		}
+		if rbErr := rollback(context.WithoutCancel(ctx), git, loc.CommonDir, path, opts.Branch, created); rbErr != nil {
+			err = fmt.Errorf("%w (and rolling back failed: %v)", err, rbErr)
+		}
+	}()
+	if _, err = git.Run(ctx, "worktree", "add", "--quiet", "--no-checkout", "-b", opts.Branch, path, base); err != nil {
+		return nil, fmt.Errorf("create worktree: %w", err)
+	}
+	created = true
+	wt := gitcmd.Runner{Dir: path, Env: git.Env}
+	gitDir, err := wt.Output(ctx, "rev-parse", "--path-format=absolute", "--git-dir")
+	if err != nil {
+		return nil, fmt.Errorf("create worktree: %w", err)
+	}
+	if err = enableSparse(ctx, wt); err != nil {
+		return nil, fmt.Errorf("create worktree: enable sparse-checkout: %w", err)
+	}
+	lock.unlock()
+	if err = writePatterns(gitDir, patterns); err != nil {
+		return nil, fmt.Errorf("create worktree: %w", err)
+	}
+	if counts.Present > 0 {
+		if _, err = wt.Run(ctx, "-c", "checkout.workers=0", "read-tree", "-m", "-u", "HEAD"); err != nil {
+			return nil, fmt.Errorf("create worktree: check out %s: %w", base, err)
+		}
+	} else {
+		// Nothing to check out: git refuses a sparse checkout that leaves
+		// no file, so only fill the index, every entry skip-worktree.
+		if err = fillIndexSkipped(ctx, wt); err != nil {
+			return nil, fmt.Errorf("create worktree: %w", err)
+		}
+	}
+	if err = applyAndVerify(path, opts.Scope, entries); err != nil {
+		return nil, fmt.Errorf("create worktree: %w", err)
+	}
+	return &Result{Path: path, GitDir: gitDir, Branch: opts.Branch, Base: base, Patterns: patterns, Counts: counts}, nil
+}
+
+func branchExists(ctx context.Context, git gitcmd.Runner, branch string) bool {
+	_, err := git.Run(ctx, "show-ref", "--verify", "--quiet", "refs/heads/"+branch)
+	return err == nil
+}
+
+// listTree lists every entry of commit's tree, recursively, without
+// descending into submodules.
+func listTree(ctx context.Context, git gitcmd.Runner, commit string) ([]entry, error) {
+	out, err := git.Run(ctx, "ls-tree", "-r", "-z", "--full-tree", commit)
+	if err != nil {
+		return nil, err
+	}
+	var entries []entry
+	for _, rec := range strings.Split(string(out), "\x00") {
+		if rec == "" {
+			continue
+		}
+		// <mode> SP <type> SP <object> TAB <path>
+		tab := strings.IndexByte(rec, '\t')
+		sp := strings.IndexByte(rec, ' ')
+		if tab < 0 || sp < 0 || sp > tab {
+			return nil, fmt.Errorf("unexpected ls-tree record %q", rec)
+		}
+		entries = append(entries, entry{mode: rec[:sp], path: rec[tab+1:]})
+	}
+	return entries, nil
+}
+
+// writePatterns replaces the worktree's sparse-checkout file.
+func writePatterns(gitDir string, patterns []string) error {
+	dir := filepath.Join(gitDir, "info")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write sparse-checkout patterns: %w", err)
+	}
+	var b strings.Builder
+	for _, p := range patterns {
+		b.WriteString(p)
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sparse-checkout"), []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("write sparse-checkout patterns: %w", err)
+	}
+	return nil
+}
+
+// fillIndexSkipped fills the index from HEAD with every entry marked
+// skip-worktree, writing nothing to the working tree.
+func fillIndexSkipped(ctx context.Context, wt gitcmd.Runner) error {
+	if _, err := wt.Run(ctx, "read-tree", "HEAD"); err != nil {
+		return fmt.Errorf("fill the index: %w", err)
+	}
+	files, err := wt.Run(ctx, "ls-files", "-z")
+	if err != nil {
+		return fmt.Errorf("fill the index: %w", err)
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	if _, err := wt.RunInput(ctx, strings.NewReader(string(files)), "update-index", "-z", "--skip-worktree", "--stdin"); err != nil {
+		return fmt.Errorf("mark the index skip-worktree: %w", err)
+	}
+	return nil
+}
+
+// enableSparse turns on non-cone sparse-checkout in the new worktree's
+// own config.worktree. The first time in a repository it lets `git
+// sparse-checkout` do it, which also enables extensions.worktreeConfig in
+// the shared config (and moves core.bare/core.worktree if needed); after
+// that only the worktree's private config file is written, so that
+// concurrent creations do not fight over the shared config's lock. The
+// index is still empty, so no file is checked out or removed here.
+func enableSparse(ctx context.Context, wt gitcmd.Runner) error {
+	on, _ := wt.Output(ctx, "config", "--type=bool", "--get", "extensions.worktreeConfig")
+	if on != "true" {
+		_, err := wt.Run(ctx, "sparse-checkout", "set", "--no-cone")
+		return err
+	}
+	for _, kv := range [][2]string{{"core.sparseCheckout", "true"}, {"core.sparseCheckoutCone", "false"}} {
+		if _, err := wt.Run(ctx, "config", "--worktree", kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rollback undoes a partly created worktree: the worktree (if git
+// registered it) and the branch (which did not exist before Create).
+func rollback(ctx context.Context, git gitcmd.Runner, commonDir, path, branch string, created bool) error {
+	var errs []string
+	lock, err := lockRepo(ctx, commonDir)
+	if err != nil {
+		return err
+	}
+	defer lock.unlock()
+	if created {
+		if err := MakeWritable(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err.Error())
+		}
+		if _, err := git.Run(ctx, "worktree", "remove", "--force", "--force", path); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	// worktree add may fail after creating the branch or the directory.
+	if _, err := os.Lstat(path); err == nil {
+		_ = MakeWritable(path)
+		if err := os.RemoveAll(path); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if _, err := git.Run(ctx, "worktree", "prune"); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if branchExists(ctx, git, branch) {
+		if _, err := git.Run(ctx, "branch", "-D", "--", branch); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,630 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitcmd"
+	"github.com/git-agentmine/git-agentmine/scope"
+)
+
+// testEnv scrubs the environment so that git behaves the same everywhere.
+func testEnv(t testing.TB) {
+	t.Helper()
+	home := t.TempDir()
+	for k, v := range map[string]string{
+		"HOME":                home,
+		"XDG_CONFIG_HOME":     filepath.Join(home, ".config"),
+		"GIT_CONFIG_NOSYSTEM": "1",
+		"GIT_AUTHOR_NAME":     "Test Author",
+		"GIT_AUTHOR_EMAIL":    "author@example.com",
+		"GIT_AUTHOR_DATE":     "2024-01-01T00:00:00Z",
+		"GIT_COMMITTER_NAME":  "Test Committer",
+		"GIT_COMMITTER_EMAIL": "committer@example.com",
+		"GIT_COMMITTER_DATE":  "2024-01-01T00:00:00Z",
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+func git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	out, err := gitcmd.Runner{Dir: dir}.Output(context.Background(), args...)
+	if err != nil {
+		t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// fixtureSpec is the documented example scope.
+func fixtureSpec() scope.Spec {
+	return scope.Spec{
+		Write:   []string{"src/**", "tests/**", "package.json"},
+		Exclude: []string{"**/*.env", "**/secrets/**"},
+	}
+}
+
+// newRepo makes a repository holding the documented fixture plus an
+// executable script and a symbolic link, with the worktree root ignored.
+func newRepo(t testing.TB) string {
+	t.Helper()
+	testEnv(t)
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	writeFiles(t, dir, map[string]string{
+		".env":                "TOKEN=1\n",
+		"config/prod.env":     "DB=prod\n",
+		"config/app.yml":      "name: app\n",
+		"secrets/key":         "secret\n",
+		"src/main.go":         "package main\n",
+		"src/lib/util.go":     "package lib\n",
+		"tests/main_test.go":  "package tests\n",
+		"docs/guide.md":       "# guide\n",
+		"docs/api/ref.md":     "# ref\n",
+		"package.json":        "{}\n",
+		"README.md":           "# readme\n",
+		"scripts/run.sh":      "#!/bin/sh\necho run\n",
+		".github/ci.yml":      "on: push\n",
+		"src/nested/x/y/z.go": "package y\n",
+	})
+	if err := os.Chmod(filepath.Join(dir, "scripts/run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("src/main.go", filepath.Join(dir, "main-link")); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "fixture")
+	appendExclude(t, dir)
+	return dir
+}
+
+func appendExclude(t testing.TB, dir string) {
+	t.Helper()
+	common := git(t, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	f, err := os.OpenFile(filepath.Join(common, "info", "exclude"), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(".agentmine/worktrees/\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wtPath(repo, name string) string {
+	return filepath.Join(repo, ".agentmine", "worktrees", name)
+}
+
+// onDisk lists the files and symbolic links under root, skipping .git.
+func onDisk(t testing.TB, root string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if rel == ".git" {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil // a linked worktree's .git is a file
+		}
+		if !d.IsDir() {
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
+	return files
+}
+
+func mode(t testing.TB, p string) fs.FileMode {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Mode()
+}
+
+func create(t testing.TB, repo, name string, spec scope.Spec) *Result {
+	t.Helper()
+	res, err := Create(context.Background(), Options{
+		Repo: repo, Path: wtPath(repo, name), Branch: "task-" + name, Base: "main", Scope: spec,
+	})
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	t.Cleanup(func() { _ = MakeWritable(res.Path) })
+	return res
+}
+
+func TestCreateFixture(t *testing.T) {
+	repo := newRepo(t)
+	res := create(t, repo, "1", fixtureSpec())
+	wt := res.Path
+
+	want := []string{
+		".github/ci.yml", "README.md", "config/app.yml", "docs/api/ref.md", "docs/guide.md",
+		"main-link", "package.json", "scripts/run.sh", "src/lib/util.go", "src/main.go",
+		"src/nested/x/y/z.go", "tests/main_test.go",
+	}
+	if got := onDisk(t, wt); !reflect.DeepEqual(got, want) {
+		t.Fatalf("worktree holds %q\nwant %q", got, want)
+	}
+	for _, gone := range []string{".env", "config/prod.env", "secrets/key", "secrets"} {
+		if _, err := os.Lstat(filepath.Join(wt, gone)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s should be absent (lstat: %v)", gone, err)
+		}
+	}
+	if res.Counts != (Counts{Present: 12, ReadOnly: 7, Writable: 5, Absent: 3}) {
+		t.Errorf("counts %+v", res.Counts)
+	}
+	if res.Branch != "task-1" || len(res.Base) < 40 || len(res.Patterns) == 0 {
+		t.Errorf("result %+v", res)
+	}
+
+	readOnly := []string{"docs", "docs/api", "docs/guide.md", "docs/api/ref.md", "README.md",
+		"config", "config/app.yml", "scripts", "scripts/run.sh", ".github", ".github/ci.yml"}
+	for _, p := range readOnly {
+		if m := mode(t, filepath.Join(wt, p)); m.Perm()&0o222 != 0 {
+			t.Errorf("%s has mode %v, want no write bit", p, m)
+		}
+	}
+	writable := []string{".", "src", "src/lib", "src/nested/x/y", "src/main.go", "src/nested/x/y/z.go",
+		"tests", "tests/main_test.go", "package.json"}
+	for _, p := range writable {
+		if m := mode(t, filepath.Join(wt, p)); m.Perm()&0o200 == 0 {
+			t.Errorf("%s has mode %v, want owner write", p, m)
+		}
+	}
+	// Executable bits survive; only write bits change.
+	if m := mode(t, filepath.Join(wt, "scripts/run.sh")).Perm(); m&0o111 == 0 || m&0o444 == 0 {
+		t.Errorf("scripts/run.sh mode %v lost its read/execute bits", m)
+	}
+	if m := mode(t, filepath.Join(wt, "main-link")); m&fs.ModeSymlink == 0 {
+		t.Errorf("main-link is %v, want a symbolic link", m)
+	}
+
+	if st := git(t, wt, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Errorf("git status in the worktree is not clean:\n%s", st)
+	}
+	if st := git(t, repo, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Errorf("git status in the main worktree is not clean:\n%s", st)
+	}
+	if b := git(t, wt, "rev-parse", "--abbrev-ref", "HEAD"); b != "task-1" {
+		t.Errorf("worktree is on %q", b)
+	}
+	// The sparse-checkout is the worktree's own; the main worktree is untouched.
+	if v := git(t, wt, "config", "--worktree", "--get", "core.sparseCheckout"); v != "true" {
+		t.Errorf("worktree core.sparseCheckout = %q", v)
+	}
+	if _, err := (gitcmd.Runner{Dir: repo}).Output(context.Background(), "config", "--get", "core.sparseCheckout"); err == nil {
+		t.Error("core.sparseCheckout leaked into the main worktree's config")
+	}
+	if got := onDisk(t, repo); len(got) < 15 {
+		t.Errorf("main worktree lost files: %q", got)
+	}
+	// The recorded patterns are what git reads.
+	data, err := os.ReadFile(filepath.Join(res.GitDir, "info", "sparse-checkout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Split(strings.TrimSpace(string(data)), "\n"); !reflect.DeepEqual(got, res.Patterns) {
+		t.Errorf("sparse-checkout file %q, result says %q", got, res.Patterns)
+	}
+}
+
+func TestLaterMergeAndCheckoutKeepScope(t *testing.T) {
+	repo := newRepo(t)
+	res := create(t, repo, "2", fixtureSpec())
+	wt := res.Path
+
+	writeFiles(t, repo, map[string]string{
+		".env":             "TOKEN=2\n",
+		"config/prod.env":  "DB=prod2\n",
+		"secrets/key":      "secret2\n",
+		"secrets/more/new": "new secret\n",
+		"src/main.go":      "package main // v2\n",
+	})
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "touch secrets and src")
+
+	git(t, wt, "merge", "-q", "--ff-only", "main")
+	check := func(when string) {
+		t.Helper()
+		for _, gone := range []string{".env", "config/prod.env", "secrets"} {
+			if _, err := os.Lstat(filepath.Join(wt, gone)); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("after %s: %s came back", when, gone)
+			}
+		}
+		if st := git(t, wt, "status", "--porcelain", "--untracked-files=all"); st != "" {
+			t.Errorf("after %s: status not clean:\n%s", when, st)
+		}
+	}
+	check("merge")
+	if b, _ := os.ReadFile(filepath.Join(wt, "src/main.go")); string(b) != "package main // v2\n" {
+		t.Errorf("merge did not update src/main.go: %q", b)
+	}
+	git(t, wt, "checkout", "-q", "--detach", "main~1")
+	check("checkout of the base")
+	git(t, wt, "checkout", "-q", "task-2")
+	check("checkout back")
+	// A commit made in the worktree leaves the excluded files in the tree.
+	writeFiles(t, wt, map[string]string{"src/new.go": "package main\n"})
+	git(t, wt, "add", "-A")
+	git(t, wt, "commit", "-q", "-m", "worker commit")
+	if names := git(t, wt, "ls-tree", "-r", "--name-only", "HEAD"); !strings.Contains(names, "secrets/key") || !strings.Contains(names, ".env") {
+		t.Errorf("worker commit dropped excluded files from the tree:\n%s", names)
+	}
+}
+
+func TestCreateBadInput(t *testing.T) {
+	repo := newRepo(t)
+	git(t, repo, "branch", "taken")
+	if err := os.MkdirAll(wtPath(repo, "exists"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	good := fixtureSpec()
+	cases := []struct {
+		name string
+		opts Options
+		code int
+		want string
+	}{
+		{"no write", Options{Path: "new", Branch: "b1", Base: "main", Scope: scope.Spec{Read: []string{"**"}}},
+			exitcode.Config, "write must be explicit"},
+		{"invalid glob", Options{Path: "new", Branch: "b1", Base: "main", Scope: scope.Spec{Write: []string{"src/[x"}}},
+			exitcode.Config, `invalid write pattern "src/[x"`},
+		{"unknown base", Options{Path: "new", Branch: "b1", Base: "nosuch", Scope: good},
+			exitcode.NotFound, `base "nosuch" is not a commit`},
+		{"base is a tree", Options{Path: "new", Branch: "b1", Base: "main^{tree}", Scope: good},
+			exitcode.NotFound, "is not a commit"},
+		{"branch exists", Options{Path: "new", Branch: "taken", Base: "main", Scope: good},
+			exitcode.State, "branch taken already exists"},
+		{"bad branch name", Options{Path: "new", Branch: "a..b", Base: "main", Scope: good},
+			exitcode.Usage, "not a valid branch name"},
+		{"path exists", Options{Path: "exists", Branch: "b1", Base: "main", Scope: good},
+			exitcode.State, "already exists"},
+		{"no branch", Options{Path: "new", Base: "main", Scope: good}, exitcode.Usage, "no branch given"},
+	}
+	before := git(t, repo, "for-each-ref")
+	worktreesBefore := git(t, repo, "worktree", "list", "--porcelain")
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Repo = repo
+			tc.opts.Path = wtPath(repo, tc.opts.Path)
+			_, err := Create(context.Background(), tc.opts)
+			if err == nil {
+				t.Fatal("Create succeeded")
+			}
+			if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q, want one line containing %q", err, tc.want)
+			}
+			if got := exitcode.Of(err); got != tc.code {
+				t.Errorf("exit code %d, want %d", got, tc.code)
+			}
+			if _, err := os.Lstat(wtPath(repo, "new")); !errors.Is(err, fs.ErrNotExist) {
+				t.Error("the worktree directory was created")
+			}
+		})
+	}
+	if after := git(t, repo, "for-each-ref"); after != before {
+		t.Errorf("refs changed:\n%s\n---\n%s", before, after)
+	}
+	if after := git(t, repo, "worktree", "list", "--porcelain"); after != worktreesBefore {
+		t.Errorf("worktrees changed:\n%s", after)
+	}
+}
+
+// TestMismatchRollsBack makes the checked-out set differ from the scope
+// (a newline in a file name can only be written as a wildcard) and checks
+// that the difference is an error and that nothing is left behind.
+func TestMismatchRollsBack(t *testing.T) {
+	testEnv(t)
+	repo := t.TempDir()
+	git(t, repo, "init", "-q", "-b", "main")
+	writeFiles(t, repo, map[string]string{"a\nb": "1\n", "axb": "2\n", "other": "3\n", "more/x": "4\n"})
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "names")
+	appendExclude(t, repo)
+	before := git(t, repo, "for-each-ref")
+
+	_, err := Create(context.Background(), Options{
+		Repo: repo, Path: wtPath(repo, "bad"), Branch: "task-bad", Base: "main",
+		Scope: scope.Spec{Read: []string{"a*b"}, Write: []string{"none/**"}, Exclude: []string{"axb"}},
+	})
+	if err == nil {
+		t.Fatal("Create accepted a checkout that differs from the scope")
+	}
+	if !strings.Contains(err.Error(), `present but out of scope ("axb")`) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("error %q should name axb on one line", err)
+	}
+	if _, statErr := os.Lstat(wtPath(repo, "bad")); !errors.Is(statErr, fs.ErrNotExist) {
+		t.Error("the worktree directory was left behind")
+	}
+	if after := git(t, repo, "for-each-ref"); after != before {
+		t.Errorf("refs changed (branch left behind?):\n%s", after)
+	}
+	if list := git(t, repo, "worktree", "list", "--porcelain"); strings.Contains(list, "bad") {
+		t.Errorf("worktree still registered:\n%s", list)
+	}
+}
+
+func TestCreateNothingPresent(t *testing.T) {
+	repo := newRepo(t)
+	res := create(t, repo, "3", scope.Spec{Read: []string{"new/**"}, Write: []string{"new/**"}})
+	if got := onDisk(t, res.Path); len(got) != 0 {
+		t.Errorf("worktree holds %q, want nothing", got)
+	}
+	if res.Counts.Present != 0 || res.Counts.Absent == 0 {
+		t.Errorf("counts %+v", res.Counts)
+	}
+	if st := git(t, res.Path, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Errorf("status not clean:\n%s", st)
+	}
+	// The worker can create its files.
+	writeFiles(t, res.Path, map[string]string{"new/file.go": "package x\n"})
+}
+
+func TestCreateWithSubmodule(t *testing.T) {
+	repo := newRepo(t)
+	head := git(t, repo, "rev-parse", "HEAD")
+	git(t, repo, "update-index", "--add", "--cacheinfo", "160000,"+head+",vendor/sub")
+	git(t, repo, "update-index", "--add", "--cacheinfo", "160000,"+head+",secrets/sub")
+	git(t, repo, "commit", "-q", "-m", "gitlinks")
+	res := create(t, repo, "4", fixtureSpec())
+	if fi, err := os.Lstat(filepath.Join(res.Path, "vendor/sub")); err != nil || !fi.IsDir() {
+		t.Errorf("vendor/sub should be a directory: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(res.Path, "secrets")); !errors.Is(err, fs.ErrNotExist) {
+		t.Error("excluded gitlink checked out")
+	}
+	if st := git(t, res.Path, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Errorf("status not clean:\n%s", st)
+	}
+}
+
+func TestRemove(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+
+	t.Run("clean and merged", func(t *testing.T) {
+		res := create(t, repo, "r1", fixtureSpec())
+		if err := Remove(ctx, repo, res.Path, res.Branch, false); err != nil {
+			t.Fatalf("Remove: %v", err)
+		}
+		if _, err := os.Lstat(res.Path); !errors.Is(err, fs.ErrNotExist) {
+			t.Error("directory left behind")
+		}
+		if strings.Contains(git(t, repo, "worktree", "list"), "r1") {
+			t.Error("still registered")
+		}
+		if strings.Contains(git(t, repo, "branch", "--list"), "task-r1") {
+			t.Error("branch not deleted")
+		}
+	})
+
+	t.Run("uncommitted changes need force", func(t *testing.T) {
+		res := create(t, repo, "r2", fixtureSpec())
+		writeFiles(t, res.Path, map[string]string{"src/main.go": "changed\n"})
+		err := Remove(ctx, repo, res.Path, res.Branch, false)
+		if exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "uncommitted changes") {
+			t.Fatalf("Remove: %v (code %d)", err, exitcode.Of(err))
+		}
+		if _, err := os.Lstat(filepath.Join(res.Path, "src/main.go")); err != nil {
+			t.Fatal("refused removal still removed files")
+		}
+		// Untracked generated files do not count as changes.
+		git(t, res.Path, "checkout", "--", "src/main.go")
+		if err := WriteFile(res.Path, ".agentmine/prompt.md", []byte("p"), true); err != nil {
+			t.Fatal(err)
+		}
+		writeFiles(t, res.Path, map[string]string{"src/main.go": "changed\n"})
+		if err := Remove(ctx, repo, res.Path, res.Branch, true); err != nil {
+			t.Fatalf("forced Remove: %v", err)
+		}
+		if _, err := os.Lstat(res.Path); !errors.Is(err, fs.ErrNotExist) {
+			t.Error("directory left behind")
+		}
+	})
+
+	t.Run("unmerged branch kept without force", func(t *testing.T) {
+		res := create(t, repo, "r3", fixtureSpec())
+		writeFiles(t, res.Path, map[string]string{"src/feature.go": "package main\n"})
+		git(t, res.Path, "add", "-A")
+		git(t, res.Path, "commit", "-q", "-m", "work")
+		err := Remove(ctx, repo, res.Path, res.Branch, false)
+		if exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "not merged") {
+			t.Fatalf("Remove: %v", err)
+		}
+		if _, err := os.Lstat(res.Path); !errors.Is(err, fs.ErrNotExist) {
+			t.Error("worktree should be gone")
+		}
+		if !strings.Contains(git(t, repo, "branch", "--list"), "task-r3") {
+			t.Error("unmerged branch deleted without force")
+		}
+		if err := Remove(ctx, repo, res.Path, res.Branch, true); exitcode.Of(err) != exitcode.NotFound {
+			t.Errorf("second Remove: %v", err)
+		}
+		git(t, repo, "branch", "-D", "task-r3")
+	})
+
+	t.Run("directory deleted behind git's back", func(t *testing.T) {
+		res := create(t, repo, "r4", fixtureSpec())
+		if err := MakeWritable(res.Path); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(res.Path); err != nil {
+			t.Fatal(err)
+		}
+		if err := Remove(ctx, repo, res.Path, res.Branch, true); err != nil {
+			t.Fatalf("Remove: %v", err)
+		}
+		if strings.Contains(git(t, repo, "worktree", "list"), "r4") {
+			t.Error("still registered")
+		}
+	})
+
+	t.Run("from inside the worktree", func(t *testing.T) {
+		res := create(t, repo, "r5", fixtureSpec())
+		if err := Remove(ctx, filepath.Join(res.Path, "src"), res.Path, res.Branch, false); err != nil {
+			t.Fatalf("Remove: %v", err)
+		}
+		if _, err := os.Lstat(res.Path); !errors.Is(err, fs.ErrNotExist) {
+			t.Error("directory left behind")
+		}
+	})
+
+	t.Run("not a worktree", func(t *testing.T) {
+		err := Remove(ctx, repo, filepath.Join(repo, "docs"), "", true)
+		if exitcode.Of(err) != exitcode.NotFound || !strings.Contains(err.Error(), "not a worktree") {
+			t.Errorf("Remove: %v", err)
+		}
+		if _, statErr := os.Lstat(filepath.Join(repo, "docs", "guide.md")); statErr != nil {
+			t.Error("refused removal deleted files")
+		}
+	})
+}
+
+func TestMakeWritableAndApplyPermissions(t *testing.T) {
+	repo := newRepo(t)
+	res := create(t, repo, "5", fixtureSpec())
+	if err := MakeWritable(res.Path); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"docs", "docs/guide.md", "README.md"} {
+		if m := mode(t, filepath.Join(res.Path, p)); m.Perm()&0o200 == 0 {
+			t.Errorf("%s still read-only: %v", p, m)
+		}
+	}
+	counts, err := ApplyPermissions(res.Path, fixtureSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts != (Counts{Present: 12, ReadOnly: 7, Writable: 5}) {
+		t.Errorf("counts %+v", counts)
+	}
+	for _, p := range []string{"docs", "docs/guide.md", "README.md"} {
+		if m := mode(t, filepath.Join(res.Path, p)); m.Perm()&0o222 != 0 {
+			t.Errorf("%s not read-only again: %v", p, m)
+		}
+	}
+	if m := mode(t, filepath.Join(res.Path, "src/main.go")); m.Perm()&0o200 == 0 {
+		t.Errorf("src/main.go lost its write bit: %v", m)
+	}
+	if _, err := ApplyPermissions(res.Path, scope.Spec{}); exitcode.Of(err) != exitcode.Config {
+		t.Errorf("ApplyPermissions without write: %v", err)
+	}
+}
+
+func TestWriteFile(t *testing.T) {
+	repo := newRepo(t)
+	res := create(t, repo, "6", fixtureSpec())
+	wt := res.Path
+
+	if err := WriteFile(wt, ".agentmine/memory/architecture/m1.md", []byte("memo\n"), true); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(wt, ".agentmine/memory/architecture/m1.md")
+	if b, _ := os.ReadFile(p); string(b) != "memo\n" {
+		t.Errorf("content %q", b)
+	}
+	if m := mode(t, p); m.Perm()&0o222 != 0 {
+		t.Errorf("mode %v, want read-only", m)
+	}
+	// Replacing a read-only file works.
+	if err := WriteFile(wt, ".agentmine/memory/architecture/m1.md", []byte("memo 2\n"), true); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "memo 2\n" {
+		t.Errorf("content %q", b)
+	}
+	// Into a read-only directory, and a new one beneath it: both stay read-only.
+	if err := WriteFile(wt, "docs/new/CLAUDE.md", []byte("ctx\n"), true); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"docs", "docs/new", "docs/new/CLAUDE.md"} {
+		if m := mode(t, filepath.Join(wt, d)); m.Perm()&0o222 != 0 {
+			t.Errorf("%s mode %v, want read-only", d, m)
+		}
+	}
+	// A writable generated file.
+	if err := WriteFile(wt, "src/gen.txt", []byte("x"), false); err != nil {
+		t.Fatal(err)
+	}
+	if m := mode(t, filepath.Join(wt, "src/gen.txt")); m.Perm()&0o200 == 0 {
+		t.Errorf("mode %v, want writable", m)
+	}
+	for _, bad := range []string{"", "../escape", "/abs", ".git/config", "a/../../x", "src"} {
+		if err := WriteFile(wt, bad, []byte("x"), true); err == nil {
+			t.Errorf("WriteFile(%q) accepted", bad)
+		} else if strings.Contains(err.Error(), "\n") {
+			t.Errorf("multi-line error %q", err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(filepath.Dir(wt), "escape")); !errors.Is(err, fs.ErrNotExist) {
+		t.Error("wrote outside the worktree")
+	}
+}
+
+// TestCreateConcurrently starts several worktrees of one repository at
+// once, as a supervisor starting ready tasks does: git's locks on the shared
+// config and refs must not make any of them fail.
+func TestCreateConcurrently(t *testing.T) {
+	repo := newRepo(t)
+	const n = 8
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		name := "c" + string(rune('a'+i))
+		go func() {
+			res, err := Create(context.Background(), Options{
+				Repo: repo, Path: wtPath(repo, name), Branch: "task-" + name, Base: "main", Scope: fixtureSpec(),
+			})
+			if err == nil {
+				t.Cleanup(func() { _ = MakeWritable(res.Path) })
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Errorf("Create: %v", err)
+		}
+	}
+	for i := 0; i < n; i++ {
+		wt := wtPath(repo, "c"+string(rune('a'+i)))
+		if _, err := os.Lstat(filepath.Join(wt, ".env")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: .env present", wt)
+		}
+		if _, err := os.Lstat(filepath.Join(wt, "src/main.go")); err != nil {
+			t.Errorf("%s: src/main.go missing", wt)
+		}
+	}
+}
