@@ -98,6 +98,12 @@ type Process struct {
 // the whole group gets SIGTERM, then SIGKILL after the grace period. When
 // the worker exits, processes it left in its group are ended the same way.
 // A program that cannot be found is a NotFound error naming it.
+//
+// The worker is not in the terminal's foreground process group, so Ctrl-C
+// reaches only the caller, which should cancel ctx (signal.NotifyContext);
+// the worker is then stopped and the result is marked Interrupted. If the
+// caller is killed outright, the worker runs on unsupervised: a later
+// liveness check (Alive) sees it, and its timeout is no longer enforced.
 func Start(ctx context.Context, spec Spec) (*Process, error) {
 	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
 		return nil, exitcode.New(exitcode.Config, errors.New("start worker: empty command"), "")

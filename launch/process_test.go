@@ -335,7 +335,8 @@ func TestDetach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Kill(pid, syscall.SIGKILL)
+	// The detached process leads its own session and group: end all of it.
+	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
 	waitForLog(t, log, "sup 42 in "+dir)
 	if !Alive(pid, start) {
 		t.Fatal("detached process not alive")
@@ -348,7 +349,7 @@ func TestDetach(t *testing.T) {
 	if sid == mySid {
 		t.Fatal("detached process shares our session")
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -358,6 +359,7 @@ func TestDetach(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	assertGroupGone(t, pid)
 
 	t.Setenv("PATH", t.TempDir())
 	_, _, err = Detach(context.Background(), []string{"git-agentmine"}, dir, nil, log)

@@ -190,9 +190,20 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 		defer wg.Done()
 		statusOut, statusErr = g.Run(ctx, "status", "--porcelain=v2", "-z", "--untracked-files=all", "--ignored=matching", "--no-ahead-behind")
 	}()
+	// The files of the base commit are checked on disk while git works.
+	bc := &checker{in: in, wt: wt, gen: c.gen, found: map[string]int{}}
 	go func() {
 		defer wg.Done()
 		lsTree, lsErr = g.Run(ctx, "ls-tree", "-r", "-z", "--full-tree", base)
+		if lsErr == nil {
+			files := parseLsTree(lsTree)
+			paths := make([]string, len(files))
+			for i, f := range files {
+				paths[i] = f.path
+			}
+			bc.classifyAll(paths)
+			bc.checkBaseFiles(files)
+		}
 	}()
 	if in.Sparse != nil {
 		wg.Add(1)
@@ -225,10 +236,6 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 	}
 	for _, p := range ignored {
 		paths = append(paths, strings.TrimSuffix(p, "/"))
-	}
-	baseFiles := parseLsTree(lsTree)
-	for _, f := range baseFiles {
-		paths = append(paths, f.path)
 	}
 	c.classifyAll(paths)
 
@@ -270,7 +277,9 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 
 	// Tracked paths that must be absent must not exist; read-only ones must
 	// still be read-only.
-	c.checkBaseFiles(baseFiles)
+	for _, bv := range bc.violations {
+		c.violate(bv.Type, bv.Path, bv.Reason)
+	}
 
 	if in.Sparse != nil {
 		c.checkSparse(sparseOut, sparseErr)

@@ -84,19 +84,11 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) watch(t *testing.T) *Watcher {
 	t.Helper()
-	common := filepath.Join(f.repo, ".git")
-	parent := filepath.Dir(f.wt)
-	w, err := StartWatch(ctxT(t), f.wt, WatchOptions{
-		Ignore: func(rel string) bool { return rel == ".agentmine" || strings.HasPrefix(rel, ".agentmine/") },
-		Extra: []Extra{
-			{Path: filepath.Join(common, "hooks"), Kind: KindGitInternals},
-			{Path: filepath.Join(common, "config"), Kind: KindGitInternals},
-			{Path: parent, Kind: KindOutside, Skip: func(name string) bool {
-				_, err := os.Stat(filepath.Join(parent, name, ".git"))
-				return err == nil
-			}},
-		},
-	})
+	extras, err := DefaultExtras(ctxT(t), f.wt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := StartWatch(ctxT(t), f.wt, WatchOptions{Ignore: IgnoreGenerated(f.generated), Extra: extras})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,6 +209,16 @@ func TestCheckSparseAltered(t *testing.T) {
 	v := f.run(t, `git sparse-checkout add '/secrets/'`)
 	mustViolate(t, v, ViolationSparseAltered, "", "")
 	mustViolate(t, v, ViolationExcluded, "secrets/key.txt", "present")
+	gitDir := git(t, f.wt, "rev-parse", "--path-format=absolute", "--git-dir")
+	mustViolate(t, v, ViolationGitInternals, filepath.ToSlash(filepath.Join(gitDir, "info", "sparse-checkout")), "")
+}
+
+func TestCheckGitConfigTampering(t *testing.T) {
+	f := newFixture(t)
+	v := f.run(t, `git config --global user.name x; git config core.hooksPath /tmp/evil; echo '*.txt' >> "$(git rev-parse --git-common-dir)/info/exclude"`)
+	common := filepath.Join(f.repo, ".git")
+	mustViolate(t, v, ViolationGitInternals, filepath.ToSlash(filepath.Join(common, "config")), "")
+	mustViolate(t, v, ViolationGitInternals, filepath.ToSlash(filepath.Join(common, "info", "exclude")), "write")
 }
 
 func TestCheckRecreatedExcludedFile(t *testing.T) {

@@ -152,7 +152,9 @@ func ignoreGenerated(ctx context.Context, st *gitstore.Store, wt, gitDir string,
 	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("writing the worktree's exclude file: %w", err)
 	}
-	if _, err := (gitcmd.Runner{Dir: wt}).Run(ctx, "config", "--worktree", "core.excludesFile", p); err != nil {
+	// --file, not --worktree: the latter enumerates every worktree and fails
+	// when another session is creating one at the same moment.
+	if _, err := (gitcmd.Runner{Dir: wt}).Run(ctx, "config", "--file", filepath.Join(gitDir, "config.worktree"), "core.excludesFile", p); err != nil {
 		return fmt.Errorf("configuring the worktree's exclude file: %w", err)
 	}
 	return nil

@@ -11,4 +11,7 @@ type CLI struct {
 	Agent   AgentCmd   `cmd:"" help:"Inspect agent definitions in .agentmine/agents."`
 	Worker  WorkerCmd  `cmd:"" help:"Run agents on tasks in scoped worktrees and watch them."`
 	Session SessionCmd `cmd:"" help:"Record sessions run by an orchestrator itself."`
+	Merge   MergeCmd   `cmd:"" help:"Merge a task's latest session into its base, only if DoD passed and the scope held."`
+	Status  StatusCmd  `cmd:"" help:"Show the board: counts per status, running workers, review queue, recent failures."`
+	Demo    DemoCmd    `cmd:"" help:"Run the whole lifecycle in a throwaway repository (takes under a minute)."`
 }

@@ -72,7 +72,7 @@ func ScriptParams(t *testing.T, dir string) testscript.Params {
 				for _, p := range args[1:] {
 					fi, err := os.Lstat(ts.MkAbs(p))
 					ts.Check(err)
-					got := fi.Mode().Perm().String()
+					got := fi.Mode().Perm().String()[1:]
 					if (got == args[0]) == neg {
 						ts.Fatalf("%s: mode %s, want %s%s", p, got, map[bool]string{true: "not ", false: ""}[neg], args[0])
 					}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/output"
+	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/status"
+	"github.com/git-agentmine/git-agentmine/worker"
+)
+
+// StatusCmd is `status`: the board for people.
+type StatusCmd struct {
+	Failures int `short:"n" default:"5" help:"How many recent failures to show."`
+}
+
+type boardJSON struct {
+	V        int            `json:"v"`
+	Counts   map[string]int `json:"counts"`
+	Ready    int            `json:"ready"`
+	Blocked  int            `json:"blocked"`
+	Running  []sessionJSON  `json:"running"`
+	Review   []taskJSON     `json:"review"`
+	Failures []taskJSON     `json:"recent_failures"`
+}
+
+// Run prints the board.
+func (c *StatusCmd) Run(a *App) error {
+	v, err := loadView(a)
+	if err != nil {
+		return err
+	}
+	j := boardJSON{V: output.SchemaVersion, Counts: map[string]int{}, Running: []sessionJSON{}, Review: []taskJSON{}, Failures: []taskJSON{}}
+	for _, s := range status.All {
+		j.Counts[string(s)] = 0
+	}
+	var failed []string
+	for _, id := range v.Board.IDs {
+		r := v.Status[id]
+		j.Counts[string(r.Status)]++
+		if r.Ready {
+			j.Ready++
+		}
+		if r.Blocked && r.Status == status.Open {
+			j.Blocked++
+		}
+		switch r.Status {
+		case status.Review:
+			j.Review = append(j.Review, v.taskJSON(id))
+		case status.Failed, status.DoDFailed:
+			failed = append(failed, id)
+		}
+	}
+	finished := func(id string) time.Time {
+		var t time.Time
+		for _, s := range a.sessions {
+			if s.Session.Task == id && s.Outcome != nil && s.Outcome.Finished.After(t) {
+				t = s.Outcome.Finished
+			}
+		}
+		return t
+	}
+	sort.SliceStable(failed, func(i, k int) bool { return finished(failed[i]).After(finished(failed[k])) })
+	if len(failed) > c.Failures {
+		failed = failed[:c.Failures]
+	}
+	for _, id := range failed {
+		j.Failures = append(j.Failures, v.taskJSON(id))
+	}
+	host := sessions.Host()
+	for _, s := range a.sessions {
+		if live, _ := worker.Liveness(s, host, time.Now()); live {
+			j.Running = append(j.Running, toSessionJSON(s, 1))
+		}
+	}
+	if a.G.JSON {
+		return a.P.PrintJSON(j)
+	}
+	p := a.P
+	p.Printf("%s\n", p.Paint(output.Bold, "Tasks"))
+	for _, s := range []status.Status{status.Open, status.InProgress, status.Review, status.DoDFailed, status.Failed, status.Done, status.Cancelled} {
+		extra := ""
+		if s == status.Open {
+			extra = fmt.Sprintf("  (%d ready, %d blocked)", j.Ready, j.Blocked)
+		}
+		p.Printf("  %-12s %s%s\n", s, p.Paint(statusColor(s), fmt.Sprint(j.Counts[string(s)])), extra)
+	}
+	p.Printf("\n%s\n", p.Paint(output.Bold, "Running workers"))
+	if len(j.Running) == 0 {
+		p.Printf("  none\n")
+	}
+	for _, r := range j.Running {
+		p.Printf("  %s task %s  agent %s  pid %d  %s of %ds\n", r.ShortID, v.Board.ShortID(r.Task), r.Agent, r.Pid, time.Duration(r.Elapsed*float64(time.Second)), r.Timeout)
+	}
+	p.Printf("\n%s\n", p.Paint(output.Bold, "In review (ready to merge)"))
+	if len(j.Review) == 0 {
+		p.Printf("  none\n")
+	}
+	for _, t := range j.Review {
+		p.Printf("  %s %s\n", p.Paint(output.Yellow, t.ShortID), t.Title)
+	}
+	p.Printf("\n%s\n", p.Paint(output.Bold, "Recent failures"))
+	if len(j.Failures) == 0 {
+		p.Printf("  none\n")
+	}
+	for _, t := range j.Failures {
+		p.Printf("  %s %s %s\n    %s\n", p.Paint(output.Yellow, t.ShortID), p.Paint(statusColor(status.Status(t.Status)), t.Status), t.Title, t.StatusReason)
+	}
+	return nil
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/git-agentmine/git-agentmine/merge"
+	"github.com/git-agentmine/git-agentmine/output"
+)
+
+// MergeCmd is `merge`.
+type MergeCmd struct {
+	ID           string `arg:"" help:"Task id."`
+	AllowSkipped bool   `name:"allow-skipped" help:"Merge although the session's DoD was skipped."`
+}
+
+// Run merges the task's latest session if its facts allow it.
+func (c *MergeCmd) Run(a *App) error {
+	env, err := workerEnv(a, nil)
+	if err != nil {
+		return err
+	}
+	res, err := merge.Task(a.Ctx, env, c.ID, merge.Options{AllowSkipped: c.AllowSkipped})
+	if err != nil {
+		return err
+	}
+	if a.G.JSON {
+		return a.P.PrintJSON(struct {
+			V int `json:"v"`
+			merge.Result
+		}{output.SchemaVersion, res})
+	}
+	if a.G.Quiet {
+		a.P.Printf("%s\n", res.Commit)
+		return nil
+	}
+	if res.Already {
+		a.P.Printf("task %s: session %s is already in %s\n", res.Task[:8], res.Session[:8], res.Base)
+		return nil
+	}
+	a.P.Printf("merged task %s (session %s) into %s: %s\n", res.Task[:8], res.Session[:8], strings.TrimPrefix(res.Base, "refs/heads/"), res.Commit[:12])
+	return nil
+}
