@@ -166,10 +166,15 @@ func Locate(ctx context.Context, dir string) (Location, error) {
 }
 
 // LocateWith is Locate plus extra rev-parse queries answered by the same git
-// process; their output lines are returned in order.
-func LocateWith(ctx context.Context, dir string, extra ...string) (Location, []string, error) {
+// process. Each query is the arguments of one rev-parse option that prints
+// exactly one line (e.g. {"--git-path", "objects"}); the lines are returned
+// in order.
+func LocateWith(ctx context.Context, dir string, queries ...[]string) (Location, []string, error) {
 	r := Runner{Dir: dir}
-	args := append([]string{"rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"}, extra...)
+	args := []string{"rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"}
+	for _, q := range queries {
+		args = append(args, q...)
+	}
 	args = append(args, "--show-toplevel")
 	lines, err := r.Lines(ctx, args...)
 	if err != nil {
@@ -177,13 +182,16 @@ func LocateWith(ctx context.Context, dir string, extra ...string) (Location, []s
 		if errors.As(err, &ge) && strings.Contains(ge.Stderr, "not a git repository") {
 			return Location{}, nil, exitcode.New(exitcode.State, errors.New("not a git repository (or any parent up to the filesystem root)"), "run it inside a git repository, or pass -C <dir>")
 		}
+		if errors.As(err, &ge) && strings.Contains(ge.Stderr, "must be run in a work tree") {
+			return Location{}, nil, exitcode.New(exitcode.State, errors.New("this repository has no working tree (bare)"), "run it in a clone with a working tree")
+		}
 		return Location{}, nil, err
 	}
-	if len(lines) < 2+len(extra) {
+	n := 2 + len(queries)
+	if len(lines) < n {
 		return Location{}, nil, fmt.Errorf("git rev-parse: unexpected output %q", lines)
 	}
 	loc := Location{GitDir: lines[0], CommonDir: lines[1]}
-	n := 2 + len(extra)
 	if len(lines) > n {
 		loc.Top = lines[n]
 	}

@@ -72,7 +72,7 @@ type Store struct {
 // reads the object format, the identities and git's config in one git call.
 func Open(ctx context.Context, dir string) (*Store, error) {
 	r := gitcmd.Runner{Dir: dir}
-	loc, extra, err := gitcmd.LocateWith(ctx, dir, "--show-object-format", "--git-path", "objects")
+	loc, extra, err := gitcmd.LocateWith(ctx, dir, []string{"--show-object-format"}, []string{"--git-path", "objects"})
 	if err != nil {
 		return nil, err
 	}

@@ -14,4 +14,5 @@ type CLI struct {
 	Merge   MergeCmd   `cmd:"" help:"Merge a task's latest session into its base, only if DoD passed and the scope held."`
 	Status  StatusCmd  `cmd:"" help:"Show the board: counts per status, running workers, review queue, recent failures."`
 	Demo    DemoCmd    `cmd:"" help:"Run the whole lifecycle in a throwaway repository (takes under a minute)."`
+	Config  ConfigCmd  `cmd:"" help:"Show the project settings and where each comes from."`
 }
