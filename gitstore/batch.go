@@ -80,3 +80,31 @@ func (c *catFile) close() {
 	c.in.Close()
 	c.cmd.Wait()
 }
+
+// getMany asks for many objects at once, writing the requests from a
+// goroutine so neither side blocks on a full pipe, and returns the answers in
+// order.
+func (c *catFile) getMany(names []string) ([]object, error) {
+	werr := make(chan error, 1)
+	go func() {
+		var b strings.Builder
+		for _, n := range names {
+			b.WriteString(n)
+			b.WriteByte('\n')
+		}
+		_, err := io.WriteString(c.in, b.String())
+		werr <- err
+	}()
+	out := make([]object, len(names))
+	for i := range names {
+		o, err := c.read()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = o
+	}
+	if err := <-werr; err != nil {
+		return nil, fmt.Errorf("writing to git cat-file: %w", err)
+	}
+	return out, nil
+}

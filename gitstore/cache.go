@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // The list cache is local, disposable data under the common git dir: for
@@ -78,6 +79,103 @@ func (s *Store) writeCache(k Kind, docs []Doc) {
 	}
 	if err == nil {
 		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+}
+
+// The notes cache holds every note of one notes commit: a header line with
+// that commit id, then "<target> <line count>" followed by the lines. It is
+// used only when the notes ref still points at that commit.
+
+func (s *Store) notesCachePath() string {
+	return filepath.Join(s.loc.CommonDir, "agentmine", "cache", "notes")
+}
+
+func (s *Store) readNotesCache(tip string) (map[string][]string, bool) {
+	raw, err := os.ReadFile(s.notesCachePath())
+	if err != nil {
+		return nil, false
+	}
+	lines := strings.Split(string(raw), "\n")
+	if len(lines) == 0 || lines[0] != cacheMagic[:len(cacheMagic)-1]+" notes "+tip {
+		return nil, false
+	}
+	m := map[string][]string{}
+	for i := 1; i < len(lines); {
+		f := strings.Fields(lines[i])
+		if len(f) != 2 {
+			break
+		}
+		n, err := strconv.Atoi(f[1])
+		if err != nil || i+1+n > len(lines) {
+			return nil, false
+		}
+		m[f[0]] = lines[i+1 : i+1+n]
+		i += 1 + n
+	}
+	return m, true
+}
+
+func (s *Store) writeNotesCache(tip string, all map[string][]string) {
+	var b strings.Builder
+	b.WriteString(cacheMagic[:len(cacheMagic)-1] + " notes " + tip + "\n")
+	for t, ls := range all {
+		fmt.Fprintf(&b, "%s %d\n", t, len(ls))
+		for _, l := range ls {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
+	writeFileAtomic(s.notesCachePath(), []byte(b.String()))
+}
+
+// The roots cache maps entity ids to the first commit of their chain, which
+// never changes for an id; entries are used only for ids whose ref exists.
+
+func (s *Store) rootsCachePath(k Kind) string {
+	return filepath.Join(s.loc.CommonDir, "agentmine", "cache", "roots-"+k.Dir)
+}
+
+func (s *Store) readRootsCache(k Kind) map[string]string {
+	raw, err := os.ReadFile(s.rootsCachePath(k))
+	if err != nil {
+		return map[string]string{}
+	}
+	m := map[string]string{}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if id, root, ok := strings.Cut(l, " "); ok {
+			m[id] = root
+		}
+	}
+	return m
+}
+
+func (s *Store) writeRootsCache(k Kind, m map[string]string) {
+	var b strings.Builder
+	for id, root := range m {
+		b.WriteString(id + " " + root + "\n")
+	}
+	writeFileAtomic(s.rootsCachePath(k), []byte(b.String()))
+}
+
+// writeFileAtomic replaces path through a temporary file and a rename;
+// failures are ignored (caches only).
+func writeFileAtomic(path string, data []byte) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
 	}
 	if err != nil {
 		os.Remove(f.Name())

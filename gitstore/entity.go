@@ -187,7 +187,9 @@ func (e *RefError) Unwrap() error { return e.Err }
 // --batch. Entities that cannot be read are returned as RefErrors; the rest
 // still list.
 func (s *Store) List(ctx context.Context, k Kind) ([]Doc, []error, error) {
-	lines, err := s.git.Lines(ctx, "for-each-ref", "--format=%(objectname) %(objecttype) %(refname)", k.RefPrefix())
+	// No %(objecttype): it makes for-each-ref read every object. A ref that
+	// does not point at a commit shows up when its document cannot be read.
+	lines, err := s.git.Lines(ctx, "for-each-ref", "--format=%(objectname) commit %(refname)", k.RefPrefix())
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing %s refs: %w", k.Noun, err)
 	}
@@ -223,6 +225,7 @@ func (s *Store) List(ctx context.Context, k Kind) ([]Doc, []error, error) {
 		return nil, nil, err
 	}
 	defer cf.close()
+	var bad []want
 	werr := make(chan error, 1)
 	go func() {
 		var b bytes.Buffer
@@ -241,13 +244,24 @@ func (s *Store) List(ctx context.Context, k Kind) ([]Doc, []error, error) {
 			return nil, nil, err
 		}
 		if o.missing || o.typ != "blob" {
-			problems = append(problems, &RefError{Ref: w.ref, Err: fmt.Errorf("commit %s has no %s", w.commit[:12], k.File)})
+			bad = append(bad, w)
 			continue
 		}
 		docs = append(docs, Doc{ID: strings.TrimPrefix(w.ref, k.RefPrefix()), Ref: w.ref, Commit: w.commit, Data: o.data})
 	}
 	if err := <-werr; err != nil {
 		return nil, nil, fmt.Errorf("writing to git cat-file: %w", err)
+	}
+	for _, w := range bad {
+		o, err := cf.get(w.commit)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case !o.missing && o.typ != "commit":
+			problems = append(problems, &RefError{Ref: w.ref, Err: fmt.Errorf("points at a %s, not a commit", o.typ)})
+		default:
+			problems = append(problems, &RefError{Ref: w.ref, Err: fmt.Errorf("commit %s has no %s", w.commit[:12], k.File)})
+		}
 	}
 	sort.Slice(docs, func(i, j int) bool { return docs[i].ID < docs[j].ID })
 	s.writeCache(k, docs)

@@ -204,7 +204,9 @@ func (s *Store) appendNoteOnce(ctx context.Context, target string, line []byte) 
 }
 
 // ReadNotes returns the note lines attached to each of targets (commit ids)
-// in NotesRef, reading the whole notes tree with one cat-file process.
+// in NotesRef. The whole notes tree is read level by level with pipelined
+// requests to one cat-file process, and the result is cached locally keyed by
+// the notes commit, so an unchanged notes ref costs one lookup.
 func (s *Store) ReadNotes(ctx context.Context, targets []string) (map[string][]string, error) {
 	out := map[string][]string{}
 	cf, err := startCatFile(ctx, s.git)
@@ -216,48 +218,67 @@ func (s *Store) ReadNotes(ctx context.Context, targets []string) (map[string][]s
 	if err != nil || head.missing {
 		return out, err
 	}
-	treeID := strings.TrimPrefix(strings.SplitN(string(head.data), "\n", 2)[0], "tree ")
-	want := make(map[string]bool, len(targets))
-	for _, t := range targets {
-		want[t] = true
-	}
-	blobs := map[string][]string{} // target -> blob ids
-	type dir struct{ id, prefix string }
-	queue := []dir{{id: treeID}}
-	for len(queue) > 0 {
-		d := queue[0]
-		queue = queue[1:]
-		o, err := cf.get(d.id)
-		if err != nil {
+	all, ok := s.readNotesCache(head.id)
+	if !ok {
+		if all, err = s.readNotesTree(cf, head); err != nil {
 			return nil, err
 		}
-		entries, err := parseTree(o.data, s.hashLen())
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", NotesRef, err)
-		}
-		for _, e := range entries {
-			name := d.prefix + e.name
-			if e.mode == "40000" {
-				queue = append(queue, dir{id: e.id, prefix: name})
-			} else if want[name] {
-				blobs[name] = append(blobs[name], e.id)
-			}
-		}
+		s.writeNotesCache(head.id, all)
 	}
-	for t, ids := range blobs {
-		for _, id := range ids {
-			o, err := cf.get(id)
-			if err != nil {
-				return nil, err
-			}
-			for _, l := range strings.Split(string(o.data), "\n") {
-				if strings.TrimSpace(l) != "" {
-					out[t] = append(out[t], l)
-				}
-			}
+	for _, t := range targets {
+		if lines, ok := all[t]; ok {
+			out[t] = lines
 		}
 	}
 	return out, nil
+}
+
+// readNotesTree reads every note of the notes commit head.
+func (s *Store) readNotesTree(cf *catFile, head object) (map[string][]string, error) {
+	treeID := strings.TrimPrefix(strings.SplitN(string(head.data), "\n", 2)[0], "tree ")
+	type dir struct{ id, prefix string }
+	level := []dir{{id: treeID}}
+	var noteNames, blobIDs []string
+	for len(level) > 0 {
+		ids := make([]string, len(level))
+		for i, d := range level {
+			ids[i] = d.id
+		}
+		objs, err := cf.getMany(ids)
+		if err != nil {
+			return nil, err
+		}
+		var next []dir
+		for i, o := range objs {
+			entries, err := parseTree(o.data, s.hashLen())
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", NotesRef, err)
+			}
+			for _, e := range entries {
+				name := level[i].prefix + e.name
+				if e.mode == "40000" {
+					next = append(next, dir{id: e.id, prefix: name})
+				} else {
+					noteNames = append(noteNames, name)
+					blobIDs = append(blobIDs, e.id)
+				}
+			}
+		}
+		level = next
+	}
+	blobs, err := cf.getMany(blobIDs)
+	if err != nil {
+		return nil, err
+	}
+	all := make(map[string][]string, len(blobs))
+	for i, o := range blobs {
+		for _, l := range strings.Split(string(o.data), "\n") {
+			if strings.TrimSpace(l) != "" {
+				all[noteNames[i]] = append(all[noteNames[i]], l)
+			}
+		}
+	}
+	return all, nil
 }
 
 // Root returns the creation (root) commit of one entity's chain.
@@ -273,33 +294,39 @@ func (s *Store) Root(ctx context.Context, k Kind, id string) (string, error) {
 	return lines[0], nil
 }
 
-// Roots returns the creation commit of every entity of kind k with one git
-// process: a ref's chain may hold merge commits after sync, so the root is
-// the parentless commit reachable from it. When several are (a chain merged
-// from two roots cannot happen for one id, but be safe) the smallest id wins.
-func (s *Store) Roots(ctx context.Context, k Kind, hint int) (map[string]string, error) {
-	// Fast path: most chains are linear and short; walk all of them in one
-	// rev-list that prints each commit with its parents, then follow parents
-	// from each tip.
-	out, err := s.git.Run(ctx, "rev-list", "--parents", "--glob="+k.RefPrefix()+"*")
+// Roots returns the creation commit of the entities of kind k whose current
+// tips are given (id -> commit). Roots never
+// change for an id, so they are cached locally; only refs missing from the
+// cache are walked, with one rev-list. A chain's history may hold merge
+// commits after sync; every path ends at the single root of the id.
+func (s *Store) Roots(ctx context.Context, k Kind, tips map[string]string) (map[string]string, error) {
+	cached := s.readRootsCache(k)
+	roots := make(map[string]string, len(tips))
+	var missing []string
+	tipOf := map[string]string{}
+	for id, c := range tips {
+		if r, ok := cached[id]; ok {
+			roots[id] = r
+			continue
+		}
+		missing = append(missing, c)
+		tipOf[id] = c
+	}
+	if len(missing) == 0 {
+		return roots, nil
+	}
+	out, err := s.git.RunInput(ctx, strings.NewReader(strings.Join(missing, "\n")+"\n"), "rev-list", "--parents", "--stdin")
 	if err != nil {
 		return nil, fmt.Errorf("walking %s history: %w", k.Noun, err)
 	}
-	parents := make(map[string][]string, hint*2)
+	parents := make(map[string][]string, len(missing)*2)
 	for _, l := range strings.Split(string(out), "\n") {
 		f := strings.Fields(l)
 		if len(f) > 0 {
 			parents[f[0]] = f[1:]
 		}
 	}
-	tips, err := s.git.Lines(ctx, "for-each-ref", "--format=%(objectname) %(refname)", k.RefPrefix())
-	if err != nil {
-		return nil, err
-	}
-	roots := make(map[string]string, len(tips))
-	for _, l := range tips {
-		c, ref, _ := strings.Cut(l, " ")
-		id := strings.TrimPrefix(ref, k.RefPrefix())
+	for id, c := range tipOf {
 		for {
 			ps := parents[c]
 			if len(ps) == 0 {
@@ -307,11 +334,10 @@ func (s *Store) Roots(ctx context.Context, k Kind, hint int) (map[string]string,
 			}
 			sorted := append([]string(nil), ps...)
 			sort.Strings(sorted)
-			// The first parent of a merge is deterministic only if merges are;
-			// any path ends at the single root, so take the smallest.
 			c = sorted[0]
 		}
 		roots[id] = c
 	}
+	s.writeRootsCache(k, roots)
 	return roots, nil
 }

@@ -44,32 +44,36 @@ type Scope struct {
 
 // Session is the stored session document.
 type Session struct {
-	V             int       `json:"v"`
-	ID            string    `json:"id"`
-	Task          string    `json:"task"`
-	Agent         string    `json:"agent"`
-	Client        string    `json:"client"`
-	ClientVersion string    `json:"client_version,omitempty"`
-	Command       []string  `json:"command,omitempty"`
-	Mode          string    `json:"mode"`
-	Branch        string    `json:"branch"`
-	BaseRef       string    `json:"base_ref"`
-	BaseCommit    string    `json:"base_commit"`
-	Worktree      string    `json:"worktree"`
-	Host          string    `json:"host"`
-	Pid           int       `json:"pid,omitempty"`
-	PidStart      uint64    `json:"pid_start,omitempty"`
-	Timeout       int       `json:"timeout"`
-	Grace         int       `json:"grace"`
-	Started       time.Time `json:"started"`
-	Scope         Scope     `json:"scope"`
-	Sparse        []string  `json:"sparse,omitempty"`
-	Generated     []string  `json:"generated,omitempty"`
-	DoD           []string  `json:"dod,omitempty"`
-	DoDTimeout    int       `json:"dod_timeout,omitempty"`
-	SkipDoD       bool      `json:"skip_dod,omitempty"`
-	Strict        bool      `json:"strict,omitempty"`
-	Log           string    `json:"log,omitempty"`
+	V             int      `json:"v"`
+	ID            string   `json:"id"`
+	Task          string   `json:"task"`
+	Agent         string   `json:"agent"`
+	Client        string   `json:"client"`
+	ClientVersion string   `json:"client_version,omitempty"`
+	Command       []string `json:"command,omitempty"`
+	// CommandEnv holds KEY=VALUE pairs the client's adapter adds to the
+	// worker's environment; CommandStdin is a file fed as its stdin.
+	CommandEnv   []string  `json:"command_env,omitempty"`
+	CommandStdin string    `json:"command_stdin,omitempty"`
+	Mode         string    `json:"mode"`
+	Branch       string    `json:"branch"`
+	BaseRef      string    `json:"base_ref"`
+	BaseCommit   string    `json:"base_commit"`
+	Worktree     string    `json:"worktree"`
+	Host         string    `json:"host"`
+	Pid          int       `json:"pid,omitempty"`
+	PidStart     uint64    `json:"pid_start,omitempty"`
+	Timeout      int       `json:"timeout"`
+	Grace        int       `json:"grace"`
+	Started      time.Time `json:"started"`
+	Scope        Scope     `json:"scope"`
+	Sparse       []string  `json:"sparse,omitempty"`
+	Generated    []string  `json:"generated,omitempty"`
+	DoD          []string  `json:"dod,omitempty"`
+	DoDTimeout   int       `json:"dod_timeout,omitempty"`
+	SkipDoD      bool      `json:"skip_dod,omitempty"`
+	Strict       bool      `json:"strict,omitempty"`
+	Log          string    `json:"log,omitempty"`
 }
 
 // Outcome is one line of a session's outcome note.
@@ -85,11 +89,15 @@ type Outcome struct {
 	Artifacts []string  `json:"artifacts"`
 	// Claimed lists the artifacts an orchestrator reported with `session
 	// end`; Artifacts are what verification observed.
-	Claimed []string        `json:"claimed_artifacts,omitempty"`
-	By      string          `json:"recorded_by"`
-	Scope   json.RawMessage `json:"scope,omitempty"`
-	DoD     json.RawMessage `json:"dod,omitempty"`
-	Commits int             `json:"commits"`
+	Claimed []string `json:"claimed_artifacts,omitempty"`
+	By      string   `json:"recorded_by"`
+	// ScopeValid and DoDStatus summarise Scope and DoD so that status can
+	// be derived without decoding the full verdicts.
+	ScopeValid *bool           `json:"scope_valid,omitempty"`
+	DoDStatus  string          `json:"dod_status,omitempty"`
+	Scope      json.RawMessage `json:"scope,omitempty"`
+	DoD        json.RawMessage `json:"dod,omitempty"`
+	Commits    int             `json:"commits"`
 }
 
 // Decode parses a stored session document.
@@ -219,7 +227,11 @@ func attachOutcomes(ctx context.Context, st *gitstore.Store, recs []Record) erro
 	if len(recs) == 0 {
 		return nil
 	}
-	roots, err := st.Roots(ctx, Kind, len(recs))
+	tips := make(map[string]string, len(recs))
+	for _, r := range recs {
+		tips[r.Session.ID] = r.Commit
+	}
+	roots, err := st.Roots(ctx, Kind, tips)
 	if err != nil {
 		return err
 	}
@@ -234,32 +246,26 @@ func attachOutcomes(ctx context.Context, st *gitstore.Store, recs []Record) erro
 	if err != nil {
 		return err
 	}
-	for i := range recs {
-		recs[i].Outcome = lastOutcome(notes[recs[i].Root])
-	}
+	parallel.For(len(recs), func(i int) { recs[i].Outcome = lastOutcome(notes[recs[i].Root]) })
 	return nil
 }
 
-// lastOutcome picks the latest outcome line (by finish time, then text, so
-// every clone agrees after notes were merged in any order).
+// lastOutcome picks the latest outcome line (by finish time, then by the
+// line's text, so every clone agrees after notes were merged in any order).
 func lastOutcome(lines []string) *Outcome {
 	var best *Outcome
+	bestLine := ""
 	for _, l := range lines {
 		var o Outcome
 		if json.Unmarshal([]byte(l), &o) != nil || o.V == 0 || o.V > SchemaVersion {
 			continue
 		}
-		if best == nil || o.Finished.After(best.Finished) || o.Finished.Equal(best.Finished) && l > mustJSON(best) {
+		if best == nil || o.Finished.After(best.Finished) || o.Finished.Equal(best.Finished) && l > bestLine {
 			oc := o
-			best = &oc
+			best, bestLine = &oc, l
 		}
 	}
 	return best
-}
-
-func mustJSON(o *Outcome) string {
-	b, _ := json.Marshal(o)
-	return string(b)
 }
 
 // Get reads one session (any unique id prefix) with its outcome.

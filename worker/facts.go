@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -74,12 +75,14 @@ func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []ses
 			a.Signal = o.Signal
 			a.TimedOut = o.TimedOut
 			a.Reason = o.Reason
-			v := ParseVerdicts(o)
-			a.DoD = v.DoD.Status
-			a.Verified = v.HasScope
-			a.ScopeValid = v.Scope.Valid
-			if a.Reason == "" {
-				a.Reason = v.Explain()
+			if o.ScopeValid != nil {
+				a.DoD, a.Verified, a.ScopeValid = o.DoDStatus, true, *o.ScopeValid
+			} else {
+				v := ParseVerdicts(o)
+				a.DoD, a.Verified, a.ScopeValid = v.DoD.Status, v.HasScope, v.Scope.Valid
+				if a.Reason == "" {
+					a.Reason = v.Explain()
+				}
 			}
 			a.Merged = merged[s.ID]
 		}
@@ -109,22 +112,34 @@ func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs [
 		byBase[base] = append(byBase[base], r)
 	}
 	g := st.Git()
+	// Where every branch points now: a session whose branch still points at
+	// its recorded tip is judged by the --merged listing; only sessions whose
+	// branch is gone or moved need name-rev.
+	heads, err := g.Lines(ctx, "for-each-ref", "--format=%(objectname) %(refname:lstrip=2)", "refs/heads/")
+	if err != nil {
+		return nil, err
+	}
+	branchTip := make(map[string]string, len(heads))
+	for _, l := range heads {
+		c, name, _ := strings.Cut(l, " ")
+		branchTip[name] = c
+	}
 	for base, rs := range byBase {
-		lines, err := g.Lines(ctx, "for-each-ref", "--merged="+base, "--format=%(objectname) %(refname:lstrip=2)", "refs/heads/")
+		lines, err := g.Lines(ctx, "for-each-ref", "--merged="+base, "--format=%(refname:lstrip=2)", "refs/heads/")
 		if err != nil {
 			continue // the base ref is gone: nothing is merged into it
 		}
-		tipOf := make(map[string]string, len(lines))
+		mergedBranch := make(map[string]bool, len(lines))
 		for _, l := range lines {
-			c, name, _ := strings.Cut(l, " ")
-			tipOf[name] = c
+			mergedBranch[l] = true
 		}
 		var rest []sessions.Record
 		for _, r := range rs {
-			if tipOf[r.Session.Branch] == r.Outcome.Tip {
-				out[r.Session.ID] = true
-			} else {
+			switch {
+			case branchTip[r.Session.Branch] != r.Outcome.Tip:
 				rest = append(rest, r)
+			case mergedBranch[r.Session.Branch]:
+				out[r.Session.ID] = true
 			}
 		}
 		if len(rest) == 0 {
@@ -134,22 +149,21 @@ func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs [
 		if err != nil || full == "" {
 			full = base
 		}
-		// name-rev names a commit after the given ref only if the ref
-		// reaches it; chunked to stay far below the argument limit.
-		for i := 0; i < len(rest); i += 2000 {
-			chunk := rest[i:min(i+2000, len(rest))]
-			args := []string{"name-rev", "--name-only", "--refs=" + full}
-			for _, r := range chunk {
-				args = append(args, r.Outcome.Tip)
-			}
-			names, err := g.Lines(ctx, args...)
-			if err != nil || len(names) != len(chunk) {
-				continue
-			}
-			for j, n := range names {
-				if n != "undefined" && !strings.HasPrefix(n, "undefined") {
-					out[chunk[j].Session.ID] = true
-				}
+		// One name-rev reading tips on stdin: it names a commit after the
+		// given ref only if the ref reaches it, and echoes it unchanged
+		// otherwise.
+		var in strings.Builder
+		for _, r := range rest {
+			in.WriteString(r.Outcome.Tip + "\n")
+		}
+		named, err := g.RunInput(ctx, strings.NewReader(in.String()), "name-rev", "--annotate-stdin", "--name-only", "--refs="+full)
+		if err != nil {
+			return nil, fmt.Errorf("checking which sessions reached %s: %w", base, err)
+		}
+		names := strings.Split(strings.TrimRight(string(named), "\n"), "\n")
+		for j, r := range rest {
+			if j < len(names) && names[j] != r.Outcome.Tip && names[j] != "" {
+				out[r.Session.ID] = true
 			}
 		}
 	}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// buildStatusFixture writes tasks tasks with perTask sessions each, every
+// session with a branch, a session ref and an outcome note, in one
+// fast-import stream. A third of the sessions reached main (their tips are
+// on main's first-parent history); the rest sit on side branches. Sessions
+// belong to another host and ended long ago, as on a shared board.
+func buildStatusFixture(tb testing.TB, repo string, tasks, perTask int) {
+	tb.Helper()
+	var in bytes.Buffer
+	const who = "Ada Author <ada@example.com> 1767323045 +0000"
+	mark := 1
+	// main: a root commit, then one commit per merged session.
+	fmt.Fprintf(&in, "commit refs/heads/main\nmark :%d\ncommitter %s\ndata 4\nroot\nM 100644 inline README\ndata 5\nroot\n", mark, who)
+	baseMark := mark
+	mark++
+	type sess struct {
+		id, task, branch  string
+		tipMark, rootMark int
+		merged            bool
+	}
+	var all []sess
+	prevMain := baseMark
+	n := 0
+	for t := 0; t < tasks; t++ {
+		tid := fmt.Sprintf("%020x", uint64(t+1)*0x9E3779B97F4A7C15)
+		doc := fmt.Sprintf(`{"v":1,"id":%q,"title":"task %d","type":"task","priority":"medium","blocked_by":[],"labels":[],"created":{"time":"2026-01-02T03:04:05Z","author":"Ada"},"updated":{"time":"2026-01-02T03:04:05Z","author":"Ada"}}`+"\n", tid, t)
+		fmt.Fprintf(&in, "commit refs/agentmine/tasks/%s\ncommitter %s\ndata 8\ntask add\nM 100644 inline task.json\ndata %d\n%s\n", tid, who, len(doc), doc)
+		for s := 0; s < perTask; s++ {
+			sid := fmt.Sprintf("%020x", uint64(n+1)*0xC2B2AE3D27D4EB4F)
+			n++
+			x := sess{id: sid, task: tid, branch: "task-" + tid[:8] + "-s" + sid[:8], merged: n%3 == 0}
+			if x.merged {
+				fmt.Fprintf(&in, "commit refs/heads/main\nmark :%d\ncommitter %s\ndata 5\nwork\nfrom :%d\nM 100644 inline f%d\ndata 2\nx\n", mark, who, prevMain, n)
+				prevMain = mark
+			} else {
+				fmt.Fprintf(&in, "commit refs/heads/%s\nmark :%d\ncommitter %s\ndata 5\nwork\nfrom :%d\nM 100644 inline f%d\ndata 2\nx\n", x.branch, mark, who, baseMark, n)
+			}
+			x.tipMark = mark
+			mark++
+			all = append(all, x)
+		}
+	}
+	// Branches of merged sessions point at their tips on main.
+	for _, x := range all {
+		if x.merged {
+			fmt.Fprintf(&in, "reset refs/heads/%s\nfrom :%d\n\n", x.branch, x.tipMark)
+		}
+	}
+	marksFile := filepath.Join(repo, ".git", "bench-marks")
+	fastImport(tb, repo, &in, "--export-marks="+marksFile)
+	marks := readMarks(tb, marksFile)
+	in.Reset()
+	base := marks[baseMark]
+	for i, x := range all {
+		doc := fmt.Sprintf(`{"v":1,"id":%q,"task":%q,"agent":"coder","client":"custom","mode":"detach","branch":%q,"base_ref":"main","base_commit":%q,"worktree":"/nowhere/task-%s","host":"elsewhere","pid":1,"timeout":300,"grace":10,"started":"2026-01-02T03:04:05Z","scope":{"read":null,"write":["src/**"],"exclude":null}}`+"\n",
+			x.id, x.task, x.branch, base, x.task[:8])
+		fmt.Fprintf(&in, "commit refs/agentmine/sessions/%s\nmark :%d\ncommitter %s\ndata 13\nsession start\nM 100644 inline session.json\ndata %d\n%s\n", x.id, mark, who, len(doc), doc)
+		all[i].rootMark = mark
+		mark++
+	}
+	fmt.Fprintf(&in, "commit refs/notes/agentmine\ncommitter %s\ndata 5\nnotes\n", who)
+	for i, x := range all {
+		exit := 0
+		if i%7 == 1 {
+			exit = 1
+		}
+		line := fmt.Sprintf(`{"v":1,"session":%q,"exit_code":%d,"timed_out":false,"finished":"2026-01-02T04:04:05Z","tip":%q,"artifacts":["f"],"recorded_by":"bench","scope":{"valid":true,"tip":"","violations":[],"changed":[],"live_events":0},"dod":{"status":"passed"},"commits":1}`+"\n", x.id, exit, marks[x.tipMark])
+		fmt.Fprintf(&in, "N inline :%d\ndata %d\n%s\n", x.rootMark, len(line), line)
+	}
+	fastImport(tb, repo, &in)
+	exec.Command("git", "-C", repo, "pack-refs", "--all").Run()
+	exec.Command("git", "-C", repo, "checkout", "-q", "main").Run()
+}
+
+// BenchmarkStatus10kTasks30kSessions reports `git agentmine status --json`
+// (every task's status from every session's outcome and whether its tip
+// reached main) against one `git for-each-ref --merged main` over the same
+// branches, as the ratio agentmine/raw.
+func BenchmarkStatus10kTasks30kSessions(b *testing.B) {
+	useBuiltBinary(b)
+	b.Setenv("HOME", b.TempDir())
+	b.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	repo := filepath.Join(b.TempDir(), "repo")
+	if out, err := exec.Command("git", "init", "-q", "-b", "main", repo).CombinedOutput(); err != nil {
+		b.Fatalf("%v: %s", err, out)
+	}
+	buildStatusFixture(b, repo, 10000, 3)
+	timeCmd(b, repo, "git", "agentmine", "status", "--json") // warm caches
+	var ours, raw time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ours += timeCmd(b, repo, "git", "agentmine", "status", "--json")
+		raw += timeCmd(b, repo, "git", "for-each-ref", "--merged", "main", "refs/heads/")
+	}
+	b.ReportMetric(float64(ours.Milliseconds())/float64(b.N), "agentmine-ms/op")
+	b.ReportMetric(float64(raw.Milliseconds())/float64(b.N), "raw-git-ms/op")
+	b.ReportMetric(float64(ours)/float64(raw), "ratio")
+}
+
+func fastImport(tb testing.TB, repo string, in *bytes.Buffer, args ...string) {
+	tb.Helper()
+	cmd := exec.Command("git", append([]string{"fast-import", "--quiet"}, args...)...)
+	cmd.Dir = repo
+	cmd.Stdin = in
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("fast-import: %v: %s", err, out)
+	}
+}
+
+func readMarks(tb testing.TB, path string) map[int]string {
+	tb.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m := map[int]string{}
+	for _, l := range strings.Split(string(data), "\n") {
+		var n int
+		var sha string
+		if _, err := fmt.Sscanf(l, ":%d %s", &n, &sha); err == nil {
+			m[n] = sha
+		}
+	}
+	return m
+}
