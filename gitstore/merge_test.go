@@ -55,7 +55,7 @@ func TestMergeDocsTieBrokenByCommitID(t *testing.T) {
 
 func TestMergeDocsRemovedFieldAndIndent(t *testing.T) {
 	base := mustDoc(t, "{\n  \"v\": 1,\n  \"a\": 1,\n  \"b\": 2\n}\n")
-	ours := mustDoc(t, "{\n  \"v\": 1,\n  \"b\": 2\n}\n")           // removed a
+	ours := mustDoc(t, "{\n  \"v\": 1,\n  \"b\": 2\n}\n")                // removed a
 	theirs := mustDoc(t, "{\n  \"v\": 1,\n  \"a\": 1,\n  \"b\": 3\n}\n") // changed b
 	out, c := mergeDocs(base, fixedSide(ours, "aa", 1), fixedSide(theirs, "bb", 2), DefaultMergeRules())
 	if string(out) != "{\n  \"v\": 1,\n  \"b\": 3\n}\n" || len(c) != 0 {

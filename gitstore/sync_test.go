@@ -579,3 +579,37 @@ func TestClaim(t *testing.T) {
 		t.Fatalf("short ref: %v", err)
 	}
 }
+
+// A local writer moves an entity between the push and the local update:
+// the local compare-and-swap fails, the round repeats and merges the edit.
+func TestSyncLocalMovedMeanwhile(t *testing.T) {
+	syncEnv(t)
+	remote := syncRemote(t)
+	a, b := syncClone(t, remote), syncClone(t, remote)
+	sa := syncOpen(t, a, 0)
+	id := syncCreate(t, sa, map[string]any{"title": "base"})
+	syncRun(t, sa, SyncOptions{})
+	sb := syncOpen(t, b, 0)
+	syncRun(t, sb, SyncOptions{})
+	syncEdit(t, syncOpen(t, a, 10), id, func(d map[string]any) { d["title"] = "a" })
+	syncRun(t, syncOpen(t, a, 10), SyncOptions{})
+	sb = syncOpen(t, b, 20)
+	syncEdit(t, sb, id, func(d map[string]any) { d["priority"] = "b" })
+	edited := false
+	rep, err := sb.Sync(context.Background(), SyncOptions{Progress: func(p SyncProgress) {
+		if p.Phase == "update" && p.Done == 0 && !edited {
+			edited = true
+			syncEdit(t, sb, id, func(d map[string]any) { d["assignee"] = "late" })
+		}
+	}})
+	if err != nil || rep.Rounds != 2 {
+		t.Fatalf("sync: %+v %v", rep, err)
+	}
+	syncRun(t, syncOpen(t, a, 30), SyncOptions{})
+	for _, s := range []*Store{sa, sb} {
+		got := syncDocs(t, s)[id]
+		if got["title"] != "a" || got["priority"] != "b" || got["assignee"] != "late" {
+			t.Fatalf("lost an edit: %v", got)
+		}
+	}
+}

@@ -74,6 +74,8 @@ type Session struct {
 	SkipDoD      bool      `json:"skip_dod,omitempty"`
 	Strict       bool      `json:"strict,omitempty"`
 	Log          string    `json:"log,omitempty"`
+	// ClaimRemote is the remote the task was claimed on, if any.
+	ClaimRemote string `json:"claim_remote,omitempty"`
 }
 
 // Outcome is one line of a session's outcome note.
@@ -290,8 +292,9 @@ func Get(ctx context.Context, st *gitstore.Store, prefix string) (Record, error)
 	return recs[0], nil
 }
 
-// RecordOutcome appends an outcome line to the session's note.
-func RecordOutcome(ctx context.Context, st *gitstore.Store, rec Record, o Outcome) error {
+// RecordOutcome completes o (schema version, session id, non-nil lists)
+// and appends it as one line to the session's note.
+func RecordOutcome(ctx context.Context, st *gitstore.Store, rec Record, o *Outcome) error {
 	o.V = SchemaVersion
 	o.Session = rec.Session.ID
 	if o.Artifacts == nil {

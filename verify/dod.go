@@ -16,6 +16,7 @@ import (
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitcmd"
+	"github.com/git-agentmine/git-agentmine/worktree"
 )
 
 // DoD statuses, as recorded in the outcome note.
@@ -125,17 +126,12 @@ func RunDoD(ctx context.Context, repo, tip string, sparse []string, cmds []strin
 		// The commands may have left read-only files (module caches do):
 		// restore write permission first or the removal fails half-way.
 		makeWritable(dir)
-		cctx := context.WithoutCancel(ctx)
-		if _, err := g.Run(cctx, "worktree", "remove", "--force", dir); err != nil {
-			rmErr := os.RemoveAll(dir)
-			_, _ = g.Run(cctx, "worktree", "prune")
-			if rmErr != nil {
-				return fmt.Errorf("remove dod checkout %s: %w", dir, rmErr)
-			}
+		if err := worktree.Remove(context.WithoutCancel(ctx), repo, dir, "", true); err != nil {
+			return fmt.Errorf("remove dod checkout %s: %w", dir, err)
 		}
 		return nil
 	}
-	if err := checkoutTip(ctx, g, dir, commit, sparse); err != nil {
+	if err := worktree.AddDetached(ctx, repo, dir, commit, sparse); err != nil {
 		_ = cleanup()
 		return DoDResult{}, fmt.Errorf("run dod: check out %s: %w", short(commit), err)
 	}
@@ -152,21 +148,6 @@ func short(commit string) string {
 		return commit[:12]
 	}
 	return commit
-}
-
-func checkoutTip(ctx context.Context, g gitcmd.Runner, dir, commit string, sparse []string) error {
-	if _, err := g.Run(ctx, "worktree", "add", "--detach", "--no-checkout", dir, commit); err != nil {
-		return err
-	}
-	w := g.In(dir)
-	if sparse != nil {
-		args := append([]string{"sparse-checkout", "set", "--no-cone", "--"}, sparse...)
-		if _, err := w.Run(ctx, args...); err != nil {
-			return err
-		}
-	}
-	_, err := w.Run(ctx, "-c", "checkout.workers=0", "reset", "--quiet", "--hard", commit)
-	return err
 }
 
 func makeWritable(dir string) {

@@ -136,6 +136,7 @@ type Watcher struct {
 	extraDir map[string][]Extra
 	rec      Record
 	skips    []func(string) bool // parallel to rec.Events
+	pending  []Event             // recorded, not yet passed to OnEvent
 	touched  map[string]*touchAcc
 	reasons  []string
 
@@ -349,6 +350,7 @@ func (w *Watcher) loop(ctx context.Context) {
 				w.incomplete(fmt.Sprintf("watcher error: %v", err))
 			}
 			w.mu.Unlock()
+			w.flush()
 		}
 	}
 }
@@ -389,7 +391,6 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 		return
 	}
 	w.mu.Lock()
-	var events []Event
 	if extras, ok := w.extraDir[dir]; ok {
 		base := filepath.Base(ev.Name)
 		for _, x := range extras {
@@ -397,9 +398,7 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 				continue
 			}
 			for _, op := range opNames(ev.Op) {
-				e := Event{Time: now, Op: op, Path: filepath.ToSlash(ev.Name), Kind: x.Kind}
-				w.record(e, x.Skip)
-				events = append(events, e)
+				w.record(Event{Time: now, Op: op, Path: filepath.ToSlash(ev.Name), Kind: x.Kind}, x.Skip)
 			}
 			break
 		}
@@ -420,19 +419,28 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 			delete(w.watched, ev.Name)
 		}
 		for _, op := range opNames(ev.Op) {
-			e := Event{Time: now, Op: op, Path: rel, Dir: isDir}
-			w.recordLocked(e)
-			events = append(events, e)
+			w.recordLocked(Event{Time: now, Op: op, Path: rel, Dir: isDir})
 		}
 		if ev.Has(fsnotify.Create) && isDir && rel != ".git" {
 			w.addTree(ev.Name, true)
 		}
 	}
 	w.mu.Unlock()
-	if w.opts.OnEvent != nil {
-		for _, e := range events {
-			w.opts.OnEvent(e)
-		}
+	w.flush()
+}
+
+// flush passes recorded events (kernel-reported and scanned alike) to
+// OnEvent, in order, outside the lock. Only the loop goroutine calls it.
+func (w *Watcher) flush() {
+	if w.opts.OnEvent == nil {
+		return
+	}
+	w.mu.Lock()
+	events := w.pending
+	w.pending = nil
+	w.mu.Unlock()
+	for _, e := range events {
+		w.opts.OnEvent(e)
 	}
 }
 
@@ -443,6 +451,9 @@ func (w *Watcher) recordLocked(e Event) { w.record(e, nil) }
 // Called with mu held.
 func (w *Watcher) record(e Event, skip func(string) bool) {
 	w.rec.Total++
+	if w.opts.OnEvent != nil {
+		w.pending = append(w.pending, e)
+	}
 	if len(w.rec.Events) < w.opts.MaxEvents {
 		w.rec.Events = append(w.rec.Events, e)
 		w.skips = append(w.skips, skip)

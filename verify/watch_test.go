@@ -195,11 +195,20 @@ func TestWatchOnEventHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	sh(t, repo, `echo s > secret.env`)
-	w.Stop()
+	sh(t, repo, `mkdir -p x/y/z && echo deep > x/y/z/deep.env`)
+	rec := w.Stop()
 	mu.Lock()
 	defer mu.Unlock()
 	if len(got) == 0 || got[0].Path != "secret.env" || got[0].Op != OpCreate {
 		t.Fatalf("hook did not see the create first: %+v", got)
+	}
+	// Files found by scanning a new directory reach the hook too.
+	seen := false
+	for _, e := range got {
+		seen = seen || e.Path == "x/y/z/deep.env"
+	}
+	if !seen || len(got) != rec.Total {
+		t.Fatalf("hook saw %d events (deep file: %v), record has %d", len(got), seen, rec.Total)
 	}
 }
 
@@ -222,13 +231,17 @@ func TestWatchOverflowRescans(t *testing.T) {
 	}
 	// The hook blocks on the first event, so the kernel queue fills up.
 	writeFiles(t, repo, map[string]string{"first.txt": "1"})
-	// The root is watched: every create there queues an event.
+	// Attribute changes on two files, alternating so that the kernel does
+	// not merge them, each queue one event: cheap, and enough to overflow.
+	a, b := filepath.Join(repo, "first.txt"), filepath.Join(repo, "a.txt")
 	for i := 0; i < limit+8192; i++ {
-		f, err := os.Create(filepath.Join(repo, "bulk"+strconv.Itoa(i)))
-		if err != nil {
+		p := a
+		if i%2 == 1 {
+			p = b
+		}
+		if err := os.Chmod(p, os.FileMode(0o600|(i/2%2)*0o44)); err != nil {
 			t.Fatal(err)
 		}
-		f.Close()
 	}
 	// Created while events are being dropped: only a rescan can find it.
 	writeFiles(t, repo, map[string]string{"lost/inner/file.txt": "x"})

@@ -68,10 +68,18 @@ type RunOptions struct {
 	Force   bool
 	Replace bool
 	Strict  bool
+	// Claim names a remote to claim the task on first (design §8); empty
+	// uses the configured sync remote. NoClaim skips claiming.
+	Claim   string
+	NoClaim bool
 }
 
 // Prepared is a session ready to run.
 type Prepared struct {
+	// Claimed names the remote the task was claimed on; ClaimNote says why
+	// it was not claimed when a claim was wanted (offline).
+	Claimed    string
+	ClaimNote  string
 	Rec        sessions.Record
 	Task       tasks.Task
 	Agent      agents.Agent
@@ -132,11 +140,22 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	if err := st.RequireCommits(ctx); err != nil {
 		return nil, err
 	}
-	b, err := e.LoadBoard(ctx)
+	tb, err := tasks.Load(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	taskID, err := b.Tasks.Resolve(o.Task)
+	taskID, err := tb.Resolve(o.Task)
+	if err != nil {
+		return nil, err
+	}
+	// Only one process prepares a task at a time; the board is read after
+	// the claim, so it sees a session the previous holder just recorded.
+	release, err := claimTask(st, taskID, tb.ShortID(taskID))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	b, err := e.LoadBoard(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -220,6 +239,16 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	}
 	sess.Log = filepath.Join(logDir, sid+".log")
 
+	// The client's version is recorded so that a changed flag can be traced
+	// to a client release; asking takes seconds for some clients, so it
+	// runs while the worktree is made.
+	version := make(chan string, 1)
+	if bin := clientBinary(client, ag.Command); bin != "" {
+		go func() { version <- e.clientVersion(ctx, bin) }()
+	} else {
+		version <- ""
+	}
+
 	// From here on, every step is undone if a later one fails.
 	var undo []func()
 	defer func() {
@@ -234,6 +263,22 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		return nil, err
 	}
 	undo = append(undo, func() { sessions.Delete(context.WithoutCancel(ctx), st, sid) })
+	claimedOn, claimNote := "", ""
+	if remote := e.claimRemoteFor(o); remote != "" {
+		ok, err := e.claim(ctx, remote, sess, root)
+		switch {
+		case ok:
+			claimedOn = remote
+			undo = append(undo, func() {
+				e.releaseClaim(context.WithoutCancel(ctx), sessions.Record{Session: sessions.Session{Task: sess.Task, ClaimRemote: remote}, Root: root})
+				st.Git().Run(context.WithoutCancel(ctx), "push", "--quiet", "--no-verify", remote, ":"+sessions.Kind.Ref(sid))
+			})
+		case IsOffline(err):
+			claimNote = err.Error() + "; running locally without a claim"
+		case err != nil:
+			return nil, err
+		}
+	}
 	wt, err := worktree.Create(ctx, worktree.Options{Repo: e.Top, Path: wtPath, Branch: sess.Branch, Base: baseCommit, Scope: spec})
 	if err != nil {
 		return nil, fmt.Errorf("preparing the worktree for task %s: %w", short, err)
@@ -272,16 +317,21 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	if err != nil {
 		return nil, exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
 	}
+	clientVersion := <-version
 	sess, err = sessions.Update(ctx, st, sid, "session prepared: worktree ready", func(s *sessions.Session) {
+		s.ClientVersion = clientVersion
 		s.Sparse = wt.Patterns
 		s.Generated = generated
 		s.Command = cmd.Argv
+		s.CommandEnv = cmd.Env
+		s.CommandStdin = cmd.Stdin
+		s.ClaimRemote = claimedOn
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &Prepared{Rec: sessions.Record{Session: sess, Root: root}, Task: task, Agent: ag, Worktree: wtPath,
-		PromptFile: promptFile, Command: cmd, Client: client}, nil
+		PromptFile: promptFile, Command: cmd, Client: client, Claimed: claimedOn, ClaimNote: claimNote}, nil
 }
 
 // removeLeftover removes a finished session's worktree for --replace.
@@ -297,6 +347,18 @@ func (e *Env) removeLeftover(ctx context.Context, b *Board, taskID, path string)
 		return fmt.Errorf("removing the leftover worktree: %w", err)
 	}
 	return nil
+}
+
+// clientBinary is the program whose --version describes the client: the
+// agent's own command if it overrides the adapter's, "" for custom clients.
+func clientBinary(c launch.Client, command []string) string {
+	if c == launch.Custom {
+		return ""
+	}
+	if len(command) > 0 {
+		return command[0]
+	}
+	return launch.Binary(c)
 }
 
 func firstNonEmpty(s ...string) string {

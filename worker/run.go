@@ -79,7 +79,9 @@ type ExecOptions struct {
 // process group, bounded log, live watcher), then judges the result and
 // records the outcome note. It is used by foreground runs and by the
 // detached supervisor alike. A cancelled ctx (Ctrl-C, worker stop) stops
-// the worker and is recorded as a signal.
+// the worker and is recorded as a signal. A client that cannot be started
+// (not installed, for example) is recorded as a failed outcome (exit 127)
+// and also returned as an error carrying its exit code.
 func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions) (sessions.Outcome, error) {
 	s := rec.Session
 	say := func(format string, a ...any) {
@@ -119,7 +121,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	var res launch.Result
 	var startErr error
 	proc, startErr = launch.Start(ctx, launch.Spec{Argv: s.Command, Dir: s.Worktree, Env: e.workerEnv(rec),
-		LogPath: s.Log, Tee: opts.Tee, Timeout: time.Duration(s.Timeout) * time.Second,
+		Stdin: s.CommandStdin, LogPath: s.Log, Tee: opts.Tee, Timeout: time.Duration(s.Timeout) * time.Second,
 		Grace: time.Duration(s.Grace) * time.Second})
 	if startErr == nil {
 		say("worker started: pid %d, timeout %ds, log %s", proc.Pid(), s.Timeout, s.Log)
@@ -157,15 +159,22 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	if strictHit.ev != nil {
 		out.Reason = "stopped by --strict at the first out-of-scope write: " + strictHit.ev.Path
 	}
-	say("worker ended: exit %d%s", out.ExitCode, sigText(out.Signal, out.TimedOut))
+	if startErr == nil {
+		say("worker ended: exit %d%s", out.ExitCode, sigText(out.Signal, out.TimedOut))
+	}
 	if err := e.judge(jctx, rec, spec, live, &out, say); err != nil {
 		say("warning: %v", err)
 		if out.Reason == "" {
 			out.Reason = firstLine(err.Error())
 		}
 	}
-	if err := sessions.RecordOutcome(jctx, e.St, rec, out); err != nil {
+	defer e.releaseClaim(jctx, rec)
+	if err := sessions.RecordOutcome(jctx, e.St, rec, &out); err != nil {
 		return out, err
+	}
+	if startErr != nil {
+		// Recorded as failed; the caller still learns why, with its exit code.
+		return out, fmt.Errorf("session %s could not start: %w", s.ID[:8], startErr)
 	}
 	return out, nil
 }
@@ -216,6 +225,8 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 		}
 	}
 	out.DoD, _ = json.Marshal(dod)
+	valid := verdict.Valid
+	out.ScopeValid, out.DoDStatus = &valid, dod.Status
 	if out.Reason == "" {
 		out.Reason = Verdicts{Scope: verdict, HasScope: true, DoD: dod}.Explain()
 	}
@@ -246,8 +257,9 @@ func (e *Env) watchExtras(s sessions.Session) []verify.Extra {
 
 func (e *Env) workerEnv(rec sessions.Record) []string {
 	s := rec.Session
-	env := []string{"AGENTMINE_TASK=" + s.Task, "AGENTMINE_SESSION=" + s.ID, "AGENTMINE_WORKTREE=" + s.Worktree,
-		"AGENTMINE_PROMPT_FILE=" + filepath.Join(s.Worktree, PromptRel)}
+	env := append([]string{}, s.CommandEnv...)
+	env = append(env, "AGENTMINE_TASK="+s.Task, "AGENTMINE_SESSION="+s.ID, "AGENTMINE_WORKTREE="+s.Worktree,
+		"AGENTMINE_PROMPT_FILE="+filepath.Join(s.Worktree, PromptRel))
 	return env
 }
 

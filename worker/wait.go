@@ -35,7 +35,9 @@ func (e *Env) End(ctx context.Context, rec sessions.Record, exit int, signal str
 			out.Tip = tip
 		}
 	}
-	return out, sessions.RecordOutcome(ctx, e.St, rec, out)
+	err := sessions.RecordOutcome(ctx, e.St, rec, &out)
+	e.releaseClaim(ctx, rec)
+	return out, err
 }
 
 // Wait blocks until none of the sessions with the given ids is live. It does
@@ -53,7 +55,7 @@ func (e *Env) Wait(ctx context.Context, ids []string) ([]sessions.Record, error)
 	}
 	host := sessions.Host()
 	for {
-		recs, err := e.records(ctx, ids)
+		recs, err := e.Records(ctx, ids)
 		if err != nil {
 			return nil, err
 		}
@@ -138,8 +140,8 @@ func waitPid(pid int, stop <-chan struct{}, poke func()) {
 	}
 }
 
-// records reads the sessions with the given ids (all sessions when none).
-func (e *Env) records(ctx context.Context, ids []string) ([]sessions.Record, error) {
+// Records reads the sessions with the given ids (all sessions when none).
+func (e *Env) Records(ctx context.Context, ids []string) ([]sessions.Record, error) {
 	all, _, err := sessions.LoadAll(ctx, e.St)
 	if err != nil {
 		return nil, err

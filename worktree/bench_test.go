@@ -45,7 +45,9 @@ func bigRepo(b *testing.B, files int) string {
 	if _, err := (gitcmd.Runner{Dir: dir}).RunInput(context.Background(), &s, "fast-import", "--quiet"); err != nil {
 		b.Fatal(err)
 	}
-	git(b, dir, "reset", "-q", "--hard", "main")
+	// The main worktree stays unpopulated: Create and raw git both read
+	// the commit, and checking out 50,000 files here would only slow the
+	// setup down.
 	appendExclude(b, dir)
 	return dir
 }

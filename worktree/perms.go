@@ -6,8 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/git-agentmine/git-agentmine/scope"
 )
@@ -19,15 +22,19 @@ const writeBits fs.FileMode = 0o222
 const maxNamed = 5
 
 // walkScope walks the worktree at root (skipping its .git entry and the
-// directories of gitlinks), giving every file and symbolic link the
-// permissions spec allows and making read-only the directories that can
-// hold no writable path. When expected is not nil it also checks that the
-// files found are exactly its keys, and reports every difference as one
-// error. It returns the numbers of read-only and writable entries found.
-func walkScope(root string, spec scope.Spec, expected map[string]entry) (Counts, error) {
+// directories of gitlinks), giving every file the write permission spec
+// allows and making read-only the directories that can hold no writable
+// path. Symbolic links are never changed. When expected is not nil (the
+// kept entries of the tree git just checked out) it first checks that the
+// files found are exactly its keys, reporting every difference as one
+// error and changing nothing; it then also knows each file's mode from git
+// and, with umask (-1 when unknown), needs no stat per file. It returns
+// the numbers of read-only and writable entries found.
+func walkScope(root string, spec scope.Spec, expected map[string]entry, umask int) (Counts, error) {
 	var counts Counts
 	var readOnlyDirs []string
 	var unexpected []string
+	var jobs []chmodJob
 	seen := 0
 	k := newDirCache(spec)
 	classify := spec.Classifier()
@@ -63,7 +70,8 @@ func walkScope(root string, spec scope.Spec, expected map[string]entry) (Counts,
 			}
 			return nil
 		}
-		var access scope.Access
+		access := scope.Absent
+		gitMode := ""
 		if expected != nil {
 			e, ok := expected[rel]
 			if !ok {
@@ -71,15 +79,33 @@ func walkScope(root string, spec scope.Spec, expected map[string]entry) (Counts,
 				return nil
 			}
 			seen++
-			access = e.access
+			access, gitMode = e.access, e.mode
 		} else {
 			access = classify(rel)
 		}
 		countAccess(&counts, access)
-		if d.Type()&fs.ModeSymlink != 0 {
-			return nil // chmod would follow the link
+		if d.Type()&fs.ModeSymlink != 0 || !d.Type().IsRegular() {
+			return nil // chmod would follow a link
 		}
-		return setWrite(p, access == scope.Writable)
+		job := chmodJob{path: p, writable: access == scope.Writable, mode: -1}
+		if umask >= 0 && (gitMode == "100644" || gitMode == "100755") {
+			// git created the file with 0666 or 0777 minus the umask.
+			base := 0o666
+			if gitMode == "100755" {
+				base = 0o777
+			}
+			perm := base &^ umask
+			want := perm &^ 0o222
+			if job.writable {
+				want = perm | 0o200
+			}
+			if want == perm {
+				return nil
+			}
+			job.mode = want
+		}
+		jobs = append(jobs, job)
+		return nil
 	})
 	if err != nil {
 		return counts, fmt.Errorf("apply permissions: %w", err)
@@ -95,6 +121,9 @@ func walkScope(root string, spec scope.Spec, expected map[string]entry) (Counts,
 		}
 		return counts, mismatchError(unexpected, missing)
 	}
+	if err := runChmods(jobs); err != nil {
+		return counts, fmt.Errorf("apply permissions: %w", err)
+	}
 	for _, d := range readOnlyDirs {
 		if err := setWrite(d, false); err != nil {
 			return counts, fmt.Errorf("apply permissions: %w", err)
@@ -102,6 +131,75 @@ func walkScope(root string, spec scope.Spec, expected map[string]entry) (Counts,
 	}
 	counts.Present = counts.ReadOnly + counts.Writable
 	return counts, nil
+}
+
+// chmodJob is one file whose write permission must change: to mode when
+// it is known (>= 0), else by stat-ing the file first.
+type chmodJob struct {
+	path     string
+	writable bool
+	mode     int
+}
+
+// runChmods applies jobs with a few goroutines: on a busy disk the
+// metadata updates overlap.
+func runChmods(jobs []chmodJob) error {
+	workers := min(max(4, 2*runtime.NumCPU()), 16, len(jobs))
+	if workers <= 1 {
+		for _, j := range jobs {
+			if err := j.run(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < len(jobs); i += workers {
+				if err := jobs[i].run(); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (j chmodJob) run() error {
+	if j.mode < 0 {
+		return setWrite(j.path, j.writable)
+	}
+	return os.Chmod(j.path, fs.FileMode(j.mode))
+}
+
+// processUmask reads the process's umask without changing it (Linux
+// /proc); it returns -1 when it cannot tell.
+func processUmask() int {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 8, 32)
+			if err != nil {
+				return -1
+			}
+			return int(n)
+		}
+	}
+	return -1
 }
 
 func countAccess(c *Counts, a scope.Access) {
@@ -209,7 +307,7 @@ func ApplyPermissions(root string, spec scope.Spec) (Counts, error) {
 	if err := spec.Validate(); err != nil {
 		return Counts{}, err
 	}
-	return walkScope(root, spec, nil)
+	return walkScope(root, spec, nil, -1)
 }
 
 // applyAndVerify applies permissions and checks the checked-out set
@@ -221,7 +319,7 @@ func applyAndVerify(root string, spec scope.Spec, entries []entry) error {
 			expected[e.path] = e
 		}
 	}
-	_, err := walkScope(root, spec, expected)
+	_, err := walkScope(root, spec, expected, processUmask())
 	return err
 }
 

@@ -32,7 +32,8 @@ import (
 type Options struct {
 	// Repo is any directory of the repository (main or linked worktree).
 	Repo string
-	// Path is the directory of the new worktree; it must not exist yet.
+	// Path is the directory of the new worktree; it must not exist yet. A
+	// relative path is taken relative to the current directory.
 	Path string
 	// Branch is the new branch created at Base; it must not exist yet.
 	Branch string

@@ -14,6 +14,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitcmd"
 	"github.com/git-agentmine/git-agentmine/scope"
+	"golang.org/x/sys/unix"
 )
 
 // testEnv scrubs the environment so that git behaves the same everywhere.
@@ -626,5 +627,72 @@ func TestCreateConcurrently(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(wt, "src/main.go")); err != nil {
 			t.Errorf("%s: src/main.go missing", wt)
 		}
+	}
+}
+
+// TestCreateHonoursUmask checks the modes Create computes from git's file
+// modes and the umask instead of reading each file's mode.
+func TestCreateHonoursUmask(t *testing.T) {
+	repo := newRepo(t)
+	old := unix.Umask(0o027)
+	defer unix.Umask(old)
+	if got := processUmask(); got != 0o027 {
+		t.Fatalf("processUmask() = %#o, want 0o027", got)
+	}
+	res := create(t, repo, "u", fixtureSpec())
+	for p, want := range map[string]fs.FileMode{
+		"README.md":      0o440,
+		"scripts/run.sh": 0o550,
+		"src/main.go":    0o640,
+		"package.json":   0o640,
+	} {
+		if got := mode(t, filepath.Join(res.Path, p)).Perm(); got != want {
+			t.Errorf("%s: mode %#o, want %#o", p, got, want)
+		}
+	}
+}
+
+func TestSparseStateAndLoosened(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	res := create(t, repo, "t", fixtureSpec())
+	st, err := Sparse(ctx, res.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Enabled || st.Cone || !reflect.DeepEqual(st.Patterns, res.Patterns) {
+		t.Errorf("fresh worktree state %+v, patterns %q", st, res.Patterns)
+	}
+	if got, err := Loosened(res.Path, fixtureSpec()); err != nil || len(got) != 0 {
+		t.Errorf("fresh worktree loosened %q, %v", got, err)
+	}
+
+	// A worker that hands itself write permission and disables the
+	// sparse-checkout leaves traces.
+	if err := os.Chmod(filepath.Join(res.Path, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(res.Path, "README.md"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Loosened(res.Path, fixtureSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"README.md", "docs"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("loosened %q, want %q", got, want)
+	}
+	git(t, res.Path, "sparse-checkout", "disable")
+	st, err = Sparse(ctx, res.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Enabled {
+		t.Errorf("after disable: %+v", st)
+	}
+	// Disabling brought the excluded files back, which is what
+	// verification must catch.
+	if _, err := os.Lstat(filepath.Join(res.Path, ".env")); err != nil {
+		t.Errorf(".env not restored by disable: %v", err)
 	}
 }

@@ -75,14 +75,7 @@ type exitPanic struct{ code int }
 // prints an error once, as "error: …" with an optional "hint: …".
 func Main(ctx context.Context, args []string, io Stdio, getenv func(string) string) (code int) {
 	var cli CLI
-	parser, err := kong.New(&cli,
-		kong.Name("git agentmine"),
-		kong.Description("The execution environment for parallel AI coding agents, inside your git repository."),
-		kong.Writers(io.Out, io.Err),
-		kong.Exit(func(c int) { panic(exitPanic{c}) }),
-		kong.Vars{"version": "git-agentmine " + version},
-		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
-	)
+	parser, err := newParser(&cli, io)
 	if err != nil {
 		fmt.Fprintf(io.Err, "error: internal: %v\n", err)
 		return exitcode.Git
@@ -139,4 +132,17 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// newParser builds the kong parser for cli; Main and the documentation
+// tests share it so they cannot drift apart.
+func newParser(cli *CLI, io Stdio) (*kong.Kong, error) {
+	return kong.New(cli,
+		kong.Name("git agentmine"),
+		kong.Description("The execution environment for parallel AI coding agents, inside your git repository."),
+		kong.Writers(io.Out, io.Err),
+		kong.Exit(func(c int) { panic(exitPanic{c}) }),
+		kong.Vars{"version": "git-agentmine " + version},
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+	)
 }

@@ -5,14 +5,18 @@ package main
 type CLI struct {
 	Globals
 
-	Init    InitCmd    `cmd:"" help:"Set up agentmine in this repository (idempotent)."`
-	Task    TaskCmd    `cmd:"" help:"Create, inspect and change tasks."`
-	Memory  MemoryCmd  `cmd:"" help:"Manage the Memory Bank of project decisions."`
-	Agent   AgentCmd   `cmd:"" help:"Inspect agent definitions in .agentmine/agents."`
-	Worker  WorkerCmd  `cmd:"" help:"Run agents on tasks in scoped worktrees and watch them."`
-	Session SessionCmd `cmd:"" help:"Record sessions run by an orchestrator itself."`
-	Merge   MergeCmd   `cmd:"" help:"Merge a task's latest session into its base, only if DoD passed and the scope held."`
-	Status  StatusCmd  `cmd:"" help:"Show the board: counts per status, running workers, review queue, recent failures."`
-	Demo    DemoCmd    `cmd:"" help:"Run the whole lifecycle in a throwaway repository (takes under a minute)."`
-	Config  ConfigCmd  `cmd:"" help:"Show the project settings and where each comes from."`
+	Init       InitCmd       `cmd:"" help:"Set up agentmine in this repository (idempotent)."`
+	Task       TaskCmd       `cmd:"" help:"Create, inspect and change tasks."`
+	Memory     MemoryCmd     `cmd:"" help:"Manage the Memory Bank of project decisions."`
+	Agent      AgentCmd      `cmd:"" help:"Inspect agent definitions in .agentmine/agents."`
+	Worker     WorkerCmd     `cmd:"" help:"Run agents on tasks in scoped worktrees and watch them."`
+	Session    SessionCmd    `cmd:"" help:"Record sessions run by an orchestrator itself."`
+	Merge      MergeCmd      `cmd:"" help:"Merge a task's latest session into its base, only if DoD passed and the scope held."`
+	Status     StatusCmd     `cmd:"" help:"Show the board: counts per status, running workers, review queue, recent failures."`
+	Demo       DemoCmd       `cmd:"" help:"Run the whole lifecycle in a throwaway repository (takes under a minute)."`
+	Config     ConfigCmd     `cmd:"" help:"Show the project settings and where each comes from."`
+	Sync       SyncCmd       `cmd:"" help:"Share state with a remote: fetch, merge entity by entity, push back."`
+	Push       PushCmd       `cmd:"" help:"Send local agentmine state that fast-forwards the remote."`
+	Pull       PullCmd       `cmd:"" help:"Fetch a remote's agentmine state and merge it locally."`
+	Completion CompletionCmd `cmd:"" help:"Print a shell completion script (bash, zsh or fish) generated from this grammar."`
 }

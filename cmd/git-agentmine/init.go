@@ -18,13 +18,15 @@ import (
 
 // InitCmd is `init`.
 type InitCmd struct {
-	Base string `help:"Base branch to record in .agentmine/config.toml (default: the current branch)."`
+	Base   string `help:"Base branch to record in .agentmine/config.toml (default: the current branch)."`
+	Remote string `help:"Make REMOTE the sync remote (git config agentmine.remote), so sync/push/pull and claims use it."`
 }
 
 type initJSON struct {
 	V       int         `json:"v"`
 	Top     string      `json:"top"`
 	Base    string      `json:"base"`
+	Remote  string      `json:"remote,omitempty"`
 	Created []string    `json:"created"`
 	Kept    []string    `json:"kept"`
 	Exclude excludeJSON `json:"exclude"`
@@ -59,6 +61,12 @@ func (c *InitCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
+	if c.Remote != "" {
+		// Checked (and set) first: a missing remote changes nothing.
+		if err := st.ConfigureRemote(a.Ctx, c.Remote); err != nil {
+			return err
+		}
+	}
 	files := []struct {
 		rel  string
 		text string
@@ -67,7 +75,7 @@ func (c *InitCmd) Run(a *App) error {
 		{agents.Dir + "/coder.toml", coderTemplate},
 		{agents.PromptDir + "/coder.md", coderPrompt},
 	}
-	res := initJSON{V: output.SchemaVersion, Top: top, Base: base, Created: []string{}, Kept: []string{}}
+	res := initJSON{V: output.SchemaVersion, Top: top, Base: base, Remote: c.Remote, Created: []string{}, Kept: []string{}}
 	for _, f := range files {
 		created, err := createFile(top, f.rel, f.text)
 		if err != nil {
@@ -109,6 +117,9 @@ func (c *InitCmd) Run(a *App) error {
 		a.P.Printf("ignored %s (in %s)\n", res.Exclude.Pattern, res.Exclude.File)
 	default:
 		a.P.Printf("kept    %s in %s\n", res.Exclude.Pattern, res.Exclude.File)
+	}
+	if c.Remote != "" {
+		a.P.Printf("sync remote %s (git config agentmine.remote); share the board with: git agentmine sync\n", c.Remote)
 	}
 	if res.Base == "" {
 		a.P.Warnf("HEAD is detached: no base branch recorded; set one with --base or in %s", config.File)

@@ -50,6 +50,8 @@ type WorkerRunCmd struct {
 	Force   bool   `short:"f" help:"Run although blockers are unfinished."`
 	Replace bool   `help:"Remove a leftover worktree of an earlier, finished session first."`
 	Strict  bool   `help:"Stop the worker at its first out-of-scope write."`
+	Claim   string `placeholder:"REMOTE" help:"Claim the task on REMOTE first, so no other clone runs it (default: the configured sync remote)."`
+	NoClaim bool   `name:"no-claim" help:"Do not claim the task on the sync remote."`
 }
 
 type runJSON struct {
@@ -83,9 +85,14 @@ func (c *WorkerRunCmd) Run(a *App) error {
 	}
 	p, err := env.Prepare(a.Ctx, worker.RunOptions{Task: c.ID, Agent: c.Agent, Exec: c.Exec, Detach: c.Detach,
 		Timeout: time.Duration(c.Timeout) * time.Second, Base: c.Base, SkipDoD: c.SkipDoD, Force: c.Force,
-		Replace: c.Replace, Strict: c.Strict})
+		Replace: c.Replace, Strict: c.Strict, Claim: c.Claim, NoClaim: c.NoClaim})
 	if err != nil {
 		return err
+	}
+	if p.ClaimNote != "" {
+		a.P.Warnf("%s", p.ClaimNote)
+	} else if p.Claimed != "" && !a.G.Quiet && !a.G.JSON {
+		a.P.Notef("claimed task %s on %s\n", p.Rec.Session.Task[:8], p.Claimed)
 	}
 	s := p.Rec.Session
 	j := runJSON{V: output.SchemaVersion, Session: s.ID, Task: s.Task, Agent: s.Agent, Client: s.Client,
@@ -110,7 +117,7 @@ func (c *WorkerRunCmd) Run(a *App) error {
 		argv := []string{a.Args0, "-C", env.Top, "worker", "supervise", s.ID}
 		pid, start, err := launch.Detach(a.Ctx, argv, env.Top, nil, s.Log+".supervisor")
 		if err != nil {
-			sessions.RecordOutcome(context.WithoutCancel(a.Ctx), env.St, p.Rec, sessions.Outcome{ExitCode: 127,
+			sessions.RecordOutcome(context.WithoutCancel(a.Ctx), env.St, p.Rec, &sessions.Outcome{ExitCode: 127,
 				Finished: time.Now().UTC(), Reason: "could not start the supervisor: " + err.Error(), By: "agentmine detach"})
 			return fmt.Errorf("starting the detached supervisor: %w", err)
 		}

@@ -81,6 +81,7 @@ type sessionJSON struct {
 	Task     string            `json:"task"`
 	Agent    string            `json:"agent"`
 	Client   string            `json:"client"`
+	Version  string            `json:"client_version,omitempty"`
 	Mode     string            `json:"mode"`
 	Branch   string            `json:"branch"`
 	BaseRef  string            `json:"base_ref"`
@@ -111,7 +112,7 @@ func sessionState(r sessions.Record) string {
 func toSessionJSON(r sessions.Record, tail int) sessionJSON {
 	s := r.Session
 	j := sessionJSON{V: output.SchemaVersion, ID: s.ID, ShortID: s.ID[:8], Task: s.Task, Agent: s.Agent, Client: s.Client,
-		Mode: s.Mode, Branch: s.Branch, BaseRef: s.BaseRef, Base: s.BaseCommit, Worktree: s.Worktree, Host: s.Host,
+		Version: s.ClientVersion, Mode: s.Mode, Branch: s.Branch, BaseRef: s.BaseRef, Base: s.BaseCommit, Worktree: s.Worktree, Host: s.Host,
 		Pid: s.Pid, Started: s.Started, Timeout: s.Timeout, State: sessionState(r), Log: s.Log, Outcome: r.Outcome}
 	end := time.Now()
 	if r.Outcome != nil {
@@ -170,7 +171,7 @@ func (c *WorkerStatusCmd) Run(a *App) error {
 
 // WorkerWaitCmd is `worker wait`.
 type WorkerWaitCmd struct {
-	IDs     []string `arg:"" optional:"" help:"Task ids (default: every running session)."`
+	IDs     []string `arg:"" name:"id" optional:"" help:"Task ids (default: every running session)."`
 	Timeout int      `help:"Give up after this many seconds (exit 124)."`
 }
 
@@ -189,6 +190,9 @@ func (c *WorkerWaitCmd) Run(a *App) error {
 		ids = append(ids, r.Session.ID)
 	}
 	if len(ids) == 0 {
+		if a.G.JSON {
+			return a.P.PrintJSONList(0, nil)
+		}
 		a.P.Notef("no running workers\n")
 		return nil
 	}
@@ -364,7 +368,7 @@ func followLog(a *App, env *worker.Env, r sessions.Record, path string, off int6
 
 // WorkerStopCmd is `worker stop`.
 type WorkerStopCmd struct {
-	IDs []string `arg:"" help:"Task ids."`
+	IDs []string `arg:"" name:"id" help:"Task ids."`
 }
 
 // Run sends SIGTERM to each session's supervisor and waits for the outcome.
@@ -407,12 +411,29 @@ func (c *WorkerStopCmd) Run(a *App) error {
 			return fmt.Errorf("waiting for the stopped sessions: %w", err)
 		}
 	}
+	if a.G.JSON || a.G.Quiet {
+		var ids []string
+		for _, r := range recs {
+			ids = append(ids, r.Session.ID)
+		}
+		after, err := env.Records(a.Ctx, ids)
+		if err != nil {
+			return err
+		}
+		if a.G.Quiet {
+			for _, r := range after {
+				a.P.Printf("%s\n", r.Session.ID[:8])
+			}
+			return nil
+		}
+		return a.P.PrintJSONList(len(after), func(i int) any { return toSessionJSON(after[i], 0) })
+	}
 	return nil
 }
 
 // WorkerDoneCmd is `worker done`.
 type WorkerDoneCmd struct {
-	IDs   []string `arg:"" help:"Task ids."`
+	IDs   []string `arg:"" name:"id" help:"Task ids."`
 	Force bool     `short:"f" help:"Delete the branch even if unmerged; remove a live session's worktree."`
 }
 
@@ -426,6 +447,7 @@ func (c *WorkerDoneCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
+	var done []doneJSON
 	for _, r := range recs {
 		merged := false
 		for _, at := range b.Facts.Attempts[r.Session.Task] {
@@ -441,11 +463,26 @@ func (c *WorkerDoneCmd) Run(a *App) error {
 		if deleted {
 			kept = "deleted branch " + r.Session.Branch
 		}
+		done = append(done, doneJSON{V: output.SchemaVersion, Session: r.Session.ID, Task: r.Session.Task,
+			Worktree: r.Session.Worktree, Branch: r.Session.Branch, BranchDeleted: deleted})
 		if a.G.Quiet {
 			a.P.Printf("%s\n", r.Session.ID[:8])
 		} else if !a.G.JSON {
 			a.P.Printf("removed worktree of task %s; %s\n", b.Tasks.ShortID(r.Session.Task), kept)
 		}
 	}
+	if a.G.JSON {
+		return a.P.PrintJSONList(len(done), func(i int) any { return done[i] })
+	}
 	return nil
+}
+
+// doneJSON is one element of `worker done --json`.
+type doneJSON struct {
+	V             int    `json:"v"`
+	Session       string `json:"session"`
+	Task          string `json:"task"`
+	Worktree      string `json:"worktree"`
+	Branch        string `json:"branch"`
+	BranchDeleted bool   `json:"branch_deleted"`
 }

@@ -1,0 +1,296 @@
+package merge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitcmd"
+	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/verify"
+)
+
+// scrub pins the environment so git behaves the same everywhere.
+func scrub(t *testing.T) {
+	t.Helper()
+	home := t.TempDir()
+	for k, v := range map[string]string{
+		"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config"), "GIT_CONFIG_NOSYSTEM": "1",
+		"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_AUTHOR_DATE": "2026-01-02T03:04:05Z",
+		"GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com", "GIT_COMMITTER_DATE": "2026-01-02T03:04:05Z",
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+// repo is a scratch repository: main with one commit, and a session branch
+// with one more commit changing src/a.txt.
+type repo struct {
+	dir  string
+	g    gitcmd.Runner
+	st   *gitstore.Store
+	base string
+	tip  string
+}
+
+func newRepo(t *testing.T) *repo {
+	t.Helper()
+	scrub(t)
+	dir := t.TempDir()
+	r := &repo{dir: dir, g: gitcmd.Runner{Dir: dir}}
+	r.git(t, "init", "-q", "-b", "main")
+	r.write(t, "src/a.txt", "a\n")
+	r.write(t, "docs/d.txt", "d\n")
+	r.git(t, "add", "-A")
+	r.git(t, "commit", "-q", "-m", "base")
+	r.base = r.git(t, "rev-parse", "HEAD")
+	r.git(t, "checkout", "-q", "-b", "task-work")
+	r.write(t, "src/a.txt", "a changed by the worker\n")
+	r.git(t, "commit", "-q", "-am", "work")
+	r.tip = r.git(t, "rev-parse", "HEAD")
+	// The user's checkout is on another branch, so main is not checked out.
+	r.git(t, "checkout", "-q", "--detach", r.base)
+	st, err := gitstore.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.st = st
+	return r
+}
+
+func (r *repo) git(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := r.g.Output(context.Background(), args...)
+	if err != nil {
+		t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+func (r *repo) write(t *testing.T, rel, text string) {
+	t.Helper()
+	p := filepath.Join(r.dir, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// advanceMain commits a change of rel on top of main without touching the
+// checkout (as another process merging meanwhile would), returning it.
+func (r *repo) advanceMain(t *testing.T, rel, text string) string {
+	t.Helper()
+	blob, err := r.g.RunInput(context.Background(), strings.NewReader(text), "hash-object", "-w", "--stdin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := filepath.Join(t.TempDir(), "index")
+	g := gitcmd.Runner{Dir: r.dir, Env: []string{"GIT_INDEX_FILE=" + idx}}
+	ctx := context.Background()
+	for _, args := range [][]string{{"read-tree", "main"}, {"update-index", "--add", "--cacheinfo", "100644," + strings.TrimSpace(string(blob)) + "," + rel}} {
+		if _, err := g.Run(ctx, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tree, err := g.Output(ctx, "write-tree")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.git(t, "commit-tree", tree, "-p", "main", "-m", "meanwhile: "+rel)
+	r.git(t, "update-ref", "refs/heads/main", c)
+	return c
+}
+
+func (r *repo) record() sessions.Record {
+	return sessions.Record{
+		Session: sessions.Session{ID: "5e55105e55105e55105e", Task: "7a5c7a5c7a5c7a5c7a5c", BaseRef: "main", BaseCommit: r.base, Branch: "task-work"},
+		Outcome: &sessions.Outcome{Tip: r.tip},
+	}
+}
+
+func parents(t *testing.T, r *repo, c string) []string {
+	return strings.Fields(r.git(t, "rev-list", "--parents", "-n1", c))[1:]
+}
+
+// TestLandRetriesWhenBaseMoves: the base moves between computing the merge
+// and the ref update; the compare-and-swap fails cleanly (nothing is
+// overwritten) and the merge is recomputed on the new base.
+func TestLandRetriesWhenBaseMoves(t *testing.T) {
+	r := newRepo(t)
+	moved := ""
+	calls := 0
+	o := Options{beforeUpdate: func() {
+		calls++
+		if calls == 1 {
+			moved = r.advanceMain(t, "docs/d.txt", "d changed meanwhile\n")
+		}
+	}}
+	res, err := land(context.Background(), r.g, r.st, r.record(), "Work", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Retries != 1 || calls != 2 {
+		t.Fatalf("retries %d, beforeUpdate calls %d; want 1 and 2", res.Retries, calls)
+	}
+	if got := r.git(t, "rev-parse", "main"); got != res.Commit {
+		t.Fatalf("main is %s, want the merge %s", got, res.Commit)
+	}
+	if p := parents(t, r, res.Commit); len(p) != 2 || p[0] != moved || p[1] != r.tip {
+		t.Fatalf("merge parents %v, want [%s %s] (the moved base first)", p, moved, r.tip)
+	}
+	// Both changes are in the merge: nothing of the move was lost.
+	if got := r.git(t, "show", "main:docs/d.txt"); got != "d changed meanwhile" {
+		t.Fatalf("docs/d.txt = %q", got)
+	}
+	if got := r.git(t, "show", "main:src/a.txt"); got != "a changed by the worker" {
+		t.Fatalf("src/a.txt = %q", got)
+	}
+	msg := r.git(t, "log", "-1", "--format=%B", "main")
+	for _, want := range []string{"Agentmine-Task: 7a5c7a5c7a5c7a5c7a5c", "Agentmine-Session: 5e55105e55105e55105e"} {
+		if !strings.Contains(msg, want) {
+			t.Fatalf("merge message lacks %q:\n%s", want, msg)
+		}
+	}
+}
+
+// TestLandGivesUpWhenBaseKeepsMoving: every attempt loses the race; the
+// merge gives up with a state error and the base keeps the other writer's
+// commit.
+func TestLandGivesUpWhenBaseKeepsMoving(t *testing.T) {
+	r := newRepo(t)
+	last := ""
+	n := 0
+	o := Options{Attempts: 3, beforeUpdate: func() {
+		n++
+		last = r.advanceMain(t, "docs/d.txt", strings.Repeat("x", n)+"\n")
+	}}
+	_, err := land(context.Background(), r.g, r.st, r.record(), "Work", o)
+	if err == nil || exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "kept moving during 3 merge attempts") {
+		t.Fatalf("err = %v (code %d), want a state error after 3 attempts", err, exitcode.Of(err))
+	}
+	if got := r.git(t, "rev-parse", "main"); got != last {
+		t.Fatalf("main is %s, want the last concurrent commit %s", got, last)
+	}
+}
+
+// TestLandConflictAfterMove: the base moves with a conflicting change; the
+// retry reports the conflict, lists the path and leaves main alone.
+func TestLandConflictAfterMove(t *testing.T) {
+	r := newRepo(t)
+	moved := ""
+	o := Options{beforeUpdate: func() {
+		if moved == "" {
+			moved = r.advanceMain(t, "src/a.txt", "a changed on main\n")
+		}
+	}}
+	_, err := land(context.Background(), r.g, r.st, r.record(), "Work", o)
+	var ce *ConflictError
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v, want a ConflictError", err)
+	}
+	if len(ce.Paths) != 1 || ce.Paths[0] != "src/a.txt" || exitcode.Of(err) != exitcode.Failed {
+		t.Fatalf("conflict paths %v, code %d", ce.Paths, exitcode.Of(err))
+	}
+	if got := r.git(t, "rev-parse", "main"); got != moved {
+		t.Fatalf("main moved to %s, want it left at %s", got, moved)
+	}
+}
+
+// TestLandAlreadyMerged: a tip already in the base is reported, not merged
+// again.
+func TestLandAlreadyMerged(t *testing.T) {
+	r := newRepo(t)
+	r.git(t, "update-ref", "refs/heads/main", r.tip)
+	res, err := land(context.Background(), r.g, r.st, r.record(), "Work", Options{})
+	if err != nil || !res.Already || res.Commit != r.tip {
+		t.Fatalf("res %+v, err %v; want already merged at the tip", res, err)
+	}
+}
+
+// TestLandUpdatesCleanCheckout: main checked out and clean follows the
+// merge; main checked out with uncommitted changes refuses (state) and
+// changes nothing.
+func TestLandUpdatesCleanCheckout(t *testing.T) {
+	r := newRepo(t)
+	r.git(t, "checkout", "-q", "main")
+	r.write(t, "src/a.txt", "uncommitted\n")
+	_, err := land(context.Background(), r.g, r.st, r.record(), "Work", Options{})
+	if exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "uncommitted changes") {
+		t.Fatalf("err = %v, want a state error about uncommitted changes", err)
+	}
+	if got := r.git(t, "rev-parse", "main"); got != r.base {
+		t.Fatal("main moved although the merge was refused")
+	}
+	r.git(t, "checkout", "-q", "--", "src/a.txt")
+	res, err := land(context.Background(), r.g, r.st, r.record(), "Work", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Worktrees) != 1 {
+		t.Fatalf("updated worktrees %v, want the main checkout", res.Worktrees)
+	}
+	data, _ := os.ReadFile(filepath.Join(r.dir, "src/a.txt"))
+	if string(data) != "a changed by the worker\n" {
+		t.Fatalf("checkout has %q", data)
+	}
+	if st := r.git(t, "status", "--porcelain"); st != "" {
+		t.Fatalf("checkout is not clean after the merge:\n%s", st)
+	}
+}
+
+// TestGate: the facts that allow or refuse a merge, with their exit codes.
+func TestGate(t *testing.T) {
+	scopeOK, _ := json.Marshal(verify.Verdict{Valid: true})
+	scopeBad, _ := json.Marshal(verify.Verdict{Valid: false, Violations: []verify.Violation{{Type: verify.ViolationExcluded, Path: ".env"}}})
+	dod := func(status string) json.RawMessage {
+		b, _ := json.Marshal(verify.DoDResult{Status: status, Reason: "r"})
+		return b
+	}
+	base, tip := strings.Repeat("b", 40), strings.Repeat("c", 40)
+	ok := sessions.Outcome{Tip: tip, Scope: scopeOK, DoD: dod("passed")}
+	cases := []struct {
+		name    string
+		out     *sessions.Outcome
+		edit    func(o *sessions.Outcome)
+		skipped bool
+		code    int
+		want    string
+	}{
+		{"passed", &ok, nil, false, exitcode.OK, ""},
+		{"running", nil, nil, false, exitcode.State, "has not ended"},
+		{"timed out", &ok, func(o *sessions.Outcome) { o.TimedOut, o.ExitCode = true, 124 }, false, exitcode.Failed, "timed out"},
+		{"signal", &ok, func(o *sessions.Outcome) { o.Signal, o.ExitCode = "SIGTERM", 130 }, false, exitcode.Failed, "killed by SIGTERM"},
+		{"exit", &ok, func(o *sessions.Outcome) { o.ExitCode = 3 }, false, exitcode.Failed, "exited 3"},
+		{"no verdict", &ok, func(o *sessions.Outcome) { o.Scope = nil }, false, exitcode.Failed, "no scope verdict"},
+		{"scope", &ok, func(o *sessions.Outcome) { o.Scope = scopeBad }, false, exitcode.Failed, "broke its scope: excluded .env"},
+		{"dod failed", &ok, func(o *sessions.Outcome) { o.DoD = dod("failed") }, false, exitcode.Failed, "DoD failed"},
+		{"dod timeout", &ok, func(o *sessions.Outcome) { o.DoD = dod("timeout") }, false, exitcode.Failed, "DoD timeout"},
+		{"dod skipped", &ok, func(o *sessions.Outcome) { o.DoD = dod("skipped") }, false, exitcode.Failed, "skipped its DoD"},
+		{"dod skipped allowed", &ok, func(o *sessions.Outcome) { o.DoD = dod("skipped") }, true, exitcode.OK, ""},
+		{"no commit", &ok, func(o *sessions.Outcome) { o.Tip = base }, false, exitcode.Failed, "made no commit"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := sessions.Record{Session: sessions.Session{ID: "5e55105e55105e55105e", BaseCommit: base}}
+			if c.out != nil {
+				o := *c.out
+				if c.edit != nil {
+					c.edit(&o)
+				}
+				rec.Outcome = &o
+			}
+			err := gate(rec, c.skipped)
+			if exitcode.Of(err) != c.code || (c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want))) {
+				t.Fatalf("gate: %v (code %d), want code %d and %q", err, exitcode.Of(err), c.code, c.want)
+			}
+		})
+	}
+}

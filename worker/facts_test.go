@@ -1,0 +1,113 @@
+package worker
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/launch"
+	"github.com/git-agentmine/git-agentmine/sessions"
+)
+
+func rec(s sessions.Session, o *sessions.Outcome) sessions.Record {
+	return sessions.Record{Session: s, Outcome: o}
+}
+
+// TestLivenessOtherHost: a session from another host is live until its
+// timeout plus grace plus lostMargin has passed, then lost; an outcome
+// ends it whatever the clock says.
+func TestLivenessOtherHost(t *testing.T) {
+	started := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := sessions.Session{ID: "5e55105e55105e55105e", Mode: sessions.ModeDetach, Host: "elsewhere/12345678",
+		Pid: 1, PidStart: 1, Started: started, Timeout: 100, Grace: 10}
+	deadline := started.Add(110*time.Second + lostMargin)
+	if lostMargin <= 0 {
+		t.Fatal("lostMargin must give other hosts some slack")
+	}
+	cases := []struct {
+		name       string
+		now        time.Time
+		live, lost bool
+	}{
+		{"just started", started, true, false},
+		{"timeout passed, within grace", started.Add(105 * time.Second), true, false},
+		{"grace passed, within margin", started.Add(111 * time.Second), true, false},
+		{"just before the deadline", deadline.Add(-time.Second), true, false},
+		{"at the deadline", deadline, false, true},
+		{"long after", deadline.Add(time.Hour), false, true},
+	}
+	for _, c := range cases {
+		live, lost := Liveness(rec(s, nil), "here/87654321", c.now)
+		if live != c.live || lost != c.lost {
+			t.Errorf("%s: live %v lost %v, want %v %v", c.name, live, lost, c.live, c.lost)
+		}
+	}
+	// The same session with an outcome is neither live nor lost.
+	if live, lost := Liveness(rec(s, &sessions.Outcome{ExitCode: 0}), "here/87654321", started); live || lost {
+		t.Errorf("with an outcome: live %v lost %v", live, lost)
+	}
+}
+
+// TestLivenessSameHost: the recorded process must be the one that was
+// started: same pid and same start time. A recycled pid (same number,
+// other start time) and an exited process are not alive: the session is
+// lost. The clock does not matter on the same host.
+func TestLivenessSameHost(t *testing.T) {
+	host := sessions.Host()
+	me := os.Getpid()
+	start, err := launch.StartTime(me)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := time.Now().Add(-24 * time.Hour)
+	base := sessions.Session{ID: "5e55105e55105e55105e", Mode: sessions.ModeExec, Host: host, Started: long, Timeout: 1, Grace: 1}
+
+	alive := base
+	alive.Pid, alive.PidStart = me, start
+	if live, lost := Liveness(rec(alive, nil), host, time.Now()); !live || lost {
+		t.Errorf("running process: live %v lost %v, want live", live, lost)
+	}
+
+	recycled := alive
+	recycled.PidStart = start + 1
+	if live, lost := Liveness(rec(recycled, nil), host, time.Now()); live || !lost {
+		t.Errorf("recycled pid: live %v lost %v, want lost", live, lost)
+	}
+
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	pstart, err := launch.StartTime(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	exited := base
+	exited.Pid, exited.PidStart = pid, pstart
+	if live, lost := Liveness(rec(exited, nil), host, time.Now()); live || !lost {
+		t.Errorf("exited process: live %v lost %v, want lost", live, lost)
+	}
+
+	noPid := base
+	if live, lost := Liveness(rec(noPid, nil), host, time.Now()); live || !lost {
+		t.Errorf("no pid recorded: live %v lost %v, want lost", live, lost)
+	}
+}
+
+// TestLivenessManual: a session prepared without --exec lives until
+// `session end` records its outcome, however old it is.
+func TestLivenessManual(t *testing.T) {
+	s := sessions.Session{ID: "5e55105e55105e55105e", Mode: sessions.ModeManual, Host: "elsewhere/1",
+		Started: time.Now().Add(-1000 * time.Hour), Timeout: 1}
+	if live, lost := Liveness(rec(s, nil), sessions.Host(), time.Now()); !live || lost {
+		t.Errorf("manual: live %v lost %v, want live", live, lost)
+	}
+	if live, lost := Liveness(rec(s, &sessions.Outcome{ExitCode: 1}), sessions.Host(), time.Now()); live || lost {
+		t.Errorf("manual with outcome: live %v lost %v", live, lost)
+	}
+}
