@@ -153,7 +153,7 @@ func own(t tasks.Task, attempts []Attempt) Result {
 	case a.TimedOut:
 		return Result{Status: Failed, Reason: "session " + s + " timed out", Session: a.Session}
 	case a.Signal != "":
-		return Result{Status: Failed, Reason: "session " + s + " was killed by " + a.Signal, Session: a.Session}
+		return Result{Status: Failed, Reason: withReason("session "+s+" ended by "+a.Signal, a.Reason), Session: a.Session}
 	case a.ExitCode != 0:
 		return Result{Status: Failed, Reason: withReason(fmt.Sprintf("session %s exited %d", s, a.ExitCode), a.Reason), Session: a.Session}
 	case a.Verified && !a.ScopeValid:

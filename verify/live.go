@@ -3,8 +3,9 @@ package verify
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 
 	"github.com/git-agentmine/git-agentmine/gitcmd"
 	"github.com/git-agentmine/git-agentmine/scope"
@@ -42,9 +43,28 @@ func DefaultExtras(ctx context.Context, worktree string) ([]Extra, error) {
 		top = worktree
 	}
 	parent := filepath.Dir(top)
+	self := filepath.Base(top)
+	// Siblings are skipped only if git has them registered as worktrees
+	// (other sessions'): a directory the worker makes and puts a .git in is
+	// still reported. The list is read once, when the watch stops.
+	var once sync.Once
+	registered := map[string]bool{}
 	extras = append(extras, Extra{Path: parent, Kind: KindOutside, Skip: func(name string) bool {
-		_, err := os.Lstat(filepath.Join(parent, name, ".git"))
-		return err == nil
+		if name == self {
+			return true
+		}
+		once.Do(func() {
+			out, err := (gitcmd.Runner{Dir: top}).Run(context.WithoutCancel(ctx), "worktree", "list", "--porcelain")
+			if err != nil {
+				return
+			}
+			for _, l := range strings.Split(string(out), "\n") {
+				if p, ok := strings.CutPrefix(l, "worktree "); ok && filepath.Dir(p) == parent {
+					registered[filepath.Base(p)] = true
+				}
+			}
+		})
+		return registered[name]
 	}})
 	return extras, nil
 }

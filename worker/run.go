@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -92,26 +93,28 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	spec := specOf(s)
 	generated := s.Generated
 	ignore := func(rel string) bool { return isGenerated(rel, generated) }
-	wopts := verify.WatchOptions{Ignore: ignore, Extra: e.watchExtras(s)}
+	wopts := verify.WatchOptions{Ignore: ignore, Extra: e.watchExtras(ctx, s)}
 	var proc *launch.Process
+	var running atomic.Pointer[launch.Process]
 	var strictHit struct {
 		sync.Once
 		ev *verify.Event
+		v  verify.Violation
 	}
 	if s.Strict {
+		judge := verify.NewEventJudge(spec, generated)
 		wopts.OnEvent = func(ev verify.Event) {
-			if ev.Kind != "" || ev.Dir {
+			v, bad := judge.Judge(ev)
+			if !bad {
 				return
 			}
-			if spec.Classify(ev.Path) != scope.Writable && !ignore(ev.Path) {
-				strictHit.Do(func() {
-					evc := ev
-					strictHit.ev = &evc
-					if proc != nil {
-						proc.Stop()
-					}
-				})
-			}
+			strictHit.Do(func() {
+				evc := ev
+				strictHit.ev, strictHit.v = &evc, v
+				if p := running.Load(); p != nil {
+					p.Stop()
+				}
+			})
 		}
 	}
 	watcher, werr := verify.StartWatch(ctx, s.Worktree, wopts)
@@ -124,6 +127,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		Stdin: s.CommandStdin, LogPath: s.Log, Tee: opts.Tee, Timeout: time.Duration(s.Timeout) * time.Second,
 		Grace: time.Duration(s.Grace) * time.Second})
 	if startErr == nil {
+		running.Store(proc)
 		say("worker started: pid %d, timeout %ds, log %s", proc.Pid(), s.Timeout, s.Log)
 		res = proc.Wait()
 	} else {
@@ -157,7 +161,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		}
 	}
 	if strictHit.ev != nil {
-		out.Reason = "stopped by --strict at the first out-of-scope write: " + strictHit.ev.Path
+		out.Reason = "stopped by --strict at the first out-of-scope change: " + strictHit.v.Type + " " + strictHit.ev.Path
 	}
 	if startErr == nil {
 		say("worker ended: exit %d%s", out.ExitCode, sigText(out.Signal, out.TimedOut))
@@ -234,25 +238,15 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 }
 
 // watchExtras are the places outside the worktree a worker must not touch
-// that the watcher can see: the repository's hooks and config, and the
-// directory holding the worktrees (writes through ../).
-func (e *Env) watchExtras(s sessions.Session) []verify.Extra {
-	common := e.St.Location().CommonDir
-	wtParent := filepath.Dir(s.Worktree)
-	self := filepath.Base(s.Worktree)
-	return []verify.Extra{
-		{Path: filepath.Join(common, "hooks"), Kind: verify.KindGitInternals},
-		{Path: filepath.Join(common, "config"), Kind: verify.KindGitInternals},
-		{Path: filepath.Join(common, "info"), Kind: verify.KindGitInternals},
-		{Path: wtParent, Kind: verify.KindOutside, Skip: func(name string) bool {
-			// Sibling worktrees are other sessions' business.
-			if name == self {
-				return true
-			}
-			_, err := os.Stat(filepath.Join(wtParent, name, ".git"))
-			return err == nil
-		}},
+// that the watcher can see: the repository's hooks, config and info, the
+// worktree's own config, and the directory holding the worktrees (writes
+// through ../), minus the other sessions' registered worktrees.
+func (e *Env) watchExtras(ctx context.Context, s sessions.Session) []verify.Extra {
+	extras, err := verify.DefaultExtras(ctx, s.Worktree)
+	if err != nil {
+		return nil
 	}
+	return extras
 }
 
 func (e *Env) workerEnv(rec sessions.Record) []string {
