@@ -6,7 +6,9 @@ package output
 import (
 	"bytes"
 	"encoding/json"
+
 	"fmt"
+	fastjson "github.com/goccy/go-json"
 	"io"
 	"os"
 	"strings"
@@ -206,7 +208,7 @@ func (p *Printer) PrintJSONList(n int, elem func(i int) any) error {
 
 func marshalCompact(v any) ([]byte, error) {
 	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
+	enc := fastjson.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return nil, err

@@ -7,8 +7,10 @@ package sessions
 import (
 	"context"
 	"encoding/json"
+
 	"errors"
 	"fmt"
+	fastjson "github.com/goccy/go-json"
 	"os"
 	"strings"
 	"time"
@@ -105,7 +107,7 @@ type Outcome struct {
 // Decode parses a stored session document.
 func Decode(data []byte) (Session, error) {
 	var s Session
-	if err := json.Unmarshal(data, &s); err != nil {
+	if err := fastjson.Unmarshal(data, &s); err != nil {
 		return Session{}, exitcode.New(exitcode.State, fmt.Errorf("corrupt session document: %w", err), "")
 	}
 	if s.V == 0 {
@@ -259,7 +261,7 @@ func lastOutcome(lines []string) *Outcome {
 	bestLine := ""
 	for _, l := range lines {
 		var o Outcome
-		if json.Unmarshal([]byte(l), &o) != nil || o.V == 0 || o.V > SchemaVersion {
+		if fastjson.Unmarshal([]byte(l), &o) != nil || o.V == 0 || o.V > SchemaVersion {
 			continue
 		}
 		if best == nil || o.Finished.After(best.Finished) || o.Finished.Equal(best.Finished) && l > bestLine {

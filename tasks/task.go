@@ -5,8 +5,10 @@ package tasks
 
 import (
 	"encoding/json"
+
 	"errors"
 	"fmt"
+	fastjson "github.com/goccy/go-json"
 	"slices"
 	"strings"
 	"time"
@@ -71,7 +73,7 @@ type Task struct {
 // not know.
 func Decode(data []byte) (Task, error) {
 	var t Task
-	if err := json.Unmarshal(data, &t); err != nil {
+	if err := fastjson.Unmarshal(data, &t); err != nil {
 		return Task{}, exitcode.New(exitcode.State, fmt.Errorf("corrupt task document: %w", err), "")
 	}
 	if t.V == 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
@@ -111,13 +112,38 @@ func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs [
 		}
 		byBase[base] = append(byBase[base], r)
 	}
+	if len(byBase) == 0 {
+		return out, nil
+	}
 	g := st.Git()
-	// Where every branch points now: a session whose branch still points at
+	// Where every branch points now (a session whose branch still points at
 	// its recorded tip is judged by the --merged listing; only sessions whose
-	// branch is gone or moved need name-rev.
-	heads, err := g.Lines(ctx, "for-each-ref", "--format=%(objectname) %(refname:lstrip=2)", "refs/heads/")
-	if err != nil {
-		return nil, err
+	// branch is gone or moved need name-rev), and the --merged listing of
+	// each base: independent git processes, run at the same time.
+	var heads []string
+	var headsErr error
+	mergedOf := make(map[string][]string, len(byBase))
+	mergedErr := make(map[string]error, len(byBase))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		heads, headsErr = g.Lines(ctx, "for-each-ref", "--format=%(objectname) %(refname:lstrip=2)", "refs/heads/")
+	}()
+	for base := range byBase {
+		wg.Add(1)
+		go func(base string) {
+			defer wg.Done()
+			lines, err := g.Lines(ctx, "for-each-ref", "--merged="+base, "--format=%(refname:lstrip=2)", "refs/heads/")
+			mu.Lock()
+			mergedOf[base], mergedErr[base] = lines, err
+			mu.Unlock()
+		}(base)
+	}
+	wg.Wait()
+	if headsErr != nil {
+		return nil, headsErr
 	}
 	branchTip := make(map[string]string, len(heads))
 	for _, l := range heads {
@@ -125,7 +151,7 @@ func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs [
 		branchTip[name] = c
 	}
 	for base, rs := range byBase {
-		lines, err := g.Lines(ctx, "for-each-ref", "--merged="+base, "--format=%(refname:lstrip=2)", "refs/heads/")
+		lines, err := mergedOf[base], mergedErr[base]
 		if err != nil {
 			continue // the base ref is gone: nothing is merged into it
 		}

@@ -101,25 +101,42 @@ type Board struct {
 	Sessions []sessions.Record
 	Facts    status.Facts
 	Status   map[string]status.Result
-	Problems []error
+	// TaskProblems and SessionProblems are refs that could not be read; the
+	// rest of the board is still whole.
+	TaskProblems    []error
+	SessionProblems []error
 }
 
 // LoadBoard reads every task and session and derives statuses.
 func (e *Env) LoadBoard(ctx context.Context) (*Board, error) {
-	tb, err := tasks.Load(ctx, e.St)
+	return LoadBoard(ctx, e.St, e.Cfg.Base)
+}
+
+// LoadBoard reads every task and every session (the two reads run at the
+// same time) and derives statuses. defaultBase is the base for sessions that
+// recorded none.
+func LoadBoard(ctx context.Context, st *gitstore.Store, defaultBase string) (*Board, error) {
+	var tb *tasks.Board
+	var terr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tb, terr = tasks.Load(ctx, st)
+	}()
+	recs, problems, err := sessions.LoadAll(ctx, st)
+	<-done
+	if terr != nil {
+		return nil, terr
+	}
 	if err != nil {
 		return nil, err
 	}
-	recs, problems, err := sessions.LoadAll(ctx, e.St)
-	if err != nil {
-		return nil, err
-	}
-	facts, err := Gather(ctx, e.St, tb, recs, e.Cfg.Base)
+	facts, err := Gather(ctx, st, tb, recs, defaultBase)
 	if err != nil {
 		return nil, err
 	}
 	return &Board{Tasks: tb, Sessions: recs, Facts: facts, Status: status.Resolve(tb, facts),
-		Problems: append(append([]error{}, tb.Problems...), problems...)}, nil
+		TaskProblems: tb.Problems, SessionProblems: problems}, nil
 }
 
 // SessionsOf returns the task's sessions, oldest first.

@@ -3,7 +3,9 @@ package worker
 import (
 	"context"
 	"encoding/json"
+
 	"fmt"
+	fastjson "github.com/goccy/go-json"
 	"io"
 	"os"
 	"path/filepath"
@@ -34,11 +36,11 @@ func ParseVerdicts(o *sessions.Outcome) Verdicts {
 	if o == nil {
 		return v
 	}
-	if len(o.Scope) > 0 && json.Unmarshal(o.Scope, &v.Scope) == nil {
+	if len(o.Scope) > 0 && fastjson.Unmarshal(o.Scope, &v.Scope) == nil {
 		v.HasScope = true
 	}
 	if len(o.DoD) > 0 {
-		json.Unmarshal(o.DoD, &v.DoD)
+		fastjson.Unmarshal(o.DoD, &v.DoD)
 	}
 	return v
 }

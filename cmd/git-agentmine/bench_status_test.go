@@ -76,7 +76,7 @@ func buildStatusFixture(tb testing.TB, repo string, tasks, perTask int) {
 		if i%7 == 1 {
 			exit = 1
 		}
-		line := fmt.Sprintf(`{"v":1,"session":%q,"exit_code":%d,"timed_out":false,"finished":"2026-01-02T04:04:05Z","tip":%q,"artifacts":["f"],"recorded_by":"bench","scope":{"valid":true,"tip":"","violations":[],"changed":[],"live_events":0},"dod":{"status":"passed"},"commits":1}`+"\n", x.id, exit, marks[x.tipMark])
+		line := fmt.Sprintf(`{"v":1,"session":%q,"exit_code":%d,"timed_out":false,"finished":"2026-01-02T04:04:05Z","tip":%q,"artifacts":["f"],"recorded_by":"bench","scope_valid":true,"dod_status":"passed","scope":{"valid":true,"tip":"","violations":[],"changed":[],"live_events":0},"dod":{"status":"passed"},"commits":1}`+"\n", x.id, exit, marks[x.tipMark])
 		fmt.Fprintf(&in, "N inline :%d\ndata %d\n%s\n", x.rootMark, len(line), line)
 	}
 	fastImport(tb, repo, &in)

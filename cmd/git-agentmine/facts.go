@@ -1,31 +1,13 @@
 package main
 
 import (
-	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/sessions"
-	"github.com/git-agentmine/git-agentmine/status"
-	"github.com/git-agentmine/git-agentmine/tasks"
 	"github.com/git-agentmine/git-agentmine/worker"
 )
 
 // sessionInfo is the latest session shown with a task: the session and
 // its verdicts (violations with type and path, DoD per command).
 type sessionInfo = sessionJSON
-
-// gatherFacts reads every session with its outcome and derives the facts the
-// resolver needs, in batch. The sessions are kept on the App for the
-// renderers.
-func gatherFacts(a *App, st *gitstore.Store, b *tasks.Board) (status.Facts, error) {
-	recs, problems, err := sessions.LoadAll(a.Ctx, st)
-	if err != nil {
-		return status.Facts{}, err
-	}
-	for _, p := range problems {
-		a.P.Warnf("skipping unreadable session: %v", p)
-	}
-	a.sessions = recs
-	return worker.Gather(a.Ctx, st, b, recs, "")
-}
 
 // latestSession returns the latest session of a task for --json output.
 func latestSession(a *App, v *view, id string) *sessionInfo {

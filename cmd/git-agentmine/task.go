@@ -11,6 +11,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/tasks"
+	"github.com/git-agentmine/git-agentmine/worker"
 )
 
 // TaskCmd groups the task commands.
@@ -396,18 +397,18 @@ func loadView(a *App) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := tasks.Load(a.Ctx, st)
+	b, err := worker.LoadBoard(a.Ctx, st, "")
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range b.Problems {
+	for _, p := range b.TaskProblems {
 		a.P.Warnf("skipping unreadable task: %v", p)
 	}
-	facts, err := gatherFacts(a, st, b)
-	if err != nil {
-		return nil, err
+	for _, p := range b.SessionProblems {
+		a.P.Warnf("skipping unreadable session: %v", p)
 	}
-	return &view{Board: b, Status: status.Resolve(b, facts), Store: st}, nil
+	a.sessions = b.Sessions
+	return &view{Board: b.Tasks, Status: b.Status, Store: st}, nil
 }
 
 // taskJSON is the --json form of a task (docs/json.md).
