@@ -16,6 +16,7 @@ import (
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/validate"
 )
 
 // SchemaVersion is the version of the stored memory document this binary
@@ -131,9 +132,7 @@ func ValidFullID(s string) bool {
 	return len(s) == gitstore.IDLen && gitstore.ValidID(s)
 }
 
-func usage(format string, a ...any) error {
-	return exitcode.New(exitcode.Usage, fmt.Errorf(format, a...), "")
-}
+func usage(format string, a ...any) error { return validate.Usage(format, a...) }
 
 // ValidateCategory checks a category and returns it lower-cased. A category
 // is one path segment: letters, digits, '-' and '_', starting with a letter
@@ -156,32 +155,13 @@ func ValidateCategory(s string) (string, error) {
 }
 
 // ValidateTitle checks a title: non-empty, one line.
-func ValidateTitle(s string) (string, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return "", usage("memory title is empty")
-	}
-	if strings.ContainsAny(s, "\r\n") {
-		return "", usage("memory title must be a single line")
-	}
-	return s, nil
-}
+func ValidateTitle(s string) (string, error) { return validate.Title("memory title", s) }
 
 // ValidateStatus checks a status.
-func ValidateStatus(s string) error {
-	if !slices.Contains(Statuses, s) {
-		return exitcode.New(exitcode.Usage, fmt.Errorf("unknown memory status %q", s), "use one of: "+strings.Join(Statuses, ", "))
-	}
-	return nil
-}
+func ValidateStatus(s string) error { return validate.OneOf("memory status", s, Statuses) }
 
 // ValidateTag checks a tag: non-empty, no whitespace or commas.
-func ValidateTag(s string) error {
-	if s == "" || strings.ContainsAny(s, " \t\r\n,") {
-		return usage("invalid tag %q: tags are single words without commas", s)
-	}
-	return nil
-}
+func ValidateTag(s string) error { return validate.Word("tag", "tags", s) }
 
 // NormalizeSummary trims a summary and unifies its line endings.
 func NormalizeSummary(s string) string {

@@ -10,11 +10,11 @@ import (
 	"fmt"
 	fastjson "github.com/goccy/go-json"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/validate"
 )
 
 // SchemaVersion is the version of the stored task document this binary
@@ -109,54 +109,20 @@ func (t *Task) normalize() {
 	t.Labels = slices.Compact(t.Labels)
 }
 
-func usage(format string, a ...any) error {
-	return exitcode.New(exitcode.Usage, fmt.Errorf(format, a...), "")
-}
+func usage(format string, a ...any) error { return validate.Usage(format, a...) }
 
 // ValidateTitle checks a title: non-empty, one line.
-func ValidateTitle(s string) (string, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return "", usage("task title is empty")
-	}
-	if strings.ContainsAny(s, "\r\n") {
-		return "", usage("task title must be a single line")
-	}
-	return s, nil
-}
+func ValidateTitle(s string) (string, error) { return validate.Title("task title", s) }
 
 // ValidateType checks a task type.
-func ValidateType(s string) error {
-	if !slices.Contains(Types, s) {
-		return exitcode.New(exitcode.Usage, fmt.Errorf("unknown task type %q", s), "use one of: "+strings.Join(Types, ", "))
-	}
-	return nil
-}
+func ValidateType(s string) error { return validate.OneOf("task type", s, Types) }
 
 // ValidatePriority checks a priority.
-func ValidatePriority(s string) error {
-	if !slices.Contains(Priorities, s) {
-		return exitcode.New(exitcode.Usage, fmt.Errorf("unknown priority %q", s), "use one of: "+strings.Join(Priorities, ", "))
-	}
-	return nil
-}
+func ValidatePriority(s string) error { return validate.OneOf("priority", s, Priorities) }
 
 // ValidateLabel checks a label: non-empty, no whitespace or commas.
-func ValidateLabel(s string) error {
-	if s == "" || strings.ContainsAny(s, " \t\r\n,") {
-		return usage("invalid label %q: labels are single words without commas", s)
-	}
-	return nil
-}
+func ValidateLabel(s string) error { return validate.Word("label", "labels", s) }
 
 // ValidateLine checks a one-line free-text field (assignee, base, a DoD
 // command, an acceptance criterion).
-func ValidateLine(field, s string) error {
-	if strings.TrimSpace(s) == "" {
-		return usage("%s is empty", field)
-	}
-	if strings.ContainsAny(s, "\r\n") {
-		return usage("%s must be a single line", field)
-	}
-	return nil
-}
+func ValidateLine(field, s string) error { return validate.Line(field, s) }
