@@ -155,11 +155,19 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 	counts.Present = counts.ReadOnly + counts.Writable
 	patterns := scope.SparsePatterns(paths, keep)
 
-	// From here on, every failure undoes what was done.
 	lock, err := lockRepo(ctx, loc.CommonDir)
 	if err != nil {
 		return nil, fmt.Errorf("create worktree: %w", err)
 	}
+	// Check again under the lock: another process may have created the
+	// worktree since the first check, and the rollback below must never
+	// remove a directory this call did not create.
+	if _, serr := os.Lstat(path); serr == nil {
+		lock.unlock()
+		return nil, exitcode.New(exitcode.State, fmt.Errorf("create worktree: %s already exists", path),
+			"remove it, or finish the session that owns it")
+	}
+	// From here on, every failure undoes what was done.
 	created := false
 	defer func() {
 		lock.unlock()
