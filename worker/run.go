@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -97,11 +96,14 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	ignore := func(rel string) bool { return isGenerated(rel, generated) }
 	wopts := verify.WatchOptions{Ignore: ignore, Extra: e.watchExtras(ctx, s)}
 	var proc *launch.Process
-	var running atomic.Pointer[launch.Process]
-	var strictHit struct {
-		sync.Once
-		ev *verify.Event
-		v  verify.Violation
+	// strict holds the first violation seen live and the running process;
+	// whichever of the two arrives second stops the worker, so a write made
+	// the instant the worker starts is not missed.
+	var strict struct {
+		sync.Mutex
+		ev   *verify.Event
+		v    verify.Violation
+		proc *launch.Process
 	}
 	if s.Strict {
 		judge := verify.NewEventJudge(spec, generated)
@@ -110,13 +112,15 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			if !bad {
 				return
 			}
-			strictHit.Do(func() {
+			strict.Lock()
+			defer strict.Unlock()
+			if strict.ev == nil {
 				evc := ev
-				strictHit.ev, strictHit.v = &evc, v
-				if p := running.Load(); p != nil {
-					p.Stop()
+				strict.ev, strict.v = &evc, v
+				if strict.proc != nil {
+					strict.proc.Stop()
 				}
-			})
+			}
 		}
 	}
 	watcher, werr := verify.StartWatch(ctx, s.Worktree, wopts)
@@ -129,7 +133,12 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		Stdin: s.CommandStdin, LogPath: s.Log, Tee: opts.Tee, Timeout: time.Duration(s.Timeout) * time.Second,
 		Grace: time.Duration(s.Grace) * time.Second})
 	if startErr == nil {
-		running.Store(proc)
+		strict.Lock()
+		strict.proc = proc
+		if strict.ev != nil {
+			proc.Stop()
+		}
+		strict.Unlock()
 		say("worker started: pid %d, timeout %ds, log %s", proc.Pid(), s.Timeout, s.Log)
 		res = proc.Wait()
 	} else {
@@ -162,8 +171,8 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			}
 		}
 	}
-	if strictHit.ev != nil {
-		out.Reason = "stopped by --strict at the first out-of-scope change: " + strictHit.v.Type + " " + strictHit.ev.Path
+	if strict.ev != nil {
+		out.Reason = "stopped by --strict at the first out-of-scope change: " + strict.v.Type + " " + strict.ev.Path
 	}
 	if startErr == nil {
 		say("worker ended: exit %d%s", out.ExitCode, sigText(out.Signal, out.TimedOut))
