@@ -313,8 +313,20 @@ func firstLine(s string) string {
 func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool) (branchDeleted bool, err error) {
 	s := rec.Session
 	live, _ := Liveness(rec, sessions.Host(), time.Now())
-	if live && s.Mode != sessions.ModeManual && !force {
+	switch {
+	case live && s.Mode != sessions.ModeManual:
 		return false, exitcode.New(exitcode.State, fmt.Errorf("session %s is still running", s.ID[:8]), "stop it first: git agentmine worker stop")
+	case live && !force:
+		// A manual session without an outcome would stay in progress
+		// forever once its worktree is gone.
+		return false, exitcode.New(exitcode.State, fmt.Errorf("session %s has not ended", s.ID[:8]),
+			"record its outcome first (git agentmine session end "+s.ID[:8]+" --exit-code N), or pass --force to abandon it")
+	case live:
+		out := sessions.Outcome{ExitCode: 1, Finished: time.Now().UTC(), Reason: "abandoned: worker done --force before an outcome was recorded", By: "worker done"}
+		if err := sessions.RecordOutcome(ctx, e.St, rec, &out); err != nil {
+			return false, err
+		}
+		e.releaseClaim(ctx, rec)
 	}
 	branch := ""
 	if merged || force {
