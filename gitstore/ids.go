@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -90,7 +89,7 @@ func ResolveIn(k Kind, ids []string, prefix string) (string, error) {
 	if len(c) > 8 {
 		c = append(c[:8], fmt.Sprintf("and %d more", len(matches)-8))
 	}
-	return "", exitcode.New(exitcode.Usage, errors.New(fmt.Sprintf("%s id %s is ambiguous: candidates %s", k.Noun, p, strings.Join(c, ", "))), "give more digits of the id")
+	return "", exitcode.New(exitcode.Usage, fmt.Errorf("%s id %s is ambiguous: candidates %s", k.Noun, p, strings.Join(c, ", ")), "give more digits of the id")
 }
 
 // ShortIDs maps each id to its shortest unique prefix (at least MinPrefix)

@@ -214,7 +214,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		if !o.Replace {
 			return nil, exitcode.New(exitcode.State, fmt.Errorf("a worktree from an earlier session of task %s is still at %s", short, wtPath), "remove it with: git agentmine worker done "+short+" (or pass --replace)")
 		}
-		if err := e.removeLeftover(ctx, b, taskID, wtPath); err != nil {
+		if err := e.removeLeftover(ctx, wtPath); err != nil {
 			return nil, err
 		}
 	}
@@ -352,14 +352,8 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 }
 
 // removeLeftover removes a finished session's worktree for --replace.
-func (e *Env) removeLeftover(ctx context.Context, b *Board, taskID, path string) error {
-	branch := ""
-	for _, r := range b.SessionsOf(taskID) {
-		if r.Session.Worktree == path {
-			branch = r.Session.Branch
-		}
-	}
-	_ = branch // keep the branch: it holds the earlier attempt's commits
+func (e *Env) removeLeftover(ctx context.Context, path string) error {
+	// The branch stays: it holds the earlier attempt's commits.
 	if err := worktree.Remove(ctx, e.Top, path, "", true); err != nil {
 		return fmt.Errorf("removing the leftover worktree: %w", err)
 	}
