@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
@@ -26,11 +25,10 @@ type Bank struct {
 	Memories map[string]Entry
 	// IDs holds the canonical id of every readable memory, sorted.
 	IDs []string
-	// Short maps canonical ids (readable or not) to their shortest unique prefix.
-	Short map[string]string
-	// Problems are refs that could not be read (each a *gitstore.RefError
+	// Index holds every listed id (readable or not), the short forms and
+	// the refs that could not be read (each a *gitstore.RefError
 	// naming the ref); the other memories still list.
-	Problems []error
+	gitstore.Index
 }
 
 // Load reads every memory with one batched read.
@@ -39,23 +37,17 @@ func Load(ctx context.Context, st *gitstore.Store) (*Bank, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bank{Memories: make(map[string]Entry, len(docs)), Problems: problems}
+	b := &Bank{Memories: make(map[string]Entry, len(docs))}
 	var all []string
-	for _, p := range problems {
-		var re *gitstore.RefError
-		if errors.As(p, &re) {
-			all = append(all, strings.TrimPrefix(re.Ref, Kind.RefPrefix()))
-		}
-	}
 	for _, d := range docs {
 		all = append(all, d.ID)
 		if !ValidFullID(d.ID) {
-			b.Problems = append(b.Problems, &gitstore.RefError{Ref: d.Ref, Err: fmt.Errorf("malformed memory id %q", d.ID)})
+			problems = append(problems, &gitstore.RefError{Ref: d.Ref, Err: fmt.Errorf("malformed memory id %q", d.ID)})
 			continue
 		}
 		m, err := Decode(d.Data)
 		if err != nil {
-			b.Problems = append(b.Problems, &gitstore.RefError{Ref: d.Ref, Err: err})
+			problems = append(problems, &gitstore.RefError{Ref: d.Ref, Err: err})
 			continue
 		}
 		m.ID = d.ID
@@ -63,49 +55,15 @@ func Load(ctx context.Context, st *gitstore.Store) (*Bank, error) {
 		b.IDs = append(b.IDs, d.ID)
 	}
 	sort.Strings(b.IDs)
-	sort.Strings(all)
-	b.Short = gitstore.ShortIDs(all)
+	b.Index = gitstore.NewIndex(Kind, all, problems)
 	return b, nil
 }
 
 // Resolve turns an id or unique prefix into the canonical id of a readable
 // memory.
 func (b *Bank) Resolve(prefix string) (string, error) {
-	ids := make([]string, 0, len(b.Short))
-	for id := range b.Short {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	id, err := gitstore.ResolveIn(Kind, ids, prefix)
-	if err != nil {
-		return "", err
-	}
-	if _, ok := b.Memories[id]; !ok {
-		return "", exitcode.New(exitcode.State, fmt.Errorf("memory %s cannot be read: %w", b.ShortID(id), b.problemFor(id)),
-			"remove it with: git agentmine memory remove "+b.ShortID(id))
-	}
-	return id, nil
-}
-
-func (b *Bank) problemFor(id string) error {
-	for _, p := range b.Problems {
-		var re *gitstore.RefError
-		if errors.As(p, &re) && re.Ref == Kind.Ref(id) {
-			return re.Err
-		}
-	}
-	return errors.New("unreadable")
-}
-
-// ShortID returns the display form of id.
-func (b *Bank) ShortID(id string) string {
-	if s, ok := b.Short[id]; ok {
-		return s
-	}
-	if len(id) > gitstore.MinPrefix+4 {
-		return id[:gitstore.MinPrefix+4]
-	}
-	return id
+	return b.Index.Resolve(Kind, prefix, func(id string) bool { _, ok := b.Memories[id]; return ok },
+		"remove it with: git agentmine memory remove "+prefix)
 }
 
 // Active returns the bank's active memories in prompt order (see Sort).

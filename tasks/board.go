@@ -2,7 +2,6 @@ package tasks
 
 import (
 	"context"
-	"fmt"
 	"sort"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
@@ -21,10 +20,9 @@ type Board struct {
 	Tasks map[string]Entry
 	// IDs holds every canonical id, sorted.
 	IDs []string
-	// Short maps canonical ids to their shortest unique prefix.
-	Short map[string]string
-	// Problems are refs that could not be read; the other tasks still list.
-	Problems []error
+	// Index holds every listed id (readable or not), the short forms and
+	// the refs that could not be read.
+	gitstore.Index
 }
 
 // Load reads every task with one batched read.
@@ -33,7 +31,7 @@ func Load(ctx context.Context, st *gitstore.Store) (*Board, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Board{Tasks: make(map[string]Entry, len(docs)), Problems: problems}
+	b := &Board{Tasks: make(map[string]Entry, len(docs))}
 	allIDs := make([]string, 0, len(docs)+len(problems))
 	decoded := make([]Task, len(docs))
 	errs := make([]error, len(docs))
@@ -41,7 +39,7 @@ func Load(ctx context.Context, st *gitstore.Store) (*Board, error) {
 	for i, d := range docs {
 		allIDs = append(allIDs, d.ID)
 		if errs[i] != nil {
-			b.Problems = append(b.Problems, &gitstore.RefError{Ref: d.Ref, Err: errs[i]})
+			problems = append(problems, &gitstore.RefError{Ref: d.Ref, Err: errs[i]})
 			continue
 		}
 		t := decoded[i]
@@ -52,46 +50,13 @@ func Load(ctx context.Context, st *gitstore.Store) (*Board, error) {
 		b.IDs = append(b.IDs, id)
 	}
 	sort.Strings(b.IDs)
-	sort.Strings(allIDs)
-	b.Short = gitstore.ShortIDs(allIDs)
+	b.Index = gitstore.NewIndex(Kind, allIDs, problems)
 	return b, nil
 }
 
 // Resolve turns an id or unique prefix into a canonical id of a readable task.
 func (b *Board) Resolve(prefix string) (string, error) {
-	ids := make([]string, 0, len(b.Short))
-	for id := range b.Short {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	id, err := gitstore.ResolveIn(Kind, ids, prefix)
-	if err != nil {
-		return "", err
-	}
-	if _, ok := b.Tasks[id]; !ok {
-		return "", fmt.Errorf("task %s cannot be read: %w", b.Short[id], b.problemFor(id))
-	}
-	return id, nil
-}
-
-func (b *Board) problemFor(id string) error {
-	for _, p := range b.Problems {
-		if re, ok := p.(*gitstore.RefError); ok && re.Ref == Kind.Ref(id) {
-			return re.Err
-		}
-	}
-	return fmt.Errorf("unreadable")
-}
-
-// ShortID returns the display form of id.
-func (b *Board) ShortID(id string) string {
-	if s, ok := b.Short[id]; ok {
-		return s
-	}
-	if len(id) > gitstore.MinPrefix+4 {
-		return id[:gitstore.MinPrefix+4]
-	}
-	return id
+	return b.Index.Resolve(Kind, prefix, func(id string) bool { _, ok := b.Tasks[id]; return ok }, "")
 }
 
 // Children returns the ids of the tasks whose parent is id, sorted.
