@@ -72,11 +72,20 @@ type Store struct {
 // reads the object format, the identities and git's config in one git call.
 func Open(ctx context.Context, dir string) (*Store, error) {
 	r := gitcmd.Runner{Dir: dir}
+	s := &Store{git: r}
+	// The identity and config query is independent of the location query:
+	// run both git processes at once.
+	varsErr := make(chan error, 1)
+	go func() { varsErr <- s.readVars(ctx) }()
 	loc, extra, err := gitcmd.LocateWith(ctx, dir, []string{"--show-object-format"}, []string{"--git-path", "objects"})
+	verr := <-varsErr
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{git: r, loc: loc}
+	if verr != nil {
+		return nil, verr
+	}
+	s.loc = loc
 	if len(extra) < 2 {
 		return nil, fmt.Errorf("reading repository format: unexpected output %q", extra)
 	}
@@ -84,9 +93,6 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 	s.objDir = extra[1]
 	if !filepath.IsAbs(s.objDir) {
 		s.objDir = filepath.Join(dir, s.objDir)
-	}
-	if err := s.readVars(ctx); err != nil {
-		return nil, err
 	}
 	return s, nil
 }

@@ -207,11 +207,5 @@ func (p *Printer) PrintJSONList(n int, elem func(i int) any) error {
 }
 
 func marshalCompact(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := fastjson.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
+	return fastjson.MarshalNoEscape(v)
 }
