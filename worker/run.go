@@ -123,6 +123,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			}
 		}
 	}
+	mainBefore := snapshotCheckout(ctx, e.Top)
 	watcher, werr := verify.StartWatch(ctx, s.Worktree, wopts)
 	if werr != nil {
 		say("warning: live watcher unavailable: %v", werr)
@@ -177,7 +178,8 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	if startErr == nil {
 		say("worker ended: exit %d%s", out.ExitCode, sigText(out.Signal, out.TimedOut))
 	}
-	if err := e.judge(jctx, rec, spec, live, &out, say); err != nil {
+	mainAfter := snapshotCheckout(jctx, e.Top)
+	if err := e.judge(jctx, rec, spec, live, checkoutWarnings(mainBefore, mainAfter), &out, say); err != nil {
 		say("warning: %v", err)
 		if out.Reason == "" {
 			out.Reason = firstLine(err.Error())
@@ -196,7 +198,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 
 // judge verifies the changes against the scope and runs the DoD, filling in
 // the outcome. Verification errors are reported, never a false success.
-func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, live *verify.Record, out *sessions.Outcome, say func(string, ...any)) error {
+func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, live *verify.Record, extra []verify.Violation, out *sessions.Outcome, say func(string, ...any)) error {
 	s := rec.Session
 	g := gitcmd.Runner{Dir: e.Top}
 	tip, err := g.Output(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+s.Branch)
@@ -218,6 +220,7 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 	if err != nil {
 		return fmt.Errorf("verifying session %s: %w", s.ID[:8], err)
 	}
+	verdict.Warnings = append(verdict.Warnings, extra...)
 	for _, c := range verdict.Changed {
 		out.Artifacts = append(out.Artifacts, c.Path)
 	}

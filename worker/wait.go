@@ -25,7 +25,7 @@ func (e *Env) End(ctx context.Context, rec sessions.Record, exit int, signal str
 	if rec.Session.Worktree != "" {
 		if _, err := os.Stat(rec.Session.Worktree); err == nil {
 			live := liveMissing("the worker ran outside agentmine's supervision: no live record")
-			if err := e.judge(ctx, rec, spec, live, &out, func(string, ...any) {}); err != nil {
+			if err := e.judge(ctx, rec, spec, live, nil, &out, func(string, ...any) {}); err != nil {
 				out.Reason = firstLine(err.Error())
 			}
 		}
