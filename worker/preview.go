@@ -3,7 +3,9 @@ package worker
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/git-agentmine/git-agentmine/agents"
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -74,10 +76,29 @@ func (e *Env) PreviewRun(ctx context.Context, taskPrefix, agentFlag string) (*Pr
 		return nil, err
 	}
 	wt := filepath.Join(e.Cfg.WorktreeDir(e.Top), "task-"+id[:8])
+	// Adapters read the prompt file (short prompts go inline), but the
+	// worktree does not exist yet: build from a temporary copy, then name the
+	// file where the worker will find it.
+	tmp, err := os.CreateTemp("", "agentmine-prompt-*.md")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	_, werr := tmp.WriteString(prompt)
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return nil, werr
+	}
 	cmd, err := launch.Invocation{Client: client, Model: ag.Model, Command: ag.Command,
-		PromptFile: filepath.Join(wt, PromptRel), Worktree: wt, Task: id}.Build()
+		PromptFile: tmp.Name(), Worktree: wt, Task: id}.Build()
 	if err != nil {
 		return nil, exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
+	}
+	final := filepath.Join(wt, PromptRel)
+	for i, a := range cmd.Argv {
+		cmd.Argv[i] = strings.ReplaceAll(a, tmp.Name(), final)
 	}
 	return &Preview{Task: t, Agent: ag, Client: client, Prompt: prompt, Argv: cmd.Argv, Worktree: wt}, nil
 }
