@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,7 +124,7 @@ func RunDoD(ctx context.Context, repo, tip string, sparse []string, cmds []strin
 	cleanup := func() error {
 		// The commands may have left read-only files (module caches do):
 		// restore write permission first or the removal fails half-way.
-		makeWritable(dir)
+		_ = worktree.MakeWritable(dir)
 		if err := worktree.Remove(context.WithoutCancel(ctx), repo, dir, "", true); err != nil {
 			return fmt.Errorf("remove dod checkout %s: %w", dir, err)
 		}
@@ -148,18 +147,6 @@ func short(commit string) string {
 		return commit[:12]
 	}
 	return commit
-}
-
-func makeWritable(dir string) {
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.Type()&fs.ModeSymlink != 0 {
-			return nil
-		}
-		if info, err := d.Info(); err == nil && info.Mode().Perm()&0o200 == 0 {
-			_ = os.Chmod(p, info.Mode().Perm()|0o200)
-		}
-		return nil
-	})
 }
 
 // RunCommands runs cmds one after the other in dir, each in its own process
