@@ -522,6 +522,21 @@ func printTasks(a *App, v *view, ids []string) error {
 // showOne prints one task after reading the board again (so the status and
 // short id are current). verb, when set, is printed to stderr first.
 func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
+	if verb != "" && !a.G.JSON && (a.G.Quiet || verb != "unchanged" && verb != "already cancelled") {
+		// After a change only the short id is printed: it needs every id,
+		// not every document and session (one for-each-ref, not a board).
+		ids, err := st.IDs(a.Ctx, tasks.Kind)
+		if err != nil {
+			return err
+		}
+		short := gitstore.ShortIDs(ids)[prefix]
+		if short == "" {
+			short = prefix
+		}
+		a.P.Notef("%s task %s\n", verb, short)
+		a.P.Printf("%s\n", short)
+		return nil
+	}
 	v, err := loadView(a)
 	if err != nil {
 		return err
