@@ -1,0 +1,144 @@
+package gitstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/git-agentmine/git-agentmine/gitcmd"
+)
+
+// The primitives below let other packages that own part of the state (sync
+// in replica, landing a task in merge, removing a worker's branch) build
+// on the store without writing objects or refs themselves: every object
+// write goes through WriteObject or CommitTree and every ref write through
+// Transact (`git update-ref --stdin` with expected old values).
+
+// WriteObject stores an object of type typ ("blob", "tree", "commit") and
+// returns its id.
+func (s *Store) WriteObject(ctx context.Context, typ string, data []byte) (string, error) {
+	return s.writeObject(ctx, typ, data)
+}
+
+// HashLen returns the length in bytes of the repository's object ids (20 for
+// SHA-1, 32 for SHA-256), as they appear in raw tree entries.
+func (s *Store) HashLen() int { return s.hashLen() }
+
+// RefTip is one ref as for-each-ref reports it.
+type RefTip struct {
+	// ID is the object the ref points at.
+	ID string
+	// Type is that object's type ("commit", "blob", …).
+	Type string
+}
+
+// RefTips lists the refs matching the for-each-ref patterns, by full name.
+func (s *Store) RefTips(ctx context.Context, patterns ...string) (map[string]RefTip, error) {
+	args := append([]string{"for-each-ref", "--format=%(objectname) %(objecttype) %(refname)"}, patterns...)
+	lines, err := s.git.Lines(ctx, args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing agentmine refs: %w", err)
+	}
+	m := make(map[string]RefTip, len(lines))
+	for _, l := range lines {
+		f := strings.SplitN(l, " ", 3)
+		if len(f) == 3 {
+			m[f[2]] = RefTip{ID: f[0], Type: f[1]}
+		}
+	}
+	return m, nil
+}
+
+// PackRefs packs loose refs (design §2: pack refs after bulk writes). git's
+// pack-refs takes its own locks and is safe next to concurrent writers.
+func (s *Store) PackRefs(ctx context.Context) error {
+	if _, err := s.git.Run(ctx, "pack-refs", "--all"); err != nil {
+		return fmt.Errorf("packing refs: %w", err)
+	}
+	return nil
+}
+
+// SetConfig sets a git config value in this repository and in the store's
+// view of the configuration.
+func (s *Store) SetConfig(ctx context.Context, key, value string) error {
+	if _, err := s.git.Run(ctx, "config", key, value); err != nil {
+		return fmt.Errorf("setting %s: %w", key, err)
+	}
+	s.config[strings.ToLower(key)] = value
+	return nil
+}
+
+// Object is one object read by a Batch.
+type Object struct {
+	// Type is "commit", "tree", "blob" or "tag".
+	Type string
+	// Data is the object's raw content.
+	Data []byte
+	// Missing is true when no such object exists.
+	Missing bool
+}
+
+// Batch reads objects through one long-lived `git cat-file --batch`
+// process. It is not safe for concurrent use; Close it when done.
+type Batch struct{ cf *catFile }
+
+// OpenBatch starts a batch object reader.
+func (s *Store) OpenBatch(ctx context.Context) (*Batch, error) {
+	cf, err := startCatFile(ctx, s.git)
+	if err != nil {
+		return nil, err
+	}
+	return &Batch{cf: cf}, nil
+}
+
+// ReadMany reads the named objects (ids or any name cat-file accepts) in
+// one pipelined round trip and returns them in order.
+func (b *Batch) ReadMany(names []string) ([]Object, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	objs, err := b.cf.getMany(names)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Object, len(objs))
+	for i, o := range objs {
+		out[i] = Object{Type: o.typ, Data: o.data, Missing: o.missing}
+	}
+	return out, nil
+}
+
+// Close ends the cat-file process.
+func (b *Batch) Close() { b.cf.close() }
+
+// CommitTree writes a commit of tree with the given parents and message,
+// with the repository's author and committer identities (as `git
+// commit-tree` would), and returns its id.
+func (s *Store) CommitTree(ctx context.Context, tree string, parents []string, message string) (string, error) {
+	return s.writeCommit(ctx, tree, parents, message)
+}
+
+// MergeTrees computes the merge of two commits with `git merge-tree
+// --write-tree`, which writes the merged tree's objects. It returns the
+// tree, or the conflicting paths (and no tree) when the merge conflicts.
+func (s *Store) MergeTrees(ctx context.Context, base, tip string) (tree string, conflicts []string, err error) {
+	out, err := s.git.Run(ctx, "merge-tree", "--write-tree", "--name-only", "--no-messages", base, tip)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err != nil {
+		if gitcmd.IsExit(err, 1) && len(lines) > 0 {
+			return "", lines[1:], nil
+		}
+		return "", nil, fmt.Errorf("computing the merge: %w", err)
+	}
+	return strings.TrimSpace(lines[0]), nil, nil
+}
+
+// DeleteRef deletes ref if it exists, expecting it at the value it has
+// when read; a ref that does not exist is not an error.
+func (s *Store) DeleteRef(ctx context.Context, ref string) error {
+	tip, err := s.git.Output(ctx, "rev-parse", "--verify", "-q", ref)
+	if err != nil {
+		return nil
+	}
+	return s.Transact(ctx, []RefOp{{Verb: "delete", Ref: ref, Old: tip}})
+}
