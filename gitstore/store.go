@@ -26,6 +26,9 @@ import (
 // RefRoot is the namespace holding every agentmine entity ref.
 const RefRoot = "refs/agentmine/"
 
+// NotesRef is the notes ref holding run outcomes, one JSON object per line.
+const NotesRef = "refs/notes/agentmine"
+
 // Kind is a type of entity, stored under refs/agentmine/<Dir>/<id> with its
 // JSON document in a file named File in each commit's tree.
 type Kind struct {

@@ -287,8 +287,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		case ok:
 			claimedOn = remote
 			undo = append(undo, func() {
-				e.releaseClaim(context.WithoutCancel(ctx), sessions.Record{Session: sessions.Session{Task: sess.Task, ClaimRemote: remote}, Root: root})
-				st.Git().Run(context.WithoutCancel(ctx), "push", "--quiet", "--no-verify", remote, ":"+sessions.Kind.Ref(sid))
+				e.releaseClaim(context.WithoutCancel(ctx), sessions.Record{Session: sessions.Session{Task: sess.Task, ClaimRemote: remote}, Root: root}, sessions.Kind.Ref(sid))
 			})
 		case IsOffline(err):
 			claimNote = err.Error() + "; running locally without a claim"

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/config"
 	"github.com/git-agentmine/git-agentmine/exitcode"
-	"github.com/git-agentmine/git-agentmine/gitcmd"
-	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/replica"
 	"github.com/git-agentmine/git-agentmine/sessions"
 )
 
@@ -29,7 +27,7 @@ import (
 const ClaimPrefix = "refs/agentmine-claims/"
 
 // ErrClaimed is returned when another clone holds the task's claim.
-var ErrClaimed = gitstore.ErrAlreadyClaimed
+var ErrClaimed = replica.ErrAlreadyClaimed
 
 // claimRemoteFor picks the remote to claim on: an explicit --claim, else the
 // sync remote when it was configured (flag, environment, git config or
@@ -49,11 +47,11 @@ func (e *Env) claimRemoteFor(o RunOptions) string {
 }
 
 // claim tries to take the task's claim on remote with the session's creation
-// commit. It returns (false, nil-or-offline-error) when the remote could not
-// be reached: the run goes on locally without a claim. A claim held by a live
-// session elsewhere is a State error naming its host and session.
+// commit, pushing the session ref with it. It returns (false,
+// nil-or-offline-error) when the remote could not be reached: the run goes
+// on locally without a claim. A claim held by a live session elsewhere is a
+// State error naming its host and session.
 func (e *Env) claim(ctx context.Context, remote string, s sessions.Session, root string) (bool, error) {
-	g := e.St.Git()
 	ref := ClaimPrefix + s.Task
 	for attempt := 0; attempt < 3; attempt++ {
 		old, holder, err := e.remoteClaim(ctx, remote, ref)
@@ -66,14 +64,15 @@ func (e *Env) claim(ctx context.Context, remote string, s sessions.Session, root
 					s.Task[:8], remote, holder.ID[:8], holder.Host, holder.Started.Format(time.RFC3339), ErrClaimed), "wait for it, or sync to see its outcome")
 			}
 		}
-		_, err = g.Run(ctx, "push", "--atomic", "--quiet", "--no-verify", remote,
-			"--force-with-lease="+ref+":"+old,
-			root+":"+ref, root+":"+sessions.Kind.Ref(s.ID))
-		if err == nil {
+		err = replica.TakeClaim(ctx, e.St, replica.Claim{Remote: remote, Ref: ref, Commit: root, Old: old, Also: []string{sessions.Kind.Ref(s.ID)}})
+		var ue *replica.UnreachableError
+		switch {
+		case err == nil:
 			return true, nil
-		}
-		if !isRejected(err) {
-			return false, offline(remote, err)
+		case errors.As(err, &ue):
+			return false, offline(remote, ue.Err)
+		case !errors.Is(err, replica.ErrAlreadyClaimed):
+			return false, err
 		}
 		// Someone else got there first: look again (and name them).
 	}
@@ -82,27 +81,17 @@ func (e *Env) claim(ctx context.Context, remote string, s sessions.Session, root
 
 // remoteClaim reads the remote's claim ref and the session it points at.
 func (e *Env) remoteClaim(ctx context.Context, remote, ref string) (old string, holder *sessions.Session, err error) {
-	g := e.St.Git()
-	out, err := g.Output(ctx, "ls-remote", "--refs", remote, ref)
-	if err != nil {
-		return "", nil, offline(remote, err)
+	old, data, err := replica.ReadClaim(ctx, e.St, remote, ref, sessions.Kind.File)
+	var ue *replica.UnreachableError
+	if errors.As(err, &ue) {
+		return "", nil, offline(remote, ue.Err)
 	}
-	if out == "" {
-		return "", nil, nil
-	}
-	old = strings.Fields(out)[0]
-	tmp := "refs/agentmine-remote-claims/" + strings.TrimPrefix(ref, ClaimPrefix)
-	if _, err := g.Run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+"+ref+":"+tmp); err != nil {
-		return "", nil, offline(remote, err)
-	}
-	defer g.Run(context.WithoutCancel(ctx), "update-ref", "-d", tmp)
-	data, err := g.Run(ctx, "cat-file", "blob", old+":"+sessions.Kind.File)
-	if err != nil {
-		// Not a session commit: treat as a foreign, unexpiring claim.
-		return old, &sessions.Session{ID: old, Host: "unknown", Started: time.Now(), Timeout: 1 << 30}, nil
+	if err != nil || old == "" {
+		return "", nil, err
 	}
 	s, err := sessions.Decode(data)
-	if err != nil {
+	if data == nil || err != nil {
+		// Not a session commit: treat as a foreign, unexpiring claim.
 		return old, &sessions.Session{ID: old, Host: "unknown", Started: time.Now(), Timeout: 1 << 30}, nil
 	}
 	return old, &s, nil
@@ -114,28 +103,14 @@ func claimStale(s sessions.Session, now time.Time) bool {
 }
 
 // releaseClaim deletes the task's claim on the session's claim remote if it
-// still points at the session's creation commit. Best effort: a claim left
-// behind expires.
-func (e *Env) releaseClaim(ctx context.Context, rec sessions.Record) {
+// still points at the session's creation commit, and the refs in also under
+// the same condition. Best effort: a claim left behind expires.
+func (e *Env) releaseClaim(ctx context.Context, rec sessions.Record, also ...string) {
 	s := rec.Session
 	if s.ClaimRemote == "" || rec.Root == "" {
 		return
 	}
-	ref := ClaimPrefix + s.Task
-	e.St.Git().Run(ctx, "push", "--quiet", "--no-verify", s.ClaimRemote, "--force-with-lease="+ref+":"+rec.Root, ":"+ref)
-}
-
-func isRejected(err error) bool {
-	var ge *gitcmd.Error
-	if !errors.As(err, &ge) {
-		return false
-	}
-	for _, w := range []string{"stale info", "rejected", "already exists", "fetch first"} {
-		if strings.Contains(ge.Stderr, w) {
-			return true
-		}
-	}
-	return false
+	replica.ReleaseClaim(ctx, e.St, s.ClaimRemote, ClaimPrefix+s.Task, rec.Root, also...)
 }
 
 // offlineError says the claim remote could not be reached.

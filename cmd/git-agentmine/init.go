@@ -14,6 +14,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/output"
+	"github.com/git-agentmine/git-agentmine/replica"
 )
 
 // InitCmd is `init`.
@@ -63,7 +64,7 @@ func (c *InitCmd) Run(a *App) error {
 	}
 	if c.Remote != "" {
 		// Checked (and set) first: a missing remote changes nothing.
-		if err := st.ConfigureRemote(a.Ctx, c.Remote); err != nil {
+		if err := replica.ConfigureRemote(a.Ctx, st, c.Remote); err != nil {
 			return err
 		}
 	}

@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
-	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/memory"
 	"github.com/git-agentmine/git-agentmine/output"
+	"github.com/git-agentmine/git-agentmine/replica"
 	"github.com/git-agentmine/git-agentmine/tasks"
 )
 
@@ -37,9 +37,9 @@ func (c *PushCmd) Run(a *App) error { return runSync(a, c.Remote, "push") }
 func (c *PullCmd) Run(a *App) error { return runSync(a, c.Remote, "pull") }
 
 // syncRules names the set-like fields of each kind.
-func syncRules() map[string]gitstore.MergeRules {
-	r := gitstore.DefaultMergeRules()
-	return map[string]gitstore.MergeRules{
+func syncRules() map[string]replica.MergeRules {
+	r := replica.DefaultMergeRules()
+	return map[string]replica.MergeRules{
 		tasks.Kind.Dir:  {SetFields: []string{"labels", "blocked_by"}, MaxVersion: tasks.SchemaVersion, Unreported: r.Unreported},
 		memory.Kind.Dir: {SetFields: []string{"tags"}, MaxVersion: memory.SchemaVersion, Unreported: r.Unreported},
 	}
@@ -50,10 +50,10 @@ func runSync(a *App, remote, verb string) error {
 	if err != nil {
 		return err
 	}
-	opts := gitstore.SyncOptions{Remote: remote, Rules: syncRules()}
+	opts := replica.Options{Remote: remote, Rules: syncRules()}
 	progress := output.IsTerminal(a.P.Err) && !a.G.Quiet && !a.G.JSON
 	if progress {
-		opts.Progress = func(p gitstore.SyncProgress) {
+		opts.Progress = func(p replica.Progress) {
 			line := fmt.Sprintf("%s: %s (round %d)", verb, p.Phase, p.Round)
 			if p.Total > 0 {
 				line += fmt.Sprintf(" %d/%d", p.Done, p.Total)
@@ -61,26 +61,26 @@ func runSync(a *App, remote, verb string) error {
 			fmt.Fprintf(a.P.Err, "\r\x1b[K%s", line)
 		}
 	}
-	var rep gitstore.SyncReport
+	var rep replica.Report
 	switch verb {
 	case "push":
-		rep, err = st.Push(a.Ctx, opts)
+		rep, err = replica.Push(a.Ctx, st, opts)
 	case "pull":
-		rep, err = st.Pull(a.Ctx, opts)
+		rep, err = replica.Pull(a.Ctx, st, opts)
 	default:
-		rep, err = st.Sync(a.Ctx, opts)
+		rep, err = replica.Sync(a.Ctx, st, opts)
 	}
 	if progress {
 		fmt.Fprint(a.P.Err, "\r\x1b[K")
 	}
-	skipped := errors.Is(err, gitstore.ErrSkipped)
+	skipped := errors.Is(err, replica.ErrSkipped)
 	if err != nil && !skipped {
 		return err
 	}
 	if a.G.JSON {
 		a.P.PrintJSON(struct {
 			V int `json:"v"`
-			gitstore.SyncReport
+			replica.Report
 		}{output.SchemaVersion, rep})
 	} else if !a.G.Quiet {
 		p := a.P
@@ -106,7 +106,7 @@ func runSync(a *App, remote, verb string) error {
 	return nil
 }
 
-func conflictLine(c gitstore.SyncConflict) string {
+func conflictLine(c replica.Conflict) string {
 	win, lose := c.Remote, c.Local
 	if c.Winner == "local" {
 		win, lose = c.Local, c.Remote
@@ -126,6 +126,6 @@ func shortCommit(c string) string {
 	return c
 }
 
-func skipLine(s gitstore.SyncSkip) string {
+func skipLine(s replica.Skip) string {
 	return s.Ref + ": " + s.Error
 }

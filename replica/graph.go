@@ -1,4 +1,4 @@
-package gitstore
+package replica
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/git-agentmine/git-agentmine/gitstore"
 )
 
 // commitInfo is what merging needs of one commit.
@@ -23,60 +25,31 @@ type treeDoc struct {
 	blob string
 }
 
-// graph is an in-process cache of commits, trees and blobs read through one
-// `git cat-file --batch`, requested in batches so that thousands of entities
-// cost a few pipe round trips instead of a process each.
+// graph is an in-process cache of commits, trees and blobs read through the
+// store's batch reader (one `git cat-file --batch`), requested in batches so
+// that thousands of entities cost a few pipe round trips instead of a
+// process each.
 type graph struct {
-	cf      *catFile
+	batch   *gitstore.Batch
 	hashLen int
 	commits map[string]*commitInfo
 	trees   map[string]treeDoc
 	blobs   map[string][]byte
 }
 
-func (s *Store) newGraph(ctx context.Context) (*graph, error) {
-	cf, err := startCatFile(ctx, s.git)
+func newGraph(ctx context.Context, st Store) (*graph, error) {
+	b, err := st.OpenBatch(ctx)
 	if err != nil {
 		return nil, err
 	}
-	n := 32
-	if s.sha1 {
-		n = 20
-	}
-	return &graph{cf: cf, hashLen: n, commits: map[string]*commitInfo{}, trees: map[string]treeDoc{}, blobs: map[string][]byte{}}, nil
+	return &graph{batch: b, hashLen: st.HashLen(), commits: map[string]*commitInfo{}, trees: map[string]treeDoc{}, blobs: map[string][]byte{}}, nil
 }
 
-func (g *graph) close() { g.cf.close() }
+func (g *graph) close() { g.batch.Close() }
 
-// readAll asks cat-file for every name (writing from a goroutine so that
-// neither pipe fills up) and returns the answers in order.
-func (g *graph) readAll(names []string) ([]object, error) {
-	if len(names) == 0 {
-		return nil, nil
-	}
-	werr := make(chan error, 1)
-	go func() {
-		var b bytes.Buffer
-		for _, n := range names {
-			b.WriteString(n)
-			b.WriteByte('\n')
-		}
-		_, err := g.cf.in.Write(b.Bytes())
-		werr <- err
-	}()
-	out := make([]object, 0, len(names))
-	for range names {
-		o, err := g.cf.read()
-		if err != nil {
-			<-werr
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	if err := <-werr; err != nil {
-		return nil, fmt.Errorf("writing to git cat-file: %w", err)
-	}
-	return out, nil
+// readAll reads every named object in one round trip, in order.
+func (g *graph) readAll(names []string) ([]gitstore.Object, error) {
+	return g.batch.ReadMany(names)
 }
 
 // loadHistory reads the whole history of every tip, one batch per
@@ -97,10 +70,10 @@ func (g *graph) loadHistory(tips []string) error {
 		}
 		var next []string
 		for i, o := range objs {
-			if o.missing || o.typ != "commit" {
+			if o.Missing || o.Type != "commit" {
 				return fmt.Errorf("reading commit %s: object missing or not a commit", frontier[i])
 			}
-			c, err := parseCommit(o.data)
+			c, err := parseCommit(o.Data)
 			if err != nil {
 				return fmt.Errorf("reading commit %s: %w", frontier[i], err)
 			}
@@ -236,8 +209,8 @@ func (g *graph) loadDocs(commits []string) error {
 	var blobs []string
 	for i, o := range objs {
 		td := treeDoc{}
-		if !o.missing && o.typ == "tree" {
-			td = g.parseTree(o.data)
+		if !o.Missing && o.Type == "tree" {
+			td = g.parseTree(o.Data)
 		}
 		g.trees[trees[i]] = td
 		if td.blob != "" {
@@ -252,8 +225,8 @@ func (g *graph) loadDocs(commits []string) error {
 		return err
 	}
 	for i, o := range objs {
-		if !o.missing && o.typ == "blob" {
-			g.blobs[blobs[i]] = o.data
+		if !o.Missing && o.Type == "blob" {
+			g.blobs[blobs[i]] = o.Data
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package gitstore
+package replica
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/git-agentmine/git-agentmine/gitstore"
 )
 
 // TestSyncHelperProcess is not a test: the tests below re-execute the test
@@ -23,7 +25,7 @@ func TestSyncHelperProcess(t *testing.T) {
 		t.Skip("helper process only")
 	}
 	ctx := context.Background()
-	s, err := Open(ctx, os.Getenv("AGENTMINE_SYNC_DIR"))
+	s, err := gitstore.Open(ctx, os.Getenv("AGENTMINE_SYNC_DIR"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -31,7 +33,7 @@ func TestSyncHelperProcess(t *testing.T) {
 	switch action {
 	case "sync":
 		killAt := os.Getenv("AGENTMINE_SYNC_KILL_AT")
-		rep, err := s.Sync(ctx, SyncOptions{Progress: func(p SyncProgress) {
+		rep, err := Sync(ctx, s, Options{Progress: func(p Progress) {
 			if p.Phase == killAt && p.Done == 0 {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			}
@@ -55,19 +57,19 @@ func TestSyncHelperProcess(t *testing.T) {
 // threeCloneEdits is what clone c does: create 200 entities and edit the 100
 // shared ones, in fields of its own, fields shared with other clones, and
 // the labels set.
-func threeCloneEdits(ctx context.Context, s *Store, c int, shared []string) error {
+func threeCloneEdits(ctx context.Context, s *gitstore.Store, c int, shared []string) error {
 	for i := 0; i < 200; i++ {
-		id := NewID()
+		id := gitstore.NewID()
 		doc := fmt.Sprintf(`{"v":1,"id":%q,"title":"clone %d entity %d","labels":["c%d"]}`, id, c, i, c)
-		if _, err := s.Create(ctx, syncKind, id, Change{Data: []byte(doc), Message: "create"}); err != nil {
+		if _, err := s.Create(ctx, syncKind, id, gitstore.Change{Data: []byte(doc), Message: "create"}); err != nil {
 			return err
 		}
 	}
 	for _, id := range shared {
-		_, _, err := s.Update(ctx, syncKind, id, func(cur Doc) (Change, error) {
+		_, _, err := s.Update(ctx, syncKind, id, func(cur gitstore.Doc) (gitstore.Change, error) {
 			var d map[string]any
 			if err := json.Unmarshal(cur.Data, &d); err != nil {
-				return Change{}, err
+				return gitstore.Change{}, err
 			}
 			d["title"] = fmt.Sprintf("title by %d", c) // all three clones: conflict
 			d[fmt.Sprintf("note%d", c)] = fmt.Sprintf("by %d", c)
@@ -85,7 +87,7 @@ func threeCloneEdits(ctx context.Context, s *Store, c int, shared []string) erro
 			}
 			d["labels"] = append(labels, fmt.Sprintf("l%d", c))
 			data, _ := json.MarshalIndent(d, "", "  ")
-			return Change{Data: data, Message: "edit"}, nil
+			return gitstore.Change{Data: data, Message: "edit"}, nil
 		})
 		if err != nil {
 			return err
@@ -120,8 +122,8 @@ func TestSyncKilledHalfWay(t *testing.T) {
 			for i := 0; i < 20; i++ {
 				shared = append(shared, syncCreate(t, sa, map[string]any{"title": "shared", "labels": []string{"x"}}))
 			}
-			syncRun(t, sa, SyncOptions{})
-			syncRun(t, syncOpen(t, b, 0), SyncOptions{})
+			syncRun(t, sa, Options{})
+			syncRun(t, syncOpen(t, b, 0), Options{})
 			sa, sb := syncOpen(t, a, 10), syncOpen(t, b, 20)
 			for _, id := range shared {
 				syncEdit(t, sa, id, func(d map[string]any) { d["title"] = "a"; d["labels"] = []string{"x", "a"} })
@@ -129,7 +131,7 @@ func TestSyncKilledHalfWay(t *testing.T) {
 			}
 			onlyA := syncCreate(t, sa, map[string]any{"title": "only a"})
 			onlyB := syncCreate(t, sb, map[string]any{"title": "only b"})
-			syncRun(t, sa, SyncOptions{})
+			syncRun(t, sa, Options{})
 
 			before := syncRefs(t, b)
 			cmd := syncHelper(t, b, "sync", append(dateEnv(30), "AGENTMINE_SYNC_KILL_AT="+phase)...)
@@ -145,9 +147,9 @@ func TestSyncKilledHalfWay(t *testing.T) {
 			if err != nil {
 				t.Fatalf("sync after the kill: %v", err)
 			}
-			var rep SyncReport
+			var rep Report
 			json.Unmarshal(out, &rep)
-			syncRun(t, sa, SyncOptions{})
+			syncRun(t, sa, Options{})
 			if syncRefs(t, a) != syncRefs(t, b) {
 				t.Fatalf("clones did not converge")
 			}
@@ -180,9 +182,9 @@ func TestSyncThreeClonesConverge(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		shared = append(shared, syncCreate(t, s0, map[string]any{"title": fmt.Sprintf("shared %d", i), "priority": "low", "labels": []string{"old", "base"}}))
 	}
-	syncRun(t, s0, SyncOptions{})
+	syncRun(t, s0, Options{})
 	for _, c := range clones[1:] {
-		syncRun(t, syncOpen(t, c, 0), SyncOptions{})
+		syncRun(t, syncOpen(t, c, 0), Options{})
 	}
 
 	// Concurrent edits; clone c's commits are dated 100*(c+1) seconds later.
@@ -207,7 +209,7 @@ func TestSyncThreeClonesConverge(t *testing.T) {
 
 	quiet := false
 	for round := 1; round <= 10 && !quiet; round++ {
-		reps := make([]SyncReport, 3)
+		reps := make([]Report, 3)
 		for c, dir := range clones {
 			wg.Add(1)
 			go func() {

@@ -1,4 +1,4 @@
-package gitstore
+package replica
 
 import (
 	"context"
@@ -13,10 +13,11 @@ import (
 	"testing"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitstore"
 )
 
 // syncKind is the task-like kind the sync tests store.
-var syncKind = Kind{Dir: "tasks", File: "task.json", Noun: "task"}
+var syncKind = gitstore.Kind{Dir: "tasks", File: "task.json", Noun: "task"}
 
 // syncBaseTime is the pinned commit time of test repositories.
 const syncBaseTime = 1700000000
@@ -72,12 +73,12 @@ func syncClone(t testing.TB, remote string) string {
 
 // syncOpen opens the store of dir with commits dated offset seconds after
 // the base time.
-func syncOpen(t testing.TB, dir string, offset int) *Store {
+func syncOpen(t testing.TB, dir string, offset int) *gitstore.Store {
 	t.Helper()
 	date := fmt.Sprintf("%d +0000", syncBaseTime+offset)
 	t.Setenv("GIT_AUTHOR_DATE", date)
 	t.Setenv("GIT_COMMITTER_DATE", date)
-	s, err := Open(context.Background(), dir)
+	s, err := gitstore.Open(context.Background(), dir)
 	if err != nil {
 		t.Fatalf("open %s: %v", dir, err)
 	}
@@ -85,31 +86,31 @@ func syncOpen(t testing.TB, dir string, offset int) *Store {
 }
 
 // syncCreate stores a new task-like document with the given fields.
-func syncCreate(t testing.TB, s *Store, fields map[string]any) string {
+func syncCreate(t testing.TB, s *gitstore.Store, fields map[string]any) string {
 	t.Helper()
-	id := NewID()
+	id := gitstore.NewID()
 	doc := map[string]any{"v": 1, "id": id, "labels": []string{}}
 	for k, v := range fields {
 		doc[k] = v
 	}
 	data, _ := json.MarshalIndent(doc, "", "  ")
-	if _, err := s.Create(context.Background(), syncKind, id, Change{Data: append(data, '\n'), Message: "create"}); err != nil {
+	if _, err := s.Create(context.Background(), syncKind, id, gitstore.Change{Data: append(data, '\n'), Message: "create"}); err != nil {
 		t.Fatalf("create: %v", err)
 	}
 	return id
 }
 
 // syncEdit changes fields of an entity; a nil value removes the field.
-func syncEdit(t testing.TB, s *Store, id string, edit func(doc map[string]any)) {
+func syncEdit(t testing.TB, s *gitstore.Store, id string, edit func(doc map[string]any)) {
 	t.Helper()
-	_, _, err := s.Update(context.Background(), syncKind, id, func(cur Doc) (Change, error) {
+	_, _, err := s.Update(context.Background(), syncKind, id, func(cur gitstore.Doc) (gitstore.Change, error) {
 		var doc map[string]any
 		if err := json.Unmarshal(cur.Data, &doc); err != nil {
-			return Change{}, err
+			return gitstore.Change{}, err
 		}
 		edit(doc)
 		data, _ := json.MarshalIndent(doc, "", "  ")
-		return Change{Data: append(data, '\n'), Message: "edit"}, nil
+		return gitstore.Change{Data: append(data, '\n'), Message: "edit"}, nil
 	})
 	if err != nil {
 		t.Fatalf("edit %s: %v", id, err)
@@ -117,7 +118,7 @@ func syncEdit(t testing.TB, s *Store, id string, edit func(doc map[string]any)) 
 }
 
 // syncDocs reads every entity as a map of fields.
-func syncDocs(t testing.TB, s *Store) map[string]map[string]any {
+func syncDocs(t testing.TB, s *gitstore.Store) map[string]map[string]any {
 	t.Helper()
 	docs, problems, err := s.List(context.Background(), syncKind)
 	if err != nil || len(problems) > 0 {
@@ -137,12 +138,12 @@ func syncDocs(t testing.TB, s *Store) map[string]map[string]any {
 // syncRefs returns every ref of the repository with its value.
 func syncRefs(t testing.TB, dir string) string {
 	t.Helper()
-	return syncGit(t, dir, "for-each-ref", "--format=%(objectname) %(refname)", RefRoot, NotesRef)
+	return syncGit(t, dir, "for-each-ref", "--format=%(objectname) %(refname)", gitstore.RefRoot, gitstore.NotesRef)
 }
 
-func syncRun(t testing.TB, s *Store, opts SyncOptions) SyncReport {
+func syncRun(t testing.TB, s *gitstore.Store, opts Options) Report {
 	t.Helper()
-	rep, err := s.Sync(context.Background(), opts)
+	rep, err := Sync(context.Background(), s, opts)
 	if err != nil {
 		t.Fatalf("sync: %v", err)
 	}
@@ -164,12 +165,12 @@ func TestSyncTwoClonesMerge(t *testing.T) {
 	a, b := syncClone(t, remote), syncClone(t, remote)
 	sa := syncOpen(t, a, 0)
 	id := syncCreate(t, sa, map[string]any{"title": "base", "priority": "low", "assignee": "x", "labels": []string{"old", "keep"}})
-	rep := syncRun(t, sa, SyncOptions{})
+	rep := syncRun(t, sa, Options{})
 	if rep.Pushed != 1 || rep.Created != 0 {
 		t.Fatalf("first push: %+v", rep)
 	}
 	sb := syncOpen(t, b, 0)
-	rep = syncRun(t, sb, SyncOptions{})
+	rep = syncRun(t, sb, Options{})
 	if rep.Created != 1 || rep.Fetched != 1 {
 		t.Fatalf("fresh clone: %+v", rep)
 	}
@@ -188,8 +189,8 @@ func TestSyncTwoClonesMerge(t *testing.T) {
 		d["priority"] = "high"
 		d["labels"] = []string{"old", "keep", "new"}
 	})
-	ra := syncRun(t, syncOpen(t, a, 300), SyncOptions{})
-	rb := syncRun(t, syncOpen(t, b, 300), SyncOptions{})
+	ra := syncRun(t, syncOpen(t, a, 300), Options{})
+	rb := syncRun(t, syncOpen(t, b, 300), Options{})
 	if ra.Pushed != 1 || rb.Merged != 1 || rb.Pushed != 1 {
 		t.Fatalf("reports: a %+v\nb %+v", ra, rb)
 	}
@@ -206,7 +207,7 @@ func TestSyncTwoClonesMerge(t *testing.T) {
 			t.Fatalf("report JSON lacks %s: %s", key, js)
 		}
 	}
-	ra = syncRun(t, syncOpen(t, a, 300), SyncOptions{})
+	ra = syncRun(t, syncOpen(t, a, 300), Options{})
 	if ra.FastForwarded != 1 || ra.Pushed != 0 {
 		t.Fatalf("a after b: %+v", ra)
 	}
@@ -225,7 +226,7 @@ func TestSyncTwoClonesMerge(t *testing.T) {
 		t.Fatalf("history lost the overridden value:\n%s", log)
 	}
 	// A quiet sync does nothing.
-	rep = syncRun(t, sa, SyncOptions{})
+	rep = syncRun(t, sa, Options{})
 	if rep.Pushed+rep.Fetched+rep.Merged+rep.Created+rep.FastForwarded != 0 || rep.UpToDate != 1 {
 		t.Fatalf("quiet sync: %+v", rep)
 	}
@@ -238,21 +239,21 @@ func TestSyncMergeCommitIsDeterministic(t *testing.T) {
 	a, b := syncClone(t, remote), syncClone(t, remote)
 	sa := syncOpen(t, a, 0)
 	id := syncCreate(t, sa, map[string]any{"title": "base"})
-	syncRun(t, sa, SyncOptions{})
-	syncRun(t, syncOpen(t, b, 0), SyncOptions{})
+	syncRun(t, sa, Options{})
+	syncRun(t, syncOpen(t, b, 0), Options{})
 	syncEdit(t, syncOpen(t, a, 10), id, func(d map[string]any) { d["title"] = "a" })
 	syncEdit(t, syncOpen(t, b, 10), id, func(d map[string]any) { d["title"] = "b" }) // same time: commit id decides
 	// Exchange tips without syncing, then let each pull (merge locally).
 	syncGit(t, a, "push", "-q", remote, syncKind.Ref(id)+":refs/heads/from-a")
 	syncGit(t, b, "fetch", "-q", remote, "refs/heads/from-a:refs/heads/from-a")
 	syncGit(t, b, "push", "-q", remote, syncKind.Ref(id)+":"+syncKind.Ref(id))
-	ra, err := syncOpen(t, a, 20).Pull(context.Background(), SyncOptions{})
+	ra, err := Pull(context.Background(), syncOpen(t, a, 20), Options{})
 	if err != nil || ra.Merged != 1 {
 		t.Fatalf("pull a: %+v %v", ra, err)
 	}
 	// b: make the remote hold a's tip, then pull.
 	syncGit(t, b, "push", "-q", "-f", remote, "refs/heads/from-a:"+syncKind.Ref(id))
-	rb, err := syncOpen(t, b, 99).Pull(context.Background(), SyncOptions{})
+	rb, err := Pull(context.Background(), syncOpen(t, b, 99), Options{})
 	if err != nil || rb.Merged != 1 {
 		t.Fatalf("pull b: %+v %v", rb, err)
 	}
@@ -276,15 +277,15 @@ func TestSyncBadRemote(t *testing.T) {
 	syncCreate(t, s, map[string]any{"title": "x"})
 	before := syncRefs(t, dir)
 
-	_, err := s.Sync(context.Background(), SyncOptions{Remote: "nosuch"})
+	_, err := Sync(context.Background(), s, Options{Remote: "nosuch"})
 	if exitcode.Of(err) != exitcode.NotFound || !strings.Contains(err.Error(), "remote nosuch does not exist") {
 		t.Fatalf("unknown remote: %v (code %d)", err, exitcode.Of(err))
 	}
-	_, err = s.Sync(context.Background(), SyncOptions{Remote: "--upload-pack=x"})
+	_, err = Sync(context.Background(), s, Options{Remote: "--upload-pack=x"})
 	if exitcode.Of(err) != exitcode.Usage {
 		t.Fatalf("option-like remote: %v", err)
 	}
-	_, err = s.Sync(context.Background(), SyncOptions{})
+	_, err = Sync(context.Background(), s, Options{})
 	if exitcode.Of(err) != exitcode.Git || !strings.Contains(err.Error(), "fetching agentmine state from origin") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("unreachable remote: %v (code %d)", err, exitcode.Of(err))
 	}
@@ -299,10 +300,10 @@ func TestSyncRemoteRefusesRefs(t *testing.T) {
 	a, b := syncClone(t, remote), syncClone(t, remote)
 	sa := syncOpen(t, a, 0)
 	id := syncCreate(t, sa, map[string]any{"title": "base"})
-	syncRun(t, sa, SyncOptions{})
-	syncRun(t, syncOpen(t, b, 0), SyncOptions{})
+	syncRun(t, sa, Options{})
+	syncRun(t, syncOpen(t, b, 0), Options{})
 	syncEdit(t, syncOpen(t, a, 10), id, func(d map[string]any) { d["title"] = "a" })
-	syncRun(t, syncOpen(t, a, 10), SyncOptions{})
+	syncRun(t, syncOpen(t, a, 10), Options{})
 	sb := syncOpen(t, b, 20)
 	syncEdit(t, sb, id, func(d map[string]any) { d["priority"] = "high" })
 	syncCreate(t, sb, map[string]any{"title": "new on b"})
@@ -310,7 +311,7 @@ func TestSyncRemoteRefusesRefs(t *testing.T) {
 	hook := filepath.Join(remote, "hooks", "pre-receive")
 	os.WriteFile(hook, []byte("#!/bin/sh\necho 'custom refs are not allowed' >&2\nexit 1\n"), 0o755)
 	before := syncRefs(t, b)
-	_, err := sb.Sync(context.Background(), SyncOptions{})
+	_, err := Sync(context.Background(), sb, Options{})
 	if err == nil || exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "refused") || !strings.Contains(err.Error(), "pre-receive hook declined") {
 		t.Fatalf("refused push: %v (code %d)", err, exitcode.Of(err))
 	}
@@ -318,7 +319,7 @@ func TestSyncRemoteRefusesRefs(t *testing.T) {
 		t.Fatalf("local state changed although the remote refused:\n%s\n%s", before, after)
 	}
 	os.Remove(hook)
-	rep := syncRun(t, sb, SyncOptions{})
+	rep := syncRun(t, sb, Options{})
 	if rep.Merged != 1 || rep.Pushed != 2 {
 		t.Fatalf("after the hook is gone: %+v", rep)
 	}
@@ -331,32 +332,32 @@ func TestSyncRemoteMovedMeanwhile(t *testing.T) {
 	a, b := syncClone(t, remote), syncClone(t, remote)
 	sa := syncOpen(t, a, 0)
 	id := syncCreate(t, sa, map[string]any{"title": "base"})
-	syncRun(t, sa, SyncOptions{})
+	syncRun(t, sa, Options{})
 	sb := syncOpen(t, b, 0)
-	syncRun(t, sb, SyncOptions{})
+	syncRun(t, sb, Options{})
 	syncEdit(t, sa, id, func(d map[string]any) { d["title"] = "a1" })
 	syncEdit(t, sb, id, func(d map[string]any) { d["priority"] = "b" })
 
-	interfere := func(n int) func(SyncProgress) {
-		return func(p SyncProgress) {
+	interfere := func(n int) func(Progress) {
+		return func(p Progress) {
 			if p.Phase == "push" && p.Done == 0 && p.Round <= n {
 				// Another clone pushes a new version right before our push.
 				syncEdit(t, sa, id, func(d map[string]any) { d["title"] = fmt.Sprintf("a%d", p.Round+1) })
-				if _, err := sa.Push(context.Background(), SyncOptions{}); err != nil {
+				if _, err := Push(context.Background(), sa, Options{}); err != nil {
 					t.Errorf("interfering push: %v", err)
 				}
 			}
 		}
 	}
 	before := syncRefs(t, b)
-	_, err := sb.Sync(context.Background(), SyncOptions{MaxRounds: 2, Progress: interfere(2)})
+	_, err := Sync(context.Background(), sb, Options{MaxRounds: 2, Progress: interfere(2)})
 	if !errors.Is(err, ErrRemoteMoved) || exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "gave up after 2 rounds") {
 		t.Fatalf("losing every race: %v", err)
 	}
 	if after := syncRefs(t, b); after != before {
 		t.Fatalf("local state changed by a failed sync")
 	}
-	rep, err := sb.Sync(context.Background(), SyncOptions{Progress: interfere(1)})
+	rep, err := Sync(context.Background(), sb, Options{Progress: interfere(1)})
 	if err != nil || rep.Rounds != 2 || rep.Merged != 1 || rep.Pushed != 1 {
 		t.Fatalf("second try: %+v %v", rep, err)
 	}
@@ -373,31 +374,31 @@ func TestSyncSkipsNewerSchemaAndCorruptDocs(t *testing.T) {
 	sa := syncOpen(t, a, 0)
 	good := syncCreate(t, sa, map[string]any{"title": "fine"})
 	shared := syncCreate(t, sa, map[string]any{"title": "shared"})
-	syncRun(t, sa, SyncOptions{})
+	syncRun(t, sa, Options{})
 	sb := syncOpen(t, b, 0)
-	syncRun(t, sb, SyncOptions{})
-	newer, corrupt := NewID(), NewID()
+	syncRun(t, sb, Options{})
+	newer, corrupt := gitstore.NewID(), gitstore.NewID()
 	ctx := context.Background()
-	if _, err := sa.Create(ctx, syncKind, newer, Change{Data: []byte(`{"v":2,"title":"from the future"}`), Message: "x"}); err != nil {
+	if _, err := sa.Create(ctx, syncKind, newer, gitstore.Change{Data: []byte(`{"v":2,"title":"from the future"}`), Message: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sa.Create(ctx, syncKind, corrupt, Change{Data: []byte(`{"v":1,"title":`), Message: "x"}); err != nil {
+	if _, err := sa.Create(ctx, syncKind, corrupt, gitstore.Change{Data: []byte(`{"v":1,"title":`), Message: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	sa2 := syncOpen(t, a, 10)
 	syncEdit(t, sa2, good, func(d map[string]any) { d["title"] = "fine, edited" })
-	_, _, err := sa2.Update(ctx, syncKind, shared, func(Doc) (Change, error) {
-		return Change{Data: []byte(`{"v":3,"title":"newer"}`), Message: "x"}, nil
+	_, _, err := sa2.Update(ctx, syncKind, shared, func(gitstore.Doc) (gitstore.Change, error) {
+		return gitstore.Change{Data: []byte(`{"v":3,"title":"newer"}`), Message: "x"}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	syncRun(t, sa2, SyncOptions{})
+	syncRun(t, sa2, Options{})
 	sb2 := syncOpen(t, b, 20)
 	syncEdit(t, sb2, shared, func(d map[string]any) { d["priority"] = "high" })
 	sharedBefore := syncGit(t, b, "rev-parse", syncKind.Ref(shared))
 
-	rep, err := sb2.Sync(ctx, SyncOptions{})
+	rep, err := Sync(ctx, sb2, Options{})
 	if !errors.Is(err, ErrSkipped) || exitcode.Of(err) != exitcode.Failed || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("want a skipped error, got %v", err)
 	}
@@ -436,9 +437,9 @@ func TestSyncSameTitleOnTwoClones(t *testing.T) {
 	sa, sb := syncOpen(t, a, 0), syncOpen(t, b, 0)
 	ia := syncCreate(t, sa, map[string]any{"title": "same title"})
 	ib := syncCreate(t, sb, map[string]any{"title": "same title"})
-	syncRun(t, sa, SyncOptions{})
-	syncRun(t, sb, SyncOptions{})
-	syncRun(t, sa, SyncOptions{})
+	syncRun(t, sa, Options{})
+	syncRun(t, sb, Options{})
+	syncRun(t, sa, Options{})
 	da, db := syncDocs(t, sa), syncDocs(t, sb)
 	if ia == ib || len(da) != 2 || len(db) != 2 || da[ib] == nil || db[ia] == nil {
 		t.Fatalf("both entities must exist on both clones: %v %v", da, db)
@@ -452,24 +453,24 @@ func TestSyncNotes(t *testing.T) {
 	sa := syncOpen(t, a, 0)
 	id := syncCreate(t, sa, map[string]any{"title": "x"})
 	id2 := syncCreate(t, sa, map[string]any{"title": "y"})
-	syncRun(t, sa, SyncOptions{})
+	syncRun(t, sa, Options{})
 	sb := syncOpen(t, b, 0)
-	syncRun(t, sb, SyncOptions{})
+	syncRun(t, sb, Options{})
 	obj := syncGit(t, a, "rev-parse", syncKind.Ref(id))
 	obj2 := syncGit(t, a, "rev-parse", syncKind.Ref(id2))
 	syncGit(t, a, "notes", "--ref", "agentmine", "add", "-m", `{"run":1}`, obj)
-	syncRun(t, sa, SyncOptions{})
-	syncRun(t, sb, SyncOptions{})
+	syncRun(t, sa, Options{})
+	syncRun(t, sb, Options{})
 	// Both append to the same note, and a adds another.
 	syncGit(t, a, "notes", "--ref", "agentmine", "add", "-f", "-m", "{\"run\":1}\n{\"run\":\"a\"}", obj)
 	syncGit(t, a, "notes", "--ref", "agentmine", "add", "-m", `{"other":1}`, obj2)
 	syncGit(t, b, "notes", "--ref", "agentmine", "add", "-f", "-m", "{\"run\":1}\n{\"run\":\"b\"}", obj)
-	ra := syncRun(t, syncOpen(t, a, 5), SyncOptions{})
-	rb := syncRun(t, syncOpen(t, b, 5), SyncOptions{})
+	ra := syncRun(t, syncOpen(t, a, 5), Options{})
+	rb := syncRun(t, syncOpen(t, b, 5), Options{})
 	if !ra.NotesPushed || !rb.NotesMerged || !rb.NotesPushed || !rb.NotesUpdated {
 		t.Fatalf("notes reports: %+v %+v", ra, rb)
 	}
-	syncRun(t, sa, SyncOptions{})
+	syncRun(t, sa, Options{})
 	want := "{\"run\":\"a\"}\n{\"run\":\"b\"}\n{\"run\":1}"
 	for _, dir := range []string{a, b} {
 		if got := syncGit(t, dir, "notes", "--ref", "agentmine", "show", obj); got != want {
@@ -490,30 +491,30 @@ func TestSyncPushAndPullHalves(t *testing.T) {
 	a, b := syncClone(t, remote), syncClone(t, remote)
 	sa := syncOpen(t, a, 0)
 	id := syncCreate(t, sa, map[string]any{"title": "x"})
-	rep, err := sa.Pull(context.Background(), SyncOptions{})
+	rep, err := Pull(context.Background(), sa, Options{})
 	if err != nil || rep.Pending != 1 || rep.Pushed != 0 {
 		t.Fatalf("pull with only local changes: %+v %v", rep, err)
 	}
-	if out := syncGit(t, remote, "for-each-ref", RefRoot); out != "" {
+	if out := syncGit(t, remote, "for-each-ref", gitstore.RefRoot); out != "" {
 		t.Fatalf("pull pushed: %s", out)
 	}
-	rep, err = sa.Push(context.Background(), SyncOptions{})
+	rep, err = Push(context.Background(), sa, Options{})
 	if err != nil || rep.Pushed != 1 {
 		t.Fatalf("push: %+v %v", rep, err)
 	}
 	sb := syncOpen(t, b, 0)
-	rep, err = sb.Push(context.Background(), SyncOptions{})
+	rep, err = Push(context.Background(), sb, Options{})
 	if err != nil || rep.Pending != 1 || rep.Created != 0 {
 		t.Fatalf("push on a clone that lacks the entity: %+v %v", rep, err)
 	}
-	rep, err = sb.Pull(context.Background(), SyncOptions{})
+	rep, err = Pull(context.Background(), sb, Options{})
 	if err != nil || rep.Created != 1 {
 		t.Fatalf("pull: %+v %v", rep, err)
 	}
 	syncEdit(t, syncOpen(t, a, 1), id, func(d map[string]any) { d["title"] = "a" })
 	syncEdit(t, syncOpen(t, b, 2), id, func(d map[string]any) { d["title"] = "b" })
-	sa.Push(context.Background(), SyncOptions{})
-	rep, err = sb.Push(context.Background(), SyncOptions{})
+	Push(context.Background(), sa, Options{})
+	rep, err = Push(context.Background(), sb, Options{})
 	if err != nil || rep.Pending != 1 || rep.Pushed != 0 {
 		t.Fatalf("push of a diverged entity: %+v %v", rep, err)
 	}
@@ -525,23 +526,23 @@ func TestConfigureRemote(t *testing.T) {
 	a := syncClone(t, remote)
 	syncGit(t, a, "remote", "add", "shared", remote)
 	s := syncOpen(t, a, 0)
-	if err := s.ConfigureRemote(context.Background(), "nosuch"); exitcode.Of(err) != exitcode.NotFound {
+	if err := ConfigureRemote(context.Background(), s, "nosuch"); exitcode.Of(err) != exitcode.NotFound {
 		t.Fatalf("unknown remote: %v", err)
 	}
-	if err := s.ConfigureRemote(context.Background(), "shared"); err != nil {
+	if err := ConfigureRemote(context.Background(), s, "shared"); err != nil {
 		t.Fatal(err)
 	}
-	if got := syncGit(t, a, "config", "agentmine.remote"); got != "shared" || s.SyncRemote() != "shared" {
+	if got := syncGit(t, a, "config", "agentmine.remote"); got != "shared" || DefaultRemote(s) != "shared" {
 		t.Fatalf("agentmine.remote = %q", got)
 	}
 	id := syncCreate(t, s, map[string]any{"title": "x"})
-	if rep := syncRun(t, syncOpen(t, a, 0), SyncOptions{}); rep.Remote != "shared" || rep.Pushed != 1 {
+	if rep := syncRun(t, syncOpen(t, a, 0), Options{}); rep.Remote != "shared" || rep.Pushed != 1 {
 		t.Fatalf("sync with the configured remote: %+v", rep)
 	}
 	// A fresh clone needs nothing but one sync.
 	fresh := filepath.Join(t.TempDir(), "fresh")
 	syncGit(t, "", "clone", "-q", remote, fresh)
-	rep := syncRun(t, syncOpen(t, fresh, 0), SyncOptions{})
+	rep := syncRun(t, syncOpen(t, fresh, 0), Options{})
 	if rep.Created != 1 || syncDocs(t, syncOpen(t, fresh, 0))[id] == nil {
 		t.Fatalf("fresh clone: %+v", rep)
 	}
@@ -557,26 +558,61 @@ func TestClaim(t *testing.T) {
 	ca := syncGit(t, a, "rev-parse", syncKind.Ref(ia))
 	cb := syncGit(t, b, "rev-parse", syncKind.Ref(ib))
 	ctx := context.Background()
-	claim := "refs/agentmine/claims/task1"
-	if err := sa.Claim(ctx, "", claim, ca, nil); err != nil {
+	claim := "refs/agentmine-claims/task1"
+	if got, data, err := ReadClaim(ctx, sb, "", claim, syncKind.File); err != nil || got != "" || data != nil {
+		t.Fatalf("no claim yet: %q %q %v", got, data, err)
+	}
+	if err := TakeClaim(ctx, sa, Claim{Ref: claim, Commit: ca, Also: []string{syncKind.Ref(ia)}}); err != nil {
 		t.Fatalf("first claim: %v", err)
 	}
-	err := sb.Claim(ctx, "", claim, cb, nil)
+	if got := syncGit(t, remote, "rev-parse", syncKind.Ref(ia)); got != ca {
+		t.Fatalf("the claimed entity was not pushed with the claim: %s", got)
+	}
+	err := TakeClaim(ctx, sb, Claim{Ref: claim, Commit: cb, Also: []string{syncKind.Ref(ib)}})
 	if !errors.Is(err, ErrAlreadyClaimed) || exitcode.Of(err) != exitcode.State {
 		t.Fatalf("second claim: %v", err)
 	}
 	if got := syncGit(t, remote, "rev-parse", claim); got != ca {
 		t.Fatalf("claim overwritten: %s", got)
 	}
-	err = sb.Claim(ctx, "", "refs/agentmine/claims/task2", cb, []string{claim})
-	if !errors.Is(err, ErrAlreadyClaimed) || !strings.Contains(err.Error(), claim) {
-		t.Fatalf("claim with a must-not-exist ref present: %v", err)
+	if out := syncGit(t, remote, "for-each-ref", syncKind.Ref(ib)); out != "" {
+		t.Fatalf("the losing claim pushed its entity: %s", out)
 	}
-	if err := sb.Claim(ctx, "", "refs/agentmine/claims/task2", cb, []string{"refs/agentmine/claims/task3"}); err != nil {
-		t.Fatalf("free claim: %v", err)
+	// b reads the holder's document without writing a local ref.
+	before := syncGit(t, b, "for-each-ref")
+	got, data, err := ReadClaim(ctx, sb, "", claim, syncKind.File)
+	if err != nil || got != ca || !strings.Contains(string(data), `"a"`) {
+		t.Fatalf("read claim: %q %q %v", got, data, err)
 	}
-	if err := sb.Claim(ctx, "", "claims/x", cb, nil); exitcode.Of(err) != exitcode.Usage {
+	if after := syncGit(t, b, "for-each-ref"); after != before {
+		t.Fatalf("reading a claim wrote refs:\n%s\n---\n%s", before, after)
+	}
+	// Replacing the claim b saw (a stale one) wins; a's copy is now stale.
+	if err := TakeClaim(ctx, sb, Claim{Ref: claim, Commit: cb, Old: ca}); err != nil {
+		t.Fatalf("replacing the claim seen: %v", err)
+	}
+	if err := ReleaseClaim(ctx, sa, "", claim, ca); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if got := syncGit(t, remote, "rev-parse", claim); got != cb {
+		t.Fatalf("a released a claim it no longer held: %s", got)
+	}
+	if err := ReleaseClaim(ctx, sb, "", claim, cb); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if out := syncGit(t, remote, "for-each-ref", "refs/agentmine-claims/"); out != "" {
+		t.Fatalf("claim not released: %s", out)
+	}
+	if err := TakeClaim(ctx, sb, Claim{Ref: "claims/x", Commit: cb}); exitcode.Of(err) != exitcode.Usage {
 		t.Fatalf("short ref: %v", err)
+	}
+	var ue *UnreachableError
+	syncGit(t, b, "remote", "set-url", "origin", filepath.Join(t.TempDir(), "nowhere.git"))
+	if _, _, err := ReadClaim(ctx, sb, "", claim, syncKind.File); !errors.As(err, &ue) || exitcode.Of(err) != exitcode.Git {
+		t.Fatalf("unreachable remote, read: %v", err)
+	}
+	if err := TakeClaim(ctx, sb, Claim{Ref: claim, Commit: cb}); !errors.As(err, &ue) {
+		t.Fatalf("unreachable remote, take: %v", err)
 	}
 }
 
@@ -588,15 +624,15 @@ func TestSyncLocalMovedMeanwhile(t *testing.T) {
 	a, b := syncClone(t, remote), syncClone(t, remote)
 	sa := syncOpen(t, a, 0)
 	id := syncCreate(t, sa, map[string]any{"title": "base"})
-	syncRun(t, sa, SyncOptions{})
+	syncRun(t, sa, Options{})
 	sb := syncOpen(t, b, 0)
-	syncRun(t, sb, SyncOptions{})
+	syncRun(t, sb, Options{})
 	syncEdit(t, syncOpen(t, a, 10), id, func(d map[string]any) { d["title"] = "a" })
-	syncRun(t, syncOpen(t, a, 10), SyncOptions{})
+	syncRun(t, syncOpen(t, a, 10), Options{})
 	sb = syncOpen(t, b, 20)
 	syncEdit(t, sb, id, func(d map[string]any) { d["priority"] = "b" })
 	edited := false
-	rep, err := sb.Sync(context.Background(), SyncOptions{Progress: func(p SyncProgress) {
+	rep, err := Sync(context.Background(), sb, Options{Progress: func(p Progress) {
 		if p.Phase == "update" && p.Done == 0 && !edited {
 			edited = true
 			syncEdit(t, sb, id, func(d map[string]any) { d["assignee"] = "late" })
@@ -605,8 +641,8 @@ func TestSyncLocalMovedMeanwhile(t *testing.T) {
 	if err != nil || rep.Rounds != 2 {
 		t.Fatalf("sync: %+v %v", rep, err)
 	}
-	syncRun(t, syncOpen(t, a, 30), SyncOptions{})
-	for _, s := range []*Store{sa, sb} {
+	syncRun(t, syncOpen(t, a, 30), Options{})
+	for _, s := range []*gitstore.Store{sa, sb} {
 		got := syncDocs(t, s)[id]
 		if got["title"] != "a" || got["priority"] != "b" || got["assignee"] != "late" {
 			t.Fatalf("lost an edit: %v", got)

@@ -1,4 +1,4 @@
-package gitstore
+package replica
 
 import (
 	"bytes"
@@ -18,40 +18,40 @@ import (
 
 // planNotes decides the notes tip both sides should have; "" means leave
 // both alone. action is "merge" when a merge commit was written.
-func (s *Store) planNotes(ctx context.Context, g *graph, local, remote string, mode syncMode) (desired, action string, err error) {
+func planNotes(ctx context.Context, st Store, g *graph, local, remote string, m mode) (desired, action string, err error) {
 	switch {
 	case local == remote:
 		return "", "", nil
 	case remote == "":
-		if mode == modePull {
+		if m == modePull {
 			return "", "", nil
 		}
 		return local, "push", nil
 	case local == "":
-		if mode == modePush {
+		if m == modePush {
 			return "", "", nil
 		}
 		return remote, "ff", nil
 	}
 	al := g.ancestors(local)
 	if al[remote] {
-		if mode == modePull {
+		if m == modePull {
 			return "", "", nil
 		}
 		return local, "push", nil
 	}
 	ar := g.ancestors(remote)
 	if ar[local] {
-		if mode == modePush {
+		if m == modePush {
 			return "", "", nil
 		}
 		return remote, "ff", nil
 	}
-	if mode == modePush {
+	if m == modePush {
 		return "", "", nil
 	}
 	base := g.mergeBase(al, ar)
-	c, err := s.mergeNotes(ctx, g, base, local, remote)
+	c, err := mergeNotes(ctx, st, g, base, local, remote)
 	if err != nil {
 		return "", "", fmt.Errorf("merging notes: %w", err)
 	}
@@ -77,10 +77,10 @@ func (g *graph) notesTree(commit string) (map[string]string, error) {
 		}
 		var next []dir
 		for i, o := range objs {
-			if o.missing || o.typ != "tree" {
+			if o.Missing || o.Type != "tree" {
 				return nil, fmt.Errorf("notes tree %s is missing", level[i].id)
 			}
-			data := o.data
+			data := o.Data
 			for len(data) > 0 {
 				sp := bytes.IndexByte(data, ' ')
 				nul := bytes.IndexByte(data, 0)
@@ -104,7 +104,7 @@ func (g *graph) notesTree(commit string) (map[string]string, error) {
 }
 
 // mergeNotes writes the merge of two notes commits against base.
-func (s *Store) mergeNotes(ctx context.Context, g *graph, base, local, remote string) (string, error) {
+func mergeNotes(ctx context.Context, st Store, g *graph, base, local, remote string) (string, error) {
 	bt, err := g.notesTree(base)
 	if err != nil {
 		return "", err
@@ -147,17 +147,17 @@ func (s *Store) mergeNotes(ctx context.Context, g *graph, base, local, remote st
 	}
 	text := map[string][]byte{}
 	for i, o := range objs {
-		text[blobs[i]] = o.data
+		text[blobs[i]] = o.Data
 	}
 	for _, obj := range both {
 		merged := catSortUniq(text[lt[obj]], text[rt[obj]])
-		id, err := s.writeObject(ctx, "blob", merged)
+		id, err := st.WriteObject(ctx, "blob", merged)
 		if err != nil {
 			return "", err
 		}
 		result[obj] = id
 	}
-	tree, err := s.writeNotesTree(ctx, result)
+	tree, err := writeNotesTree(ctx, st, result)
 	if err != nil {
 		return "", err
 	}
@@ -170,7 +170,7 @@ func (s *Store) mergeNotes(ctx context.Context, g *graph, base, local, remote st
 		fmt.Fprintf(&c, "parent %s\n", p)
 	}
 	fmt.Fprintf(&c, "author %s %d +0000\ncommitter %s %d +0000\n\nsync: merge notes\n", syncIdent, when, syncIdent, when)
-	return s.writeObject(ctx, "commit", c.Bytes())
+	return st.WriteObject(ctx, "commit", c.Bytes())
 }
 
 func union(a, b map[string]string) map[string]bool {
@@ -207,7 +207,7 @@ func catSortUniq(a, b []byte) []byte {
 
 // writeNotesTree writes a notes tree: flat up to 256 notes, else with one
 // level of fan-out (the first two hex digits), as git itself reads either.
-func (s *Store) writeNotesTree(ctx context.Context, notes map[string]string) (string, error) {
+func writeNotesTree(ctx context.Context, st Store, notes map[string]string) (string, error) {
 	names := make([]string, 0, len(notes))
 	for n, id := range notes {
 		if id != "" {
@@ -231,7 +231,7 @@ func (s *Store) writeNotesTree(ctx context.Context, notes map[string]string) (st
 				return "", err
 			}
 		}
-		return s.writeObject(ctx, "tree", b.Bytes())
+		return st.WriteObject(ctx, "tree", b.Bytes())
 	}
 	var root bytes.Buffer
 	for i := 0; i < len(names); {
@@ -242,7 +242,7 @@ func (s *Store) writeNotesTree(ctx context.Context, notes map[string]string) (st
 				return "", err
 			}
 		}
-		id, err := s.writeObject(ctx, "tree", sub.Bytes())
+		id, err := st.WriteObject(ctx, "tree", sub.Bytes())
 		if err != nil {
 			return "", err
 		}
@@ -250,11 +250,11 @@ func (s *Store) writeNotesTree(ctx context.Context, notes map[string]string) (st
 			return "", err
 		}
 	}
-	return s.writeObject(ctx, "tree", root.Bytes())
+	return st.WriteObject(ctx, "tree", root.Bytes())
 }
 
 // writeTreeOf writes a tree holding one file.
-func (s *Store) writeTreeOf(ctx context.Context, file, blob string) (string, error) {
+func writeTreeOf(ctx context.Context, st Store, file, blob string) (string, error) {
 	raw, err := hex.DecodeString(blob)
 	if err != nil {
 		return "", fmt.Errorf("writing tree: bad blob id %q", blob)
@@ -262,5 +262,5 @@ func (s *Store) writeTreeOf(ctx context.Context, file, blob string) (string, err
 	var tree bytes.Buffer
 	fmt.Fprintf(&tree, "100644 %s\x00", file)
 	tree.Write(raw)
-	return s.writeObject(ctx, "tree", tree.Bytes())
+	return st.WriteObject(ctx, "tree", tree.Bytes())
 }

@@ -1,4 +1,4 @@
-package gitstore
+package replica
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/git-agentmine/git-agentmine/gitstore"
 )
 
 // syncFastImport creates (from == false) or edits entities with one `git
@@ -57,7 +59,7 @@ func BenchmarkSync10k(b *testing.B) {
 	a, o := syncClone(b, remote), syncClone(b, remote)
 	ids := make([]string, 10000)
 	for i := range ids {
-		ids[i] = NewID()
+		ids[i] = gitstore.NewID()
 	}
 	syncFastImport(b, a, ids, false, "", "", 0)
 	syncGit(b, a, "push", "-q", "origin", "refs/agentmine/*:refs/agentmine/*")
@@ -65,7 +67,7 @@ func BenchmarkSync10k(b *testing.B) {
 	syncGit(b, o, "pack-refs", "--all")
 	step("fixture: 10k entities")
 	syncFastImport(b, o, ids[:1000], true, "other", "o", 10)
-	if _, err := syncOpen(b, o, 10).Sync(context.Background(), SyncOptions{}); err != nil {
+	if _, err := Sync(context.Background(), syncOpen(b, o, 10), Options{}); err != nil {
 		b.Fatal(err)
 	}
 	syncFastImport(b, a, ids[500:1500], true, "mine", "a", 20)
@@ -95,7 +97,7 @@ func BenchmarkSync10k(b *testing.B) {
 		b.StartTimer()
 		t0 := time.Now()
 		last := t0
-		rep, err := s1.Sync(context.Background(), SyncOptions{Progress: func(p SyncProgress) {
+		rep, err := Sync(context.Background(), s1, Options{Progress: func(p Progress) {
 			if i == 0 && p.Done == 0 {
 				b.Logf("phase %-6s starts after %v (+%v)", p.Phase, time.Since(t0).Round(time.Millisecond), time.Since(last).Round(time.Millisecond))
 				last = time.Now()

@@ -1,0 +1,144 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+)
+
+// Remote claims (design §8): a claim is a ref created on the remote with an
+// atomic push that succeeds only if the ref is where the claimer last saw it
+// (absent, or a stale claim being replaced), so of two clones racing for one
+// claim exactly one wins: the remote's ref update is the arbiter. What a
+// claim means (which task, when it goes stale) is the caller's business.
+
+// ErrAlreadyClaimed is wrapped by TakeClaim's error when the claim lost: the
+// remote's claim ref was not where the claimer expected it.
+var ErrAlreadyClaimed = errors.New("already claimed")
+
+// UnreachableError is a claim remote that could not be reached (or refused
+// to talk): the caller may go on without a claim.
+type UnreachableError struct {
+	Remote string
+	Err    error
+}
+
+func (e *UnreachableError) Error() string { return e.Err.Error() }
+
+// Unwrap returns git's error.
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// ExitCode is the exit code of a failed git invocation.
+func (e *UnreachableError) ExitCode() int { return exitcode.Git }
+
+// Claim is one claim to take.
+type Claim struct {
+	// Remote is the remote to claim on; empty means DefaultRemote.
+	Remote string
+	// Ref is the claim ref (a full ref name): the lock.
+	Ref string
+	// Commit is what Ref, and every ref in Also, will point at.
+	Commit string
+	// Old is where Ref is expected on the remote: empty for "absent", or
+	// the stale claim being replaced.
+	Old string
+	// Also names refs created at Commit in the same atomic push, e.g. the
+	// session the claim is for.
+	Also []string
+}
+
+// TakeClaim pushes the claim atomically with a lease on its ref. A lost
+// claim is a State error wrapping ErrAlreadyClaimed; a remote that could
+// not be reached is an *UnreachableError.
+func TakeClaim(ctx context.Context, st Store, c Claim) error {
+	remote, err := claimRemote(st, c.Remote, c.Ref)
+	if err != nil {
+		return err
+	}
+	args := []string{"push", "--atomic", "--porcelain", "--no-verify", "--no-recurse-submodules", "--force-with-lease=" + c.Ref + ":" + c.Old, remote, c.Commit + ":" + c.Ref}
+	for _, r := range c.Also {
+		args = append(args, c.Commit+":"+r)
+	}
+	out, err := st.Git().Run(ctx, args...)
+	if err == nil {
+		return nil
+	}
+	rejected, reason, moved := parsePushRejections(string(out))
+	switch {
+	case moved || rejected == "" && pushLostLockRace(err):
+		return exitcode.New(exitcode.State, fmt.Errorf("claiming %s on %s: %w", c.Ref, remote, ErrAlreadyClaimed), "")
+	case rejected != "":
+		return exitcode.New(exitcode.State, fmt.Errorf("claiming %s on %s: the remote refused %s (%s)", c.Ref, remote, rejected, reason), "")
+	}
+	return &UnreachableError{Remote: remote, Err: err}
+}
+
+// ReadClaim returns the commit the remote's claim ref points at ("" when
+// there is no claim) and the content of file in that commit's tree (nil
+// when the commit holds no such file). It fetches the claim's objects
+// without writing any local ref.
+func ReadClaim(ctx context.Context, st Store, remote, ref, file string) (commit string, data []byte, err error) {
+	remote, err = claimRemote(st, remote, ref)
+	if err != nil {
+		return "", nil, err
+	}
+	g := st.Git()
+	out, err := g.Output(ctx, "ls-remote", "--refs", remote, ref)
+	if err != nil {
+		return "", nil, &UnreachableError{Remote: remote, Err: err}
+	}
+	if out == "" {
+		return "", nil, nil
+	}
+	commit = strings.Fields(out)[0]
+	if _, err := g.Run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", remote, ref); err != nil {
+		return "", nil, &UnreachableError{Remote: remote, Err: err}
+	}
+	data, err = g.Run(ctx, "cat-file", "blob", commit+":"+file)
+	if err != nil {
+		return commit, nil, nil
+	}
+	return commit, data, nil
+}
+
+// ReleaseClaim deletes the remote's claim ref, and the refs in also, each
+// only if it still points at commit. Each ref is deleted on its own (the
+// push is not atomic): a ref that moved on, or is gone, is left alone and
+// is not an error.
+func ReleaseClaim(ctx context.Context, st Store, remote, ref, commit string, also ...string) error {
+	remote, err := claimRemote(st, remote, ref)
+	if err != nil {
+		return err
+	}
+	args := []string{"push", "--porcelain", "--no-verify", "--no-recurse-submodules", remote}
+	for _, r := range append([]string{ref}, also...) {
+		args = append(args, "--force-with-lease="+r+":"+commit, ":"+r)
+	}
+	out, err := st.Git().Run(ctx, args...)
+	if err == nil {
+		return nil
+	}
+	if rejected, _, moved := parsePushRejections(string(out)); moved && rejected == "" {
+		return nil
+	}
+	return fmt.Errorf("releasing the claim %s on %s: %w", ref, remote, err)
+}
+
+// claimRemote defaults a claim's remote and checks the ref. The remote is
+// not looked up in the configuration: a URL works, and a remote that does
+// not answer is an *UnreachableError like any other.
+func claimRemote(st Store, remote, ref string) (string, error) {
+	if remote == "" {
+		remote = DefaultRemote(st)
+	}
+	if strings.HasPrefix(remote, "-") {
+		return "", exitcode.New(exitcode.Usage, fmt.Errorf("invalid remote name %q", remote), "")
+	}
+	if !strings.HasPrefix(ref, "refs/") {
+		return "", exitcode.New(exitcode.Usage, fmt.Errorf("claiming %q: not a full ref name", ref), "")
+	}
+	return remote, nil
+}

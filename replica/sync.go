@@ -1,0 +1,337 @@
+// Package replica owns keeping this clone's copy of the agentmine state in
+// step with a remote's (design §8): sync, push and pull rounds, the
+// field-by-field three-way merge of entity documents, the union of run
+// outcome notes, and remote claims. It is named for what it keeps, a
+// replica, rather than "sync", which would shadow the standard library's
+// package of that name.
+//
+// It works over a narrow Store (implemented by *gitstore.Store): ref tips,
+// batch object reads, object writes, ref transactions with expected old
+// values, and the shared git runner, through which it runs the fetches and
+// pushes of refs/agentmine. Apart from what `git fetch` writes into the
+// staging namespace, every object and local ref it writes goes through the
+// Store (gitstore's object writer and `git update-ref --stdin`).
+//
+// A sync round is: fetch the remote's refs/agentmine/* and refs/notes/agentmine
+// into a staging namespace (refs/agentmine-remote/<remote>/… and
+// refs/notes/agentmine-remote/<remote>/agentmine, never straight into
+// refs/agentmine/*); compute for every entity the state both sides should
+// have (fast-forward, or a deterministic merge commit); push that state to the
+// remote as plain fast-forwards with `git push --atomic`; and only then move
+// the local refs, each with a compare-and-swap. Pushing before updating local
+// refs means a remote that refuses the refs leaves local state untouched, and
+// a sync killed at any point leaves nothing half-done that the next sync does
+// not repair: the remote never loses commits (pushes are fast-forwards only)
+// and local refs only ever move to commits that contain them.
+//
+// If the push is rejected because the remote moved meanwhile (or a local ref
+// moved before the local update), the round is repeated, a bounded number of
+// times.
+//
+// Merge commits are deterministic: parents sorted by id, a fixed identity
+// ("git-agentmine"), the later of the two parents' committer times, and a
+// document computed symmetrically from the two sides. Two clones merging the
+// same pair of tips write byte-identical commits, so rounds converge without
+// merging merges.
+//
+// Per-field merge: against the merge base (the best common ancestor; with
+// several, the latest by committer time, then the larger id), a field changed
+// on one side only takes that change; a set field (MergeRules.SetFields)
+// changed on both sides merges as a set; any other field changed differently
+// on both sides goes to the side whose change is later. The time of a side's
+// change is the committer time of the latest commit on that side (not shared
+// with the other side) that gave the field a value different from all its
+// parents' values; ties are broken by the larger commit id. This is computed
+// from history alone, so every clone picks the same winner.
+//
+// Deletions do not propagate: an entity ref that exists on one side only is
+// copied to the other side. Likewise the staging refs are written with the
+// tips to push just before the push (a wildcard push is far faster than
+// thousands of explicit refspecs); the next fetch overwrites them anyway.
+// Remote names containing "/" share a staging prefix with a shorter remote
+// name and should be avoided.
+package replica
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitcmd"
+	"github.com/git-agentmine/git-agentmine/gitstore"
+)
+
+// Store is what replica needs of the state store; *gitstore.Store has it.
+type Store interface {
+	// Git returns the runner every git process is started through.
+	Git() gitcmd.Runner
+	// Config returns a git config value and whether it is set.
+	Config(key string) (string, bool)
+	// SetConfig sets a git config value in the repository.
+	SetConfig(ctx context.Context, key, value string) error
+	// RefTips lists the refs matching for-each-ref patterns.
+	RefTips(ctx context.Context, patterns ...string) (map[string]gitstore.RefTip, error)
+	// OpenBatch starts a batch object reader.
+	OpenBatch(ctx context.Context) (*gitstore.Batch, error)
+	// HashLen is the byte length of object ids in raw trees.
+	HashLen() int
+	// WriteObject stores a blob, tree or commit and returns its id.
+	WriteObject(ctx context.Context, typ string, data []byte) (string, error)
+	// Transact applies ref updates atomically, each with its expected old
+	// value; a ref that moved fails the whole transaction with
+	// gitstore.ErrConflict.
+	Transact(ctx context.Context, ops []gitstore.RefOp) error
+	// PackRefs packs loose refs.
+	PackRefs(ctx context.Context) error
+}
+
+var _ Store = (*gitstore.Store)(nil)
+
+// Options configure Sync, Push and Pull.
+type Options struct {
+	// Remote is the git remote to share state with. Empty means the git
+	// config value agentmine.remote, else "origin".
+	Remote string
+	// Rules maps a kind's ref directory (Kind.Dir, e.g. "tasks") to its merge
+	// rules. Kinds not named use DefaultMergeRules.
+	Rules map[string]MergeRules
+	// MaxRounds bounds how often a round is repeated when the remote (or a
+	// local ref) moved meanwhile. Zero means 10.
+	MaxRounds int
+	// Progress, when set, is called as the sync advances (for a progress
+	// line on a terminal). It is called from the syncing goroutine.
+	Progress func(Progress)
+}
+
+// Progress tells how far a sync is.
+type Progress struct {
+	// Phase is "fetch", "merge", "push" or "update".
+	Phase string
+	// Round counts from 1.
+	Round int
+	// Done and Total count entities in the merge phase, refs in the push and
+	// update phases; both are zero when unknown.
+	Done  int
+	Total int
+}
+
+// Report says what a sync, push or pull did. It is part of the --json
+// contract: field names are stable.
+type Report struct {
+	// Remote is the remote synced with.
+	Remote string `json:"remote"`
+	// Rounds is how many rounds ran (more than 1 when the remote moved).
+	Rounds int `json:"rounds"`
+	// Fetched counts staging refs that the last fetch created or moved.
+	Fetched int `json:"fetched"`
+	// Created counts entities that existed only on the remote, now copied.
+	Created int `json:"created"`
+	// FastForwarded counts local entities moved forward to the remote's tip.
+	FastForwarded int `json:"fast_forwarded"`
+	// Merged counts entities whose two sides diverged and were merged.
+	Merged int `json:"merged"`
+	// ConflictingFields counts fields changed differently on both sides.
+	ConflictingFields int `json:"conflicting_fields"`
+	// Conflicts lists them, with both values and the winner.
+	Conflicts []Conflict `json:"conflicts"`
+	// Pushed counts entity refs created or moved on the remote.
+	Pushed int `json:"pushed"`
+	// UpToDate counts entities already identical on both sides.
+	UpToDate int `json:"up_to_date"`
+	// Pending counts entities this half left for the other one: local
+	// changes not pushed by pull, remote changes not taken by push, and
+	// diverged entities push cannot fast-forward.
+	Pending int `json:"pending"`
+	// NotesMerged is true when the two sides' notes were merged.
+	NotesMerged bool `json:"notes_merged"`
+	// NotesUpdated is true when the local notes ref moved.
+	NotesUpdated bool `json:"notes_updated"`
+	// NotesPushed is true when the remote notes ref moved.
+	NotesPushed bool `json:"notes_pushed"`
+	// Skipped lists entities left alone because of an error (a newer schema
+	// version, corrupt JSON); the rest synced.
+	Skipped []Skip `json:"skipped"`
+}
+
+// Conflict is one field changed differently on both sides. The value
+// that lost stays in history (it is in one parent of the merge commit).
+type Conflict struct {
+	Ref   string `json:"ref"`
+	Kind  string `json:"kind"`
+	ID    string `json:"id"`
+	Field string `json:"field"`
+	// Local and Remote are the two values (null when that side removed the
+	// field).
+	Local  json.RawMessage `json:"local"`
+	Remote json.RawMessage `json:"remote"`
+	// Winner is "local" or "remote": the side whose change was later
+	// (committer time of the commit that last changed the field, ties
+	// broken by the larger commit id).
+	Winner       string    `json:"winner"`
+	LocalCommit  string    `json:"local_commit"`
+	RemoteCommit string    `json:"remote_commit"`
+	LocalTime    time.Time `json:"local_time"`
+	RemoteTime   time.Time `json:"remote_time"`
+	// MergeCommit is the merge commit holding the result.
+	MergeCommit string `json:"merge_commit"`
+}
+
+// Skip is an entity that was not synced, and why.
+type Skip struct {
+	Ref   string `json:"ref"`
+	Error string `json:"error"`
+}
+
+// ErrSkipped is wrapped by the error Sync and Pull return when some entities
+// were skipped; the report lists them and everything else synced.
+var ErrSkipped = errors.New("some entities were not synced")
+
+// ErrRemoteMoved is wrapped by the error returned when the remote kept
+// changing for every round.
+var ErrRemoteMoved = errors.New("the remote kept changing during sync")
+
+type mode int
+
+const (
+	modeSync mode = iota
+	modePull
+	modePush
+)
+
+// loosePackThreshold is how many refs a sync may create or move before it
+// packs refs, so that bulk reads stay fast (design §2).
+const loosePackThreshold = 256
+
+// Sync fetches the remote's agentmine state, merges it entity by entity with
+// the local state, pushes the result back atomically and updates the local
+// refs, repeating (bounded) when the remote moved meanwhile.
+func Sync(ctx context.Context, st Store, opts Options) (Report, error) {
+	return loop(ctx, st, opts, modeSync)
+}
+
+// Pull fetches the remote's agentmine state and merges it into the local
+// refs. It pushes nothing.
+func Pull(ctx context.Context, st Store, opts Options) (Report, error) {
+	return loop(ctx, st, opts, modePull)
+}
+
+// Push sends local changes that fast-forward the remote (entities the remote
+// lacks or that only changed locally) and the notes if they fast-forward.
+// Diverged entities are counted as pending: sync merges them.
+func Push(ctx context.Context, st Store, opts Options) (Report, error) {
+	return loop(ctx, st, opts, modePush)
+}
+
+func newReport(remote string, round int) Report {
+	return Report{Remote: remote, Rounds: round, Conflicts: []Conflict{}, Skipped: []Skip{}}
+}
+
+func loop(ctx context.Context, st Store, opts Options, m mode) (Report, error) {
+	remote := opts.Remote
+	if remote == "" {
+		remote = DefaultRemote(st)
+	}
+	rep := newReport(remote, 0)
+	if err := checkRemote(ctx, st, remote); err != nil {
+		return rep, err
+	}
+	maxRounds := opts.MaxRounds
+	if maxRounds <= 0 {
+		maxRounds = 10
+	}
+	for n := 1; ; n++ {
+		r := &round{st: st, remote: remote, mode: m, opts: opts, n: n, rep: newReport(remote, n)}
+		again, err := r.run(ctx)
+		rep = r.rep
+		if err != nil {
+			return rep, err
+		}
+		if !again {
+			break
+		}
+		if n >= maxRounds {
+			return rep, exitcode.New(exitcode.State, fmt.Errorf("syncing with %s: %w (gave up after %d rounds)", remote, ErrRemoteMoved, n), "other clones are pushing right now: run sync again")
+		}
+		if err := backoff(ctx, n+2); err != nil {
+			return rep, err
+		}
+	}
+	if m != modePush && rep.Pushed+rep.Created+rep.FastForwarded+rep.Merged+rep.Fetched > loosePackThreshold {
+		st.PackRefs(ctx)
+	}
+	return rep, skippedError(rep)
+}
+
+// skippedError is the error of a sync that skipped entities, or nil.
+func skippedError(rep Report) error {
+	if len(rep.Skipped) == 0 {
+		return nil
+	}
+	first := rep.Skipped[0]
+	more := ""
+	if len(rep.Skipped) > 1 {
+		more = fmt.Sprintf(" (and %d more)", len(rep.Skipped)-1)
+	}
+	return exitcode.New(exitcode.Failed, fmt.Errorf("%w: %s: %s%s", ErrSkipped, first.Ref, first.Error, more), "")
+}
+
+// backoff sleeps a jittered, capped, growing delay before another round.
+func backoff(ctx context.Context, attempt int) error {
+	limit := time.Millisecond << min(attempt, 6) // up to 64 ms
+	d := time.Duration(rand.Int64N(int64(limit))) + time.Millisecond
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// ConfigureRemote makes remote the default for sync, push and pull by
+// setting the git config value agentmine.remote in this repository. Sync
+// passes explicit refspecs to fetch and push, so no fetch refspec is added
+// to the remote's configuration: a fresh clone gets the whole state with one
+// sync (defaulting to "origin") even without this setting. The remote must
+// exist.
+func ConfigureRemote(ctx context.Context, st Store, remote string) error {
+	if err := checkRemote(ctx, st, remote); err != nil {
+		return err
+	}
+	return st.SetConfig(ctx, "agentmine.remote", remote)
+}
+
+// DefaultRemote returns the remote Sync uses when none is given.
+func DefaultRemote(st Store) string {
+	if r, ok := st.Config("agentmine.remote"); ok && r != "" {
+		return r
+	}
+	return "origin"
+}
+
+func checkRemote(ctx context.Context, st Store, remote string) error {
+	if remote == "" || strings.HasPrefix(remote, "-") || strings.ContainsAny(remote, " \t\n*?[\\:^~") {
+		return exitcode.New(exitcode.Usage, fmt.Errorf("invalid remote name %q", remote), "")
+	}
+	if _, err := st.Git().Run(ctx, "config", "--get", "remote."+remote+".url"); err != nil {
+		if gitcmd.IsExit(err, 1) {
+			return exitcode.New(exitcode.NotFound, fmt.Errorf("remote %s does not exist", remote), "add it with: git remote add "+remote+" <url>")
+		}
+		return fmt.Errorf("reading remote %s: %w", remote, err)
+	}
+	return nil
+}
+
+// stagingPrefix is where the remote's entity refs are fetched to.
+func stagingPrefix(remote string) string { return "refs/agentmine-remote/" + remote + "/" }
+
+// stagingNotes is where the remote's notes ref is fetched to.
+func stagingNotes(remote string) string {
+	return "refs/notes/agentmine-remote/" + remote + "/agentmine"
+}
