@@ -156,21 +156,18 @@ func land(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, rec sessions
 				return res, exitcode.New(exitcode.State, fmt.Errorf("%s is checked out in %s with uncommitted changes", strings.TrimPrefix(ref, "refs/heads/"), w), "commit or stash them, then merge again")
 			}
 		}
-		out, err := g.Run(ctx, "merge-tree", "--write-tree", "--name-only", "--no-messages", baseTip, tip)
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		tree, conflicts, err := st.MergeTrees(ctx, baseTip, tip)
 		if err != nil {
-			if gitcmd.IsExit(err, 1) && len(lines) > 0 {
-				return res, &ConflictError{Base: strings.TrimPrefix(ref, "refs/heads/"), Paths: uniq(lines[1:])}
-			}
-			return res, fmt.Errorf("computing the merge: %w", err)
+			return res, err
 		}
-		tree := strings.TrimSpace(lines[0])
+		if tree == "" {
+			return res, &ConflictError{Base: strings.TrimPrefix(ref, "refs/heads/"), Paths: uniq(conflicts)}
+		}
 		msg := fmt.Sprintf("Merge task %s: %s\n\nAgentmine-Task: %s\nAgentmine-Session: %s\n", s.Task[:8], title, s.Task, s.ID)
-		commit, err := g.RunInput(ctx, strings.NewReader(msg), "commit-tree", tree, "-p", baseTip, "-p", tip)
+		res.Commit, err = st.CommitTree(ctx, tree, []string{baseTip, tip}, msg)
 		if err != nil {
 			return res, fmt.Errorf("writing the merge commit: %w", err)
 		}
-		res.Commit = strings.TrimSpace(string(commit))
 		if o.beforeUpdate != nil {
 			o.beforeUpdate()
 		}

@@ -340,7 +340,7 @@ func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool)
 			return false, err
 		}
 	} else if branch != "" {
-		gitcmd.Runner{Dir: e.Top}.Run(ctx, "branch", "-D", "--", branch)
+		e.St.DeleteRef(ctx, "refs/heads/"+branch)
 	}
 	if branch != "" {
 		if _, err := (gitcmd.Runner{Dir: e.Top}).Run(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch); err != nil {
