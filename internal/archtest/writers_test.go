@@ -305,3 +305,47 @@ func TestOnlyGitstoreWritesRefsAndObjects(t *testing.T) {
 		t.Error(v)
 	}
 }
+
+// TestGitCallClassifier pins the recogniser on known sources, so that the
+// check above cannot silently pass by recognising nothing.
+func TestGitCallClassifier(t *testing.T) {
+	src := `package p
+func f() {
+	g.Run(ctx, "update-ref", "-d", tmp)                      // write
+	g.RunInput(ctx, in, "commit-tree", tree, "-p", p)         // write
+	g.Run(ctx, "-c", "x=y", "push", remote, spec)             // write
+	g.Output(ctx, "hash-object", "-w", "--stdin")             // write
+	g.Output(ctx, "hash-object", "--stdin")                   // read
+	g.Run(ctx, "branch", "-D", "--", b)                       // write
+	g.Output(ctx, "branch", "--show-current")                 // read
+	g.Output(ctx, "symbolic-ref", "-q", "--short", "HEAD")    // read
+	g.Run(ctx, "symbolic-ref", "HEAD", ref)                   // write
+	g.Run(ctx, "notes", "--ref", r, "add", "-m", m)           // write
+	g.Run(ctx, "notes", "list")                               // read
+	g.Run(ctx, "merge-tree", "--write-tree", a, b)            // write
+	g.Run(ctx, "worktree", "add", "-b", br, path, base)       // write
+	g.Run(ctx, "worktree", "add", "--detach", path, c)        // read
+	g.Run(ctx, "read-tree", "-m", "-u", a, b)                 // read
+	g.Lines(ctx, "for-each-ref", "refs/agentmine/")           // read
+	exec.CommandContext(ctx, "git", "tag", "v1")              // write
+	args := []string{"fetch", "--quiet", remote}              // write
+	for _, a := range [][]string{{"init"}, {"commit", "-m", "x"}} { _ = a } // write
+	g.Run(ctx, sub, "x")                                      // invisible: not a literal
+}`
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "p.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range gitCalls(fset, f) {
+		if writes(c.sub, c.args) {
+			got = append(got, fmt.Sprintf("%d:%s", c.pos.Line, c.sub))
+		}
+	}
+	want := []string{"3:update-ref", "4:commit-tree", "5:push", "6:hash-object", "8:branch", "11:symbolic-ref",
+		"12:notes", "14:merge-tree", "15:worktree", "19:tag", "20:fetch", "21:commit"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("writes found:\n got %v\nwant %v", got, want)
+	}
+}
