@@ -26,6 +26,7 @@ type UnreachableError struct {
 	Err    error
 }
 
+// Error returns git's message, unchanged.
 func (e *UnreachableError) Error() string { return e.Err.Error() }
 
 // Unwrap returns git's error.
