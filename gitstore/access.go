@@ -125,7 +125,9 @@ func (s *Store) MergeTrees(ctx context.Context, base, tip string) (tree string, 
 	out, err := s.git.Run(ctx, "merge-tree", "--write-tree", "--name-only", "--no-messages", base, tip)
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if err != nil {
-		if gitcmd.IsExit(err, 1) && len(lines) > 0 {
+		// git exits 1 both for a conflict (printing the tree first) and
+		// for a name it cannot resolve (printing nothing).
+		if gitcmd.IsExit(err, 1) && lines[0] != "" {
 			return "", lines[1:], nil
 		}
 		return "", nil, fmt.Errorf("computing the merge: %w", err)
