@@ -121,7 +121,7 @@ func docsRepo(t *testing.T) string {
 }
 
 // manPagePath is the man page, relative to this package.
-const manPagePath = "../../docs/git-agentmine.1"
+const manPagePath = "git-agentmine.1"
 
 // deroff turns man(7) source text into the words a reader sees: font
 // changes and zero-width escapes dropped, escaped characters unescaped.
@@ -302,12 +302,12 @@ func TestUsageErrors(t *testing.T) {
 		args      []string
 		err, hint string
 	}{
-		{[]string{"nosuch"}, "nosuch", "see 'git agentmine --help'"},
-		{[]string{"task", "add"}, "<title>", "see 'git agentmine task --help'"},
-		{[]string{"task", "list", "--bogus"}, "--bogus", "see 'git agentmine task --help'"},
-		{[]string{"session", "end", "abcd"}, "--exit-code", "see 'git agentmine session --help'"},
-		{[]string{"worker", "wait", "--timeout", "soon"}, "--timeout", "see 'git agentmine worker --help'"},
-		{[]string{"status", "--json", "extra"}, "extra", "see 'git agentmine status --help'"},
+		{[]string{"nosuch"}, "nosuch", "see 'git agentmine help'"},
+		{[]string{"task", "add"}, "<title>", "see 'git agentmine help task'"},
+		{[]string{"task", "list", "--bogus"}, "--bogus", "see 'git agentmine help task'"},
+		{[]string{"session", "end", "abcd"}, "--exit-code", "see 'git agentmine help session'"},
+		{[]string{"worker", "wait", "--timeout", "soon"}, "--timeout", "see 'git agentmine help worker'"},
+		{[]string{"status", "--json", "extra"}, "extra", "see 'git agentmine help status'"},
 	} {
 		code, out, errs := docsMain(t, repo, tc.args...)
 		lines := strings.Split(strings.TrimSuffix(errs, "\n"), "\n")
@@ -589,7 +589,7 @@ func TestJSONDocCoversOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(data)
-	for _, v := range []any{runJSON{}, sessionJSON{}, boardJSON{}, settingJSON{}, merge.Result{}, sessions.Outcome{},
+	for _, v := range []any{runJSON{}, sessionJSON{}, boardJSON{}, settingJSON{}, versionJSON{}, installManJSON{}, merge.Result{}, sessions.Outcome{},
 		verify.Verdict{}, verify.Violation{}, verify.Change{}, verify.DoDResult{}, verify.CommandResult{}} {
 		typ := reflect.TypeOf(v)
 		fields := jsonFields(typ)
