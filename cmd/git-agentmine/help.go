@@ -186,7 +186,7 @@ func (c *InstallManCmd) Run(a *App) error {
 	default:
 		a.P.Printf("installed %s\n", path)
 		if !res.Found {
-			a.P.Warnf("man looks in <dir>/../share/man for each <dir> on PATH that holds git-agentmine, and %s is not one of them: add %s to MANPATH", dir, filepath.Dir(dir))
+			a.P.Warnf("man will not find this page for the git-agentmine on PATH (it looks in <dir>/../share/man for each <dir> on PATH): export MANPATH=%s: (the trailing colon keeps the system's pages)", filepath.Dir(dir))
 		}
 	}
 	return nil
