@@ -492,7 +492,7 @@ func (c *MemoryExportCmd) Run(a *App) error {
 	for _, p := range paths {
 		a.P.Printf("%s\n", p)
 	}
-	a.P.Notef("exported %d memories to %s\n", len(paths), c.Dir)
+	a.P.Notef("exported %s to %s\n", plural(len(paths), "memory", "memories"), c.Dir)
 	return nil
 }
 
@@ -530,6 +530,6 @@ func (c *MemoryImportCmd) Run(a *App) error {
 		}
 		a.P.Printf("%-9s %s %s\n", r.Action, r.ID, r.Path)
 	}
-	a.P.Notef("imported %d files: %d created, %d updated, %d unchanged\n", len(res), counts["created"], counts["updated"], counts["unchanged"])
+	a.P.Notef("imported %s: %d created, %d updated, %d unchanged\n", plural(len(res), "file", "files"), counts["created"], counts["updated"], counts["unchanged"])
 	return nil
 }

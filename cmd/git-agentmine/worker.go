@@ -206,7 +206,7 @@ func scopeWord(v worker.Verdicts) string {
 	if v.Scope.Valid {
 		return "valid"
 	}
-	return fmt.Sprintf("%d violation(s)", len(v.Scope.Violations))
+	return plural(len(v.Scope.Violations), "violation", "violations")
 }
 
 func orDash(s string) string {
