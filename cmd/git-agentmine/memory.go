@@ -173,7 +173,7 @@ func (c *MemoryListCmd) Run(a *App) error {
 	}
 	if a.G.Quiet {
 		for _, m := range ms {
-			a.P.Printf("%s\n", b.ShortID(m.ID))
+			a.P.Printf("%s\n", m.ID)
 		}
 		return nil
 	}
@@ -215,7 +215,7 @@ func showMemory(a *App, prefix, verb string) error {
 		return a.P.PrintJSON(memJSON(b, id))
 	}
 	if a.G.Quiet {
-		a.P.Printf("%s\n", b.ShortID(id))
+		a.P.Printf("%s\n", id)
 		return nil
 	}
 	if verb != "" {
@@ -323,7 +323,10 @@ func (c *MemoryArchiveCmd) Run(a *App) error {
 			verb = "already archived"
 		}
 		a.P.Notef("%s memory %s\n", verb, b.ShortID(id))
-		if !a.G.JSON {
+		switch {
+		case a.G.Quiet:
+			a.P.Printf("%s\n", id)
+		case !a.G.JSON:
 			a.P.Printf("%s\n", b.ShortID(id))
 		}
 	}
@@ -434,7 +437,7 @@ func (c *MemoryPreviewCmd) Run(a *App) error {
 	}
 	if a.G.Quiet {
 		for _, m := range mems {
-			a.P.Printf("%s\n", b.ShortID(m.ID))
+			a.P.Printf("%s\n", m.ID)
 		}
 		return nil
 	}

@@ -322,7 +322,7 @@ func (v *view) printTree(a *App, id, prefix, childPrefix string, seen map[string
 		line += a.P.Paint(output.Gray, " blocked by "+strings.Join(bs, ", "))
 	}
 	if a.G.Quiet {
-		line = v.Board.ShortID(id)
+		line = id
 	}
 	a.P.Printf("%s\n", line)
 	kids := v.Board.Children(id)
@@ -492,7 +492,7 @@ func printTasks(a *App, v *view, ids []string) error {
 	}
 	if a.G.Quiet {
 		for _, id := range ids {
-			a.P.Printf("%s\n", v.Board.ShortID(id))
+			a.P.Printf("%s\n", id)
 		}
 		return nil
 	}
@@ -534,7 +534,13 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 			short = prefix
 		}
 		a.P.Notef("%s task %s\n", verb, short)
-		a.P.Printf("%s\n", short)
+		if a.G.Quiet {
+			// Scripts store what -q prints: the full id stays unique
+			// however many tasks come later.
+			a.P.Printf("%s\n", prefix)
+		} else {
+			a.P.Printf("%s\n", short)
+		}
 		return nil
 	}
 	v, err := loadView(a)
@@ -551,7 +557,7 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 		return a.P.PrintJSON(j)
 	}
 	if a.G.Quiet {
-		a.P.Printf("%s\n", v.Board.ShortID(id))
+		a.P.Printf("%s\n", id)
 		return nil
 	}
 	if verb != "" {

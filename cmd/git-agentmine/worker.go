@@ -102,7 +102,7 @@ func (c *WorkerRunCmd) Run(a *App) error {
 			return a.P.PrintJSON(j)
 		}
 		if a.G.Quiet {
-			a.P.Printf("%s\n", s.ID[:8])
+			a.P.Printf("%s\n", s.ID)
 			return nil
 		}
 		cmdline, _ := launch.Invocation{Client: p.Client, Model: p.Agent.Model, Command: p.Agent.Command,
@@ -131,7 +131,7 @@ func (c *WorkerRunCmd) Run(a *App) error {
 			return a.P.PrintJSON(j)
 		}
 		if a.G.Quiet {
-			a.P.Printf("%s\n", s.ID[:8])
+			a.P.Printf("%s\n", s.ID)
 			return nil
 		}
 		a.P.Printf("session %s running detached (supervisor pid %d); log %s\n", s.ID[:8], pid, s.Log)
@@ -169,7 +169,7 @@ func reportOutcome(a *App, env *worker.Env, j runJSON, out sessions.Outcome) err
 	if a.G.JSON {
 		a.P.PrintJSON(j)
 	} else if a.G.Quiet {
-		a.P.Printf("%s\n", j.Session[:8])
+		a.P.Printf("%s\n", j.Session)
 	} else {
 		a.P.Printf("session %s: %s — exit %d%s, DoD %s, scope %s", j.Session[:8], a.P.Paint(statusColor(status.Status(st)), st),
 			out.ExitCode, sigWords(out), orDash(v.DoD.Status), scopeWord(v))

@@ -146,7 +146,7 @@ func (c *WorkerStatusCmd) Run(a *App) error {
 	}
 	if a.G.Quiet {
 		for _, r := range recs {
-			a.P.Printf("%s\n", r.Session.ID[:8])
+			a.P.Printf("%s\n", r.Session.ID)
 		}
 		return nil
 	}
@@ -230,7 +230,7 @@ func (c *WorkerWaitCmd) Run(a *App) error {
 		a.P.PrintJSONList(len(out), func(i int) any { return out[i] })
 	} else if a.G.Quiet {
 		for _, j := range out {
-			a.P.Printf("%s\n", j.ShortID)
+			a.P.Printf("%s\n", j.ID)
 		}
 	}
 	if failed > 0 {
@@ -422,7 +422,7 @@ func (c *WorkerStopCmd) Run(a *App) error {
 		}
 		if a.G.Quiet {
 			for _, r := range after {
-				a.P.Printf("%s\n", r.Session.ID[:8])
+				a.P.Printf("%s\n", r.Session.ID)
 			}
 			return nil
 		}
@@ -466,7 +466,7 @@ func (c *WorkerDoneCmd) Run(a *App) error {
 		done = append(done, doneJSON{V: output.SchemaVersion, Session: r.Session.ID, Task: r.Session.Task,
 			Worktree: r.Session.Worktree, Branch: r.Session.Branch, BranchDeleted: deleted})
 		if a.G.Quiet {
-			a.P.Printf("%s\n", r.Session.ID[:8])
+			a.P.Printf("%s\n", r.Session.ID)
 		} else if !a.G.JSON {
 			a.P.Printf("removed worktree of task %s; %s\n", b.Tasks.ShortID(r.Session.Task), kept)
 		}
