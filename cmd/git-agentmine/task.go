@@ -500,7 +500,10 @@ func printTasks(a *App, v *view, ids []string) error {
 		a.P.Notef("no tasks\n")
 		return nil
 	}
-	tb := a.P.NewTable("ID", "STATUS", "PRI", "TYPE", "TITLE", "BLOCKED BY")
+	// STATUS is the derived status, exactly as task show and --json name
+	// it; an open task with unfinished blockers shows them under WAITING
+	// ON, as task show does in its "blocked: waiting on" line.
+	tb := a.P.NewTable("ID", "STATUS", "PRI", "TYPE", "TITLE", "WAITING ON")
 	for _, id := range ids {
 		t := v.Board.Tasks[id].Task
 		r := v.Status[id]
@@ -508,12 +511,8 @@ func printTasks(a *App, v *view, ids []string) error {
 		for _, b := range r.Waiting {
 			bl = append(bl, v.Board.ShortID(b))
 		}
-		st := string(r.Status)
-		if r.Status == status.Open && r.Blocked {
-			st = "blocked"
-		}
 		tb.ColorRow([]string{output.Yellow, statusColor(r.Status), "", "", "", output.Gray},
-			v.Board.ShortID(id), st, t.Priority, t.Type, t.Title, strings.Join(bl, ","))
+			v.Board.ShortID(id), string(r.Status), t.Priority, t.Type, t.Title, strings.Join(bl, ","))
 	}
 	tb.Flush()
 	return nil
