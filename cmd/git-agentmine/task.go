@@ -311,13 +311,15 @@ func (v *view) printTree(a *App, id, prefix, childPrefix string, seen map[string
 	r := v.Status[id]
 	line := fmt.Sprintf("%s%s %s %s", prefix, a.P.Paint(output.Yellow, v.Board.ShortID(id)), t.Title, a.P.Paint(statusColor(r.Status), "["+string(r.Status)+"]"))
 	if len(t.BlockedBy) > 0 {
+		// Each blocker with its own status, so "blocked by x (open)" and
+		// "blocked by x (done)" need no legend.
 		var bs []string
 		for _, b := range t.BlockedBy {
-			mark := ""
-			if br, ok := v.Status[b]; !ok || br.Status != status.Done {
-				mark = "*"
+			st := "missing"
+			if br, ok := v.Status[b]; ok {
+				st = string(br.Status)
 			}
-			bs = append(bs, v.Board.ShortID(b)+mark)
+			bs = append(bs, v.Board.ShortID(b)+" ("+st+")")
 		}
 		line += a.P.Paint(output.Gray, " blocked by "+strings.Join(bs, ", "))
 	}
