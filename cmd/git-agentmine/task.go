@@ -111,7 +111,29 @@ func (c *TaskListCmd) Run(a *App) error {
 		}
 		ids = append(ids, id)
 	}
-	return printTasks(a, v, ids)
+	if err := printTasks(a, v, ids); err != nil {
+		return err
+	}
+	if len(v.Board.IDs) == 0 && !a.G.JSON {
+		if r := remoteToSync(v.Store); r != "" {
+			a.P.Notef("hint: run 'git agentmine sync' to fetch tasks from %s\n", r)
+		}
+	}
+	return nil
+}
+
+// remoteToSync names the remote sync would use (agentmine.remote, else
+// origin) when it exists, "" otherwise: an empty board in a clone usually
+// means the tasks have not been fetched yet.
+func remoteToSync(st *gitstore.Store) string {
+	r, ok := st.Config("agentmine.remote")
+	if !ok || r == "" {
+		r = "origin"
+	}
+	if _, ok := st.Config("remote." + r + ".url"); !ok {
+		return ""
+	}
+	return r
 }
 
 // TaskReadyCmd is `task ready`.
