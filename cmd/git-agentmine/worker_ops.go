@@ -181,7 +181,7 @@ func (c *WorkerWaitCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	_, recs, err := latestOf(a, env, c.IDs, len(c.IDs) == 0)
+	b, recs, err := latestOf(a, env, c.IDs, len(c.IDs) == 0)
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,20 @@ func (c *WorkerWaitCmd) Run(a *App) error {
 	}
 	ended, err := env.Wait(ctx, ids)
 	if errors.Is(err, context.DeadlineExceeded) {
-		return exitcode.New(exitcode.Timeout, fmt.Errorf("sessions still running after %ds", c.Timeout), "")
+		// Name what is still running, so the next step (wait longer,
+		// worker logs, worker stop) can be aimed at it.
+		host := sessions.Host()
+		if ended == nil {
+			ended = recs // the deadline struck while reading them again
+		}
+		var running []string
+		for _, r := range ended {
+			if live, _ := worker.Liveness(r, host, time.Now()); live {
+				running = append(running, fmt.Sprintf("%s (task %s)", r.Session.ID[:8], b.Tasks.ShortID(r.Session.Task)))
+			}
+		}
+		return exitcode.New(exitcode.Timeout, fmt.Errorf("waiting for workers: %s still running after %ds: %s",
+			plural(len(running), "session", "sessions"), c.Timeout, strings.Join(running, ", ")), "")
 	}
 	if err != nil {
 		return err
