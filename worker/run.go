@@ -172,6 +172,11 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			}
 		}
 	}
+	if res.Stopped && strict.ev == nil {
+		// worker stop (SIGTERM to the supervisor): say so rather than
+		// quote whatever the worker printed last.
+		out.Reason = "stopped"
+	}
 	if strict.ev != nil {
 		out.Reason = "stopped by --strict at the first out-of-scope change: " + strict.v.Type + " " + strict.ev.Path
 	}

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -139,7 +137,7 @@ func (c *WorkerRunCmd) Run(a *App) error {
 	}
 	// Foreground: Ctrl-C and SIGTERM (worker stop) stop the worker; the
 	// outcome records the signal.
-	ctx, stop := signal.NotifyContext(a.Ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(a.Ctx)
 	defer stop()
 	opts := worker.ExecOptions{}
 	if !a.G.JSON && !a.G.Quiet {
@@ -150,7 +148,13 @@ func (c *WorkerRunCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	return reportOutcome(a, env, j, out)
+	err = reportOutcome(a, env, j, out)
+	if stopRequested(ctx) {
+		// SIGTERM (worker stop): the outcome keeps the worker's own
+		// exit; this process ends as docs/exit-codes.md says.
+		return silentError{exitcode.Interrupted}
+	}
+	return err
 }
 
 // reportOutcome prints a finished run and maps it to the exit code: 0 when
@@ -241,7 +245,7 @@ func (c *WorkerSuperviseCmd) Run(a *App) error {
 	if rec.Outcome != nil {
 		return exitcode.New(exitcode.State, fmt.Errorf("session %s already ended", c.Session), "")
 	}
-	ctx, stop := signal.NotifyContext(a.Ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(a.Ctx)
 	defer stop()
 	_, err = env.Execute(ctx, rec, worker.ExecOptions{Progress: os.Stderr})
 	return err
