@@ -3,9 +3,12 @@ package gitstore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 
@@ -13,7 +16,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	gitobject "github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
@@ -44,7 +46,6 @@ import (
 type objectDB struct {
 	// mu serialises use of storage, which is not safe for concurrent use.
 	mu      sync.Mutex
-	dir     *dotgit.DotGit
 	storage *filesystem.ObjectStorage
 	// objDir is the object directory, for freshening by path.
 	objDir string
@@ -62,7 +63,6 @@ func (s *Store) objects() *objectDB {
 		// <root>/objects and nothing else.
 		dg := dotgit.New(osfs.New(filepath.Dir(s.objDir)))
 		s.objDB = &objectDB{
-			dir:     dg,
 			storage: filesystem.NewObjectStorage(dg, cache.NewObjectLRUDefault()),
 			objDir:  s.objDir,
 		}
@@ -112,9 +112,9 @@ func (s *Store) storeObject(obj plumbing.EncodedObject) (string, error) {
 // freshen reports whether the object h already exists in the repository's
 // own object directory, after updating the modification time of its loose
 // file or of the pack holding it to now, as git does before it skips a
-// write. Anything that fails (an object seen in a pack that a concurrent
-// repack removed, a file that cannot be touched) answers false, and the
-// caller writes the object: a duplicate is harmless, a missing object is not.
+// write. Anything that fails (a pack that a concurrent repack removed, a file
+// that cannot be touched) answers false, and the caller writes the object: a
+// duplicate is harmless, a missing object is not.
 func (db *objectDB) freshen(h plumbing.Hash) bool {
 	id := h.String()
 	// A nil time list sets both times to now, needing only write permission
@@ -122,36 +122,52 @@ func (db *objectDB) freshen(h plumbing.Hash) bool {
 	if unix.Utimes(filepath.Join(db.objDir, id[:2], id[2:]), nil) == nil {
 		return true
 	}
-	if db.storage.HasEncodedObject(h) != nil {
-		return false
-	}
-	packs, err := db.dir.ObjectPacks()
-	if err != nil {
-		return false
-	}
-	for _, p := range packs {
-		if !packHas(db.dir, p, h) {
-			continue
+	idxs, _ := filepath.Glob(filepath.Join(db.objDir, "pack", "pack-*.idx"))
+	for _, idx := range idxs {
+		if idxHas(idx, h) {
+			return unix.Utimes(strings.TrimSuffix(idx, ".idx")+".pack", nil) == nil
 		}
-		pack := filepath.Join(db.objDir, "pack", "pack-"+p.String()+".pack")
-		return unix.Utimes(pack, nil) == nil
 	}
 	return false
 }
 
-// packHas reports whether the pack named by its checksum p holds h.
-func packHas(dir *dotgit.DotGit, p, h plumbing.Hash) bool {
-	f, err := dir.ObjectPackIdx(p)
+// idxHas reports whether the version 2 pack index at path lists h. Like git,
+// it reads only the fan-out table and the run of sorted names sharing h's
+// first byte, not the whole index: go-git's idxfile decoder reads and
+// checksums every index in full, a cost that grows with the repository on
+// every write of a new object. A version 1 or damaged index answers false.
+func idxHas(path string, h plumbing.Hash) bool {
+	f, err := os.Open(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	idx := idxfile.NewMemoryIndex()
-	if err := idxfile.NewDecoder(f).Decode(idx); err != nil {
+	fi, err := f.Stat()
+	if err != nil {
 		return false
 	}
-	ok, err := idx.Contains(h)
-	return err == nil && ok
+	var hdr [8 + 256*4]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil || !bytes.Equal(hdr[:8], []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}) {
+		return false
+	}
+	fan := hdr[8:]
+	var lo int64
+	if h[0] > 0 {
+		lo = int64(binary.BigEndian.Uint32(fan[(int(h[0])-1)*4:]))
+	}
+	hi := int64(binary.BigEndian.Uint32(fan[int(h[0])*4:]))
+	n, size := hi-lo, int64(len(h))
+	if n <= 0 || int64(len(hdr))+hi*size > fi.Size() {
+		return false
+	}
+	names := make([]byte, n*size)
+	if _, err := f.ReadAt(names, int64(len(hdr))+lo*size); err != nil {
+		return false
+	}
+	i := sort.Search(int(n), func(i int) bool {
+		return bytes.Compare(names[int64(i)*size:int64(i+1)*size], h[:]) >= 0
+	})
+	return i < int(n) && bytes.Equal(names[int64(i)*size:int64(i+1)*size], h[:])
 }
 
 // writeDocCommit writes blob, tree and commit for one entity document and

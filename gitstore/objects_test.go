@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // objRepo makes a repository with one commit in a scrubbed environment and
@@ -295,4 +297,41 @@ func TestObjectsSHA256Store(t *testing.T) {
 		t.Fatalf("notes = %v, %v", notes, err)
 	}
 	objGit(t, repo, "fsck", "--strict", "--no-dangling")
+}
+
+// TestIdxHas: the pack index lookup finds every object git packed, misses
+// one it did not, and answers false for a truncated or foreign index.
+func TestIdxHas(t *testing.T) {
+	repo := objRepo(t)
+	for i := 0; i < 40; i++ {
+		objGit(t, repo, "commit", "-q", "--allow-empty", "-m", fmt.Sprint(i))
+	}
+	objGit(t, repo, "repack", "-a", "-d", "-q")
+	idxs, _ := filepath.Glob(filepath.Join(repo, ".git", "objects", "pack", "*.idx"))
+	if len(idxs) != 1 {
+		t.Fatalf("indexes: %v", idxs)
+	}
+	ids := strings.Fields(objGit(t, repo, "rev-list", "--objects", "--no-object-names", "HEAD"))
+	for _, id := range ids {
+		if !idxHas(idxs[0], plumbing.NewHash(id)) {
+			t.Fatalf("%s is packed but not found", id)
+		}
+	}
+	absent := plumbing.NewHash(gitHash(t, repo, "blob", "never written\n"))
+	if idxHas(idxs[0], absent) {
+		t.Fatal("an object that was never written was found")
+	}
+	data, err := os.ReadFile(idxs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, bad := range map[string][]byte{"truncated": data[:600], "foreign": append([]byte("PACK"), data[4:]...)} {
+		p := filepath.Join(t.TempDir(), name+".idx")
+		if err := os.WriteFile(p, bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if idxHas(p, plumbing.NewHash(ids[len(ids)-1])) {
+			t.Fatalf("a %s index answered true", name)
+		}
+	}
 }
