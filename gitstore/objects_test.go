@@ -335,3 +335,6 @@ func TestIdxHas(t *testing.T) {
 		}
 	}
 }
+
+// syncKind is a task-shaped kind for these tests' documents.
+var syncKind = Kind{Dir: "tasks", File: "task.json", Noun: "task"}
