@@ -71,13 +71,18 @@ type Store struct {
 // Open locates the repository containing dir and prepares the store. It
 // reads the object format, the identities and git's config in one git call.
 func Open(ctx context.Context, dir string) (*Store, error) {
-	r := gitcmd.Runner{Dir: dir}
+	// The git binary is looked up once here; every command the store (and
+	// whoever uses Git()) runs starts that binary.
+	r, err := gitcmd.New(dir)
+	if err != nil {
+		return nil, err
+	}
 	s := &Store{git: r}
 	// The identity and config query is independent of the location query:
 	// run both git processes at once.
 	varsErr := make(chan error, 1)
 	go func() { varsErr <- s.readVars(ctx) }()
-	loc, extra, err := gitcmd.LocateWith(ctx, dir, []string{"--show-object-format"}, []string{"--git-path", "objects"})
+	loc, extra, err := r.LocateWith(ctx, []string{"--show-object-format"}, []string{"--git-path", "objects"})
 	verr := <-varsErr
 	if err != nil {
 		return nil, err
