@@ -35,6 +35,18 @@ type Kind struct {
 	File string
 	// Noun names one entity in messages, e.g. "task".
 	Noun string
+	// Version is the newest schema version of the document (its "v"
+	// field) that this binary reads and writes; zero means 1.
+	Version int
+}
+
+// SchemaVersion returns the newest schema version of the kind's documents
+// this binary understands: Version, or 1 when it is not set.
+func (k Kind) SchemaVersion() int {
+	if k.Version < 1 {
+		return 1
+	}
+	return k.Version
 }
 
 // RefPrefix returns "refs/agentmine/<dir>/".
