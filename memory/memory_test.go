@@ -211,7 +211,7 @@ func TestUnreadableMemories(t *testing.T) {
 		joined += p.Error() + "\n"
 	}
 	for _, want := range []string{
-		Kind.Ref(newer) + ": memory document has schema version 99, newer than this binary understands (1)",
+		Kind.Ref(newer) + ": memory document has schema version 99; this git-agentmine understands 1: upgrade it",
 		Kind.Ref(evil) + `: corrupt memory document: invalid category "../../etc"`,
 		Kind.Ref(strings.Repeat("c", 20)) + ": points at a tree, not a commit",
 		Kind.Ref("not-an-id") + `: malformed memory id "not-an-id"`,
@@ -221,7 +221,7 @@ func TestUnreadableMemories(t *testing.T) {
 		}
 	}
 	_, err = b.Resolve("aaaa")
-	if exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "newer than this binary") {
+	if exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "this git-agentmine understands 1: upgrade it") {
 		t.Fatalf("resolving the newer memory: %v", err)
 	}
 	before := refs(t, dir)
