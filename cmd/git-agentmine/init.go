@@ -18,22 +18,6 @@ type InitCmd struct {
 	Remote string `help:"Make REMOTE the sync remote (git config agentmine.remote), so sync/push/pull and claims use it."`
 }
 
-type initJSON struct {
-	V       int         `json:"v"`
-	Top     string      `json:"top"`
-	Base    string      `json:"base"`
-	Remote  string      `json:"remote,omitempty"`
-	Created []string    `json:"created"`
-	Kept    []string    `json:"kept"`
-	Exclude excludeJSON `json:"exclude"`
-}
-
-type excludeJSON struct {
-	File    string `json:"file"`
-	Pattern string `json:"pattern"`
-	Added   bool   `json:"added"`
-}
-
 // Run scaffolds the project files that do not exist yet and ignores the
 // worktree root through the common info/exclude. It never overwrites a
 // file, never commits and never touches the index.
