@@ -271,3 +271,33 @@ type workerCommandJSON struct {
 	V        int      `json:"v"`
 	Worktree string   `json:"worktree"`
 }
+
+// versionJSON is `version --json`.
+type versionJSON struct {
+	// V is the schema version of this document.
+	V int `json:"v"`
+	// Version is the module version (a tag, a pseudo-version, or "(devel)"
+	// for a build from a checkout), or the one set with -ldflags.
+	Version string `json:"version"`
+	// Revision is the commit the binary was built from, when the build
+	// recorded it.
+	Revision string `json:"revision,omitempty"`
+	// Modified is true when the checkout had uncommitted changes.
+	Modified bool `json:"modified,omitempty"`
+	// Time is the commit time of Revision, RFC 3339.
+	Time string `json:"time,omitempty"`
+	// Go is the Go release that built the binary.
+	Go string `json:"go"`
+}
+
+// installManJSON is `install-man --json`.
+type installManJSON struct {
+	// V is the schema version of this document.
+	V int `json:"v"`
+	// Path is the file the page was written to.
+	Path string `json:"path"`
+	// Found is true when man will find the page for the git-agentmine on
+	// PATH without MANPATH: the page is in <bin>/../share/man/man1 of a
+	// PATH directory <bin> that holds git-agentmine.
+	Found bool `json:"found"`
+}
