@@ -287,9 +287,13 @@ func TestGate(t *testing.T) {
 				}
 				rec.Outcome = &o
 			}
-			err := gate(rec, c.skipped)
+			err := gate(rec, "7a5c", c.skipped)
 			if exitcode.Of(err) != c.code || (c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want))) {
 				t.Fatalf("gate: %v (code %d), want code %d and %q", err, exitcode.Of(err), c.code, c.want)
+			}
+			var re *RefusedError
+			if refused := errors.As(err, &re); refused != (c.out == nil) || (refused && (!errors.Is(err, ErrNotEnded) || re.Task != "7a5c")) {
+				t.Fatalf("gate: %v is refused=%v (%#v); want a RefusedError for ErrNotEnded exactly when the session has not ended", err, refused, re)
 			}
 		})
 	}

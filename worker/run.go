@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/board"
-	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitcmd"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/scope"
@@ -277,12 +276,11 @@ func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool)
 	live, _ := board.Liveness(rec, board.HereOf(e.St), time.Now())
 	switch {
 	case live && s.Mode != sessions.ModeManual:
-		return false, exitcode.New(exitcode.State, fmt.Errorf("session %s is still running", s.ID[:8]), "stop it first: git agentmine worker stop")
+		return false, &RefusedError{Reason: ErrSessionLive, Task: s.Task[:8], Session: s.ID[:8], Err: fmt.Errorf("session %s is still running", s.ID[:8])}
 	case live && !force:
 		// A manual session without an outcome would stay in progress
 		// forever once its worktree is gone.
-		return false, exitcode.New(exitcode.State, fmt.Errorf("session %s has not ended", s.ID[:8]),
-			"record its outcome first (git agentmine session end "+s.ID[:8]+" --exit-code N), or pass --force to abandon it")
+		return false, &RefusedError{Reason: ErrNotEnded, Task: s.Task[:8], Session: s.ID[:8], Err: fmt.Errorf("session %s has not ended", s.ID[:8])}
 	case live:
 		out := sessions.Outcome{ExitCode: 1, Finished: time.Now().UTC(), Reason: "abandoned: worker done --force before an outcome was recorded", By: "worker done"}
 		if err := sessions.RecordOutcome(ctx, e.St, rec, &out); err != nil {

@@ -3,17 +3,23 @@ package main
 import (
 	"bytes"
 	"context"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/alecthomas/kong"
 
+	"github.com/git-agentmine/git-agentmine/memory"
 	"github.com/git-agentmine/git-agentmine/merge"
+	"github.com/git-agentmine/git-agentmine/replica"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/verify"
 )
@@ -615,26 +621,79 @@ func jsonFields(t reflect.Type) []string {
 	return out
 }
 
+// outputTypeFields reads the JSON field names of every struct type declared
+// in json.go, the file that holds all the CLI's --json output types, so
+// that a new output type is checked without being listed here.
+func outputTypeFields(t *testing.T) map[string][]string {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "json.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok {
+			continue
+		}
+		for _, sp := range g.Specs {
+			ts, ok := sp.(*ast.TypeSpec)
+			if !ok {
+				continue
+			}
+			st, ok := ts.Type.(*ast.StructType)
+			if !ok {
+				continue
+			}
+			out[ts.Name.Name] = []string{}
+			for _, fl := range st.Fields.List {
+				if fl.Tag == nil {
+					continue
+				}
+				raw, _ := strconv.Unquote(fl.Tag.Value)
+				name, _, _ := strings.Cut(reflect.StructTag(raw).Get("json"), ",")
+				if name != "" && name != "-" {
+					out[ts.Name.Name] = append(out[ts.Name.Name], name)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // TestJSONDocCoversOutputs fails when a field of a --json output or of the
-// outcome note is missing from docs/json.md.
+// outcome note is missing from docs/json.md: every struct type of json.go,
+// and the other packages' types that the outputs print.
 func TestJSONDocCoversOutputs(t *testing.T) {
 	data, err := os.ReadFile("../../docs/json.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := string(data)
-	for _, v := range []any{runJSON{}, sessionJSON{}, boardJSON{}, settingJSON{}, versionJSON{}, installManJSON{}, merge.Result{}, sessions.Outcome{},
+	check := func(typ string, fields []string) {
+		for _, name := range fields {
+			listed := regexp.MustCompile(`[{,]\s*` + regexp.QuoteMeta(name) + `\s*[:,}]`)
+			if !strings.Contains(doc, "`"+name+"`") && !listed.MatchString(doc) {
+				t.Errorf("docs/json.md does not document field %q of %s", name, typ)
+			}
+		}
+	}
+	local := outputTypeFields(t)
+	for _, want := range []string{"runJSON", "sessionJSON", "boardJSON", "settingJSON", "taskJSON", "memoryJSON", "workerCommandJSON"} {
+		if len(local[want]) == 0 {
+			t.Fatalf("json.go has no JSON fields for %s: the reader is broken (found %d types)", want, len(local))
+		}
+	}
+	for typ, fields := range local {
+		check(typ, fields)
+	}
+	for _, v := range []any{merge.Result{}, replica.Report{}, memory.ImportResult{}, sessions.Outcome{},
 		verify.Verdict{}, verify.Violation{}, verify.Change{}, verify.DoDResult{}, verify.CommandResult{}} {
 		typ := reflect.TypeOf(v)
 		fields := jsonFields(typ)
 		if len(fields) == 0 {
 			t.Fatalf("%s has no JSON fields: the reflection is broken", typ)
 		}
-		for _, name := range fields {
-			listed := regexp.MustCompile(`[{,]\s*` + regexp.QuoteMeta(name) + `\s*[,}]`)
-			if !strings.Contains(doc, "`"+name+"`") && !listed.MatchString(doc) {
-				t.Errorf("docs/json.md does not document field %q of %s", name, typ)
-			}
-		}
+		check(typ.String(), fields)
 	}
 }
