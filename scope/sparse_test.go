@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/git-agentmine/git-agentmine/gitcmd"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 func TestSparsePatternsShape(t *testing.T) {
@@ -50,25 +51,6 @@ func TestSparsePatternsEscaping(t *testing.T) {
 	want = []string{"/*", "!/b\\[a]", "!/q\\?", "!/t\\ ", "!/x\\\\y"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q, want %q", got, want)
-	}
-}
-
-// testEnv scrubs the environment so that git behaves the same everywhere.
-func testEnv(t *testing.T) {
-	t.Helper()
-	home := t.TempDir()
-	for k, v := range map[string]string{
-		"HOME":                home,
-		"XDG_CONFIG_HOME":     filepath.Join(home, ".config"),
-		"GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_AUTHOR_NAME":     "Test Author",
-		"GIT_AUTHOR_EMAIL":    "author@example.com",
-		"GIT_AUTHOR_DATE":     "2024-01-01T00:00:00Z",
-		"GIT_COMMITTER_NAME":  "Test Committer",
-		"GIT_COMMITTER_EMAIL": "committer@example.com",
-		"GIT_COMMITTER_DATE":  "2024-01-01T00:00:00Z",
-	} {
-		t.Setenv(k, v)
 	}
 }
 
@@ -132,28 +114,15 @@ func checkout(t *testing.T, ctx context.Context, dir string, lines []string) []s
 }
 
 func TestSparsePatternsWithGit(t *testing.T) {
-	testEnv(t)
 	ctx := context.Background()
-	dir := t.TempDir()
-	r := gitcmd.Runner{Dir: dir}
-	if _, err := r.Run(ctx, "init", "-q", "-b", "main"); err != nil {
-		t.Fatal(err)
-	}
+	dir := gittest.Init(t)
+	tricky := map[string]string{}
 	for _, f := range trickyFiles {
-		p := filepath.Join(dir, filepath.FromSlash(f))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(f+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		tricky[f] = f + "\n"
 	}
-	for _, args := range [][]string{{"add", "-A"}, {"commit", "-qm", "tricky"}, {"config", "core.sparseCheckout", "true"}} {
-		if _, err := r.Run(ctx, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	out, err := r.Run(ctx, "ls-tree", "-r", "-z", "--name-only", "HEAD")
+	gittest.CommitFiles(t, dir, "tricky", tricky)
+	gittest.Git(t, dir, "config", "core.sparseCheckout", "true")
+	out, err := gitcmd.Runner{Dir: dir}.Run(ctx, "ls-tree", "-r", "-z", "--name-only", "HEAD")
 	if err != nil {
 		t.Fatal(err)
 	}
