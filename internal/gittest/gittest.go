@@ -64,13 +64,14 @@ func Vars(home string) map[string]string {
 // parallel test: scrub the parent, and its parallel subtests share it.
 func Scrub(t testing.TB) string {
 	t.Helper()
+	var leaking []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		if (strings.HasPrefix(k, "GIT_") && k != "GIT_EXEC_PATH") || strings.HasPrefix(k, "AGENTMINE_") {
-			t.Setenv(k, "") // registers the restore
-			os.Unsetenv(k)
+			leaking = append(leaking, k)
 		}
 	}
+	Unsetenv(t, leaking...)
 	home := t.TempDir()
 	vars := Vars(home)
 	for k, v := range vars {
@@ -80,6 +81,17 @@ func Scrub(t testing.TB) string {
 		t.Fatalf("writing the scrubbed global git config: %v", err)
 	}
 	return home
+}
+
+// Unsetenv removes the variables keys from the environment of t, as
+// t.Setenv would set them: restored when t ends, and not from a parallel
+// test.
+func Unsetenv(t testing.TB, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		t.Setenv(k, "") // registers the restore
+		os.Unsetenv(k)
+	}
 }
 
 // scrubbed reports whether Scrub has pinned the environment (in this test or
