@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 // TestSyncHelperProcess is not a test: the tests below re-execute the test
@@ -114,7 +115,7 @@ func dateEnv(offset int) []string {
 func TestSyncKilledHalfWay(t *testing.T) {
 	for _, phase := range []string{"merge", "push", "update"} {
 		t.Run(phase, func(t *testing.T) {
-			syncEnv(t)
+			gittest.Scrub(t)
 			remote := syncRemote(t)
 			a, b := syncClone(t, remote), syncClone(t, remote)
 			sa := syncOpen(t, a, 0)
@@ -174,7 +175,7 @@ func TestSyncThreeClonesConverge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow")
 	}
-	syncEnv(t)
+	gittest.Scrub(t)
 	remote := syncRemote(t)
 	clones := []string{syncClone(t, remote), syncClone(t, remote), syncClone(t, remote)}
 	s0 := syncOpen(t, clones[0], 0)
