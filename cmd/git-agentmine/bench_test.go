@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 // buildTaskFixture writes n task refs straight into repo with one
@@ -33,15 +35,8 @@ func buildTaskFixture(tb testing.TB, repo string, n int) {
 `, id, i, i%10)
 		fmt.Fprintf(&in, "commit refs/agentmine/tasks/%s\ncommitter Ada Author <ada@example.com> 1767323045 +0000\ndata 14\ntask add: gen\nM 100644 inline task.json\ndata %d\n%s\n", id, len(doc), doc)
 	}
-	cmd := exec.Command("git", "fast-import", "--quiet")
-	cmd.Dir = repo
-	cmd.Stdin = &in
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("fast-import: %v: %s", err, out)
-	}
-	if out, err := exec.Command("git", "-C", repo, "pack-refs", "--all").CombinedOutput(); err != nil {
-		tb.Fatalf("pack-refs: %v: %s", err, out)
-	}
+	gittest.GitInput(tb, repo, &in, "fast-import", "--quiet")
+	gittest.Git(tb, repo, "pack-refs", "--all")
 }
 
 func timeCmd(b *testing.B, dir string, name string, args ...string) time.Duration {
@@ -63,14 +58,7 @@ func timeCmd(b *testing.B, dir string, name string, args ...string) time.Duratio
 // cat-file --batch) in the same run, as the ratio agentmine/raw.
 func BenchmarkTaskList10k(b *testing.B) {
 	useBuiltBinary(b)
-	home := b.TempDir()
-	b.Setenv("HOME", home)
-	b.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	repo := filepath.Join(b.TempDir(), "repo")
-	if out, err := exec.Command("git", "init", "-q", "-b", "main", repo).CombinedOutput(); err != nil {
-		b.Fatalf("%v: %s", err, out)
-	}
-	exec.Command("git", "-C", repo, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-q", "--allow-empty", "-m", "init").Run()
+	repo := gittest.NewRepo(b)
 	buildTaskFixture(b, repo, 10000)
 	// Warm the page cache for both.
 	timeCmd(b, repo, "git", "agentmine", "task", "list", "--json")

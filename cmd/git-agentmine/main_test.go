@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 // TestMain lets the test binary act as git-agentmine, so testscripts run
@@ -37,19 +39,7 @@ func ScriptParams(t *testing.T, dir string) testscript.Params {
 			if err := os.MkdirAll(home, 0o755); err != nil {
 				return err
 			}
-			for k, v := range map[string]string{
-				"HOME":                home,
-				"XDG_CONFIG_HOME":     filepath.Join(home, ".config"),
-				"GIT_CONFIG_NOSYSTEM": "1",
-				"GIT_AUTHOR_NAME":     "Ada Author",
-				"GIT_AUTHOR_EMAIL":    "ada@example.com",
-				"GIT_AUTHOR_DATE":     "2026-01-02T03:04:05Z",
-				"GIT_COMMITTER_NAME":  "Ada Author",
-				"GIT_COMMITTER_EMAIL": "ada@example.com",
-				"GIT_COMMITTER_DATE":  "2026-01-02T03:04:05Z",
-				"NO_COLOR":            "1",
-				"TZ":                  "UTC",
-			} {
+			for k, v := range gittest.Vars(home) {
 				env.Setenv(k, v)
 			}
 			// Workers and DoD run /bin/sh scripts.
