@@ -20,7 +20,7 @@ import (
 // as a success, and the log and verdict must explain it.
 func TestRealClients(t *testing.T) {
 	if testing.Short() {
-		t.Skip("launches real clients")
+		t.Skip("slow: launches real clients")
 	}
 	scrubEnv(t) // shared by the parallel subtests
 	for _, tc := range []struct {

@@ -113,6 +113,9 @@ func dateEnv(offset int) []string {
 // A sync killed with SIGKILL at any phase, then run again, converges and
 // loses nothing.
 func TestSyncKilledHalfWay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: three rounds of two clones and a sync process killed with SIGKILL")
+	}
 	for _, phase := range []string{"merge", "push", "update"} {
 		t.Run(phase, func(t *testing.T) {
 			gittest.Scrub(t)
@@ -173,7 +176,7 @@ func TestSyncKilledHalfWay(t *testing.T) {
 // a round changes nothing anywhere.
 func TestSyncThreeClonesConverge(t *testing.T) {
 	if testing.Short() {
-		t.Skip("slow")
+		t.Skip("slow: three clones of real processes editing and syncing until they converge")
 	}
 	gittest.Scrub(t)
 	remote := syncRemote(t)

@@ -168,6 +168,9 @@ func TestSparsePatternsWithGit(t *testing.T) {
 		}
 		check(name, keep)
 	}
+	if testing.Short() {
+		t.Skip("slow: the random and one-file-at-a-time cases below are over a hundred real checkouts")
+	}
 	rng := rand.New(rand.NewSource(1))
 	for round := 0; round < 40; round++ {
 		keep := make([]bool, len(files))

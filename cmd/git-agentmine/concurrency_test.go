@@ -40,7 +40,7 @@ func run(t *testing.T, dir string, name string, args ...string) string {
 // exactly 640 tasks, all listed, and a clean fsck.
 func TestParallelAdds(t *testing.T) {
 	if testing.Short() {
-		t.Skip("spawns 640 processes")
+		t.Skip("slow: spawns 640 processes")
 	}
 	repo := testRepo(t)
 	const procs, each = 32, 20
@@ -88,6 +88,9 @@ func TestParallelAdds(t *testing.T) {
 // Every label survives, and the description and priority are those of the
 // last change committed; every change is exactly one commit.
 func TestConcurrentEditsOneTask(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: 32 racing processes")
+	}
 	repo := testRepo(t)
 	id := run(t, repo, "git", "agentmine", "task", "add", "contended", "-q")
 	full := fullID(t, repo, id)
