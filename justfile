@@ -18,10 +18,11 @@ lint:
     gofmt -l . | tee /dev/stderr | (! read)
     go vet ./...
 
-# Install git-agentmine into GOBIN (or GOPATH/bin), so `git agentmine` works.
+# Install git-agentmine into GOBIN (or GOPATH/bin), so `git agentmine` works,
+# and its man page beside it (../share/man/man1), so `git agentmine --help` does.
 install:
     go install ./cmd/git-agentmine
-    install -D -m 0644 docs/git-agentmine.1 "${MANDIR:-$HOME/.local/share/man}/man1/git-agentmine.1"
+    "$(go env GOBIN | grep . || echo "$(go env GOPATH)/bin")/git-agentmine" install-man
 
 # Run the demo: the whole worker lifecycle in a throwaway repository.
 demo:

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -69,6 +70,9 @@ type Store struct {
 	author    Ident
 	committer Ident
 	config    map[string]string
+	// objOnce opens objDB, the in-process object storage, on first use.
+	objOnce sync.Once
+	objDB   *objectDB
 }
 
 // Open locates the repository containing dir and prepares the store. It

@@ -23,6 +23,12 @@ import (
 // Spec.Grace is zero.
 const DefaultGrace = 10 * time.Second
 
+// ErrStopRequested is the cause (context.WithCancelCause) with which a
+// supervisor cancels the run's context when it is asked to stop (SIGTERM,
+// as `worker stop` sends): the run ends as Stop ends it, and the result
+// keeps the worker's own exit code instead of 130.
+var ErrStopRequested = errors.New("stop requested")
+
 // Spec describes a worker process to start.
 type Spec struct {
 	// Argv is the program and its arguments; the program is looked up in
@@ -55,7 +61,9 @@ type Spec struct {
 type Result struct {
 	// ExitCode is the worker's exit code, 128+n if signal n killed it,
 	// 124 (exitcode.Timeout) if it timed out and 130
-	// (exitcode.Interrupted) if the run was cancelled.
+	// (exitcode.Interrupted) if the run was cancelled (Ctrl-C). A run
+	// ended by Stop or by a context cancelled with ErrStopRequested keeps
+	// the worker's own code (143 when SIGTERM killed it).
 	ExitCode int
 	// Signal names the signal that ended the run ("SIGTERM", "SIGKILL"...):
 	// the one that killed the worker, or else the one agentmine sent to
@@ -65,7 +73,8 @@ type Result struct {
 	TimedOut bool
 	// Interrupted is set when the context was cancelled (Ctrl-C).
 	Interrupted bool
-	// Stopped is set when Stop ended the run.
+	// Stopped is set when Stop, or a context cancelled with
+	// ErrStopRequested, ended the run.
 	Stopped bool
 	// Started and Finished bound the run.
 	Started, Finished time.Time
@@ -222,8 +231,13 @@ func (p *Process) supervise(ctx context.Context, exited <-chan *os.ProcessState,
 		p.note("timed out after %s", p.spec.Timeout)
 		ps, sent = p.terminate(exited)
 	case <-ctx.Done():
-		p.res.Interrupted = true
-		p.note("interrupted (%v)", ctx.Err())
+		if errors.Is(context.Cause(ctx), ErrStopRequested) {
+			p.res.Stopped = true
+			p.note("stop requested")
+		} else {
+			p.res.Interrupted = true
+			p.note("interrupted (%v)", ctx.Err())
+		}
 		ps, sent = p.terminate(exited)
 	case <-p.stopReq:
 		p.res.Stopped = true

@@ -227,6 +227,36 @@ func TestCancelStopsForegroundRun(t *testing.T) {
 	}
 }
 
+// A context cancelled with ErrStopRequested (worker stop's SIGTERM to the
+// supervisor) ends the run like Stop: the worker's own exit is recorded,
+// whether SIGTERM killed it or it exited by itself on SIGTERM.
+func TestStopRequestedKeepsWorkerExit(t *testing.T) {
+	scrubEnv(t)
+	for _, c := range []struct {
+		name, script string
+		code         int
+	}{
+		{"killed", `echo ready; sleep 1000`, 128 + int(syscall.SIGTERM)},
+		{"trapped", `trap 'exit 7' TERM; echo ready; while :; do sleep 0.05; done`, 7},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			p, log := startSh(t, ctx, c.script, Spec{Timeout: time.Minute, Grace: 5 * time.Second})
+			waitForLog(t, log, "ready")
+			cancel(ErrStopRequested)
+			res := p.Wait()
+			if !res.Stopped || res.Interrupted || res.TimedOut || res.ExitCode != c.code || res.Signal != "SIGTERM" {
+				t.Fatalf("result %+v, want stopped with exit %d and SIGTERM", res, c.code)
+			}
+			assertGroupGone(t, p.Pid())
+			if !strings.Contains(readLog(t, log), "stop requested") {
+				t.Error("log does not record the stop")
+			}
+		})
+	}
+}
+
 func TestStopAndSignal(t *testing.T) {
 	scrubEnv(t)
 	p, log := startSh(t, context.Background(), `trap 'echo got-usr1' USR1; echo ready; while :; do sleep 0.05; done`, Spec{Timeout: time.Minute})

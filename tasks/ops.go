@@ -73,6 +73,9 @@ func Add(ctx context.Context, st *gitstore.Store, n New) (Task, error) {
 	if err := n.validate(); err != nil {
 		return Task{}, err
 	}
+	if err := checkBase(ctx, st, "adding task", n.Base); err != nil {
+		return Task{}, err
+	}
 	id := gitstore.NewID()
 	now := gitstore.Stamp(st)
 	var task Task
@@ -172,6 +175,11 @@ func Update(ctx context.Context, st *gitstore.Store, prefix string, p Patch) (Ta
 	if err != nil {
 		return Task{}, false, err
 	}
+	if p.Base != nil {
+		if err := checkBase(ctx, st, "updating task "+id[:8], *p.Base); err != nil {
+			return Task{}, false, err
+		}
+	}
 	needsBoard := p.Parent != nil && *p.Parent != "" || len(p.AddBlockedBy) > 0 || len(p.RemoveBlockedBy) > 0
 	return apply(ctx, st, id, "task update", func(t *Task) ([]gitstore.RefState, error) {
 		var b *Board
@@ -245,6 +253,22 @@ func Update(ctx context.Context, st *gitstore.Store, prefix string, p Patch) (Ta
 		}
 		return verify, nil
 	})
+}
+
+// checkBase refuses a base ref that does not name a commit now, so that a
+// typo is caught when the task is written, not when a worker first starts
+// from it. "" (the project base) is always accepted.
+func checkBase(ctx context.Context, st *gitstore.Store, doing, base string) error {
+	if base == "" {
+		return nil
+	}
+	if strings.HasPrefix(base, "-") || strings.ContainsAny(base, " \t\r\n") {
+		return exitcode.New(exitcode.Usage, fmt.Errorf("%s: invalid base ref %q", doing, base), "")
+	}
+	if _, err := st.Git().Run(ctx, "rev-parse", "--verify", "-q", "--end-of-options", base+"^{commit}"); err != nil {
+		return exitcode.New(exitcode.NotFound, fmt.Errorf("%s: base ref %q does not name a commit", doing, base), "list branches with: git branch")
+	}
+	return nil
 }
 
 func setStr(dst *string, v *string) {

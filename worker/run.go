@@ -172,6 +172,11 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			}
 		}
 	}
+	if res.Stopped && strict.ev == nil {
+		// worker stop (SIGTERM to the supervisor): say so rather than
+		// quote whatever the worker printed last.
+		out.Reason = "stopped"
+	}
 	if strict.ev != nil {
 		out.Reason = "stopped by --strict at the first out-of-scope change: " + strict.v.Type + " " + strict.ev.Path
 	}
@@ -236,7 +241,11 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 	case tip == "" || tip == s.BaseCommit:
 		dod = verify.DoDResult{Status: "failed", Reason: "the worker made no commit"}
 	default:
-		say("running the Definition of Done (%d commands)…", len(s.DoD))
+		n := "commands"
+		if len(s.DoD) == 1 {
+			n = "command"
+		}
+		say("running the Definition of Done (%d %s)…", len(s.DoD), n)
 		dod, err = verify.RunDoD(ctx, e.Top, tip, s.Sparse, s.DoD, verify.DoDOptions{Timeout: time.Duration(s.DoDTimeout) * time.Second})
 		if err != nil {
 			return fmt.Errorf("running the DoD: %w", err)

@@ -150,7 +150,7 @@ func (c *AgentListCmd) Run(a *App) error {
 		case v.Error != "":
 			state, color = "unreadable", output.Red
 		case !v.Valid:
-			state, color = fmt.Sprintf("%d problem(s)", len(v.Problems)), output.Red
+			state, color = plural(len(v.Problems), "problem", "problems"), output.Red
 		}
 		timeout := strconv.Itoa(v.Timeout) + "s"
 		if v.Error != "" {
@@ -303,7 +303,7 @@ func (c *AgentValidateCmd) Run(a *App) error {
 		}
 	}
 	if bad > 0 {
-		return exitcode.New(exitcode.Config, fmt.Errorf("%d of %d agent definitions are invalid", bad, len(vs)), "")
+		return exitcode.New(exitcode.Config, fmt.Errorf("%d of %s invalid", bad, plural(len(vs), "agent definition is", "agent definitions are")), "")
 	}
 	return nil
 }

@@ -16,8 +16,9 @@ import (
 	"github.com/git-agentmine/git-agentmine/sessions"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "0.1.0-dev"
+// version, when set at build time with -ldflags "-X main.version=…",
+// overrides the module version the Go toolchain records (see buildVersion).
+var version = ""
 
 // Stdio is the process's standard streams.
 type Stdio struct {
@@ -95,9 +96,9 @@ func Main(ctx context.Context, args []string, io Stdio, getenv func(string) stri
 		fmt.Fprintf(io.Err, "error: %s\n", firstLine(msg))
 		var pe *kong.ParseError
 		if errors.As(err, &pe) && pe.Context != nil && pe.Context.Command() != "" {
-			fmt.Fprintf(io.Err, "hint: see 'git agentmine %s --help'\n", strings.Fields(pe.Context.Command())[0])
+			fmt.Fprintf(io.Err, "hint: see 'git agentmine help %s'\n", strings.Fields(pe.Context.Command())[0])
 		} else {
-			fmt.Fprintln(io.Err, "hint: see 'git agentmine --help'")
+			fmt.Fprintln(io.Err, "hint: see 'git agentmine help'")
 		}
 		return exitcode.Usage
 	}
@@ -142,7 +143,7 @@ func newParser(cli *CLI, io Stdio) (*kong.Kong, error) {
 		kong.Description("The execution environment for parallel AI coding agents, inside your git repository."),
 		kong.Writers(io.Out, io.Err),
 		kong.Exit(func(c int) { panic(exitPanic{c}) }),
-		kong.Vars{"version": "git-agentmine " + version},
+		kong.Vars{"version": buildVersion().String()},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 	)
 }

@@ -41,6 +41,16 @@ func buildTaskFixture(tb testing.TB, repo string, n int) {
 
 func timeCmd(b *testing.B, dir string, name string, args ...string) time.Duration {
 	b.Helper()
+	wall, _ := runTimed(b, dir, name, args...)
+	return wall
+}
+
+// runTimed runs name args in dir and returns its wall-clock time and the CPU
+// time (user + system) of the process and of the children it waited for,
+// such as its git processes. On a machine shared with other work the CPU
+// time is the steadier of the two.
+func runTimed(b *testing.B, dir string, name string, args ...string) (wall, cpu time.Duration) {
+	b.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
 	var stderr bytes.Buffer
@@ -50,27 +60,170 @@ func timeCmd(b *testing.B, dir string, name string, args ...string) time.Duratio
 	if err := cmd.Run(); err != nil {
 		b.Fatalf("%s %v: %v: %s", name, args, err, stderr.String())
 	}
-	return time.Since(start)
+	wall = time.Since(start)
+	return wall, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
+// benchRepo makes a repository with one commit and n generated tasks, in a
+// scrubbed environment.
+func benchRepo(b *testing.B, n int) string {
+	b.Helper()
+	repo := gittest.NewRepo(b)
+	buildTaskFixture(b, repo, n)
+	return repo
+}
+
+// gitCounter puts a wrapper named git first on PATH that logs each call
+// before running the real git, so a benchmark can report how many git
+// processes each side started. It is used for one extra, untimed run of
+// each side: the wrapper's own fork would distort the timings.
+type gitCounter struct {
+	dir, log string
+}
+
+func newGitCounter(b *testing.B) gitCounter {
+	b.Helper()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := gitCounter{dir: b.TempDir()}
+	c.log = filepath.Join(c.dir, "calls")
+	script := fmt.Sprintf("#!/bin/sh\necho \"$*\" >> %q\nexec %q \"$@\"\n", c.log, real)
+	if err := os.WriteFile(filepath.Join(c.dir, "git"), []byte(script), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// count runs name args in dir with the wrapper first on PATH and returns
+// the number of git processes started through PATH. git itself runs its
+// helpers from its exec-path, so programs are invoked directly here
+// (git-agentmine, not `git agentmine`) to keep their git calls visible.
+func (c gitCounter) count(b *testing.B, dir, name string, args ...string) int {
+	b.Helper()
+	os.Remove(c.log)
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+c.dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%s %v: %v: %s", name, args, err, out)
+	}
+	data, err := os.ReadFile(c.log)
+	if err != nil && !os.IsNotExist(err) {
+		b.Fatal(err)
+	}
+	return bytes.Count(data, []byte("\n"))
+}
+
+// rawTaskList is what raw git does to read every task document: one
+// for-each-ref naming each task commit's task.json, piped into one cat-file
+// --batch, which reads the commit, its tree and the blob: the same objects
+// agentmine reads when its list cache is cold.
+const rawTaskList = "git for-each-ref --format='%(objectname):task.json' refs/agentmine/tasks | git cat-file --batch"
+
 // BenchmarkTaskList10k reports `git agentmine task list --json` over 10,000
-// tasks against raw git reading the same data (for-each-ref piped into
-// cat-file --batch) in the same run, as the ratio agentmine/raw.
+// tasks against raw git reading the same documents (rawTaskList) in the same
+// run, as the ratio agentmine/raw. "warm" is the usual case, agentmine's
+// local list cache matching the refs; "cold" removes that cache before each
+// run, so agentmine reads every document from git as raw git does.
 func BenchmarkTaskList10k(b *testing.B) {
 	useBuiltBinary(b)
-	repo := gittest.NewRepo(b)
-	buildTaskFixture(b, repo, 10000)
-	// Warm the page cache for both.
-	timeCmd(b, repo, "git", "agentmine", "task", "list", "--json")
-	var ours, raw time.Duration
+	repo := benchRepo(b, 10000)
+	// The baseline must really read every document, not answer "missing".
+	check := exec.Command("sh", "-c", rawTaskList)
+	check.Dir = repo
+	out, err := check.Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if got := bytes.Count(out, []byte(" blob ")); got != 10000 || bytes.Contains(out, []byte(" missing\n")) {
+		b.Fatalf("raw baseline read %d task documents, want 10000", got)
+	}
+	cache := filepath.Join(repo, ".git", "agentmine", "cache")
+	counter := newGitCounter(b)
+	for _, mode := range []string{"warm", "cold"} {
+		b.Run(mode, func(b *testing.B) {
+			// Warm the page cache (and, for "warm", the list cache).
+			timeCmd(b, repo, "git", "agentmine", "task", "list", "--json")
+			var ours, raw benchSides
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if mode == "cold" {
+					b.StopTimer()
+					if err := os.RemoveAll(cache); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				ours.add(runTimed(b, repo, "git", "agentmine", "task", "list", "--json"))
+				raw.add(runTimed(b, repo, "sh", "-c", rawTaskList))
+			}
+			b.StopTimer()
+			reportRatio(b, ours, raw)
+			if mode == "cold" {
+				os.RemoveAll(cache)
+			}
+			b.ReportMetric(float64(counter.count(b, repo, "git-agentmine", "task", "list", "--json")), "agentmine-git-procs")
+			b.ReportMetric(float64(counter.count(b, repo, "sh", "-c", rawTaskList)), "raw-git-procs")
+		})
+	}
+}
+
+// rawTaskAdd is what raw git does to store one task: write the document
+// blob, a tree holding it, a root commit, and create the task's ref with an
+// update-ref transaction. $1 is the new task's id.
+const rawTaskAdd = `set -e
+b=$(printf '{"v":1,"id":"%s","title":"raw task"}\n' "$1" | git hash-object -w --stdin)
+t=$(printf '100644 blob %s\ttask.json\n' "$b" | git mktree)
+c=$(git commit-tree -m "task add: raw task" "$t")
+printf 'start\ncreate refs/agentmine/tasks/%s %s\nprepare\ncommit\n' "$1" "$c" | git update-ref --stdin
+`
+
+// BenchmarkTaskAdd10k reports the latency of one `git agentmine task add`
+// in a repository holding 10,000 tasks against raw git storing one task
+// document the same way (rawTaskAdd) in the same run, as the ratio
+// agentmine/raw.
+func BenchmarkTaskAdd10k(b *testing.B) {
+	useBuiltBinary(b)
+	repo := benchRepo(b, 10000)
+	timeCmd(b, repo, "git", "agentmine", "task", "list", "--json") // warm caches
+	n := 0
+	rawID := func() string {
+		n++
+		return fmt.Sprintf("raw%017x", n)
+	}
+	var ours, raw benchSides
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		ours += timeCmd(b, repo, "git", "agentmine", "task", "list", "--json")
-		raw += timeCmd(b, repo, "sh", "-c", "git for-each-ref refs/agentmine/tasks | git cat-file --batch")
+		ours.add(runTimed(b, repo, "git", "agentmine", "task", "add", "-q", fmt.Sprintf("bench add %d", i)))
+		raw.add(runTimed(b, repo, "sh", "-c", rawTaskAdd, "sh", rawID()))
 	}
-	b.ReportMetric(float64(ours.Milliseconds())/float64(b.N), "agentmine-ms/op")
-	b.ReportMetric(float64(raw.Milliseconds())/float64(b.N), "raw-git-ms/op")
-	b.ReportMetric(float64(ours)/float64(raw), "ratio")
+	b.StopTimer()
+	reportRatio(b, ours, raw)
+	counter := newGitCounter(b)
+	b.ReportMetric(float64(counter.count(b, repo, "git-agentmine", "task", "add", "-q", "counted")), "agentmine-git-procs")
+	b.ReportMetric(float64(counter.count(b, repo, "sh", "-c", rawTaskAdd, "sh", rawID())), "raw-git-procs")
+}
+
+// benchSides sums one side's wall-clock and CPU times over a benchmark.
+type benchSides struct{ wall, cpu time.Duration }
+
+func (s *benchSides) add(wall, cpu time.Duration) {
+	s.wall += wall
+	s.cpu += cpu
+}
+
+// reportRatio reports both sides' mean wall-clock and CPU time per run and
+// the ratios agentmine/raw of each.
+func reportRatio(b *testing.B, ours, raw benchSides) {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+	b.ReportMetric(ms(ours.wall), "agentmine-ms/op")
+	b.ReportMetric(ms(raw.wall), "raw-git-ms/op")
+	b.ReportMetric(float64(ours.wall)/float64(raw.wall), "ratio")
+	b.ReportMetric(ms(ours.cpu), "agentmine-cpu-ms/op")
+	b.ReportMetric(ms(raw.cpu), "raw-git-cpu-ms/op")
+	b.ReportMetric(float64(ours.cpu)/float64(raw.cpu), "cpu-ratio")
 }
 
 // useBuiltBinary builds the real git-agentmine and puts it first on PATH, so

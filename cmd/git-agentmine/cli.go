@@ -19,4 +19,7 @@ type CLI struct {
 	Push       PushCmd       `cmd:"" help:"Send local agentmine state that fast-forwards the remote."`
 	Pull       PullCmd       `cmd:"" help:"Fetch a remote's agentmine state and merge it locally."`
 	Completion CompletionCmd `cmd:"" help:"Print a shell completion script (bash, zsh or fish) generated from this grammar."`
+	Help       HelpCmd       `cmd:"" help:"Show the usage of a command, without man (git agentmine --help opens the man page)."`
+	Version    VersionCmd    `cmd:"" help:"Print the version, commit and Go release this binary was built from."`
+	InstallMan InstallManCmd `cmd:"" name:"install-man" help:"Install the man page where man finds it for this binary, so git agentmine --help works."`
 }

@@ -84,7 +84,7 @@ func docsMain(t *testing.T, dir string, args ...string) (int, string, string) {
 }
 
 // manPagePath is the man page, relative to this package.
-const manPagePath = "../../docs/git-agentmine.1"
+const manPagePath = "git-agentmine.1"
 
 // deroff turns man(7) source text into the words a reader sees: font
 // changes and zero-width escapes dropped, escaped characters unescaped.
@@ -256,12 +256,12 @@ func TestUsageErrors(t *testing.T) {
 		args      []string
 		err, hint string
 	}{
-		{[]string{"nosuch"}, "nosuch", "see 'git agentmine --help'"},
-		{[]string{"task", "add"}, "<title>", "see 'git agentmine task --help'"},
-		{[]string{"task", "list", "--bogus"}, "--bogus", "see 'git agentmine task --help'"},
-		{[]string{"session", "end", "abcd"}, "--exit-code", "see 'git agentmine session --help'"},
-		{[]string{"worker", "wait", "--timeout", "soon"}, "--timeout", "see 'git agentmine worker --help'"},
-		{[]string{"status", "--json", "extra"}, "extra", "see 'git agentmine status --help'"},
+		{[]string{"nosuch"}, "nosuch", "see 'git agentmine help'"},
+		{[]string{"task", "add"}, "<title>", "see 'git agentmine help task'"},
+		{[]string{"task", "list", "--bogus"}, "--bogus", "see 'git agentmine help task'"},
+		{[]string{"session", "end", "abcd"}, "--exit-code", "see 'git agentmine help session'"},
+		{[]string{"worker", "wait", "--timeout", "soon"}, "--timeout", "see 'git agentmine help worker'"},
+		{[]string{"status", "--json", "extra"}, "extra", "see 'git agentmine help status'"},
 	} {
 		code, out, errs := docsMain(t, repo, tc.args...)
 		lines := strings.Split(strings.TrimSuffix(errs, "\n"), "\n")
@@ -438,7 +438,15 @@ func TestCompletionThroughGit(t *testing.T) {
 	if gitComp == "" {
 		t.Skip("git's bash completion is not installed")
 	}
-	script := completionScript(t, "bash")
+	// The script exactly as `git agentmine completion bash` prints it.
+	code, text, errs := runMain(t, "completion", "bash")
+	if code != 0 || errs != "" {
+		t.Fatalf("completion bash: exit %d, stderr %q", code, errs)
+	}
+	script := filepath.Join(t.TempDir(), "git-agentmine.bash")
+	if err := os.WriteFile(script, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	complete := func(words ...string) []string {
 		line := "source " + gitComp + " && source " + script + " && COMP_WORDS=("
 		for _, w := range words {
@@ -448,6 +456,18 @@ func TestCompletionThroughGit(t *testing.T) {
 			`__git_wrap__git_main && printf '%s\n' "${COMPREPLY[@]}"`
 		return shellOut(t, "bash", "--norc", "-c", line)
 	}
+	if got := complete("git", "agentmine", "ta"); !sameSet(got, []string{"task"}) {
+		t.Errorf("git agentmine ta: got %v, want [task]", got)
+	}
+	if got := complete("git", "agentmine", "task", "a"); !sameSet(got, []string{"add"}) {
+		t.Errorf("git agentmine task a: got %v, want [add]", got)
+	}
+	if got := complete("git", "agentmine", "in"); !sameSet(got, []string{"init", "install-man"}) {
+		t.Errorf("git agentmine in: got %v, want [init install-man]", got)
+	}
+	if got := complete("git", "agentmine", "install-man", "--man"); !sameSet(got, []string{"--man-dir"}) {
+		t.Errorf("git agentmine install-man --man: got %v, want [--man-dir]", got)
+	}
 	if got := complete("git", "agentmine", "wo"); !sameSet(got, []string{"worker"}) {
 		t.Errorf("git agentmine wo: got %v, want [worker]", got)
 	}
@@ -456,6 +476,20 @@ func TestCompletionThroughGit(t *testing.T) {
 	}
 	if got := complete("git", "agentmine", "merge", "--al"); !sameSet(got, []string{"--allow-skipped"}) {
 		t.Errorf("git agentmine merge --al: got %v", got)
+	}
+	// Without git agentmine's script, git completes nothing after
+	// "agentmine": the candidates above come from _git_agentmine.
+	line := "source " + gitComp + " && COMP_WORDS=(git agentmine ta) && COMP_CWORD=2 && COMP_LINE='git agentmine ta' && " +
+		`COMP_POINT=${#COMP_LINE} && __git_wrap__git_main && printf '%s\n' "${COMPREPLY[@]}"`
+	if got := shellOut(t, "bash", "--norc", "-c", line); len(got) != 0 {
+		t.Errorf("git agentmine ta without the script: got %v, want nothing", got)
+	}
+	// git-agentmine typed directly, through the complete -F the script
+	// registered.
+	line = "source " + script + " && COMP_WORDS=(git-agentmine task a) && COMP_CWORD=2 && " +
+		`$(complete -p git-agentmine | sed 's/.* -F \([^ ]*\) .*/\1/') && printf '%s\n' "${COMPREPLY[@]}"`
+	if got := shellOut(t, "bash", "--norc", "-c", line); !sameSet(got, []string{"add"}) {
+		t.Errorf("git-agentmine task a: got %v, want [add]", got)
 	}
 }
 
@@ -543,7 +577,7 @@ func TestJSONDocCoversOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(data)
-	for _, v := range []any{runJSON{}, sessionJSON{}, boardJSON{}, settingJSON{}, merge.Result{}, sessions.Outcome{},
+	for _, v := range []any{runJSON{}, sessionJSON{}, boardJSON{}, settingJSON{}, versionJSON{}, installManJSON{}, merge.Result{}, sessions.Outcome{},
 		verify.Verdict{}, verify.Violation{}, verify.Change{}, verify.DoDResult{}, verify.CommandResult{}} {
 		typ := reflect.TypeOf(v)
 		fields := jsonFields(typ)

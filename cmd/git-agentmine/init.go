@@ -41,13 +41,11 @@ type excludeJSON struct {
 
 // Run scaffolds the project files that do not exist yet and ignores the
 // worktree root through the common info/exclude. It never overwrites a
-// file, never commits and never touches the index.
+// file, never commits and never touches the index. A repository with no
+// commits yet is fine (tasks work there too); only worker run needs one.
 func (c *InitCmd) Run(a *App) error {
 	st, err := a.Store()
 	if err != nil {
-		return err
-	}
-	if err := st.RequireCommits(a.Ctx); err != nil {
 		return err
 	}
 	top, err := repoTop(a, st)
@@ -131,6 +129,9 @@ func (c *InitCmd) Run(a *App) error {
 	if len(res.Created) > 0 {
 		a.P.Notef("review the new files and commit them when you like; next: git agentmine task add <title>\n")
 	}
+	if !st.HasCommits(a.Ctx) {
+		a.P.Notef("the repository has no commits yet: tasks work now, worker run needs a first commit\n")
+	}
 	return nil
 }
 
@@ -142,6 +143,11 @@ func (c *InitCmd) base(a *App, st *gitstore.Store) (string, error) {
 			return "", exitcode.New(exitcode.Usage, fmt.Errorf("invalid base %q", c.Base), "")
 		}
 		if _, err := st.Git().Run(a.Ctx, "rev-parse", "--verify", "-q", c.Base+"^{commit}"); err != nil {
+			// Before the first commit the current branch names nothing
+			// yet, but it is the branch that commit will start.
+			if cur, _ := st.Git().Output(a.Ctx, "symbolic-ref", "-q", "--short", "HEAD"); cur == c.Base && !st.HasCommits(a.Ctx) {
+				return c.Base, nil
+			}
 			return "", exitcode.New(exitcode.NotFound, fmt.Errorf("base %q does not name a commit", c.Base), "list branches with: git branch")
 		}
 		return c.Base, nil

@@ -6,9 +6,7 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
 	"runtime/debug"
-	"syscall"
 )
 
 func main() {
@@ -17,7 +15,7 @@ func main() {
 	// Long-lived detached supervisors stay well under it.
 	debug.SetGCPercent(-1)
 	debug.SetMemoryLimit(512 << 20)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(context.Background())
 	code := Main(ctx, os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv)
 	stop()
 	os.Exit(code)

@@ -173,7 +173,7 @@ func (c *MemoryListCmd) Run(a *App) error {
 	}
 	if a.G.Quiet {
 		for _, m := range ms {
-			a.P.Printf("%s\n", b.ShortID(m.ID))
+			a.P.Printf("%s\n", m.ID)
 		}
 		return nil
 	}
@@ -215,7 +215,7 @@ func showMemory(a *App, prefix, verb string) error {
 		return a.P.PrintJSON(memJSON(b, id))
 	}
 	if a.G.Quiet {
-		a.P.Printf("%s\n", b.ShortID(id))
+		a.P.Printf("%s\n", id)
 		return nil
 	}
 	if verb != "" {
@@ -323,7 +323,10 @@ func (c *MemoryArchiveCmd) Run(a *App) error {
 			verb = "already archived"
 		}
 		a.P.Notef("%s memory %s\n", verb, b.ShortID(id))
-		if !a.G.JSON {
+		switch {
+		case a.G.Quiet:
+			a.P.Printf("%s\n", id)
+		case !a.G.JSON:
 			a.P.Printf("%s\n", b.ShortID(id))
 		}
 	}
@@ -434,7 +437,7 @@ func (c *MemoryPreviewCmd) Run(a *App) error {
 	}
 	if a.G.Quiet {
 		for _, m := range mems {
-			a.P.Printf("%s\n", b.ShortID(m.ID))
+			a.P.Printf("%s\n", m.ID)
 		}
 		return nil
 	}
@@ -492,7 +495,7 @@ func (c *MemoryExportCmd) Run(a *App) error {
 	for _, p := range paths {
 		a.P.Printf("%s\n", p)
 	}
-	a.P.Notef("exported %d memories to %s\n", len(paths), c.Dir)
+	a.P.Notef("exported %s to %s\n", plural(len(paths), "memory", "memories"), c.Dir)
 	return nil
 }
 
@@ -530,6 +533,6 @@ func (c *MemoryImportCmd) Run(a *App) error {
 		}
 		a.P.Printf("%-9s %s %s\n", r.Action, r.ID, r.Path)
 	}
-	a.P.Notef("imported %d files: %d created, %d updated, %d unchanged\n", len(res), counts["created"], counts["updated"], counts["unchanged"])
+	a.P.Notef("imported %s: %d created, %d updated, %d unchanged\n", plural(len(res), "file", "files"), counts["created"], counts["updated"], counts["unchanged"])
 	return nil
 }

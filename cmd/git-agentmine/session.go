@@ -122,7 +122,7 @@ func (c *SessionListCmd) Run(a *App) error {
 	}
 	if a.G.Quiet {
 		for _, r := range recs {
-			a.P.Printf("%s\n", r.Session.ID[:8])
+			a.P.Printf("%s\n", r.Session.ID)
 		}
 		return nil
 	}
@@ -155,7 +155,7 @@ func (c *SessionShowCmd) Run(a *App) error {
 		return a.P.PrintJSON(j)
 	}
 	if a.G.Quiet {
-		a.P.Printf("%s\n", j.ShortID)
+		a.P.Printf("%s\n", j.ID)
 		return nil
 	}
 	a.P.Printf("session  %s\ntask     %s\nagent    %s (%s)\nmode     %s\nbranch   %s\nworktree %s\nbase     %s (%s)\nstarted  %s on %s\nstate    %s\nresult   %s\n",

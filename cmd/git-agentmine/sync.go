@@ -84,8 +84,8 @@ func runSync(a *App, remote, verb string) error {
 		}{output.SchemaVersion, rep})
 	} else if !a.G.Quiet {
 		p := a.P
-		p.Printf("%s with %s: %d fetched, %d new, %d fast-forwarded, %d merged (%d conflicting fields), %d pushed, %d up to date",
-			verb, rep.Remote, rep.Fetched, rep.Created, rep.FastForwarded, rep.Merged, rep.ConflictingFields, rep.Pushed, rep.UpToDate)
+		p.Printf("%s with %s: %d fetched, %d new, %d fast-forwarded, %d merged (%s), %d pushed, %d up to date",
+			verb, rep.Remote, rep.Fetched, rep.Created, rep.FastForwarded, rep.Merged, plural(rep.ConflictingFields, "conflicting field", "conflicting fields"), rep.Pushed, rep.UpToDate)
 		if rep.Pending > 0 {
 			p.Printf(", %d pending", rep.Pending)
 		}
@@ -101,7 +101,7 @@ func runSync(a *App, remote, verb string) error {
 		}
 	}
 	if skipped {
-		return exitcode.New(exitcode.Failed, fmt.Errorf("%s: %d entities could not be synced", verb, len(rep.Skipped)), "see the warnings above; the rest synced")
+		return exitcode.New(exitcode.Failed, fmt.Errorf("%s: %s not be synced", verb, plural(len(rep.Skipped), "entity could", "entities could")), "see the warnings above; the rest synced")
 	}
 	return nil
 }

@@ -111,7 +111,29 @@ func (c *TaskListCmd) Run(a *App) error {
 		}
 		ids = append(ids, id)
 	}
-	return printTasks(a, v, ids)
+	if err := printTasks(a, v, ids); err != nil {
+		return err
+	}
+	if len(v.Board.IDs) == 0 && !a.G.JSON {
+		if r := remoteToSync(v.Store); r != "" {
+			a.P.Notef("hint: run 'git agentmine sync' to fetch tasks from %s\n", r)
+		}
+	}
+	return nil
+}
+
+// remoteToSync names the remote sync would use (agentmine.remote, else
+// origin) when it exists, "" otherwise: an empty board in a clone usually
+// means the tasks have not been fetched yet.
+func remoteToSync(st *gitstore.Store) string {
+	r, ok := st.Config("agentmine.remote")
+	if !ok || r == "" {
+		r = "origin"
+	}
+	if _, ok := st.Config("remote." + r + ".url"); !ok {
+		return ""
+	}
+	return r
 }
 
 // TaskReadyCmd is `task ready`.
@@ -311,18 +333,20 @@ func (v *view) printTree(a *App, id, prefix, childPrefix string, seen map[string
 	r := v.Status[id]
 	line := fmt.Sprintf("%s%s %s %s", prefix, a.P.Paint(output.Yellow, v.Board.ShortID(id)), t.Title, a.P.Paint(statusColor(r.Status), "["+string(r.Status)+"]"))
 	if len(t.BlockedBy) > 0 {
+		// Each blocker with its own status, so "blocked by x (open)" and
+		// "blocked by x (done)" need no legend.
 		var bs []string
 		for _, b := range t.BlockedBy {
-			mark := ""
-			if br, ok := v.Status[b]; !ok || br.Status != status.Done {
-				mark = "*"
+			st := "missing"
+			if br, ok := v.Status[b]; ok {
+				st = string(br.Status)
 			}
-			bs = append(bs, v.Board.ShortID(b)+mark)
+			bs = append(bs, v.Board.ShortID(b)+" ("+st+")")
 		}
 		line += a.P.Paint(output.Gray, " blocked by "+strings.Join(bs, ", "))
 	}
 	if a.G.Quiet {
-		line = v.Board.ShortID(id)
+		line = id
 	}
 	a.P.Printf("%s\n", line)
 	kids := v.Board.Children(id)
@@ -492,7 +516,7 @@ func printTasks(a *App, v *view, ids []string) error {
 	}
 	if a.G.Quiet {
 		for _, id := range ids {
-			a.P.Printf("%s\n", v.Board.ShortID(id))
+			a.P.Printf("%s\n", id)
 		}
 		return nil
 	}
@@ -500,7 +524,10 @@ func printTasks(a *App, v *view, ids []string) error {
 		a.P.Notef("no tasks\n")
 		return nil
 	}
-	tb := a.P.NewTable("ID", "STATUS", "PRI", "TYPE", "TITLE", "BLOCKED BY")
+	// STATUS is the derived status, exactly as task show and --json name
+	// it; an open task with unfinished blockers shows them under WAITING
+	// ON, as task show does in its "blocked: waiting on" line.
+	tb := a.P.NewTable("ID", "STATUS", "PRI", "TYPE", "TITLE", "WAITING ON")
 	for _, id := range ids {
 		t := v.Board.Tasks[id].Task
 		r := v.Status[id]
@@ -508,12 +535,8 @@ func printTasks(a *App, v *view, ids []string) error {
 		for _, b := range r.Waiting {
 			bl = append(bl, v.Board.ShortID(b))
 		}
-		st := string(r.Status)
-		if r.Status == status.Open && r.Blocked {
-			st = "blocked"
-		}
 		tb.ColorRow([]string{output.Yellow, statusColor(r.Status), "", "", "", output.Gray},
-			v.Board.ShortID(id), st, t.Priority, t.Type, t.Title, strings.Join(bl, ","))
+			v.Board.ShortID(id), string(r.Status), t.Priority, t.Type, t.Title, strings.Join(bl, ","))
 	}
 	tb.Flush()
 	return nil
@@ -534,7 +557,13 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 			short = prefix
 		}
 		a.P.Notef("%s task %s\n", verb, short)
-		a.P.Printf("%s\n", short)
+		if a.G.Quiet {
+			// Scripts store what -q prints: the full id stays unique
+			// however many tasks come later.
+			a.P.Printf("%s\n", prefix)
+		} else {
+			a.P.Printf("%s\n", short)
+		}
 		return nil
 	}
 	v, err := loadView(a)
@@ -551,7 +580,7 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 		return a.P.PrintJSON(j)
 	}
 	if a.G.Quiet {
-		a.P.Printf("%s\n", v.Board.ShortID(id))
+		a.P.Printf("%s\n", id)
 		return nil
 	}
 	if verb != "" {

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -102,7 +100,7 @@ func (c *WorkerRunCmd) Run(a *App) error {
 			return a.P.PrintJSON(j)
 		}
 		if a.G.Quiet {
-			a.P.Printf("%s\n", s.ID[:8])
+			a.P.Printf("%s\n", s.ID)
 			return nil
 		}
 		cmdline, _ := launch.Invocation{Client: p.Client, Model: p.Agent.Model, Command: p.Agent.Command,
@@ -131,7 +129,7 @@ func (c *WorkerRunCmd) Run(a *App) error {
 			return a.P.PrintJSON(j)
 		}
 		if a.G.Quiet {
-			a.P.Printf("%s\n", s.ID[:8])
+			a.P.Printf("%s\n", s.ID)
 			return nil
 		}
 		a.P.Printf("session %s running detached (supervisor pid %d); log %s\n", s.ID[:8], pid, s.Log)
@@ -139,7 +137,7 @@ func (c *WorkerRunCmd) Run(a *App) error {
 	}
 	// Foreground: Ctrl-C and SIGTERM (worker stop) stop the worker; the
 	// outcome records the signal.
-	ctx, stop := signal.NotifyContext(a.Ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(a.Ctx)
 	defer stop()
 	opts := worker.ExecOptions{}
 	if !a.G.JSON && !a.G.Quiet {
@@ -150,7 +148,13 @@ func (c *WorkerRunCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	return reportOutcome(a, env, j, out)
+	err = reportOutcome(a, env, j, out)
+	if stopRequested(ctx) {
+		// SIGTERM (worker stop): the outcome keeps the worker's own
+		// exit; this process ends as docs/exit-codes.md says.
+		return silentError{exitcode.Interrupted}
+	}
+	return err
 }
 
 // reportOutcome prints a finished run and maps it to the exit code: 0 when
@@ -169,7 +173,7 @@ func reportOutcome(a *App, env *worker.Env, j runJSON, out sessions.Outcome) err
 	if a.G.JSON {
 		a.P.PrintJSON(j)
 	} else if a.G.Quiet {
-		a.P.Printf("%s\n", j.Session[:8])
+		a.P.Printf("%s\n", j.Session)
 	} else {
 		a.P.Printf("session %s: %s — exit %d%s, DoD %s, scope %s", j.Session[:8], a.P.Paint(statusColor(status.Status(st)), st),
 			out.ExitCode, sigWords(out), orDash(v.DoD.Status), scopeWord(v))
@@ -206,7 +210,7 @@ func scopeWord(v worker.Verdicts) string {
 	if v.Scope.Valid {
 		return "valid"
 	}
-	return fmt.Sprintf("%d violation(s)", len(v.Scope.Violations))
+	return plural(len(v.Scope.Violations), "violation", "violations")
 }
 
 func orDash(s string) string {
@@ -241,7 +245,7 @@ func (c *WorkerSuperviseCmd) Run(a *App) error {
 	if rec.Outcome != nil {
 		return exitcode.New(exitcode.State, fmt.Errorf("session %s already ended", c.Session), "")
 	}
-	ctx, stop := signal.NotifyContext(a.Ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(a.Ctx)
 	defer stop()
 	_, err = env.Execute(ctx, rec, worker.ExecOptions{Progress: os.Stderr})
 	return err

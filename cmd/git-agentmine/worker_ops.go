@@ -146,7 +146,7 @@ func (c *WorkerStatusCmd) Run(a *App) error {
 	}
 	if a.G.Quiet {
 		for _, r := range recs {
-			a.P.Printf("%s\n", r.Session.ID[:8])
+			a.P.Printf("%s\n", r.Session.ID)
 		}
 		return nil
 	}
@@ -181,7 +181,7 @@ func (c *WorkerWaitCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	_, recs, err := latestOf(a, env, c.IDs, len(c.IDs) == 0)
+	b, recs, err := latestOf(a, env, c.IDs, len(c.IDs) == 0)
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,20 @@ func (c *WorkerWaitCmd) Run(a *App) error {
 	}
 	ended, err := env.Wait(ctx, ids)
 	if errors.Is(err, context.DeadlineExceeded) {
-		return exitcode.New(exitcode.Timeout, fmt.Errorf("sessions still running after %ds", c.Timeout), "")
+		// Name what is still running, so the next step (wait longer,
+		// worker logs, worker stop) can be aimed at it.
+		host := sessions.Host()
+		if ended == nil {
+			ended = recs // the deadline struck while reading them again
+		}
+		var running []string
+		for _, r := range ended {
+			if live, _ := worker.Liveness(r, host, time.Now()); live {
+				running = append(running, fmt.Sprintf("%s (task %s)", r.Session.ID[:8], b.Tasks.ShortID(r.Session.Task)))
+			}
+		}
+		return exitcode.New(exitcode.Timeout, fmt.Errorf("waiting for workers: %s still running after %ds: %s",
+			plural(len(running), "session", "sessions"), c.Timeout, strings.Join(running, ", ")), "")
 	}
 	if err != nil {
 		return err
@@ -230,7 +243,7 @@ func (c *WorkerWaitCmd) Run(a *App) error {
 		a.P.PrintJSONList(len(out), func(i int) any { return out[i] })
 	} else if a.G.Quiet {
 		for _, j := range out {
-			a.P.Printf("%s\n", j.ShortID)
+			a.P.Printf("%s\n", j.ID)
 		}
 	}
 	if failed > 0 {
@@ -422,7 +435,7 @@ func (c *WorkerStopCmd) Run(a *App) error {
 		}
 		if a.G.Quiet {
 			for _, r := range after {
-				a.P.Printf("%s\n", r.Session.ID[:8])
+				a.P.Printf("%s\n", r.Session.ID)
 			}
 			return nil
 		}
@@ -466,7 +479,7 @@ func (c *WorkerDoneCmd) Run(a *App) error {
 		done = append(done, doneJSON{V: output.SchemaVersion, Session: r.Session.ID, Task: r.Session.Task,
 			Worktree: r.Session.Worktree, Branch: r.Session.Branch, BranchDeleted: deleted})
 		if a.G.Quiet {
-			a.P.Printf("%s\n", r.Session.ID[:8])
+			a.P.Printf("%s\n", r.Session.ID)
 		} else if !a.G.JSON {
 			a.P.Printf("removed worktree of task %s; %s\n", b.Tasks.ShortID(r.Session.Task), kept)
 		}
