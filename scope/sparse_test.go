@@ -88,25 +88,8 @@ func checkout(t *testing.T, ctx context.Context, dir string, lines []string) []s
 		}
 	}
 	// What git says must be what is on disk.
-	var disk []string
-	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if rel == ".git" {
-			return filepath.SkipDir
-		}
-		if !d.IsDir() {
-			disk = append(disk, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	disk := gittest.Files(t, dir)
 	sort.Strings(kept)
-	sort.Strings(disk)
 	if !reflect.DeepEqual(kept, disk) {
 		t.Fatalf("index says %q, disk has %q", kept, disk)
 	}

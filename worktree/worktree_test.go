@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"strings"
 	"testing"
 
@@ -79,28 +78,7 @@ func wtPath(repo, name string) string {
 // onDisk lists the files and symbolic links under root, skipping .git.
 func onDisk(t testing.TB, root string) []string {
 	t.Helper()
-	var files []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		if rel == ".git" {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil // a linked worktree's .git is a file
-		}
-		if !d.IsDir() {
-			files = append(files, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(files)
-	return files
+	return gittest.Files(t, root)
 }
 
 func mode(t testing.TB, p string) fs.FileMode {

@@ -3,7 +3,6 @@ package archtest
 import (
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -57,19 +56,7 @@ func testHelperRules(fset *token.FileSet, rel string, src []byte) ([]string, err
 func TestTestHelpersInOnePlace(t *testing.T) {
 	root := moduleRoot(t)
 	files := 0
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
+	err := walkGo(root, func(path string) error {
 		rel, err := filepath.Rel(root, path)
 		if err != nil {
 			return err

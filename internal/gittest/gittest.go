@@ -9,9 +9,11 @@ package gittest
 import (
 	"bytes"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -178,4 +180,37 @@ func CommitFiles(t testing.TB, dir, msg string, files map[string]string) string 
 	Git(t, dir, args...)
 	Git(t, dir, "commit", "-q", "-m", msg)
 	return Git(t, dir, "rev-parse", "HEAD")
+}
+
+// Files lists the files and symbolic links in the working tree at root,
+// slash-separated and sorted, leaving out .git (a directory, or the file a
+// linked worktree has): what is really on disk, to compare with what git
+// says.
+func Files(t testing.TB, root string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		if rel == ".git" {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.IsDir() {
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("listing the files under %s: %v", root, err)
+	}
+	sort.Strings(files)
+	return files
 }

@@ -101,4 +101,7 @@ func TestCommitFilesCommitsExactlyThem(t *testing.T) {
 	if got := Git(t, dir, "status", "--porcelain"); got != "?? star-literal\n?? untracked.txt" {
 		t.Errorf("status %q", got)
 	}
+	if got := strings.Join(Files(t, dir), " "); got != "* a/b.txt star-literal untracked.txt" {
+		t.Errorf("on disk: %q", got)
+	}
 }
