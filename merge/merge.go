@@ -13,11 +13,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitcmd"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/sessions"
-	"github.com/git-agentmine/git-agentmine/worker"
+	"github.com/git-agentmine/git-agentmine/verify"
 )
 
 // Options tune a merge.
@@ -56,9 +57,11 @@ func (e *ConflictError) Error() string {
 // ExitCode makes a conflict a failed verdict (1).
 func (e *ConflictError) ExitCode() int { return exitcode.Failed }
 
-// Task merges the latest session of the task (any id prefix).
-func Task(ctx context.Context, env *worker.Env, prefix string, o Options) (Result, error) {
-	b, err := env.LoadBoard(ctx)
+// Task merges the latest session of the task (any id prefix) in st's
+// repository. defaultBase is the configured base for sessions that recorded
+// none.
+func Task(ctx context.Context, st *gitstore.Store, defaultBase, prefix string, o Options) (Result, error) {
+	b, err := board.Load(ctx, st, defaultBase)
 	if err != nil {
 		return Result{}, err
 	}
@@ -67,16 +70,15 @@ func Task(ctx context.Context, env *worker.Env, prefix string, o Options) (Resul
 		return Result{}, err
 	}
 	short := b.Tasks.ShortID(tid)
-	ss := b.SessionsOf(tid)
-	if len(ss) == 0 {
+	rec, ok := b.Latest(tid)
+	if !ok {
 		return Result{}, exitcode.New(exitcode.State, fmt.Errorf("task %s has no session to merge", short), "run one with: git agentmine worker run "+short+" --exec")
 	}
-	rec := ss[len(ss)-1]
 	if err := gate(rec, o.AllowSkipped); err != nil {
 		return Result{}, fmt.Errorf("not merging task %s: %w", short, err)
 	}
 	task := b.Tasks.Tasks[tid].Task
-	return land(ctx, env.St.Git(), env.St, rec, task.Title, o)
+	return land(ctx, st.Git(), st, rec, task.Title, o)
 }
 
 // gate checks the facts of the session's outcome.
@@ -97,7 +99,7 @@ func gate(rec sessions.Record, allowSkipped bool) error {
 	case o.ExitCode != 0:
 		return fail("session %s exited %d", s.ID[:8], o.ExitCode)
 	}
-	v := worker.ParseVerdicts(o)
+	v := verify.ParseVerdicts(o)
 	if !v.HasScope {
 		return fail("session %s has no scope verdict", s.ID[:8])
 	}

@@ -78,6 +78,9 @@ type Session struct {
 	Log          string    `json:"log,omitempty"`
 	// ClaimRemote is the remote the task was claimed on, if any.
 	ClaimRemote string `json:"claim_remote,omitempty"`
+	// Repo is the identity (RepoID) of the repository whose process
+	// supervises the session; empty in sessions recorded before it existed.
+	Repo string `json:"repo,omitempty"`
 }
 
 // Outcome is one line of a session's outcome note.

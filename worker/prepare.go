@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/agents"
+	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/config"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
@@ -95,62 +96,6 @@ const (
 	MemoryRel = ".agentmine/memory/"
 )
 
-// Board reads tasks and sessions and resolves statuses in one batch.
-type Board struct {
-	Tasks    *tasks.Board
-	Sessions []sessions.Record
-	Facts    status.Facts
-	Status   map[string]status.Result
-	// TaskProblems and SessionProblems are refs that could not be read; the
-	// rest of the board is still whole.
-	TaskProblems    []error
-	SessionProblems []error
-}
-
-// LoadBoard reads every task and session and derives statuses.
-func (e *Env) LoadBoard(ctx context.Context) (*Board, error) {
-	return LoadBoard(ctx, e.St, e.Cfg.Base)
-}
-
-// LoadBoard reads every task and every session (the two reads run at the
-// same time) and derives statuses. defaultBase is the base for sessions that
-// recorded none.
-func LoadBoard(ctx context.Context, st *gitstore.Store, defaultBase string) (*Board, error) {
-	var tb *tasks.Board
-	var terr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tb, terr = tasks.Load(ctx, st)
-	}()
-	recs, problems, err := sessions.LoadAll(ctx, st)
-	<-done
-	if terr != nil {
-		return nil, terr
-	}
-	if err != nil {
-		return nil, err
-	}
-	facts, err := Gather(ctx, st, tb, recs, defaultBase)
-	if err != nil {
-		return nil, err
-	}
-	return &Board{Tasks: tb, Sessions: recs, Facts: facts, Status: status.Resolve(tb, facts),
-		TaskProblems: tb.Problems, SessionProblems: problems}, nil
-}
-
-// SessionsOf returns the task's sessions, oldest first.
-func (b *Board) SessionsOf(taskID string) []sessions.Record {
-	var out []sessions.Record
-	for _, r := range b.Sessions {
-		if r.Session.Task == taskID {
-			out = append(out, r)
-		}
-	}
-	sortRecords(out)
-	return out
-}
-
 // Prepare does steps 1-4 of the lifecycle (design §6) as one unit.
 func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error) {
 	st := e.St
@@ -172,7 +117,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		return nil, err
 	}
 	defer release()
-	b, err := e.LoadBoard(ctx)
+	b, err := board.Load(ctx, st, e.Cfg.Base)
 	if err != nil {
 		return nil, err
 	}
@@ -238,12 +183,16 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 			mode = sessions.ModeDetach
 		}
 	}
+	repoID, err := sessions.RepoID(st)
+	if err != nil {
+		return nil, err
+	}
 	sid := gitstore.NewID()
 	pid := os.Getpid()
 	pstart, _ := launch.StartTime(pid)
 	sess := sessions.Session{ID: sid, Task: taskID, Agent: ag.Name, Client: string(client), Mode: mode,
 		Branch: sessions.Branch(taskID, sid), BaseRef: baseRef, BaseCommit: baseCommit, Worktree: wtPath,
-		Host: sessions.Host(), Pid: pid, PidStart: pstart, Timeout: int(timeout / time.Second),
+		Host: sessions.Host(), Repo: repoID, Pid: pid, PidStart: pstart, Timeout: int(timeout / time.Second),
 		Grace: int(e.Cfg.Grace / time.Second), Started: time.Now().UTC(),
 		Scope: sessions.Scope{Read: spec.Read, Write: spec.Write, Exclude: spec.Exclude},
 		DoD:   dod, DoDTimeout: int(e.Cfg.DoDTimeout / time.Second), SkipDoD: o.SkipDoD, Strict: o.Strict}

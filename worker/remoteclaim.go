@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/config"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/replica"
@@ -99,7 +100,7 @@ func (e *Env) remoteClaim(ctx context.Context, remote, ref string) (old string, 
 
 // claimStale reports whether a claim's session must have ended by now.
 func claimStale(s sessions.Session, now time.Time) bool {
-	return now.After(s.Started.Add(time.Duration(s.Timeout+s.Grace)*time.Second + lostMargin))
+	return now.After(board.Deadline(s))
 }
 
 // releaseClaim deletes the task's claim on the session's claim remote if it

@@ -2,10 +2,7 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
-
 	"fmt"
-	fastjson "github.com/goccy/go-json"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitcmd"
 	"github.com/git-agentmine/git-agentmine/launch"
@@ -21,53 +19,6 @@ import (
 	"github.com/git-agentmine/git-agentmine/verify"
 	"github.com/git-agentmine/git-agentmine/worktree"
 )
-
-// Verdicts are the scope verdict and DoD result stored in an outcome.
-type Verdicts struct {
-	Scope    verify.Verdict
-	HasScope bool
-	DoD      verify.DoDResult
-}
-
-// ParseVerdicts reads the verdicts of an outcome line.
-func ParseVerdicts(o *sessions.Outcome) Verdicts {
-	var v Verdicts
-	if o == nil {
-		return v
-	}
-	if len(o.Scope) > 0 && fastjson.Unmarshal(o.Scope, &v.Scope) == nil {
-		v.HasScope = true
-	}
-	if len(o.DoD) > 0 {
-		fastjson.Unmarshal(o.DoD, &v.DoD)
-	}
-	return v
-}
-
-// Explain names the first fact that failed: a scope violation or a failing
-// DoD command.
-func (v Verdicts) Explain() string {
-	if v.HasScope && !v.Scope.Valid && len(v.Scope.Violations) > 0 {
-		x := v.Scope.Violations[0]
-		s := x.Type
-		if x.Path != "" {
-			s += " " + x.Path
-		}
-		if n := len(v.Scope.Violations); n > 1 {
-			s += fmt.Sprintf(" (+%d more)", n-1)
-		}
-		return s
-	}
-	for _, c := range v.DoD.Commands {
-		if c.ExitCode != 0 || c.TimedOut {
-			if c.TimedOut {
-				return fmt.Sprintf("DoD `%s` timed out", c.Cmd)
-			}
-			return fmt.Sprintf("DoD `%s` exited %d", c.Cmd, c.ExitCode)
-		}
-	}
-	return ""
-}
 
 // ExecOptions tune a run.
 type ExecOptions struct {
@@ -229,7 +180,7 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 	for _, c := range verdict.Changed {
 		out.Artifacts = append(out.Artifacts, c.Path)
 	}
-	out.Scope, _ = json.Marshal(verdict)
+	verify.Verdicts{Scope: verdict, HasScope: true}.Record(out)
 	var dod verify.DoDResult
 	switch {
 	case s.SkipDoD:
@@ -251,11 +202,10 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 			return fmt.Errorf("running the DoD: %w", err)
 		}
 	}
-	out.DoD, _ = json.Marshal(dod)
-	valid := verdict.Valid
-	out.ScopeValid, out.DoDStatus = &valid, dod.Status
+	vs := verify.Verdicts{Scope: verdict, HasScope: true, DoD: dod}
+	vs.Record(out)
 	if out.Reason == "" {
-		out.Reason = Verdicts{Scope: verdict, HasScope: true, DoD: dod}.Explain()
+		out.Reason = vs.Explain()
 	}
 	return nil
 }
@@ -324,7 +274,7 @@ func firstLine(s string) string {
 // force). The session record stays.
 func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool) (branchDeleted bool, err error) {
 	s := rec.Session
-	live, _ := Liveness(rec, sessions.Host(), time.Now())
+	live, _ := board.Liveness(rec, board.HereOf(e.St), time.Now())
 	switch {
 	case live && s.Mode != sessions.ModeManual:
 		return false, exitcode.New(exitcode.State, fmt.Errorf("session %s is still running", s.ID[:8]), "stop it first: git agentmine worker stop")

@@ -9,6 +9,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"golang.org/x/sys/unix"
 
+	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/sessions"
 )
 
@@ -53,7 +54,7 @@ func (e *Env) Wait(ctx context.Context, ids []string) ([]sessions.Record, error)
 		w.Add(notesDir)
 		w.Add(e.St.Location().CommonDir) // packed-refs
 	}
-	host := sessions.Host()
+	here := board.HereOf(e.St)
 	for {
 		recs, err := e.Records(ctx, ids)
 		if err != nil {
@@ -70,17 +71,17 @@ func (e *Env) Wait(ctx context.Context, ids []string) ([]sessions.Record, error)
 		var deadline time.Time
 		pending := 0
 		for _, r := range recs {
-			live, _ := Liveness(r, host, time.Now())
+			live, _ := board.Liveness(r, here, time.Now())
 			if !live {
 				continue
 			}
 			pending++
 			s := r.Session
 			switch {
-			case s.Mode != sessions.ModeManual && s.Host == host && s.Pid > 0:
+			case s.Mode != sessions.ModeManual && here.Judges(s) && s.Pid > 0:
 				go waitPid(s.Pid, stop, poke)
 			case s.Mode != sessions.ModeManual:
-				d := s.Started.Add(time.Duration(s.Timeout+s.Grace)*time.Second + lostMargin)
+				d := board.Deadline(s)
 				if deadline.IsZero() || d.Before(deadline) {
 					deadline = d
 				}

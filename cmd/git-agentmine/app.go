@@ -10,6 +10,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/output"
@@ -47,6 +48,21 @@ type App struct {
 	Args0    string
 	store    *gitstore.Store
 	sessions []sessions.Record
+	// where is where liveness is judged from, read once (here).
+	where *board.Here
+}
+
+// here returns where liveness is judged from: this host and this
+// repository. Without a repository it is this host alone.
+func (a *App) here() board.Here {
+	if a.where == nil {
+		h := board.Here{Host: sessions.Host()}
+		if st, err := a.Store(); err == nil {
+			h = board.HereOf(st)
+		}
+		a.where = &h
+	}
+	return *a.where
 }
 
 // Store opens the repository's store once.

@@ -5,10 +5,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/output"
-	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/status"
-	"github.com/git-agentmine/git-agentmine/worker"
 )
 
 // StatusCmd is `status`: the board for people.
@@ -69,10 +68,9 @@ func (c *StatusCmd) Run(a *App) error {
 	for _, id := range failed {
 		j.Failures = append(j.Failures, v.taskJSON(id))
 	}
-	host := sessions.Host()
 	for _, s := range a.sessions {
-		if live, _ := worker.Liveness(s, host, time.Now()); live {
-			j.Running = append(j.Running, toSessionJSON(s, 1))
+		if live, _ := board.Liveness(s, a.here(), time.Now()); live {
+			j.Running = append(j.Running, toSessionJSON(a, s, 1))
 		}
 	}
 	if a.G.JSON {

@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/git-agentmine/git-agentmine/sessions"
-	"github.com/git-agentmine/git-agentmine/worker"
+	"github.com/git-agentmine/git-agentmine/verify"
 )
 
 // sessionInfo is the latest session shown with a task: the session and
@@ -24,7 +24,7 @@ func latestSession(a *App, v *view, id string) *sessionInfo {
 	if best == nil {
 		return nil
 	}
-	j := toSessionJSON(*best, 0)
+	j := toSessionJSON(a, *best, 0)
 	return &j
 }
 
@@ -37,7 +37,7 @@ func printSessionSummary(a *App, v *view, id string) {
 	p := a.P
 	p.Printf("\n  Latest session %s (%s, agent %s): %s\n", j.ShortID, j.State, j.Agent, j.Branch)
 	if o := j.Outcome; o != nil {
-		vd := worker.ParseVerdicts(o)
+		vd := verify.ParseVerdicts(o)
 		p.Printf("    exit %d%s, DoD %s, scope %s\n", o.ExitCode, sigWords(*o), orDash(vd.DoD.Status), scopeWord(vd))
 		for _, x := range vd.Scope.Violations {
 			p.Printf("    violation %s %s: %s\n", x.Type, x.Path, x.Reason)

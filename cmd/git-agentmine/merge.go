@@ -19,7 +19,7 @@ func (c *MergeCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	res, err := merge.Task(a.Ctx, env, c.ID, merge.Options{AllowSkipped: c.AllowSkipped})
+	res, err := merge.Task(a.Ctx, env.St, env.Cfg.Base, c.ID, merge.Options{AllowSkipped: c.AllowSkipped})
 	if err != nil {
 		return err
 	}

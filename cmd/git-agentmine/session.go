@@ -6,10 +6,11 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/sessions"
-	"github.com/git-agentmine/git-agentmine/worker"
+	"github.com/git-agentmine/git-agentmine/verify"
 )
 
 // SessionCmd groups the session commands, for orchestrators that run
@@ -105,7 +106,7 @@ func (c *SessionListCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	b, err := env.LoadBoard(a.Ctx)
+	b, err := board.Load(a.Ctx, env.St, env.Cfg.Base)
 	if err != nil {
 		return err
 	}
@@ -118,7 +119,7 @@ func (c *SessionListCmd) Run(a *App) error {
 		recs = b.SessionsOf(tid)
 	}
 	if a.G.JSON {
-		return a.P.PrintJSONList(len(recs), func(i int) any { return toSessionJSON(recs[i], 0) })
+		return a.P.PrintJSONList(len(recs), func(i int) any { return toSessionJSON(a, recs[i], 0) })
 	}
 	if a.G.Quiet {
 		for _, r := range recs {
@@ -129,7 +130,7 @@ func (c *SessionListCmd) Run(a *App) error {
 	tb := a.P.NewTable("SESSION", "TASK", "AGENT", "MODE", "STARTED", "STATE", "RESULT")
 	for _, r := range recs {
 		tb.Row(r.Session.ID[:8], b.Tasks.ShortID(r.Session.Task), r.Session.Agent, r.Session.Mode,
-			r.Session.Started.Format("2006-01-02 15:04"), sessionState(r), sessionVerdict(r))
+			r.Session.Started.Format("2006-01-02 15:04"), sessionState(a, r), sessionVerdict(a, r))
 	}
 	tb.Flush()
 	return nil
@@ -150,7 +151,7 @@ func (c *SessionShowCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	j := toSessionJSON(rec, 5)
+	j := toSessionJSON(a, rec, 5)
 	if a.G.JSON {
 		return a.P.PrintJSON(j)
 	}
@@ -159,13 +160,13 @@ func (c *SessionShowCmd) Run(a *App) error {
 		return nil
 	}
 	a.P.Printf("session  %s\ntask     %s\nagent    %s (%s)\nmode     %s\nbranch   %s\nworktree %s\nbase     %s (%s)\nstarted  %s on %s\nstate    %s\nresult   %s\n",
-		j.ID, j.Task, j.Agent, j.Client, j.Mode, j.Branch, j.Worktree, j.BaseRef, j.Base[:12], j.Started.Format("2006-01-02 15:04:05"), j.Host, j.State, sessionVerdict(rec))
+		j.ID, j.Task, j.Agent, j.Client, j.Mode, j.Branch, j.Worktree, j.BaseRef, j.Base[:12], j.Started.Format("2006-01-02 15:04:05"), j.Host, j.State, sessionVerdict(a, rec))
 	if o := rec.Outcome; o != nil {
 		a.P.Printf("exit     %d%s\n", o.ExitCode, sigWords(*o))
 		if o.Reason != "" {
 			a.P.Printf("reason   %s\n", o.Reason)
 		}
-		v := worker.ParseVerdicts(o)
+		v := verify.ParseVerdicts(o)
 		a.P.Printf("scope    %s\n", scopeWord(v))
 		for _, x := range v.Scope.Violations {
 			a.P.Printf("  - %s %s: %s\n", x.Type, x.Path, x.Reason)

@@ -6,12 +6,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/tasks"
-	"github.com/git-agentmine/git-agentmine/worker"
 )
 
 // TaskCmd groups the task commands.
@@ -421,7 +421,7 @@ func loadView(a *App) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := worker.LoadBoard(a.Ctx, st, "")
+	b, err := board.Load(a.Ctx, st, "")
 	if err != nil {
 		return nil, err
 	}
@@ -432,6 +432,8 @@ func loadView(a *App) (*view, error) {
 		a.P.Warnf("skipping unreadable session: %v", p)
 	}
 	a.sessions = b.Sessions
+	here := b.Here
+	a.where = &here
 	return &view{Board: b.Tasks, Status: b.Status, Store: st}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/status"
+	"github.com/git-agentmine/git-agentmine/verify"
 	"github.com/git-agentmine/git-agentmine/worker"
 )
 
@@ -160,7 +161,7 @@ func (c *WorkerRunCmd) Run(a *App) error {
 // reportOutcome prints a finished run and maps it to the exit code: 0 when
 // the run can go to review, 124 on timeout, 130 when interrupted, else 1.
 func reportOutcome(a *App, env *worker.Env, j runJSON, out sessions.Outcome) error {
-	v := worker.ParseVerdicts(&out)
+	v := verify.ParseVerdicts(&out)
 	st := "review"
 	switch {
 	case out.TimedOut || out.ExitCode != 0 || out.Signal != "":
@@ -203,7 +204,7 @@ func sigWords(o sessions.Outcome) string {
 	return ""
 }
 
-func scopeWord(v worker.Verdicts) string {
+func scopeWord(v verify.Verdicts) string {
 	if !v.HasScope {
 		return "unverified"
 	}

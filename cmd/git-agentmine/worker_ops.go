@@ -12,10 +12,12 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/verify"
 	"github.com/git-agentmine/git-agentmine/worker"
 )
 
@@ -45,16 +47,15 @@ func (c *WorkerCommandCmd) Run(a *App) error {
 
 // latestOf returns the latest session of each task given (by id prefix),
 // or every live session when none is given.
-func latestOf(a *App, env *worker.Env, ids []string, liveOnly bool) (*worker.Board, []sessions.Record, error) {
-	b, err := env.LoadBoard(a.Ctx)
+func latestOf(a *App, env *worker.Env, ids []string, liveOnly bool) (*board.Board, []sessions.Record, error) {
+	b, err := board.Load(a.Ctx, env.St, env.Cfg.Base)
 	if err != nil {
 		return nil, nil, err
 	}
-	host := sessions.Host()
 	var out []sessions.Record
 	if len(ids) == 0 {
 		for _, r := range b.Sessions {
-			if live, _ := worker.Liveness(r, host, time.Now()); live || !liveOnly {
+			if live, _ := board.Liveness(r, a.here(), time.Now()); live || !liveOnly {
 				out = append(out, r)
 			}
 		}
@@ -65,11 +66,11 @@ func latestOf(a *App, env *worker.Env, ids []string, liveOnly bool) (*worker.Boa
 		if err != nil {
 			return nil, nil, err
 		}
-		ss := b.SessionsOf(tid)
-		if len(ss) == 0 {
+		rec, ok := b.Latest(tid)
+		if !ok {
 			return nil, nil, exitcode.New(exitcode.State, fmt.Errorf("task %s has no session", b.Tasks.ShortID(tid)), "start one with: git agentmine worker run "+b.Tasks.ShortID(tid))
 		}
-		out = append(out, ss[len(ss)-1])
+		out = append(out, rec)
 	}
 	return b, out, nil
 }
@@ -98,8 +99,8 @@ type sessionJSON struct {
 	Outcome  *sessions.Outcome `json:"outcome"`
 }
 
-func sessionState(r sessions.Record) string {
-	live, lost := worker.Liveness(r, sessions.Host(), time.Now())
+func sessionState(a *App, r sessions.Record) string {
+	live, lost := board.Liveness(r, a.here(), time.Now())
 	switch {
 	case live:
 		return "running"
@@ -109,11 +110,11 @@ func sessionState(r sessions.Record) string {
 	return "ended"
 }
 
-func toSessionJSON(r sessions.Record, tail int) sessionJSON {
+func toSessionJSON(a *App, r sessions.Record, tail int) sessionJSON {
 	s := r.Session
 	j := sessionJSON{V: output.SchemaVersion, ID: s.ID, ShortID: s.ID[:8], Task: s.Task, Agent: s.Agent, Client: s.Client,
 		Version: s.ClientVersion, Mode: s.Mode, Branch: s.Branch, BaseRef: s.BaseRef, Base: s.BaseCommit, Worktree: s.Worktree, Host: s.Host,
-		Pid: s.Pid, Started: s.Started, Timeout: s.Timeout, State: sessionState(r), Log: s.Log, Outcome: r.Outcome}
+		Pid: s.Pid, Started: s.Started, Timeout: s.Timeout, State: sessionState(a, r), Log: s.Log, Outcome: r.Outcome}
 	end := time.Now()
 	if r.Outcome != nil {
 		end = r.Outcome.Finished
@@ -142,7 +143,7 @@ func (c *WorkerStatusCmd) Run(a *App) error {
 		return err
 	}
 	if a.G.JSON {
-		return a.P.PrintJSONList(len(recs), func(i int) any { return toSessionJSON(recs[i], c.Lines) })
+		return a.P.PrintJSONList(len(recs), func(i int) any { return toSessionJSON(a, recs[i], c.Lines) })
 	}
 	if a.G.Quiet {
 		for _, r := range recs {
@@ -155,7 +156,7 @@ func (c *WorkerStatusCmd) Run(a *App) error {
 		return nil
 	}
 	for _, r := range recs {
-		j := toSessionJSON(r, c.Lines)
+		j := toSessionJSON(a, r, c.Lines)
 		title := ""
 		if t, ok := b.Tasks.Tasks[r.Session.Task]; ok {
 			title = t.Task.Title
@@ -206,13 +207,12 @@ func (c *WorkerWaitCmd) Run(a *App) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		// Name what is still running, so the next step (wait longer,
 		// worker logs, worker stop) can be aimed at it.
-		host := sessions.Host()
 		if ended == nil {
 			ended = recs // the deadline struck while reading them again
 		}
 		var running []string
 		for _, r := range ended {
-			if live, _ := worker.Liveness(r, host, time.Now()); live {
+			if live, _ := board.Liveness(r, a.here(), time.Now()); live {
 				running = append(running, fmt.Sprintf("%s (task %s)", r.Session.ID[:8], b.Tasks.ShortID(r.Session.Task)))
 			}
 		}
@@ -225,9 +225,9 @@ func (c *WorkerWaitCmd) Run(a *App) error {
 	failed := 0
 	var out []sessionJSON
 	for _, r := range ended {
-		j := toSessionJSON(r, 0)
+		j := toSessionJSON(a, r, 0)
 		out = append(out, j)
-		verdict := sessionVerdict(r)
+		verdict := sessionVerdict(a, r)
 		if verdict != "review" {
 			failed++
 		}
@@ -253,15 +253,15 @@ func (c *WorkerWaitCmd) Run(a *App) error {
 }
 
 // sessionVerdict names what a finished session means for its task.
-func sessionVerdict(r sessions.Record) string {
+func sessionVerdict(a *App, r sessions.Record) string {
 	o := r.Outcome
 	if o == nil {
-		if sessionState(r) == "lost" {
+		if sessionState(a, r) == "lost" {
 			return "failed (lost)"
 		}
 		return "running"
 	}
-	v := worker.ParseVerdicts(o)
+	v := verify.ParseVerdicts(o)
 	switch {
 	case o.TimedOut:
 		return "failed (timeout)"
@@ -394,11 +394,10 @@ func (c *WorkerStopCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	host := sessions.Host()
 	var wait []string
 	for _, r := range recs {
 		s := r.Session
-		live, _ := worker.Liveness(r, host, time.Now())
+		live, _ := board.Liveness(r, a.here(), time.Now())
 		switch {
 		case !live:
 			a.P.Notef("session %s of task %s is not running\n", s.ID[:8], s.Task[:8])
@@ -407,8 +406,10 @@ func (c *WorkerStopCmd) Run(a *App) error {
 				return err
 			}
 			a.P.Notef("recorded session %s as stopped (it was run by hand)\n", s.ID[:8])
-		case s.Host != host:
+		case s.Host != a.here().Host:
 			return exitcode.New(exitcode.State, fmt.Errorf("session %s runs on another host (%s)", s.ID[:8], s.Host), "stop it there")
+		case !a.here().Judges(s):
+			return exitcode.New(exitcode.State, fmt.Errorf("session %s runs in another clone on this host", s.ID[:8]), "stop it there")
 		default:
 			if err := syscall.Kill(s.Pid, syscall.SIGTERM); err != nil {
 				return fmt.Errorf("stopping session %s (pid %d): %w", s.ID[:8], s.Pid, err)
@@ -439,7 +440,7 @@ func (c *WorkerStopCmd) Run(a *App) error {
 			}
 			return nil
 		}
-		return a.P.PrintJSONList(len(after), func(i int) any { return toSessionJSON(after[i], 0) })
+		return a.P.PrintJSONList(len(after), func(i int) any { return toSessionJSON(a, after[i], 0) })
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package worker
+package board
 
 import (
 	"context"
@@ -13,17 +13,48 @@ import (
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/tasks"
+	"github.com/git-agentmine/git-agentmine/verify"
 )
 
-// lostMargin is added to a foreign session's timeout and grace before it is
+// LostMargin is added to a foreign session's timeout and grace before it is
 // declared lost: clocks differ and outcomes take a moment to record.
-const lostMargin = 60 * time.Second
+const LostMargin = 60 * time.Second
+
+// Here is where liveness is judged from: this machine and this repository.
+type Here struct {
+	// Host is sessions.Host() of this machine.
+	Host string
+	// Repo is this repository's sessions.RepoID, "" when it could not be
+	// read.
+	Repo string
+}
+
+// HereOf returns this machine and st's repository. A repository id that
+// cannot be read or created leaves Repo empty: then only sessions recorded
+// without one are judged by their process.
+func HereOf(st *gitstore.Store) Here {
+	repo, err := sessions.RepoID(st)
+	if err != nil {
+		repo = ""
+	}
+	return Here{Host: sessions.Host(), Repo: repo}
+}
+
+// Judges reports whether here has the right to judge the session by its
+// supervisor's process: the session ran on this host, for this repository
+// (sessions recorded before the repository id existed count as this
+// repository's, as they always did).
+func (h Here) Judges(s sessions.Session) bool {
+	return s.Host == h.Host && (s.Repo == "" || s.Repo == h.Repo)
+}
 
 // Liveness says whether a session without an outcome is still running.
-// Same host: its supervisor process is alive (same pid and start time, so a
-// recycled pid does not count). Another host: until its timeout plus grace
-// (plus a margin) has passed. Manual sessions live until `session end`.
-func Liveness(r sessions.Record, host string, now time.Time) (live, lost bool) {
+// Judged here (same host, same repository): its supervisor process is alive
+// (same pid and start time, so a recycled pid does not count). Anywhere
+// else (another host, or another clone on this host, whose outcome may not
+// have been synced yet): until its timeout plus grace (plus a margin) has
+// passed. Manual sessions live until `session end`.
+func Liveness(r sessions.Record, here Here, now time.Time) (live, lost bool) {
 	if r.Outcome != nil {
 		return false, false
 	}
@@ -31,17 +62,22 @@ func Liveness(r sessions.Record, host string, now time.Time) (live, lost bool) {
 	if s.Mode == sessions.ModeManual {
 		return true, false
 	}
-	if s.Host == host {
+	if here.Judges(s) {
 		if s.Pid > 0 && launch.Alive(s.Pid, s.PidStart) {
 			return true, false
 		}
 		return false, true
 	}
-	deadline := s.Started.Add(time.Duration(s.Timeout+s.Grace)*time.Second + lostMargin)
-	if now.Before(deadline) {
+	if now.Before(Deadline(s)) {
 		return true, false
 	}
 	return false, true
+}
+
+// Deadline is when a session judged from elsewhere counts as lost: its
+// start plus timeout, grace and LostMargin.
+func Deadline(s sessions.Session) time.Time {
+	return s.Started.Add(time.Duration(s.Timeout+s.Grace)*time.Second + LostMargin)
 }
 
 func sortRecords(rs []sessions.Record) {
@@ -58,9 +94,8 @@ func sortRecords(rs []sessions.Record) {
 // the base" for every session that produced commits: one for-each-ref
 // --merged per base for sessions whose branch still points at the recorded
 // tip, and one name-rev for the rest (deleted or moved branches).
-func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []sessions.Record, defaultBase string) (status.Facts, error) {
+func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []sessions.Record, defaultBase string, here Here) (status.Facts, error) {
 	f := status.Facts{Attempts: map[string][]status.Attempt{}}
-	host := sessions.Host()
 	now := time.Now()
 	merged, err := mergedTips(ctx, st, tb, recs, defaultBase)
 	if err != nil {
@@ -69,21 +104,17 @@ func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []ses
 	for _, r := range recs {
 		s := r.Session
 		a := status.Attempt{Session: s.ID, Started: s.Started}
-		a.Live, a.Lost = Liveness(r, host, now)
+		a.Live, a.Lost = Liveness(r, here, now)
 		if o := r.Outcome; o != nil {
 			a.Ended = true
 			a.ExitCode = o.ExitCode
 			a.Signal = o.Signal
 			a.TimedOut = o.TimedOut
 			a.Reason = o.Reason
-			if o.ScopeValid != nil {
-				a.DoD, a.Verified, a.ScopeValid = o.DoDStatus, true, *o.ScopeValid
-			} else {
-				v := ParseVerdicts(o)
-				a.DoD, a.Verified, a.ScopeValid = v.DoD.Status, v.HasScope, v.Scope.Valid
-				if a.Reason == "" {
-					a.Reason = v.Explain()
-				}
+			v := verify.Summarize(o)
+			a.DoD, a.Verified, a.ScopeValid = v.DoD, v.Verified, v.ScopeValid
+			if a.Reason == "" {
+				a.Reason = v.Explained
 			}
 			a.Merged = merged[s.ID]
 		}

@@ -1,4 +1,4 @@
-package worker
+package board
 
 import (
 	"os"
@@ -15,15 +15,15 @@ func rec(s sessions.Session, o *sessions.Outcome) sessions.Record {
 }
 
 // TestLivenessOtherHost: a session from another host is live until its
-// timeout plus grace plus lostMargin has passed, then lost; an outcome
+// timeout plus grace plus LostMargin has passed, then lost; an outcome
 // ends it whatever the clock says.
 func TestLivenessOtherHost(t *testing.T) {
 	started := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	s := sessions.Session{ID: "5e55105e55105e55105e", Mode: sessions.ModeDetach, Host: "elsewhere/12345678",
 		Pid: 1, PidStart: 1, Started: started, Timeout: 100, Grace: 10}
-	deadline := started.Add(110*time.Second + lostMargin)
-	if lostMargin <= 0 {
-		t.Fatal("lostMargin must give other hosts some slack")
+	deadline := started.Add(110*time.Second + LostMargin)
+	if LostMargin <= 0 {
+		t.Fatal("LostMargin must give other hosts some slack")
 	}
 	cases := []struct {
 		name       string
@@ -38,13 +38,13 @@ func TestLivenessOtherHost(t *testing.T) {
 		{"long after", deadline.Add(time.Hour), false, true},
 	}
 	for _, c := range cases {
-		live, lost := Liveness(rec(s, nil), "here/87654321", c.now)
+		live, lost := Liveness(rec(s, nil), Here{Host: "here/87654321", Repo: "4e4e4e4e4e4e4e4e4e4e"}, c.now)
 		if live != c.live || lost != c.lost {
 			t.Errorf("%s: live %v lost %v, want %v %v", c.name, live, lost, c.live, c.lost)
 		}
 	}
 	// The same session with an outcome is neither live nor lost.
-	if live, lost := Liveness(rec(s, &sessions.Outcome{ExitCode: 0}), "here/87654321", started); live || lost {
+	if live, lost := Liveness(rec(s, &sessions.Outcome{ExitCode: 0}), Here{Host: "here/87654321", Repo: "4e4e4e4e4e4e4e4e4e4e"}, started); live || lost {
 		t.Errorf("with an outcome: live %v lost %v", live, lost)
 	}
 }
@@ -54,14 +54,14 @@ func TestLivenessOtherHost(t *testing.T) {
 // other start time) and an exited process are not alive: the session is
 // lost. The clock does not matter on the same host.
 func TestLivenessSameHost(t *testing.T) {
-	host := sessions.Host()
+	host := Here{Host: sessions.Host(), Repo: "4e4e4e4e4e4e4e4e4e4e"}
 	me := os.Getpid()
 	start, err := launch.StartTime(me)
 	if err != nil {
 		t.Fatal(err)
 	}
 	long := time.Now().Add(-24 * time.Hour)
-	base := sessions.Session{ID: "5e55105e55105e55105e", Mode: sessions.ModeExec, Host: host, Started: long, Timeout: 1, Grace: 1}
+	base := sessions.Session{ID: "5e55105e55105e55105e", Mode: sessions.ModeExec, Host: host.Host, Repo: host.Repo, Started: long, Timeout: 1, Grace: 1}
 
 	alive := base
 	alive.Pid, alive.PidStart = me, start
@@ -104,10 +104,59 @@ func TestLivenessSameHost(t *testing.T) {
 func TestLivenessManual(t *testing.T) {
 	s := sessions.Session{ID: "5e55105e55105e55105e", Mode: sessions.ModeManual, Host: "elsewhere/1",
 		Started: time.Now().Add(-1000 * time.Hour), Timeout: 1}
-	if live, lost := Liveness(rec(s, nil), sessions.Host(), time.Now()); !live || lost {
+	if live, lost := Liveness(rec(s, nil), Here{Host: sessions.Host()}, time.Now()); !live || lost {
 		t.Errorf("manual: live %v lost %v, want live", live, lost)
 	}
-	if live, lost := Liveness(rec(s, &sessions.Outcome{ExitCode: 1}), sessions.Host(), time.Now()); live || lost {
+	if live, lost := Liveness(rec(s, &sessions.Outcome{ExitCode: 1}), Here{Host: sessions.Host()}, time.Now()); live || lost {
 		t.Errorf("manual with outcome: live %v lost %v", live, lost)
+	}
+}
+
+// TestLivenessOtherRepository: on this host, a session whose supervisor ran
+// for another repository (another clone) is not judged by its process,
+// which may have ended with an outcome not yet synced here: it lives until
+// the foreign deadline. A session recorded before the repository id existed
+// is judged by its process, as before.
+func TestLivenessOtherRepository(t *testing.T) {
+	here := Here{Host: sessions.Host(), Repo: "4e4e4e4e4e4e4e4e4e4e"}
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	pstart, err := launch.StartTime(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now().Add(-time.Minute)
+	gone := sessions.Session{ID: "5e55105e55105e55105e", Mode: sessions.ModeDetach, Host: here.Host,
+		Pid: pid, PidStart: pstart, Started: started, Timeout: 600, Grace: 10}
+	cases := []struct {
+		name       string
+		repo       string
+		now        time.Time
+		live, lost bool
+	}{
+		{"this repository", here.Repo, time.Now(), false, true},
+		{"recorded without a repository id", "", time.Now(), false, true},
+		{"another clone, within its deadline", "a7a7a7a7a7a7a7a7a7a7", time.Now(), true, false},
+		{"another clone, past its deadline", "a7a7a7a7a7a7a7a7a7a7", Deadline(gone), false, true},
+	}
+	for _, c := range cases {
+		s := gone
+		s.Repo = c.repo
+		if live, lost := Liveness(rec(s, nil), here, c.now); live != c.live || lost != c.lost {
+			t.Errorf("%s: live %v lost %v, want %v %v", c.name, live, lost, c.live, c.lost)
+		}
+	}
+	// Where the repository id could not be read, only sessions without one
+	// are judged by their process.
+	s := gone
+	s.Repo = here.Repo
+	if live, lost := Liveness(rec(s, nil), Here{Host: here.Host}, time.Now()); !live || lost {
+		t.Errorf("unknown repository here: live %v lost %v, want live", live, lost)
 	}
 }

@@ -1,0 +1,79 @@
+// Package board owns the facts a task's status is computed from: every
+// task and session read in one batch, whether each session is still
+// running (liveness, judged only where this repository has the right to
+// judge it), its recorded outcome, and whether its work reached the base.
+// It resolves statuses from them with the status package and resolves a
+// task's sessions, latest last.
+package board
+
+import (
+	"context"
+
+	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/status"
+	"github.com/git-agentmine/git-agentmine/tasks"
+)
+
+// Board is every task and session with their statuses, read in one batch.
+type Board struct {
+	Tasks    *tasks.Board
+	Sessions []sessions.Record
+	Facts    status.Facts
+	Status   map[string]status.Result
+	// Here is where liveness was judged from.
+	Here Here
+	// TaskProblems and SessionProblems are refs that could not be read; the
+	// rest of the board is still whole.
+	TaskProblems    []error
+	SessionProblems []error
+}
+
+// Load reads every task and every session (the two reads run at the same
+// time) and derives statuses. defaultBase is the base for sessions that
+// recorded none.
+func Load(ctx context.Context, st *gitstore.Store, defaultBase string) (*Board, error) {
+	var tb *tasks.Board
+	var terr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tb, terr = tasks.Load(ctx, st)
+	}()
+	recs, problems, err := sessions.LoadAll(ctx, st)
+	<-done
+	if terr != nil {
+		return nil, terr
+	}
+	if err != nil {
+		return nil, err
+	}
+	here := HereOf(st)
+	facts, err := Gather(ctx, st, tb, recs, defaultBase, here)
+	if err != nil {
+		return nil, err
+	}
+	return &Board{Tasks: tb, Sessions: recs, Facts: facts, Status: status.Resolve(tb, facts), Here: here,
+		TaskProblems: tb.Problems, SessionProblems: problems}, nil
+}
+
+// SessionsOf returns the task's sessions, oldest first.
+func (b *Board) SessionsOf(taskID string) []sessions.Record {
+	var out []sessions.Record
+	for _, r := range b.Sessions {
+		if r.Session.Task == taskID {
+			out = append(out, r)
+		}
+	}
+	sortRecords(out)
+	return out
+}
+
+// Latest returns the task's latest session; ok is false when it has none.
+func (b *Board) Latest(taskID string) (rec sessions.Record, ok bool) {
+	ss := b.SessionsOf(taskID)
+	if len(ss) == 0 {
+		return sessions.Record{}, false
+	}
+	return ss[len(ss)-1], true
+}

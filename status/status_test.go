@@ -1,0 +1,223 @@
+package status
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/tasks"
+)
+
+const taskID = "7a5c7a5c7a5c7a5c7a5c"
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// at is t0 plus n minutes.
+func at(n int) time.Time { return t0.Add(time.Duration(n) * time.Minute) }
+
+// attempt builds an attempt of session s started at minute n.
+func attempt(s string, n int, set func(*Attempt)) Attempt {
+	a := Attempt{Session: s + "0000000000000000", Started: at(n)}
+	if set != nil {
+		set(&a)
+	}
+	return a
+}
+
+func ended(exit int, dod string, scopeValid bool) func(*Attempt) {
+	return func(a *Attempt) {
+		a.Ended, a.ExitCode, a.DoD, a.Verified, a.ScopeValid = true, exit, dod, true, scopeValid
+	}
+}
+
+func fact(n int, reason string) *tasks.Fact {
+	return &tasks.Fact{Time: at(n), Author: "ada", Reason: reason}
+}
+
+// TestResolveOwnStatus walks every row of the priority table of design §4
+// (cancelled > done > in_progress > review / dod_failed / failed of the
+// latest session > open), and the facts that decide between them.
+func TestResolveOwnStatus(t *testing.T) {
+	passed := ended(0, "passed", true)
+	cases := []struct {
+		name      string
+		task      tasks.Task
+		attempts  []Attempt
+		want      Status
+		session   string // short id of the deciding session; unchecked when ""
+		reasonHas string
+	}{
+		{name: "no session yet", want: Open, reasonHas: "no session yet"},
+		{name: "cancelled", task: tasks.Task{Cancelled: fact(1, "not needed")}, want: Cancelled,
+			reasonHas: "cancelled by ada at 2026-01-02T03:05:05Z: not needed"},
+		{name: "cancelled beats done", task: tasks.Task{Cancelled: fact(9, "")},
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { passed(a); a.Merged = true })},
+			want:     Cancelled, reasonHas: "cancelled by ada"},
+		{name: "done: a session reached the base",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { passed(a); a.Merged = true })},
+			want:     Done, session: "a1000000", reasonHas: "session a1000000 reached the base"},
+		{name: "done beats a live and a later failed session",
+			attempts: []Attempt{
+				attempt("a1", 1, func(a *Attempt) { passed(a); a.Merged = true }),
+				attempt("a2", 2, func(a *Attempt) { a.Live = true }),
+				attempt("a3", 3, ended(1, "", true)),
+			},
+			want: Done, session: "a1000000"},
+		{name: "done survives a reopen", task: tasks.Task{Reopened: fact(5, "")},
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { passed(a); a.Merged = true })},
+			want:     Done, session: "a1000000"},
+		{name: "in progress: a live session",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { a.Live = true })},
+			want:     InProgress, session: "a1000000", reasonHas: "is running"},
+		{name: "a live session beats a later failed one",
+			attempts: []Attempt{
+				attempt("a1", 1, func(a *Attempt) { a.Live = true }),
+				attempt("a2", 2, ended(1, "", true)),
+			},
+			want: InProgress, session: "a1000000"},
+		{name: "review: exit 0, DoD passed, scope valid, not merged",
+			attempts: []Attempt{attempt("a1", 1, passed)},
+			want:     Review, session: "a1000000", reasonHas: "exited 0, DoD passed, not merged yet"},
+		{name: "review: DoD skipped",
+			attempts: []Attempt{attempt("a1", 1, ended(0, "skipped", true))},
+			want:     Review, reasonHas: "DoD skipped"},
+		{name: "review: DoD not run",
+			attempts: []Attempt{attempt("a1", 1, ended(0, "", true))},
+			want:     Review, reasonHas: "DoD not run"},
+		{name: "review: no scope verdict is not a broken scope",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { a.Ended, a.DoD = true, "passed" })},
+			want:     Review},
+		{name: "dod_failed: DoD failed",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { ended(0, "failed", true)(a); a.Reason = "DoD `go test` exited 1" })},
+			want:     DoDFailed, session: "a1000000", reasonHas: "session a1000000 DoD failed: DoD `go test` exited 1"},
+		{name: "dod_failed: DoD timed out",
+			attempts: []Attempt{attempt("a1", 1, ended(0, "timeout", true))},
+			want:     DoDFailed, reasonHas: "DoD timeout"},
+		{name: "dod_failed: scope broken although DoD passed",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { ended(0, "passed", false)(a); a.Reason = "write-outside-scope docs/x" })},
+			want:     DoDFailed, reasonHas: "broke its scope: write-outside-scope docs/x"},
+		{name: "failed: exited non-zero",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { ended(2, "skipped", true)(a); a.Reason = "rate limited" })},
+			want:     Failed, session: "a1000000", reasonHas: "session a1000000 exited 2: rate limited"},
+		{name: "failed: a non-zero exit beats a broken scope",
+			attempts: []Attempt{attempt("a1", 1, ended(1, "failed", false))},
+			want:     Failed, reasonHas: "exited 1"},
+		{name: "failed: killed by a signal",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { ended(143, "", true)(a); a.Signal = "SIGTERM" })},
+			want:     Failed, reasonHas: "ended by SIGTERM"},
+		{name: "failed: timed out",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { ended(124, "", true)(a); a.TimedOut = true; a.Signal = "SIGTERM" })},
+			want:     Failed, reasonHas: "timed out"},
+		{name: "failed: lost",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { a.Lost = true })},
+			want:     Failed, session: "a1000000", reasonHas: "was lost (process gone, no outcome)"},
+		{name: "the latest session decides: failed after review",
+			attempts: []Attempt{attempt("a2", 2, ended(1, "", true)), attempt("a1", 1, passed)},
+			want:     Failed, session: "a2000000"},
+		{name: "the latest session decides: review after failed",
+			attempts: []Attempt{attempt("a2", 2, passed), attempt("a1", 1, ended(1, "", true))},
+			want:     Review, session: "a2000000"},
+		{name: "open: reopened after failure", task: tasks.Task{Reopened: fact(5, "try again")},
+			attempts: []Attempt{attempt("a1", 1, ended(1, "", true))},
+			want:     Open, reasonHas: "reopened by ada"},
+		{name: "open: reopened after cancel", task: tasks.Task{Reopened: fact(5, "")},
+			want: Open, reasonHas: "reopened by ada"},
+		{name: "a session after the reopen decides", task: tasks.Task{Reopened: fact(5, "")},
+			attempts: []Attempt{attempt("a1", 1, ended(1, "", true)), attempt("a2", 6, passed)},
+			want:     Review, session: "a2000000"},
+		{name: "a session live at the reopen's instant counts", task: tasks.Task{Reopened: fact(5, "")},
+			attempts: []Attempt{attempt("a1", 5, func(a *Attempt) { a.Live = true })},
+			want:     InProgress, session: "a1000000"},
+		{name: "a session ended at the reopen's instant does not", task: tasks.Task{Reopened: fact(5, "")},
+			attempts: []Attempt{attempt("a1", 5, ended(1, "", true))},
+			want:     Open},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			task := c.task
+			task.ID = taskID
+			b := &tasks.Board{Tasks: map[string]tasks.Entry{taskID: {Task: task}}}
+			r := Resolve(b, Facts{Attempts: map[string][]Attempt{taskID: c.attempts}})[taskID]
+			if r.Status != c.want {
+				t.Fatalf("status %s (%s), want %s", r.Status, r.Reason, c.want)
+			}
+			if !strings.Contains(r.Reason, c.reasonHas) {
+				t.Errorf("reason %q, want it to contain %q", r.Reason, c.reasonHas)
+			}
+			if got := short(r.Session); c.session != "" && got != c.session {
+				t.Errorf("deciding session %q, want %q", got, c.session)
+			}
+			if (c.want == Open || c.want == Cancelled) && r.Session != "" {
+				t.Errorf("%s decided by session %q, want none", c.want, r.Session)
+			}
+			if r.Blocked || r.Ready != (c.want == Open) {
+				t.Errorf("no blockers: blocked %v ready %v", r.Blocked, r.Ready)
+			}
+		})
+	}
+}
+
+// TestResolveBlockedReady: a task is blocked while any blocker is not done
+// (a cancelled or unknown blocker counts as not done), and ready only when
+// open and not blocked.
+func TestResolveBlockedReady(t *testing.T) {
+	const (
+		done      = "d0d0d0d0d0d0d0d0d0d0"
+		open      = "0be00be00be00be00be0"
+		cancelled = "ca0ca0ca0ca0ca0ca0ca"
+		failed    = "fa1fa1fa1fa1fa1fa1fa"
+		missing   = "99999999999999999999"
+	)
+	merged := attempt("m1", 1, func(a *Attempt) { ended(0, "passed", true)(a); a.Merged = true })
+	cases := []struct {
+		name     string
+		blockers []string
+		own      []Attempt
+		want     Status
+		blocked  bool
+		ready    bool
+		waiting  []string
+	}{
+		{name: "no blockers", want: Open, ready: true},
+		{name: "every blocker done", blockers: []string{done}, want: Open, ready: true},
+		{name: "an open blocker", blockers: []string{done, open}, want: Open, blocked: true, waiting: []string{open}},
+		{name: "a failed blocker", blockers: []string{failed}, want: Open, blocked: true, waiting: []string{failed}},
+		{name: "a cancelled blocker is not done", blockers: []string{cancelled}, want: Open, blocked: true, waiting: []string{cancelled}},
+		{name: "an unknown blocker is not done", blockers: []string{missing}, want: Open, blocked: true, waiting: []string{missing}},
+		{name: "waiting is sorted", blockers: []string{open, failed, cancelled}, want: Open, blocked: true,
+			waiting: []string{open, cancelled, failed}},
+		{name: "blocked keeps its own status", blockers: []string{open},
+			own: []Attempt{attempt("a1", 1, ended(1, "", true))}, want: Failed, blocked: true, waiting: []string{open}},
+		{name: "not open is never ready", blockers: []string{done},
+			own: []Attempt{attempt("a1", 1, func(a *Attempt) { a.Live = true })}, want: InProgress},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := &tasks.Board{Tasks: map[string]tasks.Entry{
+				taskID:    {Task: tasks.Task{ID: taskID, BlockedBy: c.blockers}},
+				done:      {Task: tasks.Task{ID: done}},
+				open:      {Task: tasks.Task{ID: open}},
+				cancelled: {Task: tasks.Task{ID: cancelled, Cancelled: fact(1, "")}},
+				failed:    {Task: tasks.Task{ID: failed}},
+			}}
+			f := Facts{Attempts: map[string][]Attempt{
+				taskID: c.own,
+				done:   {merged},
+				failed: {attempt("f1", 1, ended(1, "", true))},
+			}}
+			res := Resolve(b, f)
+			r := res[taskID]
+			if r.Status != c.want || r.Blocked != c.blocked || r.Ready != c.ready || !reflect.DeepEqual(r.Waiting, c.waiting) {
+				t.Errorf("got %s blocked %v ready %v waiting %v; want %s blocked %v ready %v waiting %v",
+					r.Status, r.Blocked, r.Ready, r.Waiting, c.want, c.blocked, c.ready, c.waiting)
+			}
+			// The blockers themselves resolve as the facts say.
+			for id, want := range map[string]Status{done: Done, open: Open, cancelled: Cancelled, failed: Failed} {
+				if got := res[id].Status; got != want {
+					t.Errorf("blocker %s: %s, want %s", id[:4], got, want)
+				}
+			}
+		})
+	}
+}

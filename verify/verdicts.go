@@ -1,0 +1,104 @@
+package verify
+
+import (
+	"encoding/json"
+	"fmt"
+
+	fastjson "github.com/goccy/go-json"
+
+	"github.com/git-agentmine/git-agentmine/sessions"
+)
+
+// Verdicts are the scope verdict and DoD result stored in an outcome line.
+// Record is their only writer and ParseVerdicts and Summarize their only
+// readers, so the line's format (shared across clones) lives here alone.
+type Verdicts struct {
+	Scope    Verdict
+	HasScope bool
+	DoD      DoDResult
+}
+
+// Record writes the verdicts into an outcome line: the scope verdict when
+// there is one, the DoD result when it has a status, and, when both are
+// known, their summary (scope_valid, dod_status) that status reads without
+// decoding the rest.
+func (v Verdicts) Record(o *sessions.Outcome) {
+	if v.HasScope {
+		o.Scope, _ = json.Marshal(v.Scope)
+	}
+	if v.DoD.Status == "" {
+		return
+	}
+	o.DoD, _ = json.Marshal(v.DoD)
+	if v.HasScope {
+		valid := v.Scope.Valid
+		o.ScopeValid, o.DoDStatus = &valid, v.DoD.Status
+	}
+}
+
+// ParseVerdicts reads the verdicts of an outcome line. A missing or
+// unreadable scope verdict leaves HasScope false.
+func ParseVerdicts(o *sessions.Outcome) Verdicts {
+	var v Verdicts
+	if o == nil {
+		return v
+	}
+	if len(o.Scope) > 0 && fastjson.Unmarshal(o.Scope, &v.Scope) == nil {
+		v.HasScope = true
+	}
+	if len(o.DoD) > 0 {
+		fastjson.Unmarshal(o.DoD, &v.DoD)
+	}
+	return v
+}
+
+// Summary is what a task's status needs from an outcome's verdicts.
+type Summary struct {
+	// Verified is true when a scope verdict exists; ScopeValid is its
+	// verdict.
+	Verified   bool
+	ScopeValid bool
+	// DoD is the DoD status, "" when none was recorded.
+	DoD string
+	// Explained names the first failed fact (Explain) when the verdicts had
+	// to be decoded; lines with a summary carry their reason already.
+	Explained string
+}
+
+// Summarize reads an outcome's verdict summary, decoding the full verdicts
+// only for lines written without one.
+func Summarize(o *sessions.Outcome) Summary {
+	if o == nil {
+		return Summary{}
+	}
+	if o.ScopeValid != nil {
+		return Summary{Verified: true, ScopeValid: *o.ScopeValid, DoD: o.DoDStatus}
+	}
+	v := ParseVerdicts(o)
+	return Summary{Verified: v.HasScope, ScopeValid: v.Scope.Valid, DoD: v.DoD.Status, Explained: v.Explain()}
+}
+
+// Explain names the first fact that failed: a scope violation or a failing
+// DoD command.
+func (v Verdicts) Explain() string {
+	if v.HasScope && !v.Scope.Valid && len(v.Scope.Violations) > 0 {
+		x := v.Scope.Violations[0]
+		s := x.Type
+		if x.Path != "" {
+			s += " " + x.Path
+		}
+		if n := len(v.Scope.Violations); n > 1 {
+			s += fmt.Sprintf(" (+%d more)", n-1)
+		}
+		return s
+	}
+	for _, c := range v.DoD.Commands {
+		if c.ExitCode != 0 || c.TimedOut {
+			if c.TimedOut {
+				return fmt.Sprintf("DoD `%s` timed out", c.Cmd)
+			}
+			return fmt.Sprintf("DoD `%s` exited %d", c.Cmd, c.ExitCode)
+		}
+	}
+	return ""
+}
