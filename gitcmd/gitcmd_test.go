@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,18 +15,11 @@ import (
 	"github.com/git-agentmine/git-agentmine/exitcode"
 )
 
-// isolate points git at an empty home and no system config, so that the
+// isolate points git at a private home and no system config, so that the
 // machine's configuration cannot change what these tests see.
 func isolate(t *testing.T) {
 	t.Helper()
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("XDG_CONFIG_HOME", "")
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
-	t.Setenv("GIT_AUTHOR_NAME", "t")
-	t.Setenv("GIT_AUTHOR_EMAIL", "t@example.com")
-	t.Setenv("GIT_COMMITTER_NAME", "t")
-	t.Setenv("GIT_COMMITTER_EMAIL", "t@example.com")
+	gittest.Scrub(t)
 }
 
 // setLocale sets the parent's locale variables; an empty value unsets one.

@@ -3,6 +3,7 @@ package gitstore
 import (
 	"context"
 	"errors"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,11 +20,8 @@ import (
 // English words, and a directory outside any repository must still be the
 // not-a-repository state error.
 func TestLostRaceRecognisedUnderAnyLocale(t *testing.T) {
-	home := t.TempDir()
+	gittest.Scrub(t)
 	for k, v := range map[string]string{
-		"HOME": home, "XDG_CONFIG_HOME": "", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.DevNull,
-		"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-		"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
 		"LANG": "de_DE.UTF-8", "LC_ALL": "C.UTF-8", "LANGUAGE": "de",
 	} {
 		t.Setenv(k, v)
