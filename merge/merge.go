@@ -180,7 +180,7 @@ func land(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, rec sessions
 			return res, err
 		}
 		for _, w := range wts {
-			dirty, err := (gitcmd.Runner{Dir: w}).Output(ctx, "status", "--porcelain", "--untracked-files=no")
+			dirty, err := g.In(w).Output(ctx, "status", "--porcelain", "--untracked-files=no")
 			if err != nil {
 				return res, fmt.Errorf("checking %s: %w", w, err)
 			}
@@ -212,7 +212,7 @@ func land(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, rec sessions
 			return res, err
 		}
 		for _, w := range wts {
-			if _, err := (gitcmd.Runner{Dir: w}).Run(ctx, "read-tree", "-m", "-u", baseTip, res.Commit); err != nil {
+			if _, err := g.In(w).Run(ctx, "read-tree", "-m", "-u", baseTip, res.Commit); err != nil {
 				return res, fmt.Errorf("merged, but updating the checkout in %s failed (run git checkout -f there): %w", w, err)
 			}
 			res.Worktrees = append(res.Worktrees, w)
