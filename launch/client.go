@@ -119,11 +119,18 @@ const longPromptNote = "Carry out the instructions given above."
 //     answer permission prompts, and agentmine confines it to a
 //     scope-restricted worktree and verifies its diff afterwards. Exit code
 //     alone is not the verdict: the JSON result's is_error is (ReadVerdict).
-//   - codex: `codex exec --json --sandbox workspace-write -C <worktree>
-//     [--add-dir D]... [-m M] <prompt>`; long prompts: `-` and the prompt on
-//     stdin. --full-auto no longer exists (exit 2). The writable directories
-//     (the repository's git dir) are added so the worker can commit from a
-//     linked worktree whose index lives outside it. --json prints events
+//   - codex: `codex exec --json --dangerously-bypass-approvals-and-sandbox
+//     -C <worktree> [--add-dir D]... [-m M] <prompt>`; long prompts: `-` and
+//     the prompt on stdin. --full-auto no longer exists (exit 2). Codex's
+//     own sandbox (--sandbox workspace-write) is not used: run against a
+//     model server it re-mounted .git read-only (the worker could not
+//     commit: "Unable to create .../index.lock: Read-only file system") and
+//     created mount points (.agents and others) in the worktree for the
+//     length of each command, which the live watcher rightly reports as
+//     writes outside the scope. agentmine's scoped worktree and its
+//     verification confine the worker instead. The writable directories
+//     (the repository's git dir) are still passed with --add-dir, for a
+//     command override that turns the sandbox back on. --json prints events
 //     (usage in turn.completed) and no echo of the prompt. With no network
 //     it prints "Reconnecting... (waiting for network)" forever (0.169.0).
 //   - gemini: `gemini --yolo --skip-trust -o json [-m M] --prompt=<prompt>`;
@@ -163,7 +170,7 @@ func adapterFor(c Client) (adapter, bool) {
 			binary:      "codex",
 			contextFile: "AGENTS.md",
 			args: func(in adapterInput) ([]string, string) {
-				a := []string{"exec", "--json", "--sandbox", "workspace-write"}
+				a := []string{"exec", "--json", "--dangerously-bypass-approvals-and-sandbox"}
 				if in.worktree != "" {
 					a = append(a, "-C", in.worktree)
 				}

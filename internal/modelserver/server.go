@@ -153,7 +153,9 @@ func (s *Server) Close() {
 }
 
 // Served is the sum of the usage reported in every answer the server
-// completed.
+// completed to a request that offered tools: the agent's own conversation.
+// Side requests without tools (opencode's title) are left out, as the
+// clients leave them out of their reports.
 func (s *Server) Served() Usage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -207,14 +209,16 @@ func usageFor(n int) Usage {
 }
 
 // nextUsage reserves the usage of the next completed answer.
-func (s *Server) nextUsage() (Usage, int) {
+func (s *Server) nextUsage(conversation bool) (Usage, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := s.answers
 	u := usageFor(n)
 	s.answers++
-	s.served.Input += u.Input
-	s.served.Output += u.Output
+	if conversation {
+		s.served.Input += u.Input
+		s.served.Output += u.Output
+	}
 	return u, n
 }
 
@@ -279,6 +283,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case s.opts.Script == Unauthorized:
 		e.Status, e.Note = http.StatusUnauthorized, "refused the key"
 		s.record(e)
+		// As the vendors' APIs do: a refused key is not worth a retry.
+		w.Header().Set("X-Should-Retry", "false")
 		api.writeError(w, http.StatusUnauthorized, "invalid API key: the scripted model server rejects the key "+APIKey)
 		return
 	case s.opts.Script == Flaky && call == 0:
@@ -309,7 +315,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	e.Note = a.describe()
 	s.record(e)
-	u, n := s.nextUsage()
+	u, n := s.nextUsage(len(req.tools) > 0)
 	a.id = fmt.Sprintf("scripted%d", n)
 	api.writeAnswer(w, s.opts.Model, a, u, req.stream)
 }
