@@ -73,6 +73,9 @@ func TestReadVerdictReasons(t *testing.T) {
 		{Codex, 1, codexEventsSample + `{"type":"error","message":"unexpected status 401 Unauthorized: bad key"}
 {"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized: bad key"}}
 `, "unexpected status 401 Unauthorized: bad key"},
+		// Gemini -o json: the API's error body inside the error message.
+		{Gemini, 1, "Attempt 1 failed\n{\n  \"error\": {\n    \"type\": \"Error\",\n    \"message\": \"{\\\"error\\\":{\\\"code\\\":401,\\\"message\\\":\\\"invalid API key\\\",\\\"status\\\":\\\"UNAUTHENTICATED\\\"}}\",\n    \"code\": 401\n  }\n}",
+			"invalid API key"},
 		// opencode colours its error even with NO_COLOR.
 		{OpenCode, 1, "\x1b[91m\x1b[1mError: \x1b[0mIncorrect API key provided\x1b[0m\n", "Error: Incorrect API key provided"},
 		{OpenCode, 1, `{"type":"error","error":{"name":"APIError","data":{"message":"Unauthorized: bad key"}}}` + "\n", "Unauthorized: bad key"},

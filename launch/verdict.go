@@ -99,6 +99,21 @@ func ReadVerdict(c Client, exitCode int, output []byte) Verdict {
 	}
 	words := findFailureWords(lines)
 	if c == Gemini {
+		// -o json ends a failed run with an indented {"error": {...}}
+		// whose message may itself be the API's JSON error body.
+		var doc struct {
+			Error *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if lastJSONDocument(stripANSI(output), &doc) && doc.Error != nil && doc.Error.Message != "" {
+			msg := doc.Error.Message
+			if m, ok := jsonMessage(msg); ok {
+				msg = m
+			}
+			first, _, _ := strings.Cut(strings.TrimSpace(msg), "\n")
+			words = first
+		}
 		switch exitCode {
 		case 41:
 			v.Reason = "gemini exit 41: authentication not configured"
