@@ -100,6 +100,7 @@ type Process struct {
 	outBytes int64
 	partial  []byte // the last unfinished output line, for stall phrases
 	stalled  string
+	midLine  bool // the worker's last output to the log did not end a line
 }
 
 // Start launches spec.Argv in its own process group with stdin closed (or
@@ -394,8 +395,11 @@ func (p *Process) watchStalls(b []byte) {
 // emit writes to the log and the tee. Failures are not the worker's
 // problem: a full disk or a closed terminal must not kill the run.
 func (p *Process) emit(b []byte) {
-	if p.log != nil {
+	if p.log != nil && len(b) > 0 {
 		_, _ = p.log.Write(b)
+		p.outMu.Lock()
+		p.midLine = b[len(b)-1] != '\n'
+		p.outMu.Unlock()
 	}
 	if p.tee != nil {
 		if _, err := p.tee.Write(b); err != nil {
@@ -413,6 +417,14 @@ func (p *Process) note(format string, args ...any) {
 		return
 	}
 	line := NotePrefix + time.Now().UTC().Format(time.RFC3339) + " " + fmt.Sprintf(format, args...) + "\n"
+	p.outMu.Lock()
+	if p.midLine {
+		// Start the note on its own line, so that it is never read as
+		// the end of the worker's last line.
+		line = "\n" + line
+		p.midLine = false
+	}
+	p.outMu.Unlock()
 	_, _ = p.log.Write([]byte(line))
 }
 

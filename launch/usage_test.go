@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -124,5 +125,32 @@ func TestStallPhraseStopsWorker(t *testing.T) {
 	}
 	if res := p.Wait(); res.Stopped || res.Stalled != "" || res.ExitCode != 3 {
 		t.Fatalf("result %+v", res)
+	}
+}
+
+// opencode keeps its reason in its own log directory.
+func TestClientLogReason(t *testing.T) {
+	home := t.TempDir()
+	dir := home + "/.local/share/opencode/log"
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().Add(-time.Minute)
+	log := `timestamp=2026-11-23T09:19:19.452Z level=INFO run=b1 message="creating instance" directory=/tmp/r
+timestamp=2026-11-23T09:19:20.452Z level=ERROR run=b1 message="stream error" error="AI_APICallError: Incorrect API key provided"
+timestamp=2026-11-23T09:19:21.452Z level=INFO run=b1 message=done
+`
+	if err := os.WriteFile(dir+"/2026.log", []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + home, "XDG_DATA_HOME="}
+	if got := ClientLogReason(OpenCode, env, start); got != "stream error: AI_APICallError: Incorrect API key provided" {
+		t.Fatalf("ClientLogReason = %q", got)
+	}
+	if got := ClientLogReason(OpenCode, env, time.Now().Add(time.Hour)); got != "" {
+		t.Fatalf("a log from before the run was read: %q", got)
+	}
+	if got := ClientLogReason(ClaudeCode, env, start); got != "" {
+		t.Fatalf("claude has no such log: %q", got)
 	}
 }

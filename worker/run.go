@@ -171,6 +171,17 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 				out.ExitCode = 1
 			}
 		}
+		if out.ExitCode != 0 || res.TimedOut {
+			// Some clients keep their reason in their own log files.
+			if r := launch.ClientLogReason(launch.Client(s.Client), e.workerEnv(rec), res.Started); r != "" {
+				switch {
+				case res.TimedOut:
+					out.Reason = "timed out; the client's log says: " + r
+				case out.Reason == "" || !strings.Contains(strings.ToLower(out.Reason), "error"):
+					out.Reason = r
+				}
+			}
+		}
 		if res.Stalled != "" {
 			out.Reason = "no progress possible: " + res.Stalled
 		}
