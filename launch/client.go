@@ -80,6 +80,9 @@ type adapter struct {
 	// passed through promptFile, and args says whether it wants the file
 	// as stdin.
 	args func(in adapterInput) (args []string, stdinFile string)
+	// stalls are phrases the client prints when it can make no progress
+	// and will not give up by itself (lower case; see StallPhrases).
+	stalls []string
 }
 
 // adapterInput is what an adapter builds its arguments from.
@@ -96,12 +99,17 @@ type adapterInput struct {
 const longPromptNote = "Carry out the instructions given above."
 
 // adapterFor is the adapter table. Each row was checked against the real
-// client's --help and run without network or credentials, as root, with
-// these versions: Claude Code 2.1.197, Codex CLI 0.169.0, Gemini CLI 0.61.0,
-// opencode 1.18.33. Aider was not installed (Python); its row follows its
-// documented flags. Client flags change between releases: when a client
-// rejects a flag, the fix belongs here, and agents can override the whole
-// argv with `command`.
+// client's --help, run without network or credentials, as root, and run
+// end to end (edit, commit, failures) against a scripted model server on
+// loopback, with the versions pinned for the tests in
+// internal/modelserver/clients/package.json: Claude Code 2.1.330, Codex CLI
+// 0.169.0, Gemini CLI 0.61.0, opencode 1.18.33. Aider was not installed
+// (Python); its row follows its documented flags. Client flags change
+// between releases: when a client rejects a flag, the fix belongs here, and
+// agents can override the whole argv with `command`.
+//
+// Every client that can is asked for machine-readable output, so that
+// ReadUsage finds its token counts and ReadVerdict its error events.
 //
 //   - claude-code: `claude -p <prompt> --dangerously-skip-permissions
 //     --output-format json [--model M]`. Long prompts: no prompt argument,
@@ -111,17 +119,28 @@ const longPromptNote = "Carry out the instructions given above."
 //     answer permission prompts, and agentmine confines it to a
 //     scope-restricted worktree and verifies its diff afterwards. Exit code
 //     alone is not the verdict: the JSON result's is_error is (ReadVerdict).
-//   - codex: `codex exec --sandbox workspace-write -C <worktree>
-//     [--add-dir D]... [-m M] <prompt>`; long prompts: `-` and the prompt on
-//     stdin. --full-auto no longer exists (exit 2). The writable directories
-//     (the repository's git dir) are added so the worker can commit from a
-//     linked worktree whose index lives outside it.
-//   - gemini: `gemini --yolo --skip-trust [-m M] --prompt=<prompt>`; long
-//     prompts: the file on stdin and a short --prompt, which Gemini appends
-//     to stdin. Without --skip-trust every new worktree is untrusted (exit 55).
-//   - opencode: `opencode run <prompt> --auto --dir <worktree> [-m M]`; long
-//     prompts: a short message and `--file <prompt file>` (last, because the
-//     flag takes a list).
+//   - codex: `codex exec --json --dangerously-bypass-approvals-and-sandbox
+//     -C <worktree> [--add-dir D]... [-m M] <prompt>`; long prompts: `-` and
+//     the prompt on stdin. --full-auto no longer exists (exit 2). Codex's
+//     own sandbox (--sandbox workspace-write) is not used: run against a
+//     model server it re-mounted .git read-only (the worker could not
+//     commit: "Unable to create .../index.lock: Read-only file system") and
+//     created mount points (.agents and others) in the worktree for the
+//     length of each command, which the live watcher rightly reports as
+//     writes outside the scope. agentmine's scoped worktree and its
+//     verification confine the worker instead. The writable directories
+//     (the repository's git dir) are still passed with --add-dir, for a
+//     command override that turns the sandbox back on. --json prints events
+//     (usage in turn.completed) and no echo of the prompt. With no network
+//     it prints "Reconnecting... (waiting for network)" forever (0.169.0).
+//   - gemini: `gemini --yolo --skip-trust -o json [-m M] --prompt=<prompt>`;
+//     long prompts: the file on stdin and a short --prompt, which Gemini
+//     appends to stdin. Without --skip-trust every new worktree is
+//     untrusted (exit 55). -o json ends with one JSON object holding stats.
+//   - opencode: `opencode run <prompt> --auto --format json --dir <worktree>
+//     [-m M]`; long prompts: a short message and `--file <prompt file>`
+//     (last, because the flag takes a list). --format json prints events
+//     (usage in step_finish).
 //   - aider: `aider --yes-always --no-auto-commits --message-file <file>
 //     [--model M]`: always by file, so prompt length never matters.
 func adapterFor(c Client) (adapter, bool) {
@@ -151,7 +170,7 @@ func adapterFor(c Client) (adapter, bool) {
 			binary:      "codex",
 			contextFile: "AGENTS.md",
 			args: func(in adapterInput) ([]string, string) {
-				a := []string{"exec", "--sandbox", "workspace-write"}
+				a := []string{"exec", "--json", "--dangerously-bypass-approvals-and-sandbox"}
 				if in.worktree != "" {
 					a = append(a, "-C", in.worktree)
 				}
@@ -166,13 +185,16 @@ func adapterFor(c Client) (adapter, bool) {
 				}
 				return append(a, "-"), in.promptFile
 			},
+			stalls: []string{
+				"waiting for network", // 0.169.0: retries forever with no network
+			},
 		}, true
 	case Gemini:
 		return adapter{
 			binary:      "gemini",
 			contextFile: "GEMINI.md",
 			args: func(in adapterInput) ([]string, string) {
-				a := []string{"--yolo", "--skip-trust"}
+				a := []string{"--yolo", "--skip-trust", "-o", "json"}
 				if in.model != "" {
 					a = append(a, "-m", in.model)
 				}
@@ -191,7 +213,7 @@ func adapterFor(c Client) (adapter, bool) {
 				if msg == "" {
 					msg = "Carry out the instructions in the attached file."
 				}
-				a := []string{"run", msg, "--auto"}
+				a := []string{"run", msg, "--auto", "--format", "json"}
 				if in.worktree != "" {
 					a = append(a, "--dir", in.worktree)
 				}
@@ -225,6 +247,16 @@ func adapterFor(c Client) (adapter, bool) {
 func ContextFile(c Client) string {
 	a, _ := adapterFor(c)
 	return a.contextFile
+}
+
+// StallPhrases lists what client c prints, in lower case, when it can make
+// no progress and would wait forever: a worker whose output holds one of
+// them is stopped early and fails with that line as the reason (see
+// Spec.Stalls). Each phrase names, in the adapter table, the client
+// version it was seen with.
+func StallPhrases(c Client) []string {
+	a, _ := adapterFor(c)
+	return append([]string(nil), a.stalls...)
 }
 
 // Binary names the executable the client's adapter runs ("" for custom).

@@ -64,9 +64,9 @@ func TestBuildShortPrompts(t *testing.T) {
 		env   []string
 	}{
 		{ClaudeCode, "opus", []string{"claude", "-p", p, "--dangerously-skip-permissions", "--output-format", "json", "--model", "opus"}, "", []string{"IS_SANDBOX=1"}},
-		{Codex, "", []string{"codex", "exec", "--sandbox", "workspace-write", "-C", "/wt", "--add-dir", "/repo/.git", p}, "", nil},
-		{Gemini, "m", []string{"gemini", "--yolo", "--skip-trust", "-m", "m", "--prompt=" + p}, "", nil},
-		{OpenCode, "prov/m", []string{"opencode", "run", p, "--auto", "--dir", "/wt", "-m", "prov/m"}, "", nil},
+		{Codex, "", []string{"codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "-C", "/wt", "--add-dir", "/repo/.git", p}, "", nil},
+		{Gemini, "m", []string{"gemini", "--yolo", "--skip-trust", "-o", "json", "-m", "m", "--prompt=" + p}, "", nil},
+		{OpenCode, "prov/m", []string{"opencode", "run", p, "--auto", "--format", "json", "--dir", "/wt", "-m", "prov/m"}, "", nil},
 		{Aider, "", []string{"aider", "--yes-always", "--no-auto-commits", "--message-file", pf}, "", nil},
 	}
 	for _, tc := range cases {

@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -55,6 +56,10 @@ type Spec struct {
 	Timeout time.Duration
 	// Grace is the time between SIGTERM and SIGKILL (DefaultGrace if zero).
 	Grace time.Duration
+	// Stalls are lower-case phrases that mean the worker can make no
+	// progress (StallPhrases of its client): the first output line holding
+	// one stops the run as Stop does, and Result.Stalled holds the line.
+	Stalls []string
 }
 
 // Result is what was observed of a finished run.
@@ -76,6 +81,9 @@ type Result struct {
 	// Stopped is set when Stop, or a context cancelled with
 	// ErrStopRequested, ended the run.
 	Stopped bool
+	// Stalled is the output line (without ANSI escapes) that matched one
+	// of Spec.Stalls, when that stopped the run.
+	Stalled string
 	// Started and Finished bound the run.
 	Started, Finished time.Time
 	// OutputBytes counts everything the worker wrote to stdout and stderr,
@@ -99,6 +107,9 @@ type Process struct {
 
 	outMu    sync.Mutex
 	outBytes int64
+	partial  []byte // the last unfinished output line, for stall phrases
+	stalled  string
+	midLine  bool // the worker's last output to the log did not end a line
 }
 
 // Start launches spec.Argv in its own process group with stdin closed (or
@@ -279,6 +290,9 @@ func (p *Process) supervise(ctx context.Context, exited <-chan *os.ProcessState,
 	}
 	p.outMu.Lock()
 	p.res.OutputBytes = p.outBytes
+	if p.res.Stopped {
+		p.res.Stalled = p.stalled
+	}
 	p.outMu.Unlock()
 	p.closeLog()
 }
@@ -348,6 +362,7 @@ func (p *Process) copyOutput(copied chan<- struct{}) {
 			p.outBytes += int64(n)
 			p.outMu.Unlock()
 			p.emit(buf[:n])
+			p.watchStalls(buf[:n])
 		}
 		if err != nil {
 			return
@@ -355,11 +370,50 @@ func (p *Process) copyOutput(copied chan<- struct{}) {
 	}
 }
 
+// maxStallLine bounds the unfinished line kept for stall phrases.
+const maxStallLine = 4 << 10
+
+// watchStalls looks for the stall phrases in every output line (ended by
+// a newline or a carriage return) and stops the run at the first match.
+func (p *Process) watchStalls(b []byte) {
+	if len(p.spec.Stalls) == 0 || p.stalled != "" {
+		return
+	}
+	for len(b) > 0 {
+		i := bytes.IndexAny(b, "\r\n")
+		if i < 0 {
+			p.partial = append(p.partial, b...)
+			if len(p.partial) > maxStallLine {
+				p.partial = p.partial[len(p.partial)-maxStallLine:]
+			}
+			return
+		}
+		line := append(p.partial, b[:i]...)
+		p.partial = p.partial[:0]
+		b = b[i+1:]
+		text := strings.TrimSpace(string(stripANSI(line)))
+		lower := strings.ToLower(text)
+		for _, phrase := range p.spec.Stalls {
+			if phrase != "" && strings.Contains(lower, phrase) {
+				p.outMu.Lock()
+				p.stalled = text
+				p.outMu.Unlock()
+				p.note("no progress possible (%q): stopping the worker", phrase)
+				p.Stop()
+				return
+			}
+		}
+	}
+}
+
 // emit writes to the log and the tee. Failures are not the worker's
 // problem: a full disk or a closed terminal must not kill the run.
 func (p *Process) emit(b []byte) {
-	if p.log != nil {
+	if p.log != nil && len(b) > 0 {
 		_, _ = p.log.Write(b)
+		p.outMu.Lock()
+		p.midLine = b[len(b)-1] != '\n'
+		p.outMu.Unlock()
 	}
 	if p.tee != nil {
 		if _, err := p.tee.Write(b); err != nil {
@@ -377,6 +431,14 @@ func (p *Process) note(format string, args ...any) {
 		return
 	}
 	line := NotePrefix + time.Now().UTC().Format(time.RFC3339) + " " + fmt.Sprintf(format, args...) + "\n"
+	p.outMu.Lock()
+	if p.midLine {
+		// Start the note on its own line, so that it is never read as
+		// the end of the worker's last line.
+		line = "\n" + line
+		p.midLine = false
+	}
+	p.outMu.Unlock()
 	_, _ = p.log.Write([]byte(line))
 }
 
@@ -410,6 +472,18 @@ func envValue(env []string, key string) string {
 		}
 	}
 	return ""
+}
+
+// CheckCommand reports, with the error Start would return, whether the
+// program of argv can be found in the PATH a worker started with env
+// would have. It lets a caller refuse a run up front (a detached run,
+// before its supervisor is started).
+func CheckCommand(argv []string, env []string) error {
+	if len(argv) == 0 || argv[0] == "" {
+		return exitcode.New(exitcode.Config, errors.New("start worker: empty command"), "")
+	}
+	_, err := lookPath(argv[0], envValue(WorkerEnv(env), "PATH"))
+	return err
 }
 
 // lookPath finds the program the worker runs. A name with a slash is used

@@ -99,6 +99,21 @@ func ReadVerdict(c Client, exitCode int, output []byte) Verdict {
 	}
 	words := findFailureWords(lines)
 	if c == Gemini {
+		// -o json ends a failed run with an indented {"error": {...}}
+		// whose message may itself be the API's JSON error body.
+		var doc struct {
+			Error *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if lastJSONDocument(stripANSI(output), &doc) && doc.Error != nil && doc.Error.Message != "" {
+			msg := doc.Error.Message
+			if m, ok := jsonMessage(msg); ok {
+				msg = m
+			}
+			first, _, _ := strings.Cut(strings.TrimSpace(msg), "\n")
+			words = first
+		}
 		switch exitCode {
 		case 41:
 			v.Reason = "gemini exit 41: authentication not configured"
@@ -130,23 +145,63 @@ func ReadVerdict(c Client, exitCode int, output []byte) Verdict {
 			v.Reason = last
 		}
 	}
+	if m, ok := jsonMessage(v.Reason); ok {
+		v.Reason = m
+	}
 	v.Reason = clip(v.Reason, MaxReasonBytes)
 	return v
 }
 
 // outputLines splits output into trimmed, non-empty lines without ANSI
-// escapes and without agentmine's own notes.
+// escapes and without agentmine's own notes. A line that is a JSON event
+// (Codex --json, opencode --format json) is kept only when it reports an
+// error, as the error's message: the other events carry tool output and
+// the prompt, whose words are not the client's. Claude Code's result line
+// is kept whole for claudeResult.
 func outputLines(output []byte) []string {
 	output = stripANSI(output)
 	var lines []string
 	for _, l := range bytes.Split(output, []byte("\n")) {
-		s := strings.TrimSpace(string(l))
+		s := strings.TrimSpace(strings.ReplaceAll(string(l), "\r", ""))
 		if s == "" || strings.HasPrefix(s, NotePrefix) {
+			continue
+		}
+		if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") {
+			if msg, ok := eventError(s); ok {
+				lines = append(lines, msg)
+			} else if strings.Contains(s, `"type":"result"`) {
+				lines = append(lines, s)
+			}
 			continue
 		}
 		lines = append(lines, s)
 	}
 	return lines
+}
+
+// eventError returns the message of a JSON event line that reports an
+// error: a "type" naming an error or a failure (Codex's "error" and
+// "turn.failed", opencode's "error"), with its message.
+func eventError(line string) (string, bool) {
+	var ev struct {
+		Type string `json:"type"`
+		Item *struct {
+			Type string `json:"type"`
+		} `json:"item"`
+	}
+	if json.Unmarshal([]byte(line), &ev) != nil {
+		return "", false
+	}
+	t := strings.ToLower(ev.Type)
+	if !strings.Contains(t, "error") && !strings.Contains(t, "failed") {
+		return "", false
+	}
+	var v any
+	if json.Unmarshal([]byte(line), &v) != nil {
+		return "", false
+	}
+	msg := findMessage(v)
+	return strings.TrimSpace(msg), msg != ""
 }
 
 func findFailureWords(lines []string) string {
@@ -171,6 +226,11 @@ type claudeResultLine struct {
 
 func (r claudeResultLine) reason() string {
 	s := strings.TrimSpace(r.Result)
+	if first, _, _ := strings.Cut(s, "\n"); first != "" {
+		if m, ok := jsonMessage(first); ok {
+			s = m
+		}
+	}
 	if s == "" {
 		s = "claude reported an error"
 		if r.Subtype != "" && r.Subtype != "success" {
@@ -196,7 +256,8 @@ func claudeResult(lines []string) (claudeResultLine, bool) {
 	return claudeResultLine{}, false
 }
 
-// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+// clip cuts s to at most n bytes, at a word boundary when there is one in
+// the second half, else on a rune boundary, marking the cut.
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -205,5 +266,8 @@ func clip(s string, n int) string {
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + "…"
+	if sp := strings.LastIndexAny(s[:cut+1], " \t"); sp > n/2 {
+		cut = sp
+	}
+	return strings.TrimRight(s[:cut], " \t,;:") + "…"
 }

@@ -103,6 +103,37 @@ type Outcome struct {
 	Scope      json.RawMessage `json:"scope,omitempty"`
 	DoD        json.RawMessage `json:"dod,omitempty"`
 	Commits    int             `json:"commits"`
+	// Usage is what the client reported about tokens and cost in its
+	// machine-readable output; nil when it reported nothing.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Usage is the tokens and cost a client reported for one run.
+type Usage struct {
+	InputTokens      int64   `json:"input_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64   `json:"cache_write_tokens,omitempty"`
+	CostUSD          float64 `json:"cost_usd,omitempty"`
+}
+
+// Add sums two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens + o.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens + o.CacheWriteTokens,
+		CostUSD: u.CostUSD + o.CostUSD}
+}
+
+// String renders a usage for people: "3321 in, 69 out, $0.0147".
+func (u Usage) String() string {
+	s := fmt.Sprintf("%d in, %d out", u.InputTokens, u.OutputTokens)
+	if u.CacheReadTokens > 0 || u.CacheWriteTokens > 0 {
+		s += fmt.Sprintf(" (cache %d read, %d written)", u.CacheReadTokens, u.CacheWriteTokens)
+	}
+	if u.CostUSD > 0 {
+		s += fmt.Sprintf(", $%.4f", u.CostUSD)
+	}
+	return s
 }
 
 // Decode parses a stored session document, refusing versions this binary

@@ -81,7 +81,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	var startErr error
 	proc, startErr = launch.Start(ctx, launch.Spec{Argv: s.Command, Dir: s.Worktree, Env: e.workerEnv(rec),
 		Stdin: s.CommandStdin, LogPath: s.Log, Tee: opts.Tee, Timeout: time.Duration(s.Timeout) * time.Second,
-		Grace: time.Duration(s.Grace) * time.Second})
+		Grace: time.Duration(s.Grace) * time.Second, Stalls: stallsOf(s)})
 	if startErr == nil {
 		strict.Lock()
 		strict.proc = proc
@@ -112,13 +112,31 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			say("warning: %v", err)
 		}
 	} else {
-		tail, _ := launch.TailBytes(s.Log, 64<<10)
+		tail, _ := launch.TailBytes(s.Log, usageTailBytes)
 		if v := launch.ReadVerdict(launch.Client(s.Client), res.ExitCode, tail); v.Reason != "" {
 			out.Reason = v.Reason
 			if v.Failed && out.ExitCode == 0 {
 				// The client said it failed although it exited 0.
 				out.ExitCode = 1
 			}
+		}
+		if out.ExitCode != 0 || res.TimedOut {
+			// Some clients keep their reason in their own log files.
+			if r := launch.ClientLogReason(launch.Client(s.Client), e.workerEnv(rec), res.Started); r != "" {
+				switch {
+				case res.TimedOut:
+					out.Reason = "timed out; the client's log says: " + r
+				case out.Reason == "" || !strings.Contains(strings.ToLower(out.Reason), "error"):
+					out.Reason = r
+				}
+			}
+		}
+		if res.Stalled != "" {
+			out.Reason = "no progress possible: " + res.Stalled
+		}
+		if u, ok := launch.ReadUsage(launch.Client(s.Client), tail); ok {
+			out.Usage = &sessions.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+				CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
 		}
 	}
 	if res.Stopped && strict.ev == nil {
@@ -148,6 +166,27 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		return out, fmt.Errorf("session %s could not start: %w", s.ID[:8], startErr)
 	}
 	return out, nil
+}
+
+// CheckStartable returns nil when the session's client can be found. When
+// it cannot, it records the failed outcome a foreground run records (exit
+// 127, the reason in the log) and returns the error with its exit code and
+// hint. A detached run calls it before starting its supervisor, so that a
+// missing client fails up front instead of after "running detached".
+func (e *Env) CheckStartable(ctx context.Context, rec sessions.Record) error {
+	s := rec.Session
+	err := launch.CheckCommand(s.Command, e.workerEnv(rec))
+	if err == nil {
+		return nil
+	}
+	ctx = context.WithoutCancel(ctx)
+	_ = appendLog(s.Log, "agentmine: "+err.Error()+"\n")
+	out := sessions.Outcome{ExitCode: 127, Finished: time.Now().UTC(), Reason: firstLine(err.Error()), By: "agentmine " + s.Mode}
+	defer e.releaseClaim(ctx, rec)
+	if rerr := sessions.RecordOutcome(ctx, e.St, rec, &out); rerr != nil {
+		return rerr
+	}
+	return fmt.Errorf("session %s could not start: %w", s.ID[:8], err)
 }
 
 // judge verifies the changes against the scope and runs the DoD, filling in
@@ -226,6 +265,20 @@ func (e *Env) workerEnv(rec sessions.Record) []string {
 	env = append(env, "AGENTMINE_TASK="+s.Task, "AGENTMINE_SESSION="+s.ID, "AGENTMINE_WORKTREE="+s.Worktree,
 		"AGENTMINE_PROMPT_FILE="+filepath.Join(s.Worktree, PromptRel))
 	return env
+}
+
+// usageTailBytes is how much of the end of a session log is read for the
+// client's verdict and usage report (some clients report usage per step).
+const usageTailBytes = 4 << 20
+
+// stallsOf returns the stall phrases of the session's client, unless the
+// agent replaced the adapter's command with its own.
+func stallsOf(s sessions.Session) []string {
+	c := launch.Client(s.Client)
+	if len(s.Command) == 0 || s.Command[0] != launch.Binary(c) {
+		return nil
+	}
+	return launch.StallPhrases(c)
 }
 
 func isGenerated(rel string, generated []string) bool {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/git-agentmine/git-agentmine/sessions"
 	"sort"
 	"time"
 
@@ -37,7 +38,9 @@ func (c *StatusCmd) Run(a *App) error {
 		}
 		switch r.Status {
 		case status.Review:
-			j.Review = append(j.Review, v.taskJSON(id))
+			tj := v.taskJSON(id)
+			tj.Usage = taskUsage(a.sessions, id)
+			j.Review = append(j.Review, tj)
 		case status.Failed, status.DoDFailed:
 			failed = append(failed, id)
 		}
@@ -56,7 +59,9 @@ func (c *StatusCmd) Run(a *App) error {
 		failed = failed[:c.Failures]
 	}
 	for _, id := range failed {
-		j.Failures = append(j.Failures, v.taskJSON(id))
+		tj := v.taskJSON(id)
+		tj.Usage = taskUsage(a.sessions, id)
+		j.Failures = append(j.Failures, tj)
 	}
 	for _, s := range a.sessions {
 		if live, _ := board.Liveness(s, a.here(), time.Now()); live {
@@ -87,14 +92,22 @@ func (c *StatusCmd) Run(a *App) error {
 		p.Printf("  none\n")
 	}
 	for _, t := range j.Review {
-		p.Printf("  %s %s\n", p.Paint(output.Yellow, t.ShortID), t.Title)
+		p.Printf("  %s %s%s\n", p.Paint(output.Yellow, t.ShortID), t.Title, usageSuffix(t.Usage))
 	}
 	p.Printf("\n%s\n", p.Paint(output.Bold, "Recent failures"))
 	if len(j.Failures) == 0 {
 		p.Printf("  none\n")
 	}
 	for _, t := range j.Failures {
-		p.Printf("  %s %s %s\n    %s\n", p.Paint(output.Yellow, t.ShortID), p.Paint(statusColor(status.Status(t.Status)), t.Status), t.Title, t.StatusReason)
+		p.Printf("  %s %s %s%s\n    %s\n", p.Paint(output.Yellow, t.ShortID), p.Paint(statusColor(status.Status(t.Status)), t.Status), t.Title, usageSuffix(t.Usage), t.StatusReason)
 	}
 	return nil
+}
+
+// usageSuffix renders a task's summed usage after its title.
+func usageSuffix(u *sessions.Usage) string {
+	if u == nil {
+		return ""
+	}
+	return "  (" + u.String() + ")"
 }

@@ -45,5 +45,8 @@ func printSessionSummary(a *App, v *view, id string) {
 		if o.Reason != "" {
 			p.Printf("    reason: %s\n", o.Reason)
 		}
+		if o.Usage != nil {
+			p.Printf("    usage: %s\n", o.Usage)
+		}
 	}
 }

@@ -141,6 +141,8 @@ type taskJSON struct {
 	Commit       string       `json:"commit"`
 	Session      string       `json:"session,omitempty"`
 	Extra        *sessionInfo `json:"latest_session,omitempty"`
+	// Usage sums the usage every session of the task reported.
+	Usage *sessions.Usage `json:"usage,omitempty"`
 }
 
 // runJSON is `worker run --json`: the session and, after --exec, its outcome.

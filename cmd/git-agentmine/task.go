@@ -10,6 +10,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/output"
+	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/tasks"
 )
@@ -418,6 +419,21 @@ func loadView(a *App) (*view, error) {
 	return &view{Board: b.Tasks, Status: b.Status, Store: st}, nil
 }
 
+// taskUsage sums the usage the task's sessions reported (nil if none did).
+func taskUsage(recs []sessions.Record, id string) *sessions.Usage {
+	var sum *sessions.Usage
+	for _, r := range recs {
+		if r.Session.Task != id || r.Outcome == nil || r.Outcome.Usage == nil {
+			continue
+		}
+		if sum == nil {
+			sum = &sessions.Usage{}
+		}
+		*sum = sum.Add(*r.Outcome.Usage)
+	}
+	return sum
+}
+
 func (v *view) taskJSON(id string) taskJSON {
 	e := v.Board.Tasks[id]
 	t := e.Task
@@ -530,6 +546,7 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 	if a.G.JSON {
 		j := v.taskJSON(id)
 		j.Extra = latestSession(a, v, id)
+		j.Usage = taskUsage(a.sessions, id)
 		return a.P.PrintJSON(j)
 	}
 	if a.G.Quiet {
@@ -591,6 +608,9 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 		}
 	}
 	printSessionSummary(a, v, id)
+	if u := taskUsage(a.sessions, id); u != nil {
+		p.Printf("  usage (all sessions): %s\n", u)
+	}
 	return nil
 }
 

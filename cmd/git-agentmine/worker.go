@@ -96,6 +96,9 @@ func (c *WorkerRunCmd) Run(a *App) error {
 		return nil
 	}
 	if c.Detach {
+		if err := env.CheckStartable(a.Ctx, p.Rec); err != nil {
+			return err
+		}
 		argv := []string{a.Args0, "-C", env.Top, "worker", "supervise", s.ID}
 		pid, start, err := launch.Detach(a.Ctx, argv, env.Top, nil, s.Log+".supervisor")
 		if err != nil {
