@@ -17,7 +17,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/sessions"
 )
 
-// clientBinDir is where .ci/run installs the pinned clients (npm ci in
+// clientBinDir is where .ci/run installs the pinned clients (npm install in
 // internal/modelserver/clients).
 const clientBinDir = "clients/node_modules/.bin"
 
@@ -157,7 +157,7 @@ func TestRealClientsAgainstModelServer(t *testing.T) {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(clients, c.binary)); err != nil {
-			t.Errorf("%s is not installed in %s: run `npm ci` there (.ci/run does): %v", c.binary, clients, err)
+			t.Errorf("%s is not installed in %s: run `npm install` there (.ci/run does): %v", c.binary, clients, err)
 			continue
 		}
 		for _, sc := range clientScenarios() {
