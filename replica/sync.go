@@ -235,6 +235,13 @@ func loop(ctx context.Context, st Store, opts Options, m mode) (Report, error) {
 	remote := opts.Remote
 	if remote == "" {
 		remote = DefaultRemote(st)
+		if !HasRemote(ctx, st, remote) {
+			if _, set := st.Config("agentmine.remote"); !set {
+				return newReport(remote, 0), exitcode.New(exitcode.Config,
+					fmt.Errorf("no sync remote: agentmine.remote is not set and there is no remote named %s", remote),
+					"set one with: git agentmine init --remote NAME (or git config agentmine.remote NAME), or name it: git agentmine sync NAME")
+			}
+		}
 	}
 	rep := newReport(remote, 0)
 	if err := checkRemote(ctx, st, remote); err != nil {
@@ -313,6 +320,16 @@ func DefaultRemote(st Store) string {
 		return r
 	}
 	return "origin"
+}
+
+// HasRemote reports whether the repository has a remote of that name with a
+// URL. It runs no network operation.
+func HasRemote(ctx context.Context, st Store, remote string) bool {
+	if remote == "" {
+		return false
+	}
+	_, err := st.Git().Run(ctx, "config", "--get", "remote."+remote+".url")
+	return err == nil
 }
 
 func checkRemote(ctx context.Context, st Store, remote string) error {
