@@ -74,22 +74,24 @@ func Task(ctx context.Context, st *gitstore.Store, defaultBase, prefix string, o
 	if !ok {
 		return Result{}, exitcode.New(exitcode.State, fmt.Errorf("task %s has no session to merge", short), "run one with: git agentmine worker run "+short+" --exec")
 	}
-	if err := gate(rec, o.AllowSkipped); err != nil {
+	if err := gate(rec, short, o.AllowSkipped); err != nil {
 		return Result{}, fmt.Errorf("not merging task %s: %w", short, err)
 	}
 	task := b.Tasks.Tasks[tid].Task
 	return land(ctx, st.Git(), st, rec, task.Title, o)
 }
 
-// gate checks the facts of the session's outcome.
-func gate(rec sessions.Record, allowSkipped bool) error {
+// gate checks the facts of the session's outcome. Every refusal carries a
+// reason and a hint naming the next step; task is the task's short id.
+func gate(rec sessions.Record, task string, allowSkipped bool) error {
 	o := rec.Outcome
 	s := rec.Session
 	if o == nil {
-		return exitcode.New(exitcode.State, fmt.Errorf("session %s has not ended", s.ID[:8]), "wait for it: git agentmine worker wait")
+		return exitcode.New(exitcode.State, fmt.Errorf("session %s has not ended", s.ID[:8]), "wait for it: git agentmine worker wait "+task)
 	}
+	retry := "see why: git agentmine task show " + task + "; run it again with: git agentmine worker run " + task + " --exec --replace"
 	fail := func(format string, a ...any) error {
-		return exitcode.New(exitcode.Failed, fmt.Errorf(format, a...), "")
+		return exitcode.New(exitcode.Failed, fmt.Errorf(format, a...), retry)
 	}
 	switch {
 	case o.TimedOut:
@@ -103,6 +105,7 @@ func gate(rec sessions.Record, allowSkipped bool) error {
 	if !v.HasScope {
 		return fail("session %s has no scope verdict", s.ID[:8])
 	}
+	noCommit := o.Tip == "" || o.Tip == s.BaseCommit
 	if !v.Scope.Valid {
 		return fail("session %s broke its scope: %s", s.ID[:8], v.Explain())
 	}
@@ -110,13 +113,24 @@ func gate(rec sessions.Record, allowSkipped bool) error {
 	case "passed":
 	case "skipped":
 		if !allowSkipped {
-			return exitcode.New(exitcode.Failed, fmt.Errorf("session %s skipped its DoD (%s)", s.ID[:8], v.DoD.Reason), "pass --allow-skipped to merge anyway")
+			reason := v.DoD.Reason
+			if reason == "" {
+				reason = "no reason recorded"
+			}
+			return exitcode.New(exitcode.Failed, fmt.Errorf("session %s skipped its DoD (%s)", s.ID[:8], reason), "pass --allow-skipped to merge anyway")
 		}
 	default:
-		return fail("session %s DoD %s: %s", s.ID[:8], v.DoD.Status, v.Explain())
+		reason := v.Explain()
+		if reason == "" && noCommit {
+			reason = verify.NoCommitReason
+		}
+		if reason == "" {
+			reason = "no failing command recorded"
+		}
+		return fail("session %s DoD %s: %s", s.ID[:8], v.DoD.Status, reason)
 	}
-	if o.Tip == "" || o.Tip == s.BaseCommit {
-		return fail("session %s made no commit", s.ID[:8])
+	if noCommit {
+		return fail("session %s made no commit: %s", s.ID[:8], verify.NoCommitReason)
 	}
 	return nil
 }

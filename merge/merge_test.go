@@ -275,7 +275,11 @@ func TestGate(t *testing.T) {
 		{"dod timeout", &ok, func(o *sessions.Outcome) { o.DoD = dod("timeout") }, false, exitcode.Failed, "DoD timeout"},
 		{"dod skipped", &ok, func(o *sessions.Outcome) { o.DoD = dod("skipped") }, false, exitcode.Failed, "skipped its DoD"},
 		{"dod skipped allowed", &ok, func(o *sessions.Outcome) { o.DoD = dod("skipped") }, true, exitcode.OK, ""},
-		{"no commit", &ok, func(o *sessions.Outcome) { o.Tip = base }, false, exitcode.Failed, "made no commit"},
+		{"no commit", &ok, func(o *sessions.Outcome) { o.Tip = base }, false, exitcode.Failed, "made no commit: no commits beyond the base"},
+		{"no commit, DoD failed without commands", &ok, func(o *sessions.Outcome) {
+			o.Tip = base
+			o.DoD = []byte(`{"status":"failed","reason":"no commits beyond the base"}`)
+		}, false, exitcode.Failed, "DoD failed: no commits beyond the base"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -287,9 +291,17 @@ func TestGate(t *testing.T) {
 				}
 				rec.Outcome = &o
 			}
-			err := gate(rec, c.skipped)
+			err := gate(rec, "5e55", c.skipped)
 			if exitcode.Of(err) != c.code || (c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want))) {
 				t.Fatalf("gate: %v (code %d), want code %d and %q", err, exitcode.Of(err), c.code, c.want)
+			}
+			if err != nil {
+				if strings.HasSuffix(err.Error(), ": ") {
+					t.Errorf("gate: %q ends with an empty reason", err)
+				}
+				if exitcode.HintOf(err) == "" {
+					t.Errorf("gate: %q gives no next step (hint)", err)
+				}
 			}
 		})
 	}
