@@ -4,6 +4,11 @@
 test:
     go test ./...
 
+# Run the fast subset for the edit loop: skips the slow tests (multi-process
+# races, large fixtures, the long worker scenarios); `test` runs them all.
+test-short:
+    go test -short ./...
+
 # Run the benchmarks that compare agentmine with raw git in the same run.
 bench:
     go test -run '^$' -bench . -benchtime 5x ./...

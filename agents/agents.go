@@ -169,19 +169,33 @@ func (e *LoadError) Error() string { return e.Err.Error() }
 // Unwrap returns the underlying error (which carries exit code Config).
 func (e *LoadError) Unwrap() error { return e.Err }
 
-// Get reads the definition of agent name. An unknown agent is a NotFound
-// error whose hint lists the known agents.
+// ErrUnknown matches an UnknownError.
+var ErrUnknown = errors.New("unknown agent")
+
+// UnknownError says that no definition of the named agent exists. Known
+// lists the agents that do (none: the project has no agents yet).
+type UnknownError struct {
+	Name  string
+	Known []string
+}
+
+func (e *UnknownError) Error() string { return fmt.Sprintf("unknown agent %q", e.Name) }
+
+// Is makes errors.Is(err, ErrUnknown) true.
+func (e *UnknownError) Is(target error) bool { return target == ErrUnknown }
+
+// ExitCode is exitcode.NotFound.
+func (e *UnknownError) ExitCode() int { return exitcode.NotFound }
+
+// Get reads the definition of agent name. An unknown agent is an
+// UnknownError listing the known agents.
 func Get(top, name string) (Agent, error) {
 	names, err := Names(top)
 	if err != nil {
 		return Agent{}, err
 	}
 	if !ValidName(name) || !slices.Contains(names, name) {
-		hint := "no agents are defined; run: git agentmine init"
-		if len(names) > 0 {
-			hint = "known agents: " + strings.Join(names, ", ")
-		}
-		return Agent{}, exitcode.New(exitcode.NotFound, fmt.Errorf("unknown agent %q", name), hint)
+		return Agent{}, &UnknownError{Name: name, Known: names}
 	}
 	return read(top, name)
 }
@@ -346,15 +360,29 @@ func hasDotDot(p string) bool {
 	return false
 }
 
-// ValidationError summarises problems as one Config error: the first problem
-// and how many more there are.
+// InvalidError says that an agent's definition has problems; its message
+// names the first and how many more there are.
+type InvalidError struct {
+	Name     string
+	Problems []Problem // at least one
+}
+
+func (e *InvalidError) Error() string {
+	msg := fmt.Sprintf("agent %s is invalid: %s", e.Name, e.Problems[0])
+	if len(e.Problems) > 1 {
+		msg += fmt.Sprintf(" (and %d more)", len(e.Problems)-1)
+	}
+	return msg
+}
+
+// ExitCode is exitcode.Config.
+func (e *InvalidError) ExitCode() int { return exitcode.Config }
+
+// ValidationError summarises problems as one InvalidError, or nil when
+// there are none.
 func ValidationError(name string, ps []Problem) error {
 	if len(ps) == 0 {
 		return nil
 	}
-	msg := fmt.Sprintf("agent %s is invalid: %s", name, ps[0])
-	if len(ps) > 1 {
-		msg += fmt.Sprintf(" (and %d more)", len(ps)-1)
-	}
-	return exitcode.New(exitcode.Config, errors.New(msg), "see every problem with: git agentmine agent validate "+name)
+	return &InvalidError{Name: name, Problems: ps}
 }

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,8 +78,9 @@ func TestLoadAndGet(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Get(top, "nope")
-	if exitcode.Of(err) != exitcode.NotFound || !strings.Contains(exitcode.HintOf(err), "known agents: broken, good") {
-		t.Fatalf("unknown agent: %v (hint %q)", err, exitcode.HintOf(err))
+	var ue *UnknownError
+	if exitcode.Of(err) != exitcode.NotFound || !errors.Is(err, ErrUnknown) || !errors.As(err, &ue) || strings.Join(ue.Known, ", ") != "broken, good" {
+		t.Fatalf("unknown agent: %v (%#v)", err, ue)
 	}
 	for _, bad := range []string{"../good", "/etc/passwd", "", ".hidden"} {
 		if _, err := Get(top, bad); exitcode.Of(err) != exitcode.NotFound {
@@ -94,8 +96,9 @@ func TestNoAgentsDir(t *testing.T) {
 		t.Fatalf("Load of empty tree: %v %v %v", defs, problems, err)
 	}
 	_, err = Get(top, "coder")
-	if exitcode.Of(err) != exitcode.NotFound || !strings.Contains(exitcode.HintOf(err), "init") {
-		t.Fatalf("got %v / %q", err, exitcode.HintOf(err))
+	var ue *UnknownError
+	if exitcode.Of(err) != exitcode.NotFound || !errors.As(err, &ue) || len(ue.Known) != 0 {
+		t.Fatalf("got %v (%#v)", err, ue)
 	}
 }
 

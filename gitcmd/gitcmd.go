@@ -1,6 +1,9 @@
 // Package gitcmd owns running the git binary: one Runner type shared by every
 // package that shells out to git, always with a context, and a typed Error
-// carrying git's exit code and stderr.
+// carrying git's exit code and stderr. Every git it starts runs with
+// LC_ALL=C and LANGUAGE unset, so that git's messages are in English
+// whatever the user's locale: callers match words of git's stderr (a held
+// ref lock, "not a git repository") and must not depend on a translation.
 package gitcmd
 
 import (
@@ -17,12 +20,44 @@ import (
 )
 
 // Runner runs git in a directory with an optional extra environment.
-// The zero value runs git in the current directory.
+// The zero value runs git in the current directory, looking the binary up in
+// PATH at every call; New looks it up once.
 type Runner struct {
 	// Dir is the working directory git runs in.
 	Dir string
 	// Env holds extra KEY=VALUE pairs appended to the process environment.
+	// LC_ALL and LANGUAGE set here are overridden: git always runs with
+	// LC_ALL=C.
 	Env []string
+	// Path is the git binary to run, as New resolved it; "" means "git",
+	// looked up in PATH when each command starts.
+	Path string
+}
+
+// ErrGitNotFound is returned when there is no git binary in PATH.
+var ErrGitNotFound = errors.New("git not found in PATH")
+
+// New returns a runner for dir with the git binary looked up in PATH once,
+// here, so that every command it runs starts the same binary without
+// searching again. It fails with ErrGitNotFound (exit code NotFound) when
+// PATH has no git.
+func New(dir string) (Runner, error) {
+	p, err := exec.LookPath("git")
+	if err != nil {
+		return Runner{}, gitNotFound(err)
+	}
+	return Runner{Dir: dir, Path: p}, nil
+}
+
+// gitNotFound turns a failed lookup of the git binary into the documented
+// error: ErrGitNotFound with exit code NotFound, plus the reason when it is
+// not plain absence (a git found only in a relative PATH entry, say).
+func gitNotFound(err error) error {
+	e := ErrGitNotFound
+	if !errors.Is(err, exec.ErrNotFound) {
+		e = fmt.Errorf("%w: %w", ErrGitNotFound, err)
+	}
+	return exitcode.New(exitcode.NotFound, e, "install git, or add the directory that holds it to PATH")
 }
 
 // Error is a failed git invocation.
@@ -80,14 +115,35 @@ func firstLine(s string) string {
 }
 
 // Command returns an exec.Cmd for git with the runner's directory and
-// environment. Callers that need streaming use it directly.
+// environment (LC_ALL=C, LANGUAGE unset). Callers that need streaming use it
+// directly.
 func (r Runner) Command(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = r.Dir
-	if len(r.Env) > 0 {
-		cmd.Env = append(os.Environ(), r.Env...)
+	name := r.Path
+	if name == "" {
+		name = "git"
 	}
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = r.Dir
+	cmd.Env = environ(os.Environ(), r.Env)
 	return cmd
+}
+
+// environ returns the environment git runs with: base plus extra, without
+// any LC_ALL or LANGUAGE, and with LC_ALL=C last. LC_ALL=C overrides LANG
+// and every other LC_* variable; GNU gettext ignores LANGUAGE under the C
+// locale, and it is dropped as well so no translation can apply.
+func environ(base, extra []string) []string {
+	env := make([]string, 0, len(base)+len(extra)+1)
+	for _, kvs := range [][]string{base, extra} {
+		for _, kv := range kvs {
+			k, _, _ := strings.Cut(kv, "=")
+			if k == "LC_ALL" || k == "LANGUAGE" {
+				continue
+			}
+			env = append(env, kv)
+		}
+	}
+	return append(env, "LC_ALL=C")
 }
 
 // Run runs git with args and returns its stdout.
@@ -131,6 +187,9 @@ func (r Runner) Lines(ctx context.Context, args ...string) ([]string, error) {
 }
 
 func (r Runner) wrap(ctx context.Context, args []string, err error, stderr string) error {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, exec.ErrDot) {
+		return gitNotFound(err)
+	}
 	ge := &Error{Args: args, Code: -1, Stderr: stderr, Err: err}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -170,7 +229,16 @@ func Locate(ctx context.Context, dir string) (Location, error) {
 // exactly one line (e.g. {"--git-path", "objects"}); the lines are returned
 // in order.
 func LocateWith(ctx context.Context, dir string, queries ...[]string) (Location, []string, error) {
-	r := Runner{Dir: dir}
+	r, err := New(dir)
+	if err != nil {
+		return Location{}, nil, err
+	}
+	return r.LocateWith(ctx, queries...)
+}
+
+// LocateWith is the package's LocateWith for the runner's directory, run
+// with the runner's git binary.
+func (r Runner) LocateWith(ctx context.Context, queries ...[]string) (Location, []string, error) {
 	args := []string{"rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"}
 	for _, q := range queries {
 		args = append(args, q...)

@@ -2,54 +2,32 @@ package gitstore
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
-// accessRepo makes a repository with pinned identities and dates.
+// accessRepo makes an empty repository in the scrubbed environment and
+// returns it with a git runner for it.
 func accessRepo(t *testing.T) (string, func(args ...string) string) {
 	t.Helper()
-	home := t.TempDir()
-	for k, v := range map[string]string{
-		"HOME": home, "XDG_CONFIG_HOME": home, "GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_AUTHOR_NAME": "Tester", "GIT_AUTHOR_EMAIL": "tester@example.com",
-		"GIT_COMMITTER_NAME": "Tester", "GIT_COMMITTER_EMAIL": "tester@example.com",
-		"GIT_AUTHOR_DATE": "1700000000 +0000", "GIT_COMMITTER_DATE": "1700000000 +0000",
-	} {
-		t.Setenv(k, v)
-	}
-	dir := t.TempDir()
-	git := func(args ...string) string {
+	dir := gittest.Init(t)
+	return dir, func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(string(out))
+		return gittest.Git(t, dir, args...)
 	}
-	git("init", "-q", "-b", "main")
-	return dir, git
 }
 
 // commitFile commits content to name on the current branch.
-func commitFile(t *testing.T, git func(...string) string, dir, name, content string) string {
+func commitFile(t *testing.T, dir, name, content string) string {
 	t.Helper()
-	cmd := exec.Command("sh", "-c", "printf '%s' \"$1\" > \"$2\"", "sh", content, name)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("writing %s: %v %s", name, err, out)
-	}
-	git("add", name)
-	git("commit", "-q", "-m", "edit "+name)
-	return git("rev-parse", "HEAD")
+	return gittest.CommitFiles(t, dir, "edit "+name, map[string]string{name: content})
 }
 
 func TestCommitTreeMatchesGit(t *testing.T) {
 	dir, git := accessRepo(t)
-	base := commitFile(t, git, dir, "a.txt", "one\n")
+	base := commitFile(t, dir, "a.txt", "one\n")
 	st, err := Open(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
@@ -67,11 +45,11 @@ func TestCommitTreeMatchesGit(t *testing.T) {
 
 func TestMergeTreesAndConflicts(t *testing.T) {
 	dir, git := accessRepo(t)
-	base := commitFile(t, git, dir, "a.txt", "one\n")
+	base := commitFile(t, dir, "a.txt", "one\n")
 	git("checkout", "-q", "-b", "side")
-	side := commitFile(t, git, dir, "b.txt", "side\n")
+	side := commitFile(t, dir, "b.txt", "side\n")
 	git("checkout", "-q", "main")
-	main := commitFile(t, git, dir, "c.txt", "main\n")
+	main := commitFile(t, dir, "c.txt", "main\n")
 	st, err := Open(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
@@ -85,9 +63,9 @@ func TestMergeTreesAndConflicts(t *testing.T) {
 		t.Fatalf("merged tree holds %q", ls)
 	}
 	git("checkout", "-q", "side")
-	clash := commitFile(t, git, dir, "a.txt", "two\n")
+	clash := commitFile(t, dir, "a.txt", "two\n")
 	git("checkout", "-q", "main")
-	commitFile(t, git, dir, "a.txt", "three\n")
+	commitFile(t, dir, "a.txt", "three\n")
 	tree, conflicts, err = st.MergeTrees(ctx, git("rev-parse", "main"), clash)
 	if err != nil || tree != "" || strings.Join(conflicts, ",") != "a.txt" {
 		t.Fatalf("conflicting merge: %q %v %v", tree, conflicts, err)
@@ -99,7 +77,7 @@ func TestMergeTreesAndConflicts(t *testing.T) {
 
 func TestDeleteRef(t *testing.T) {
 	dir, git := accessRepo(t)
-	commitFile(t, git, dir, "a.txt", "one\n")
+	commitFile(t, dir, "a.txt", "one\n")
 	git("branch", "gone")
 	st, err := Open(context.Background(), dir)
 	if err != nil {

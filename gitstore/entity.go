@@ -115,7 +115,7 @@ func (s *Store) Update(ctx context.Context, k Kind, id string, op func(cur Doc) 
 			return Doc{ID: id, Ref: cur.Ref, Commit: c, Data: ch.Data}, true, nil
 		}
 		if !errors.Is(err, ErrConflict) || attempt >= maxAttempts {
-			return Doc{}, false, fmt.Errorf("updating %s %s: %w", k.Noun, id, err)
+			return Doc{}, false, &UpdateError{Noun: k.Noun, ID: id, Err: err}
 		}
 		if err := backoff(ctx, attempt); err != nil {
 			return Doc{}, false, err

@@ -77,19 +77,20 @@ func ResolveIn(k Kind, ids []string, prefix string) (string, error) {
 	}
 	switch len(matches) {
 	case 0:
-		return "", exitcode.New(exitcode.NotFound, fmt.Errorf("%s %s not found", k.Noun, p), fmt.Sprintf("list them with: git agentmine %s list", k.Noun))
+		return "", &NotFoundError{Noun: k.Noun, ID: p}
 	case 1:
 		return matches[0], nil
 	}
 	short := ShortIDs(ids)
-	var c []string
+	e := &AmbiguousError{Noun: k.Noun, Prefix: p}
 	for _, m := range matches {
-		c = append(c, short[m])
+		if len(e.Candidates) == 8 {
+			e.More = len(matches) - 8
+			break
+		}
+		e.Candidates = append(e.Candidates, short[m])
 	}
-	if len(c) > 8 {
-		c = append(c[:8], fmt.Sprintf("and %d more", len(matches)-8))
-	}
-	return "", exitcode.New(exitcode.Usage, fmt.Errorf("%s id %s is ambiguous: candidates %s", k.Noun, p, strings.Join(c, ", ")), "give more digits of the id")
+	return "", e
 }
 
 // ShortIDs maps each id to its shortest unique prefix (at least MinPrefix)

@@ -2,7 +2,6 @@ package gitstore
 
 import (
 	"errors"
-	"fmt"
 	"sort"
 	"strings"
 
@@ -59,15 +58,16 @@ func (x Index) ShortID(id string) string {
 }
 
 // Resolve turns an id or unique prefix into a canonical id of kind k whose
-// document could be read (readable). An id whose ref cannot be read is a
-// State error naming the problem, with hint when given.
-func (x Index) Resolve(k Kind, prefix string, readable func(id string) bool, hint string) (string, error) {
+// document could be read (readable). An unknown id is a NotFoundError, an
+// ambiguous prefix an AmbiguousError, and an id whose ref cannot be read an
+// UnreadableError with exit code State.
+func (x Index) Resolve(k Kind, prefix string, readable func(id string) bool) (string, error) {
 	id, err := ResolveIn(k, x.All, prefix)
 	if err != nil {
 		return "", err
 	}
 	if !readable(id) {
-		return "", exitcode.New(exitcode.State, fmt.Errorf("%s %s cannot be read: %w", k.Noun, x.ShortID(id), x.ProblemFor(k, id)), hint)
+		return "", exitcode.New(exitcode.State, &UnreadableError{Noun: k.Noun, ID: x.ShortID(id), Err: x.ProblemFor(k, id)}, "")
 	}
 	return id, nil
 }

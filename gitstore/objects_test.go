@@ -4,49 +4,29 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 // objRepo makes a repository with one commit in a scrubbed environment and
 // returns its directory. extra are `git init` options.
 func objRepo(t *testing.T, extra ...string) string {
 	t.Helper()
-	home := t.TempDir()
-	for k, v := range map[string]string{
-		"HOME":                home,
-		"XDG_CONFIG_HOME":     home,
-		"GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_AUTHOR_NAME":     "Tester",
-		"GIT_AUTHOR_EMAIL":    "tester@example.com",
-		"GIT_COMMITTER_NAME":  "Tester",
-		"GIT_COMMITTER_EMAIL": "tester@example.com",
-		"GIT_AUTHOR_DATE":     "1700000000 +0130",
-		"GIT_COMMITTER_DATE":  "1700000100 -0700",
-	} {
-		t.Setenv(k, v)
-	}
+	gittest.Scrub(t)
+	// Author and committer dates that differ, in zones other than UTC, so
+	// that a commit written in-process is seen to keep both.
+	t.Setenv("GIT_AUTHOR_DATE", "1700000000 +0130")
+	t.Setenv("GIT_COMMITTER_DATE", "1700000100 -0700")
 	dir := filepath.Join(t.TempDir(), "repo")
-	objGit(t, "", append([]string{"init", "-q", "-b", "main"}, append(extra, dir)...)...)
-	objGit(t, dir, "commit", "-q", "--allow-empty", "-m", "init")
+	gittest.Git(t, "", append([]string{"init", "-q", "-b", "main"}, append(extra, dir)...)...)
+	gittest.Git(t, dir, "commit", "-q", "--allow-empty", "-m", "init")
 	return dir
-}
-
-// objGit runs git in dir and returns its trimmed output.
-func objGit(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
 }
 
 func objOpen(t *testing.T, dir string) *Store {
@@ -61,7 +41,7 @@ func objOpen(t *testing.T, dir string) *Store {
 // objPath is where the loose object id lives in repo.
 func objPath(t *testing.T, repo, id string) string {
 	t.Helper()
-	return filepath.Join(objGit(t, repo, "rev-parse", "--path-format=absolute", "--git-path", "objects"), id[:2], id[2:])
+	return filepath.Join(gittest.Git(t, repo, "rev-parse", "--path-format=absolute", "--git-path", "objects"), id[:2], id[2:])
 }
 
 // TestWriteObjectsAsGitDoes: the blob, tree and commit of a document are
@@ -78,7 +58,7 @@ func TestWriteObjectsAsGitDoes(t *testing.T) {
 				t.Fatalf("in-process object storage used = %v in a %s repository", got, format)
 			}
 			doc := []byte("{\"v\":1,\"title\":\"hello\"}\n")
-			head := objGit(t, repo, "rev-parse", "HEAD")
+			head := gittest.Git(t, repo, "rev-parse", "HEAD")
 			c, err := s.writeDocCommit(ctx, "task.json", doc, []string{head}, "task add: hello\n\n")
 			if err != nil {
 				t.Fatal(err)
@@ -87,13 +67,13 @@ func TestWriteObjectsAsGitDoes(t *testing.T) {
 			tree := gitHash(t, repo, "tree", "100644 blob "+blob+"\ttask.json\n")
 			want := gitHash(t, repo, "commit", tree+" "+head+" task add: hello")
 			if c != want {
-				t.Fatalf("commit %s, git writes %s:\n%s", c, want, objGit(t, repo, "cat-file", "-p", c))
+				t.Fatalf("commit %s, git writes %s:\n%s", c, want, gittest.Git(t, repo, "cat-file", "-p", c))
 			}
-			if got := objGit(t, repo, "cat-file", "blob", c+":task.json"); got+"\n" != string(doc) {
+			if got := gittest.Git(t, repo, "cat-file", "blob", c+":task.json"); got+"\n" != string(doc) {
 				t.Fatalf("document reads back as %q", got)
 			}
-			objGit(t, repo, "update-ref", "refs/agentmine/tasks/x", c)
-			objGit(t, repo, "fsck", "--strict", "--no-dangling")
+			gittest.Git(t, repo, "update-ref", "refs/agentmine/tasks/x", c)
+			gittest.Git(t, repo, "fsck", "--strict", "--no-dangling")
 			if _, err := s.writeCommit(ctx, "not-an-id", nil, "m"); format == "sha1" && err == nil {
 				t.Fatal("a commit naming a malformed tree id was written")
 			}
@@ -105,24 +85,17 @@ func TestWriteObjectsAsGitDoes(t *testing.T) {
 // tree (mktree input) or commit ("<tree> <parent> <message>").
 func gitHash(t *testing.T, repo, typ, text string) string {
 	t.Helper()
-	var cmd *exec.Cmd
 	switch typ {
 	case "blob":
-		cmd = exec.Command("git", "hash-object", "--stdin")
-		cmd.Stdin = strings.NewReader(text)
+		return gittest.GitInput(t, repo, strings.NewReader(text), "hash-object", "--stdin")
 	case "tree":
-		cmd = exec.Command("git", "mktree", "--missing")
-		cmd.Stdin = strings.NewReader(text)
+		return gittest.GitInput(t, repo, strings.NewReader(text), "mktree", "--missing")
 	case "commit":
 		f := strings.SplitN(text, " ", 3)
-		cmd = exec.Command("git", "commit-tree", f[0], "-p", f[1], "-m", f[2])
+		return gittest.Git(t, repo, "commit-tree", f[0], "-p", f[1], "-m", f[2])
 	}
-	cmd.Dir = repo
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("git %s: %v", typ, err)
-	}
-	return strings.TrimSpace(string(out))
+	t.Fatalf("gitHash: unknown type %q", typ)
+	return ""
 }
 
 // TestWriteObjectFreshensLoose: re-writing an object that already exists
@@ -158,7 +131,7 @@ func TestWriteObjectFreshensLoose(t *testing.T) {
 	if !fi.ModTime().After(old) {
 		t.Fatalf("mtime of the re-written object stayed at %v", fi.ModTime())
 	}
-	objGit(t, repo, "prune", "--expire=1.day.ago")
+	gittest.Git(t, repo, "prune", "--expire=1.day.ago")
 	if _, err := os.Stat(objPath(t, repo, id)); err != nil {
 		t.Fatalf("the freshened object was pruned: %v", err)
 	}
@@ -177,9 +150,9 @@ func TestWriteObjectFreshensPack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objGit(t, repo, "update-ref", "refs/agentmine/tasks/p", c)
-	objGit(t, repo, "repack", "-a", "-d", "-q")
-	objGit(t, repo, "prune-packed")
+	gittest.Git(t, repo, "update-ref", "refs/agentmine/tasks/p", c)
+	gittest.Git(t, repo, "repack", "-a", "-d", "-q")
+	gittest.Git(t, repo, "prune-packed")
 	if _, err := os.Stat(objPath(t, repo, c)); !os.IsNotExist(err) {
 		t.Fatalf("commit still loose after repack: %v", err)
 	}
@@ -215,9 +188,9 @@ func TestObjectsFromLinkedSparseWorktree(t *testing.T) {
 	ctx := context.Background()
 	repo := objRepo(t)
 	wt := filepath.Join(t.TempDir(), "wt")
-	objGit(t, repo, "worktree", "add", "-q", "-b", "side", wt)
-	objGit(t, wt, "sparse-checkout", "set", "--no-cone", "/src/")
-	if objGit(t, repo, "config", "extensions.worktreeConfig") != "true" {
+	gittest.Git(t, repo, "worktree", "add", "-q", "-b", "side", wt)
+	gittest.Git(t, wt, "sparse-checkout", "set", "--no-cone", "/src/")
+	if gittest.Git(t, repo, "config", "extensions.worktreeConfig") != "true" {
 		t.Fatal("sparse checkout did not set extensions.worktreeConfig")
 	}
 	s := objOpen(t, wt)
@@ -246,8 +219,8 @@ func TestObjectsWithAlternates(t *testing.T) {
 		t.Fatal(err)
 	}
 	clone := filepath.Join(t.TempDir(), "clone")
-	objGit(t, "", "clone", "-q", "--shared", src, clone)
-	objGit(t, clone, "fetch", "-q", "origin", "refs/agentmine/*:refs/agentmine/*")
+	gittest.Git(t, "", "clone", "-q", "--shared", src, clone)
+	gittest.Git(t, clone, "fetch", "-q", "origin", "refs/agentmine/*:refs/agentmine/*")
 	if _, err := os.Stat(objPath(t, clone, base.Commit)); !os.IsNotExist(err) {
 		t.Fatalf("the source's object is in the clone's own store: %v", err)
 	}
@@ -258,13 +231,13 @@ func TestObjectsWithAlternates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := objGit(t, clone, "rev-parse", d.Commit+"^"); p != base.Commit {
+	if p := gittest.Git(t, clone, "rev-parse", d.Commit+"^"); p != base.Commit {
 		t.Fatalf("parent %s, want %s", p, base.Commit)
 	}
 	if _, err := os.Stat(objPath(t, clone, d.Commit)); err != nil {
 		t.Fatalf("new commit not in the clone's store: %v", err)
 	}
-	objGit(t, clone, "fsck", "--strict", "--no-dangling")
+	gittest.Git(t, clone, "fsck", "--strict", "--no-dangling")
 }
 
 // TestObjectsSHA256Store: the store's whole write path works in a SHA-256
@@ -296,7 +269,7 @@ func TestObjectsSHA256Store(t *testing.T) {
 	if err != nil || fmt.Sprint(notes[d.Commit]) != `[{"v":1,"exit_code":0}]` {
 		t.Fatalf("notes = %v, %v", notes, err)
 	}
-	objGit(t, repo, "fsck", "--strict", "--no-dangling")
+	gittest.Git(t, repo, "fsck", "--strict", "--no-dangling")
 }
 
 // TestIdxHas: the pack index lookup finds every object git packed, misses
@@ -304,14 +277,14 @@ func TestObjectsSHA256Store(t *testing.T) {
 func TestIdxHas(t *testing.T) {
 	repo := objRepo(t)
 	for i := 0; i < 40; i++ {
-		objGit(t, repo, "commit", "-q", "--allow-empty", "-m", fmt.Sprint(i))
+		gittest.Git(t, repo, "commit", "-q", "--allow-empty", "-m", fmt.Sprint(i))
 	}
-	objGit(t, repo, "repack", "-a", "-d", "-q")
+	gittest.Git(t, repo, "repack", "-a", "-d", "-q")
 	idxs, _ := filepath.Glob(filepath.Join(repo, ".git", "objects", "pack", "*.idx"))
 	if len(idxs) != 1 {
 		t.Fatalf("indexes: %v", idxs)
 	}
-	ids := strings.Fields(objGit(t, repo, "rev-list", "--objects", "--no-object-names", "HEAD"))
+	ids := strings.Fields(gittest.Git(t, repo, "rev-list", "--objects", "--no-object-names", "HEAD"))
 	for _, id := range ids {
 		if !idxHas(idxs[0], plumbing.NewHash(id)) {
 			t.Fatalf("%s is packed but not found", id)

@@ -39,6 +39,18 @@ type Kind struct {
 	File string
 	// Noun names one entity in messages, e.g. "task".
 	Noun string
+	// Version is the newest schema version of the document (its "v"
+	// field) that this binary reads and writes; zero means 1.
+	Version int
+}
+
+// SchemaVersion returns the newest schema version of the kind's documents
+// this binary understands: Version, or 1 when it is not set.
+func (k Kind) SchemaVersion() int {
+	if k.Version < 1 {
+		return 1
+	}
+	return k.Version
 }
 
 // RefPrefix returns "refs/agentmine/<dir>/".
@@ -78,13 +90,18 @@ type Store struct {
 // Open locates the repository containing dir and prepares the store. It
 // reads the object format, the identities and git's config in one git call.
 func Open(ctx context.Context, dir string) (*Store, error) {
-	r := gitcmd.Runner{Dir: dir}
+	// The git binary is looked up once here; every command the store (and
+	// whoever uses Git()) runs starts that binary.
+	r, err := gitcmd.New(dir)
+	if err != nil {
+		return nil, err
+	}
 	s := &Store{git: r}
 	// The identity and config query is independent of the location query:
 	// run both git processes at once.
 	varsErr := make(chan error, 1)
 	go func() { varsErr <- s.readVars(ctx) }()
-	loc, extra, err := gitcmd.LocateWith(ctx, dir, []string{"--show-object-format"}, []string{"--git-path", "objects"})
+	loc, extra, err := r.LocateWith(ctx, []string{"--show-object-format"}, []string{"--git-path", "objects"})
 	verr := <-varsErr
 	if err != nil {
 		return nil, err

@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,52 +11,18 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
-	"github.com/git-agentmine/git-agentmine/gitcmd"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
-// scrubEnv pins the environment of a test: a private HOME, no system git
-// config, fixed identities and dates, and no credentials or Claude Code
-// session markers inherited from whoever runs the tests.
-func scrubEnv(t *testing.T) string {
+// scrubEnv pins the environment of a test (gittest.Scrub) and keeps the
+// credentials and Claude Code session markers of whoever runs the tests out
+// of it.
+func scrubEnv(t *testing.T) {
 	t.Helper()
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("GIT_AUTHOR_NAME", "Test Author")
-	t.Setenv("GIT_AUTHOR_EMAIL", "author@example.com")
-	t.Setenv("GIT_AUTHOR_DATE", "2024-01-01T00:00:00Z")
-	t.Setenv("GIT_COMMITTER_NAME", "Test Committer")
-	t.Setenv("GIT_COMMITTER_EMAIL", "committer@example.com")
-	t.Setenv("GIT_COMMITTER_DATE", "2024-01-01T00:00:00Z")
-	for _, k := range []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY", "CODEX_API_KEY",
+	gittest.Scrub(t)
+	gittest.Unsetenv(t, "ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY", "CODEX_API_KEY",
 		"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA",
-		"CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "IS_SANDBOX"} {
-		t.Setenv(k, "")
-		os.Unsetenv(k)
-	}
-	return home
-}
-
-// gitRepo creates a repository with one commit and returns its directory.
-func gitRepo(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	ctx := context.Background()
-	r := gitcmd.Runner{Dir: dir}
-	if _, err := r.Run(ctx, "init", "-q", "-b", "main"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("hello\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Run(ctx, "add", "README"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Run(ctx, "commit", "-q", "-m", "init"); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+		"CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "IS_SANDBOX")
 }
 
 // writeScript writes an executable sh script and returns its path.

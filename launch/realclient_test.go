@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 // TestRealClients launches each installed client for real in a fresh
@@ -18,7 +20,7 @@ import (
 // as a success, and the log and verdict must explain it.
 func TestRealClients(t *testing.T) {
 	if testing.Short() {
-		t.Skip("launches real clients")
+		t.Skip("slow: launches real clients")
 	}
 	scrubEnv(t) // shared by the parallel subtests
 	for _, tc := range []struct {
@@ -50,7 +52,7 @@ func runRealClient(t *testing.T, c Client, reason string, long bool) {
 		t.Skipf("%s is not installed", Binary(c))
 	}
 	t.Logf("%s version: %s", bin, Version(context.Background(), bin))
-	repo := gitRepo(t)
+	repo := gittest.NewRepo(t)
 	prompt := filepath.Join(t.TempDir(), "prompt.md")
 	text := "Create a file hello.txt containing hi, then commit it.\n"
 	if long {

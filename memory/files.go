@@ -283,8 +283,7 @@ func Import(ctx context.Context, st *gitstore.Store, dir string) ([]ImportResult
 			seen[m.ID] = rel
 			if _, ok := bank.Short[m.ID]; ok {
 				if _, readable := bank.Memories[m.ID]; !readable {
-					return nil, exitcode.New(exitcode.State, fmt.Errorf("%s: memory %s exists but cannot be read: %v", rel, m.ID, bank.ProblemFor(Kind, m.ID)),
-						"remove it with: git agentmine memory remove "+m.ID)
+					return nil, exitcode.New(exitcode.State, fmt.Errorf("%s: %w", rel, &gitstore.UnreadableError{Noun: Kind.Noun, ID: m.ID, Err: bank.ProblemFor(Kind, m.ID)}), "")
 				}
 				exists = true
 			}

@@ -8,7 +8,6 @@ package memory
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,7 +23,7 @@ import (
 const SchemaVersion = 1
 
 // Kind is where memories live: refs/agentmine/memory/<id>, document memory.json.
-var Kind = gitstore.Kind{Dir: "memory", File: "memory.json", Noun: "memory"}
+var Kind = gitstore.Kind{Dir: "memory", File: "memory.json", Noun: "memory", Version: SchemaVersion}
 
 // The statuses of a memory. Only Active memories reach workers.
 const (
@@ -71,28 +70,19 @@ type Memory struct {
 // not know and documents whose id or category could name a path outside the
 // snapshot directory.
 func Decode(data []byte) (Memory, error) {
-	var probe struct {
-		V *int `json:"v"`
-	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return Memory{}, exitcode.New(exitcode.State, fmt.Errorf("corrupt memory document: %w", err), "")
-	}
-	if probe.V == nil {
-		return Memory{}, exitcode.New(exitcode.State, errors.New("memory document has no schema version"), "")
-	}
-	if *probe.V > SchemaVersion {
-		return Memory{}, exitcode.New(exitcode.State, fmt.Errorf("memory document has schema version %d, newer than this binary understands (%d)", *probe.V, SchemaVersion), "upgrade git-agentmine")
-	}
-	var m Memory
-	if err := json.Unmarshal(data, &m); err != nil {
-		return Memory{}, exitcode.New(exitcode.State, fmt.Errorf("corrupt memory document: %w", err), "")
+	m, err := gitstore.Decode[Memory](Kind, data)
+	if err != nil {
+		return Memory{}, err
 	}
 	if err := m.check(); err != nil {
-		return Memory{}, exitcode.New(exitcode.State, fmt.Errorf("corrupt memory document: %w", err), "")
+		return Memory{}, gitstore.Corrupt(Kind, err)
 	}
 	m.normalize()
 	return m, nil
 }
+
+// DocVersion reports the schema version the document was stored with.
+func (m *Memory) DocVersion() int { return m.V }
 
 // check validates a decoded document strictly (no normalisation).
 func (m Memory) check() error {

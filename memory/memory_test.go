@@ -4,47 +4,20 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 	"github.com/git-agentmine/git-agentmine/tasks"
 )
-
-// testEnv pins the environment so git behaves the same everywhere.
-func testEnv(t *testing.T) {
-	t.Helper()
-	home := t.TempDir()
-	for k, v := range map[string]string{
-		"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config"), "GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_AUTHOR_NAME": "Ada Author", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_AUTHOR_DATE": "2026-01-02T03:04:05Z",
-		"GIT_COMMITTER_NAME": "Ada Author", "GIT_COMMITTER_EMAIL": "ada@example.com", "GIT_COMMITTER_DATE": "2026-01-02T03:04:05Z",
-	} {
-		t.Setenv(k, v)
-	}
-}
-
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // newRepo returns a store on a fresh repository with one commit.
 func newRepo(t *testing.T) (*gitstore.Store, string) {
 	t.Helper()
-	testEnv(t)
-	dir := t.TempDir()
-	git(t, dir, "init", "-q")
-	git(t, dir, "commit", "-q", "--allow-empty", "-m", "init")
+	dir := gittest.NewRepo(t)
 	st, err := gitstore.Open(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +27,7 @@ func newRepo(t *testing.T) (*gitstore.Store, string) {
 
 // refs lists every ref with its value, to prove bad input changed nothing.
 func refs(t *testing.T, dir string) string {
-	return git(t, dir, "for-each-ref", "--format=%(objectname) %(refname)")
+	return gittest.Git(t, dir, "for-each-ref", "--format=%(objectname) %(refname)")
 }
 
 func TestAddEditArchiveRemove(t *testing.T) {
@@ -162,23 +135,10 @@ func TestBadInputChangesNothing(t *testing.T) {
 // newer binary or a corrupting tool would.
 func storeRaw(t *testing.T, dir, ref, data string) {
 	t.Helper()
-	cmd := exec.Command("git", "hash-object", "-w", "--stdin")
-	cmd.Dir = dir
-	cmd.Stdin = strings.NewReader(data)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	blob := strings.TrimSpace(string(out))
-	cmd = exec.Command("git", "mktree")
-	cmd.Dir = dir
-	cmd.Stdin = strings.NewReader("100644 blob " + blob + "\tmemory.json\n")
-	out, err = cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := git(t, dir, "commit-tree", strings.TrimSpace(string(out)), "-m", "raw")
-	git(t, dir, "update-ref", ref, c)
+	blob := gittest.GitInput(t, dir, strings.NewReader(data), "hash-object", "-w", "--stdin")
+	tree := gittest.GitInput(t, dir, strings.NewReader("100644 blob "+blob+"\tmemory.json\n"), "mktree")
+	c := gittest.Git(t, dir, "commit-tree", tree, "-m", "raw")
+	gittest.Git(t, dir, "update-ref", ref, c)
 }
 
 func TestUnreadableMemories(t *testing.T) {
@@ -192,8 +152,8 @@ func TestUnreadableMemories(t *testing.T) {
 	storeRaw(t, dir, Kind.Ref(newer), `{"v": 99, "id": "`+newer+`", "category": "rule", "title": "future", "status": "active"}`)
 	evil := strings.Repeat("b", 20)
 	storeRaw(t, dir, Kind.Ref(evil), `{"v": 1, "id": "`+evil+`", "category": "../../etc", "title": "evil", "status": "active"}`)
-	blob := git(t, dir, "rev-parse", "HEAD^{tree}")
-	git(t, dir, "update-ref", Kind.Ref(strings.Repeat("c", 20)), blob)
+	blob := gittest.Git(t, dir, "rev-parse", "HEAD^{tree}")
+	gittest.Git(t, dir, "update-ref", Kind.Ref(strings.Repeat("c", 20)), blob)
 	storeRaw(t, dir, Kind.Ref("not-an-id"), `{"v": 1, "category": "rule", "title": "x", "status": "active"}`)
 
 	b, err := Load(ctx, st)
@@ -211,7 +171,7 @@ func TestUnreadableMemories(t *testing.T) {
 		joined += p.Error() + "\n"
 	}
 	for _, want := range []string{
-		Kind.Ref(newer) + ": memory document has schema version 99, newer than this binary understands (1)",
+		Kind.Ref(newer) + ": memory document has schema version 99; this git-agentmine understands 1: upgrade it",
 		Kind.Ref(evil) + `: corrupt memory document: invalid category "../../etc"`,
 		Kind.Ref(strings.Repeat("c", 20)) + ": points at a tree, not a commit",
 		Kind.Ref("not-an-id") + `: malformed memory id "not-an-id"`,
@@ -221,7 +181,7 @@ func TestUnreadableMemories(t *testing.T) {
 		}
 	}
 	_, err = b.Resolve("aaaa")
-	if exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "newer than this binary") {
+	if exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "this git-agentmine understands 1: upgrade it") {
 		t.Fatalf("resolving the newer memory: %v", err)
 	}
 	before := refs(t, dir)

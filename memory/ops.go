@@ -62,8 +62,7 @@ func Load(ctx context.Context, st *gitstore.Store) (*Bank, error) {
 // Resolve turns an id or unique prefix into the canonical id of a readable
 // memory.
 func (b *Bank) Resolve(prefix string) (string, error) {
-	return b.Index.Resolve(Kind, prefix, func(id string) bool { _, ok := b.Memories[id]; return ok },
-		"remove it with: git agentmine memory remove "+prefix)
+	return b.Index.Resolve(Kind, prefix, func(id string) bool { _, ok := b.Memories[id]; return ok })
 }
 
 // Active returns the bank's active memories in prompt order (see Sort).

@@ -57,6 +57,36 @@ func (e *ConflictError) Error() string {
 // ExitCode makes a conflict a failed verdict (1).
 func (e *ConflictError) ExitCode() int { return exitcode.Failed }
 
+// Why merge refuses before looking at a verdict: the Reason of a
+// RefusedError, for errors.Is.
+var (
+	// ErrNoSession: the task has never had a session.
+	ErrNoSession = errors.New("no session to merge")
+	// ErrNotEnded: the latest session has no outcome yet.
+	ErrNotEnded = errors.New("session has not ended")
+)
+
+// RefusedError is a refusal to merge a task in its current state (exit
+// code State). Reason is ErrNoSession or ErrNotEnded; Task and Session are
+// the ids concerned, as a user may type them; Err is the message.
+type RefusedError struct {
+	Reason  error
+	Task    string
+	Session string
+	Err     error
+}
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the message's error.
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, e.Reason) true.
+func (e *RefusedError) Is(target error) bool { return target == e.Reason }
+
+// ExitCode is exitcode.State.
+func (e *RefusedError) ExitCode() int { return exitcode.State }
+
 // Task merges the latest session of the task (any id prefix) in st's
 // repository. defaultBase is the configured base for sessions that recorded
 // none.
@@ -72,7 +102,7 @@ func Task(ctx context.Context, st *gitstore.Store, defaultBase, prefix string, o
 	short := b.Tasks.ShortID(tid)
 	rec, ok := b.Latest(tid)
 	if !ok {
-		return Result{}, exitcode.New(exitcode.State, fmt.Errorf("task %s has no session to merge", short), "run one with: git agentmine worker run "+short+" --exec")
+		return Result{}, &RefusedError{Reason: ErrNoSession, Task: short, Err: fmt.Errorf("task %s has no session to merge", short)}
 	}
 	if err := gate(rec, short, o.AllowSkipped); err != nil {
 		return Result{}, fmt.Errorf("not merging task %s: %w", short, err)
@@ -81,13 +111,12 @@ func Task(ctx context.Context, st *gitstore.Store, defaultBase, prefix string, o
 	return land(ctx, st.Git(), st, rec, task.Title, o)
 }
 
-// gate checks the facts of the session's outcome. Every refusal carries a
-// reason and a hint naming the next step; task is the task's short id.
+// gate checks the facts of the session's outcome.
 func gate(rec sessions.Record, task string, allowSkipped bool) error {
 	o := rec.Outcome
 	s := rec.Session
 	if o == nil {
-		return exitcode.New(exitcode.State, fmt.Errorf("session %s has not ended", s.ID[:8]), "wait for it: git agentmine worker wait "+task)
+		return &RefusedError{Reason: ErrNotEnded, Task: task, Session: s.ID[:8], Err: fmt.Errorf("session %s has not ended", s.ID[:8])}
 	}
 	retry := "see why: git agentmine task show " + task + "; run it again with: git agentmine worker run " + task + " --exec --replace"
 	fail := func(format string, a ...any) error {
@@ -164,7 +193,7 @@ func land(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, rec sessions
 			return res, err
 		}
 		for _, w := range wts {
-			dirty, err := (gitcmd.Runner{Dir: w}).Output(ctx, "status", "--porcelain", "--untracked-files=no")
+			dirty, err := g.In(w).Output(ctx, "status", "--porcelain", "--untracked-files=no")
 			if err != nil {
 				return res, fmt.Errorf("checking %s: %w", w, err)
 			}
@@ -196,7 +225,7 @@ func land(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, rec sessions
 			return res, err
 		}
 		for _, w := range wts {
-			if _, err := (gitcmd.Runner{Dir: w}).Run(ctx, "read-tree", "-m", "-u", baseTip, res.Commit); err != nil {
+			if _, err := g.In(w).Run(ctx, "read-tree", "-m", "-u", baseTip, res.Commit); err != nil {
 				return res, fmt.Errorf("merged, but updating the checkout in %s failed (run git checkout -f there): %w", w, err)
 			}
 			res.Worktrees = append(res.Worktrees, w)

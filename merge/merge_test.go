@@ -12,22 +12,10 @@ import (
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitcmd"
 	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/verify"
 )
-
-// scrub pins the environment so git behaves the same everywhere.
-func scrub(t *testing.T) {
-	t.Helper()
-	home := t.TempDir()
-	for k, v := range map[string]string{
-		"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config"), "GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_AUTHOR_DATE": "2026-01-02T03:04:05Z",
-		"GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com", "GIT_COMMITTER_DATE": "2026-01-02T03:04:05Z",
-	} {
-		t.Setenv(k, v)
-	}
-}
 
 // repo is a scratch repository: main with one commit, and a session branch
 // with one more commit changing src/a.txt.
@@ -41,19 +29,11 @@ type repo struct {
 
 func newRepo(t *testing.T) *repo {
 	t.Helper()
-	scrub(t)
-	dir := t.TempDir()
+	dir := gittest.Init(t)
 	r := &repo{dir: dir, g: gitcmd.Runner{Dir: dir}}
-	r.git(t, "init", "-q", "-b", "main")
-	r.write(t, "src/a.txt", "a\n")
-	r.write(t, "docs/d.txt", "d\n")
-	r.git(t, "add", "-A")
-	r.git(t, "commit", "-q", "-m", "base")
-	r.base = r.git(t, "rev-parse", "HEAD")
+	r.base = gittest.CommitFiles(t, dir, "base", map[string]string{"src/a.txt": "a\n", "docs/d.txt": "d\n"})
 	r.git(t, "checkout", "-q", "-b", "task-work")
-	r.write(t, "src/a.txt", "a changed by the worker\n")
-	r.git(t, "commit", "-q", "-am", "work")
-	r.tip = r.git(t, "rev-parse", "HEAD")
+	r.tip = gittest.CommitFiles(t, dir, "work", map[string]string{"src/a.txt": "a changed by the worker\n"})
 	// The user's checkout is on another branch, so main is not checked out.
 	r.git(t, "checkout", "-q", "--detach", r.base)
 	st, err := gitstore.Open(context.Background(), dir)
@@ -64,38 +44,21 @@ func newRepo(t *testing.T) *repo {
 	return r
 }
 
+// git runs git in the scratch repository.
 func (r *repo) git(t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := r.g.Output(context.Background(), args...)
-	if err != nil {
-		t.Fatalf("git %s: %v", strings.Join(args, " "), err)
-	}
-	return out
-}
-
-func (r *repo) write(t *testing.T, rel, text string) {
-	t.Helper()
-	p := filepath.Join(r.dir, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	return gittest.Git(t, r.dir, args...)
 }
 
 // advanceMain commits a change of rel on top of main without touching the
 // checkout (as another process merging meanwhile would), returning it.
 func (r *repo) advanceMain(t *testing.T, rel, text string) string {
 	t.Helper()
-	blob, err := r.g.RunInput(context.Background(), strings.NewReader(text), "hash-object", "-w", "--stdin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	blob := gittest.GitInput(t, r.dir, strings.NewReader(text), "hash-object", "-w", "--stdin")
 	idx := filepath.Join(t.TempDir(), "index")
 	g := gitcmd.Runner{Dir: r.dir, Env: []string{"GIT_INDEX_FILE=" + idx}}
 	ctx := context.Background()
-	for _, args := range [][]string{{"read-tree", "main"}, {"update-index", "--add", "--cacheinfo", "100644," + strings.TrimSpace(string(blob)) + "," + rel}} {
+	for _, args := range [][]string{{"read-tree", "main"}, {"update-index", "--add", "--cacheinfo", "100644," + blob + "," + rel}} {
 		if _, err := g.Run(ctx, args...); err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +184,7 @@ func TestLandAlreadyMerged(t *testing.T) {
 func TestLandUpdatesCleanCheckout(t *testing.T) {
 	r := newRepo(t)
 	r.git(t, "checkout", "-q", "main")
-	r.write(t, "src/a.txt", "uncommitted\n")
+	gittest.WriteFiles(t, r.dir, map[string]string{"src/a.txt": "uncommitted\n"})
 	_, err := land(context.Background(), r.g, r.st, r.record(), "Work", Options{})
 	if exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "uncommitted changes") {
 		t.Fatalf("err = %v, want a state error about uncommitted changes", err)
@@ -291,15 +254,20 @@ func TestGate(t *testing.T) {
 				}
 				rec.Outcome = &o
 			}
-			err := gate(rec, "5e55", c.skipped)
+			err := gate(rec, "7a5c", c.skipped)
 			if exitcode.Of(err) != c.code || (c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want))) {
 				t.Fatalf("gate: %v (code %d), want code %d and %q", err, exitcode.Of(err), c.code, c.want)
+			}
+			var re *RefusedError
+			if refused := errors.As(err, &re); refused != (c.out == nil) || (refused && (!errors.Is(err, ErrNotEnded) || re.Task != "7a5c")) {
+				t.Fatalf("gate: %v is refused=%v (%#v); want a RefusedError for ErrNotEnded exactly when the session has not ended", err, refused, re)
 			}
 			if err != nil {
 				if strings.HasSuffix(err.Error(), ": ") {
 					t.Errorf("gate: %q ends with an empty reason", err)
 				}
-				if exitcode.HintOf(err) == "" {
+				// the CLI gives a RefusedError its hint; every other refusal carries one
+				if re == nil && exitcode.HintOf(err) == "" {
 					t.Errorf("gate: %q gives no next step (hint)", err)
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 // syncFastImport creates (from == false) or edits entities with one `git
@@ -30,13 +31,8 @@ func syncFastImport(tb testing.TB, dir string, ids []string, edit bool, field, v
 		}
 		fmt.Fprintf(&in, "M 100644 inline %s\ndata %d\n%s\n", syncKind.File, len(doc), doc)
 	}
-	cmd := exec.Command("git", "fast-import", "--quiet")
-	cmd.Dir = dir
-	cmd.Stdin = &in
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("fast-import: %v\n%s", err, out)
-	}
-	syncGit(tb, dir, "pack-refs", "--all")
+	gittest.GitInput(tb, dir, &in, "fast-import", "--quiet")
+	gittest.Git(tb, dir, "pack-refs", "--all")
 }
 
 // BenchmarkSync10k: 10,000 entities; another clone changed 1,000 and pushed
@@ -45,7 +41,7 @@ func syncFastImport(tb testing.TB, dir string, ids []string, edit bool, field, v
 // plain git fetching the same refs into the staging namespace and pushing
 // the same refs, on an identical copy, in the same run.
 func BenchmarkSync10k(b *testing.B) {
-	syncEnv(b)
+	gittest.Scrub(b)
 	// No detached auto-gc racing the fixture's own gc.
 	b.Setenv("GIT_CONFIG_COUNT", "1")
 	b.Setenv("GIT_CONFIG_KEY_0", "gc.auto")
@@ -62,9 +58,9 @@ func BenchmarkSync10k(b *testing.B) {
 		ids[i] = gitstore.NewID()
 	}
 	syncFastImport(b, a, ids, false, "", "", 0)
-	syncGit(b, a, "push", "-q", "origin", "refs/agentmine/*:refs/agentmine/*")
-	syncGit(b, o, "fetch", "-q", "origin", "refs/agentmine/*:refs/agentmine/*")
-	syncGit(b, o, "pack-refs", "--all")
+	gittest.Git(b, a, "push", "-q", "origin", "refs/agentmine/*:refs/agentmine/*")
+	gittest.Git(b, o, "fetch", "-q", "origin", "refs/agentmine/*:refs/agentmine/*")
+	gittest.Git(b, o, "pack-refs", "--all")
 	step("fixture: 10k entities")
 	syncFastImport(b, o, ids[:1000], true, "other", "o", 10)
 	if _, err := Sync(context.Background(), syncOpen(b, o, 10), Options{}); err != nil {
@@ -73,7 +69,7 @@ func BenchmarkSync10k(b *testing.B) {
 	syncFastImport(b, a, ids[500:1500], true, "mine", "a", 20)
 	step("fixture: edits")
 	fixture := b.TempDir()
-	syncGit(b, "", "clone", "-q", "--bare", "--mirror", remote, filepath.Join(fixture, "remote.git"))
+	gittest.Git(b, "", "clone", "-q", "--bare", "--mirror", remote, filepath.Join(fixture, "remote.git"))
 	if err := exec.Command("cp", "-a", a, filepath.Join(fixture, "a")).Run(); err != nil {
 		b.Fatal(err)
 	}
@@ -83,7 +79,7 @@ func BenchmarkSync10k(b *testing.B) {
 		if err := exec.Command("cp", "-a", fixture+"/.", dst).Run(); err != nil {
 			b.Fatal(err)
 		}
-		syncGit(b, filepath.Join(dst, "a"), "remote", "set-url", "origin", filepath.Join(dst, "remote.git"))
+		gittest.Git(b, filepath.Join(dst, "a"), "remote", "set-url", "origin", filepath.Join(dst, "remote.git"))
 		return filepath.Join(dst, "a"), filepath.Join(dst, "remote.git")
 	}
 	step("fixture")
@@ -109,8 +105,8 @@ func BenchmarkSync10k(b *testing.B) {
 			b.Fatalf("sync: %+v %v", rep, err)
 		}
 		t0 = time.Now()
-		syncGit(b, d2, "fetch", "-q", "--no-tags", "--prune", "origin", "+refs/agentmine/*:refs/agentmine-remote/origin/*")
-		syncGit(b, d2, "push", "-q", "--atomic", "--force", "origin", "refs/agentmine/*:refs/agentmine/*")
+		gittest.Git(b, d2, "fetch", "-q", "--no-tags", "--prune", "origin", "+refs/agentmine/*:refs/agentmine-remote/origin/*")
+		gittest.Git(b, d2, "push", "-q", "--atomic", "--force", "origin", "refs/agentmine/*:refs/agentmine/*")
 		rawTotal += time.Since(t0)
 		b.StartTimer()
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 // TestSyncHelperProcess is not a test: the tests below re-execute the test
@@ -112,9 +113,12 @@ func dateEnv(offset int) []string {
 // A sync killed with SIGKILL at any phase, then run again, converges and
 // loses nothing.
 func TestSyncKilledHalfWay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: three rounds of two clones and a sync process killed with SIGKILL")
+	}
 	for _, phase := range []string{"merge", "push", "update"} {
 		t.Run(phase, func(t *testing.T) {
-			syncEnv(t)
+			gittest.Scrub(t)
 			remote := syncRemote(t)
 			a, b := syncClone(t, remote), syncClone(t, remote)
 			sa := syncOpen(t, a, 0)
@@ -172,9 +176,9 @@ func TestSyncKilledHalfWay(t *testing.T) {
 // a round changes nothing anywhere.
 func TestSyncThreeClonesConverge(t *testing.T) {
 	if testing.Short() {
-		t.Skip("slow")
+		t.Skip("slow: three clones of real processes editing and syncing until they converge")
 	}
-	syncEnv(t)
+	gittest.Scrub(t)
 	remote := syncRemote(t)
 	clones := []string{syncClone(t, remote), syncClone(t, remote), syncClone(t, remote)}
 	s0 := syncOpen(t, clones[0], 0)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,60 +13,28 @@ import (
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 // syncKind is the task-like kind the sync tests store.
 var syncKind = gitstore.Kind{Dir: "tasks", File: "task.json", Noun: "task"}
 
 // syncBaseTime is the pinned commit time of test repositories.
-const syncBaseTime = 1700000000
-
-// syncEnv scrubs the environment: no user or system config, pinned
-// identities and dates.
-func syncEnv(t testing.TB) {
-	t.Helper()
-	home := t.TempDir()
-	for k, v := range map[string]string{
-		"HOME":                home,
-		"XDG_CONFIG_HOME":     home,
-		"GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_AUTHOR_NAME":     "Tester",
-		"GIT_AUTHOR_EMAIL":    "tester@example.com",
-		"GIT_COMMITTER_NAME":  "Tester",
-		"GIT_COMMITTER_EMAIL": "tester@example.com",
-		"GIT_AUTHOR_DATE":     fmt.Sprintf("%d +0000", syncBaseTime),
-		"GIT_COMMITTER_DATE":  fmt.Sprintf("%d +0000", syncBaseTime),
-	} {
-		t.Setenv(k, v)
-	}
-}
-
-// syncGit runs git in dir and returns its trimmed output.
-func syncGit(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
+const syncBaseTime = gittest.Unix
 
 // syncRemote makes a bare repository to share state through.
 func syncRemote(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "remote.git")
-	syncGit(t, "", "init", "-q", "--bare", dir)
+	gittest.Git(t, "", "init", "-q", "--bare", dir)
 	return dir
 }
 
 // syncClone makes an empty repository with remote "origin".
 func syncClone(t testing.TB, remote string) string {
 	t.Helper()
-	dir := t.TempDir()
-	syncGit(t, dir, "init", "-q")
-	syncGit(t, dir, "remote", "add", "origin", remote)
+	dir := gittest.Init(t)
+	gittest.Git(t, dir, "remote", "add", "origin", remote)
 	return dir
 }
 
@@ -138,7 +105,7 @@ func syncDocs(t testing.TB, s *gitstore.Store) map[string]map[string]any {
 // syncRefs returns every ref of the repository with its value.
 func syncRefs(t testing.TB, dir string) string {
 	t.Helper()
-	return syncGit(t, dir, "for-each-ref", "--format=%(objectname) %(refname)", gitstore.RefRoot, gitstore.NotesRef)
+	return gittest.Git(t, dir, "for-each-ref", "--format=%(objectname) %(refname)", gitstore.RefRoot, gitstore.NotesRef)
 }
 
 func syncRun(t testing.TB, s *gitstore.Store, opts Options) Report {
@@ -160,7 +127,7 @@ func labelsOf(doc map[string]any) string {
 }
 
 func TestSyncTwoClonesMerge(t *testing.T) {
-	syncEnv(t)
+	gittest.Scrub(t)
 	remote := syncRemote(t)
 	a, b := syncClone(t, remote), syncClone(t, remote)
 	sa := syncOpen(t, a, 0)
@@ -222,7 +189,7 @@ func TestSyncTwoClonesMerge(t *testing.T) {
 		t.Fatalf("clones differ:\n%s\n%s", ja, jb)
 	}
 	// The overridden value stays in history.
-	if log := syncGit(t, a, "log", "-p", "--format=%s", syncKind.Ref(id)); !strings.Contains(log, "from a") {
+	if log := gittest.Git(t, a, "log", "-p", "--format=%s", syncKind.Ref(id)); !strings.Contains(log, "from a") {
 		t.Fatalf("history lost the overridden value:\n%s", log)
 	}
 	// A quiet sync does nothing.
@@ -234,7 +201,7 @@ func TestSyncTwoClonesMerge(t *testing.T) {
 
 // Two clones merging the same diverged pair write the same merge commit.
 func TestSyncMergeCommitIsDeterministic(t *testing.T) {
-	syncEnv(t)
+	gittest.Scrub(t)
 	remote := syncRemote(t)
 	a, b := syncClone(t, remote), syncClone(t, remote)
 	sa := syncOpen(t, a, 0)
@@ -244,23 +211,23 @@ func TestSyncMergeCommitIsDeterministic(t *testing.T) {
 	syncEdit(t, syncOpen(t, a, 10), id, func(d map[string]any) { d["title"] = "a" })
 	syncEdit(t, syncOpen(t, b, 10), id, func(d map[string]any) { d["title"] = "b" }) // same time: commit id decides
 	// Exchange tips without syncing, then let each pull (merge locally).
-	syncGit(t, a, "push", "-q", remote, syncKind.Ref(id)+":refs/heads/from-a")
-	syncGit(t, b, "fetch", "-q", remote, "refs/heads/from-a:refs/heads/from-a")
-	syncGit(t, b, "push", "-q", remote, syncKind.Ref(id)+":"+syncKind.Ref(id))
+	gittest.Git(t, a, "push", "-q", remote, syncKind.Ref(id)+":refs/heads/from-a")
+	gittest.Git(t, b, "fetch", "-q", remote, "refs/heads/from-a:refs/heads/from-a")
+	gittest.Git(t, b, "push", "-q", remote, syncKind.Ref(id)+":"+syncKind.Ref(id))
 	ra, err := Pull(context.Background(), syncOpen(t, a, 20), Options{})
 	if err != nil || ra.Merged != 1 {
 		t.Fatalf("pull a: %+v %v", ra, err)
 	}
 	// b: make the remote hold a's tip, then pull.
-	syncGit(t, b, "push", "-q", "-f", remote, "refs/heads/from-a:"+syncKind.Ref(id))
+	gittest.Git(t, b, "push", "-q", "-f", remote, "refs/heads/from-a:"+syncKind.Ref(id))
 	rb, err := Pull(context.Background(), syncOpen(t, b, 99), Options{})
 	if err != nil || rb.Merged != 1 {
 		t.Fatalf("pull b: %+v %v", rb, err)
 	}
-	ma := syncGit(t, a, "rev-parse", syncKind.Ref(id))
-	mb := syncGit(t, b, "rev-parse", syncKind.Ref(id))
+	ma := gittest.Git(t, a, "rev-parse", syncKind.Ref(id))
+	mb := gittest.Git(t, b, "rev-parse", syncKind.Ref(id))
 	if ma != mb {
-		t.Fatalf("merge commits differ: %s vs %s\n%s\n%s", ma, mb, syncGit(t, a, "cat-file", "-p", ma), syncGit(t, b, "cat-file", "-p", mb))
+		t.Fatalf("merge commits differ: %s vs %s\n%s\n%s", ma, mb, gittest.Git(t, a, "cat-file", "-p", ma), gittest.Git(t, b, "cat-file", "-p", mb))
 	}
 	if ra.Conflicts[0].Winner == rb.Conflicts[0].Winner {
 		t.Fatalf("the same commit must win on both clones (seen once as local, once as remote): %+v %+v", ra.Conflicts, rb.Conflicts)
@@ -271,7 +238,7 @@ func TestSyncMergeCommitIsDeterministic(t *testing.T) {
 }
 
 func TestSyncBadRemote(t *testing.T) {
-	syncEnv(t)
+	gittest.Scrub(t)
 	dir := syncClone(t, filepath.Join(t.TempDir(), "does-not-exist.git"))
 	s := syncOpen(t, dir, 0)
 	syncCreate(t, s, map[string]any{"title": "x"})
@@ -295,7 +262,7 @@ func TestSyncBadRemote(t *testing.T) {
 }
 
 func TestSyncRemoteRefusesRefs(t *testing.T) {
-	syncEnv(t)
+	gittest.Scrub(t)
 	remote := syncRemote(t)
 	a, b := syncClone(t, remote), syncClone(t, remote)
 	sa := syncOpen(t, a, 0)
@@ -327,7 +294,7 @@ func TestSyncRemoteRefusesRefs(t *testing.T) {
 
 // The remote moves between fetch and push: the round is repeated.
 func TestSyncRemoteMovedMeanwhile(t *testing.T) {
-	syncEnv(t)
+	gittest.Scrub(t)
 	remote := syncRemote(t)
 	a, b := syncClone(t, remote), syncClone(t, remote)
 	sa := syncOpen(t, a, 0)
@@ -368,7 +335,7 @@ func TestSyncRemoteMovedMeanwhile(t *testing.T) {
 }
 
 func TestSyncSkipsNewerSchemaAndCorruptDocs(t *testing.T) {
-	syncEnv(t)
+	gittest.Scrub(t)
 	remote := syncRemote(t)
 	a, b := syncClone(t, remote), syncClone(t, remote)
 	sa := syncOpen(t, a, 0)
@@ -396,7 +363,7 @@ func TestSyncSkipsNewerSchemaAndCorruptDocs(t *testing.T) {
 	syncRun(t, sa2, Options{})
 	sb2 := syncOpen(t, b, 20)
 	syncEdit(t, sb2, shared, func(d map[string]any) { d["priority"] = "high" })
-	sharedBefore := syncGit(t, b, "rev-parse", syncKind.Ref(shared))
+	sharedBefore := gittest.Git(t, b, "rev-parse", syncKind.Ref(shared))
 
 	rep, err := Sync(ctx, sb2, Options{})
 	if !errors.Is(err, ErrSkipped) || exitcode.Of(err) != exitcode.Failed || strings.Contains(err.Error(), "\n") {
@@ -421,17 +388,17 @@ func TestSyncSkipsNewerSchemaAndCorruptDocs(t *testing.T) {
 	if docs[good]["title"] != "fine, edited" || docs[newer] != nil || docs[corrupt] != nil {
 		t.Fatalf("the rest must sync, skipped ones stay absent: %v", docs)
 	}
-	if now := syncGit(t, b, "rev-parse", syncKind.Ref(shared)); now != sharedBefore {
+	if now := gittest.Git(t, b, "rev-parse", syncKind.Ref(shared)); now != sharedBefore {
 		t.Fatalf("skipped diverged entity changed locally")
 	}
 	// The local change to the skipped entity was not pushed over the newer one.
-	if r := syncGit(t, remote, "rev-parse", syncKind.Ref(shared)); r == sharedBefore {
+	if r := gittest.Git(t, remote, "rev-parse", syncKind.Ref(shared)); r == sharedBefore {
 		t.Fatalf("skipped entity was pushed")
 	}
 }
 
 func TestSyncSameTitleOnTwoClones(t *testing.T) {
-	syncEnv(t)
+	gittest.Scrub(t)
 	remote := syncRemote(t)
 	a, b := syncClone(t, remote), syncClone(t, remote)
 	sa, sb := syncOpen(t, a, 0), syncOpen(t, b, 0)
@@ -447,7 +414,7 @@ func TestSyncSameTitleOnTwoClones(t *testing.T) {
 }
 
 func TestSyncNotes(t *testing.T) {
-	syncEnv(t)
+	gittest.Scrub(t)
 	remote := syncRemote(t)
 	a, b := syncClone(t, remote), syncClone(t, remote)
 	sa := syncOpen(t, a, 0)
@@ -456,15 +423,15 @@ func TestSyncNotes(t *testing.T) {
 	syncRun(t, sa, Options{})
 	sb := syncOpen(t, b, 0)
 	syncRun(t, sb, Options{})
-	obj := syncGit(t, a, "rev-parse", syncKind.Ref(id))
-	obj2 := syncGit(t, a, "rev-parse", syncKind.Ref(id2))
-	syncGit(t, a, "notes", "--ref", "agentmine", "add", "-m", `{"run":1}`, obj)
+	obj := gittest.Git(t, a, "rev-parse", syncKind.Ref(id))
+	obj2 := gittest.Git(t, a, "rev-parse", syncKind.Ref(id2))
+	gittest.Git(t, a, "notes", "--ref", "agentmine", "add", "-m", `{"run":1}`, obj)
 	syncRun(t, sa, Options{})
 	syncRun(t, sb, Options{})
 	// Both append to the same note, and a adds another.
-	syncGit(t, a, "notes", "--ref", "agentmine", "add", "-f", "-m", "{\"run\":1}\n{\"run\":\"a\"}", obj)
-	syncGit(t, a, "notes", "--ref", "agentmine", "add", "-m", `{"other":1}`, obj2)
-	syncGit(t, b, "notes", "--ref", "agentmine", "add", "-f", "-m", "{\"run\":1}\n{\"run\":\"b\"}", obj)
+	gittest.Git(t, a, "notes", "--ref", "agentmine", "add", "-f", "-m", "{\"run\":1}\n{\"run\":\"a\"}", obj)
+	gittest.Git(t, a, "notes", "--ref", "agentmine", "add", "-m", `{"other":1}`, obj2)
+	gittest.Git(t, b, "notes", "--ref", "agentmine", "add", "-f", "-m", "{\"run\":1}\n{\"run\":\"b\"}", obj)
 	ra := syncRun(t, syncOpen(t, a, 5), Options{})
 	rb := syncRun(t, syncOpen(t, b, 5), Options{})
 	if !ra.NotesPushed || !rb.NotesMerged || !rb.NotesPushed || !rb.NotesUpdated {
@@ -473,10 +440,10 @@ func TestSyncNotes(t *testing.T) {
 	syncRun(t, sa, Options{})
 	want := "{\"run\":\"a\"}\n{\"run\":\"b\"}\n{\"run\":1}"
 	for _, dir := range []string{a, b} {
-		if got := syncGit(t, dir, "notes", "--ref", "agentmine", "show", obj); got != want {
+		if got := gittest.Git(t, dir, "notes", "--ref", "agentmine", "show", obj); got != want {
 			t.Fatalf("note in %s:\n%s\nwant\n%s", dir, got, want)
 		}
-		if got := syncGit(t, dir, "notes", "--ref", "agentmine", "show", obj2); got != `{"other":1}` {
+		if got := gittest.Git(t, dir, "notes", "--ref", "agentmine", "show", obj2); got != `{"other":1}` {
 			t.Fatalf("second note: %s", got)
 		}
 	}
@@ -486,7 +453,7 @@ func TestSyncNotes(t *testing.T) {
 }
 
 func TestSyncPushAndPullHalves(t *testing.T) {
-	syncEnv(t)
+	gittest.Scrub(t)
 	remote := syncRemote(t)
 	a, b := syncClone(t, remote), syncClone(t, remote)
 	sa := syncOpen(t, a, 0)
@@ -495,7 +462,7 @@ func TestSyncPushAndPullHalves(t *testing.T) {
 	if err != nil || rep.Pending != 1 || rep.Pushed != 0 {
 		t.Fatalf("pull with only local changes: %+v %v", rep, err)
 	}
-	if out := syncGit(t, remote, "for-each-ref", gitstore.RefRoot); out != "" {
+	if out := gittest.Git(t, remote, "for-each-ref", gitstore.RefRoot); out != "" {
 		t.Fatalf("pull pushed: %s", out)
 	}
 	rep, err = Push(context.Background(), sa, Options{})
@@ -521,10 +488,10 @@ func TestSyncPushAndPullHalves(t *testing.T) {
 }
 
 func TestConfigureRemote(t *testing.T) {
-	syncEnv(t)
+	gittest.Scrub(t)
 	remote := syncRemote(t)
 	a := syncClone(t, remote)
-	syncGit(t, a, "remote", "add", "shared", remote)
+	gittest.Git(t, a, "remote", "add", "shared", remote)
 	s := syncOpen(t, a, 0)
 	if err := ConfigureRemote(context.Background(), s, "nosuch"); exitcode.Of(err) != exitcode.NotFound {
 		t.Fatalf("unknown remote: %v", err)
@@ -532,7 +499,7 @@ func TestConfigureRemote(t *testing.T) {
 	if err := ConfigureRemote(context.Background(), s, "shared"); err != nil {
 		t.Fatal(err)
 	}
-	if got := syncGit(t, a, "config", "agentmine.remote"); got != "shared" || DefaultRemote(s) != "shared" {
+	if got := gittest.Git(t, a, "config", "agentmine.remote"); got != "shared" || DefaultRemote(s) != "shared" {
 		t.Fatalf("agentmine.remote = %q", got)
 	}
 	id := syncCreate(t, s, map[string]any{"title": "x"})
@@ -541,7 +508,7 @@ func TestConfigureRemote(t *testing.T) {
 	}
 	// A fresh clone needs nothing but one sync.
 	fresh := filepath.Join(t.TempDir(), "fresh")
-	syncGit(t, "", "clone", "-q", remote, fresh)
+	gittest.Git(t, "", "clone", "-q", remote, fresh)
 	rep := syncRun(t, syncOpen(t, fresh, 0), Options{})
 	if rep.Created != 1 || syncDocs(t, syncOpen(t, fresh, 0))[id] == nil {
 		t.Fatalf("fresh clone: %+v", rep)
@@ -549,14 +516,14 @@ func TestConfigureRemote(t *testing.T) {
 }
 
 func TestClaim(t *testing.T) {
-	syncEnv(t)
+	gittest.Scrub(t)
 	remote := syncRemote(t)
 	a, b := syncClone(t, remote), syncClone(t, remote)
 	sa, sb := syncOpen(t, a, 0), syncOpen(t, b, 0)
 	ia := syncCreate(t, sa, map[string]any{"title": "a"})
 	ib := syncCreate(t, sb, map[string]any{"title": "b"})
-	ca := syncGit(t, a, "rev-parse", syncKind.Ref(ia))
-	cb := syncGit(t, b, "rev-parse", syncKind.Ref(ib))
+	ca := gittest.Git(t, a, "rev-parse", syncKind.Ref(ia))
+	cb := gittest.Git(t, b, "rev-parse", syncKind.Ref(ib))
 	ctx := context.Background()
 	claim := "refs/agentmine-claims/task1"
 	if got, data, err := ReadClaim(ctx, sb, "", claim, syncKind.File); err != nil || got != "" || data != nil {
@@ -565,26 +532,26 @@ func TestClaim(t *testing.T) {
 	if err := TakeClaim(ctx, sa, Claim{Ref: claim, Commit: ca, Also: []string{syncKind.Ref(ia)}}); err != nil {
 		t.Fatalf("first claim: %v", err)
 	}
-	if got := syncGit(t, remote, "rev-parse", syncKind.Ref(ia)); got != ca {
+	if got := gittest.Git(t, remote, "rev-parse", syncKind.Ref(ia)); got != ca {
 		t.Fatalf("the claimed entity was not pushed with the claim: %s", got)
 	}
 	err := TakeClaim(ctx, sb, Claim{Ref: claim, Commit: cb, Also: []string{syncKind.Ref(ib)}})
 	if !errors.Is(err, ErrAlreadyClaimed) || exitcode.Of(err) != exitcode.State {
 		t.Fatalf("second claim: %v", err)
 	}
-	if got := syncGit(t, remote, "rev-parse", claim); got != ca {
+	if got := gittest.Git(t, remote, "rev-parse", claim); got != ca {
 		t.Fatalf("claim overwritten: %s", got)
 	}
-	if out := syncGit(t, remote, "for-each-ref", syncKind.Ref(ib)); out != "" {
+	if out := gittest.Git(t, remote, "for-each-ref", syncKind.Ref(ib)); out != "" {
 		t.Fatalf("the losing claim pushed its entity: %s", out)
 	}
 	// b reads the holder's document without writing a local ref.
-	before := syncGit(t, b, "for-each-ref")
+	before := gittest.Git(t, b, "for-each-ref")
 	got, data, err := ReadClaim(ctx, sb, "", claim, syncKind.File)
 	if err != nil || got != ca || !strings.Contains(string(data), `"a"`) {
 		t.Fatalf("read claim: %q %q %v", got, data, err)
 	}
-	if after := syncGit(t, b, "for-each-ref"); after != before {
+	if after := gittest.Git(t, b, "for-each-ref"); after != before {
 		t.Fatalf("reading a claim wrote refs:\n%s\n---\n%s", before, after)
 	}
 	// Replacing the claim b saw (a stale one) wins; a's copy is now stale.
@@ -594,20 +561,20 @@ func TestClaim(t *testing.T) {
 	if err := ReleaseClaim(ctx, sa, "", claim, ca); err != nil {
 		t.Fatalf("release: %v", err)
 	}
-	if got := syncGit(t, remote, "rev-parse", claim); got != cb {
+	if got := gittest.Git(t, remote, "rev-parse", claim); got != cb {
 		t.Fatalf("a released a claim it no longer held: %s", got)
 	}
 	if err := ReleaseClaim(ctx, sb, "", claim, cb); err != nil {
 		t.Fatalf("release: %v", err)
 	}
-	if out := syncGit(t, remote, "for-each-ref", "refs/agentmine-claims/"); out != "" {
+	if out := gittest.Git(t, remote, "for-each-ref", "refs/agentmine-claims/"); out != "" {
 		t.Fatalf("claim not released: %s", out)
 	}
 	if err := TakeClaim(ctx, sb, Claim{Ref: "claims/x", Commit: cb}); exitcode.Of(err) != exitcode.Usage {
 		t.Fatalf("short ref: %v", err)
 	}
 	var ue *UnreachableError
-	syncGit(t, b, "remote", "set-url", "origin", filepath.Join(t.TempDir(), "nowhere.git"))
+	gittest.Git(t, b, "remote", "set-url", "origin", filepath.Join(t.TempDir(), "nowhere.git"))
 	if _, _, err := ReadClaim(ctx, sb, "", claim, syncKind.File); !errors.As(err, &ue) || exitcode.Of(err) != exitcode.Git {
 		t.Fatalf("unreachable remote, read: %v", err)
 	}
@@ -619,7 +586,7 @@ func TestClaim(t *testing.T) {
 // A local writer moves an entity between the push and the local update:
 // the local compare-and-swap fails, the round repeats and merges the edit.
 func TestSyncLocalMovedMeanwhile(t *testing.T) {
-	syncEnv(t)
+	gittest.Scrub(t)
 	remote := syncRemote(t)
 	a, b := syncClone(t, remote), syncClone(t, remote)
 	sa := syncOpen(t, a, 0)

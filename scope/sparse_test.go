@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/git-agentmine/git-agentmine/gitcmd"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 func TestSparsePatternsShape(t *testing.T) {
@@ -53,25 +54,6 @@ func TestSparsePatternsEscaping(t *testing.T) {
 	}
 }
 
-// testEnv scrubs the environment so that git behaves the same everywhere.
-func testEnv(t *testing.T) {
-	t.Helper()
-	home := t.TempDir()
-	for k, v := range map[string]string{
-		"HOME":                home,
-		"XDG_CONFIG_HOME":     filepath.Join(home, ".config"),
-		"GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_AUTHOR_NAME":     "Test Author",
-		"GIT_AUTHOR_EMAIL":    "author@example.com",
-		"GIT_AUTHOR_DATE":     "2024-01-01T00:00:00Z",
-		"GIT_COMMITTER_NAME":  "Test Committer",
-		"GIT_COMMITTER_EMAIL": "committer@example.com",
-		"GIT_COMMITTER_DATE":  "2024-01-01T00:00:00Z",
-	} {
-		t.Setenv(k, v)
-	}
-}
-
 // trickyFiles are paths whose names mean something in gitignore syntax.
 var trickyFiles = []string{
 	".env", "#hash", "!bang", "st*r", "br[a]ck", "q?", "trail ", "two  ", `back\slash`,
@@ -106,25 +88,8 @@ func checkout(t *testing.T, ctx context.Context, dir string, lines []string) []s
 		}
 	}
 	// What git says must be what is on disk.
-	var disk []string
-	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if rel == ".git" {
-			return filepath.SkipDir
-		}
-		if !d.IsDir() {
-			disk = append(disk, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	disk := gittest.Files(t, dir)
 	sort.Strings(kept)
-	sort.Strings(disk)
 	if !reflect.DeepEqual(kept, disk) {
 		t.Fatalf("index says %q, disk has %q", kept, disk)
 	}
@@ -132,28 +97,15 @@ func checkout(t *testing.T, ctx context.Context, dir string, lines []string) []s
 }
 
 func TestSparsePatternsWithGit(t *testing.T) {
-	testEnv(t)
 	ctx := context.Background()
-	dir := t.TempDir()
-	r := gitcmd.Runner{Dir: dir}
-	if _, err := r.Run(ctx, "init", "-q", "-b", "main"); err != nil {
-		t.Fatal(err)
-	}
+	dir := gittest.Init(t)
+	tricky := map[string]string{}
 	for _, f := range trickyFiles {
-		p := filepath.Join(dir, filepath.FromSlash(f))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(f+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		tricky[f] = f + "\n"
 	}
-	for _, args := range [][]string{{"add", "-A"}, {"commit", "-qm", "tricky"}, {"config", "core.sparseCheckout", "true"}} {
-		if _, err := r.Run(ctx, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	out, err := r.Run(ctx, "ls-tree", "-r", "-z", "--name-only", "HEAD")
+	gittest.CommitFiles(t, dir, "tricky", tricky)
+	gittest.Git(t, dir, "config", "core.sparseCheckout", "true")
+	out, err := gitcmd.Runner{Dir: dir}.Run(ctx, "ls-tree", "-r", "-z", "--name-only", "HEAD")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,6 +150,9 @@ func TestSparsePatternsWithGit(t *testing.T) {
 			keep[i] = a != Absent
 		}
 		check(name, keep)
+	}
+	if testing.Short() {
+		t.Skip("slow: the random and one-file-at-a-time cases below are over a hundred real checkouts")
 	}
 	rng := rand.New(rand.NewSource(1))
 	for round := 0; round < 40; round++ {

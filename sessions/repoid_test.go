@@ -3,34 +3,14 @@ package sessions
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
-
-// gitIn runs git in dir with a pinned environment.
-func gitIn(t *testing.T, dir string, args ...string) {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
-func pinEnv(t *testing.T) {
-	t.Helper()
-	home := t.TempDir()
-	for k, v := range map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config"), "GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com",
-		"GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com"} {
-		t.Setenv(k, v)
-	}
-}
 
 func open(t *testing.T, dir string) *gitstore.Store {
 	t.Helper()
@@ -45,11 +25,11 @@ func open(t *testing.T, dir string) *gitstore.Store {
 // by the repository's worktrees, differs in a clone, and of many processes
 // creating it at once all agree on one.
 func TestRepoID(t *testing.T) {
-	pinEnv(t)
+	gittest.Scrub(t)
 	root := t.TempDir()
 	a := filepath.Join(root, "a")
-	gitIn(t, root, "init", "-q", "-b", "main", "a")
-	gitIn(t, a, "commit", "-q", "--allow-empty", "-m", "init")
+	gittest.Git(t, root, "init", "-q", "-b", "main", "a")
+	gittest.Git(t, a, "commit", "-q", "--allow-empty", "-m", "init")
 
 	ids := make([]string, 8)
 	errs := make([]error, 8)
@@ -82,12 +62,12 @@ func TestRepoID(t *testing.T) {
 	}
 
 	wt := filepath.Join(root, "wt")
-	gitIn(t, a, "worktree", "add", "-q", "--detach", wt)
+	gittest.Git(t, a, "worktree", "add", "-q", "--detach", wt)
 	if got, err := RepoID(open(t, wt)); err != nil || got != ids[0] {
 		t.Fatalf("linked worktree: %q, %v; want the main repository's %q", got, err, ids[0])
 	}
 
-	gitIn(t, root, "clone", "-q", a, "b")
+	gittest.Git(t, root, "clone", "-q", a, "b")
 	other, err := RepoID(open(t, filepath.Join(root, "b")))
 	if err != nil {
 		t.Fatal(err)
@@ -100,9 +80,9 @@ func TestRepoID(t *testing.T) {
 // TestRepoIDCorrupt: a damaged id file is an error naming the file, not a
 // silent new identity.
 func TestRepoIDCorrupt(t *testing.T) {
-	pinEnv(t)
+	gittest.Scrub(t)
 	dir := t.TempDir()
-	gitIn(t, dir, "init", "-q", "-b", "main")
+	gittest.Git(t, dir, "init", "-q", "-b", "main")
 	st := open(t, dir)
 	local, err := st.LocalDir()
 	if err != nil {

@@ -8,14 +8,12 @@ import (
 	"context"
 	"encoding/json"
 
-	"errors"
 	"fmt"
 	fastjson "github.com/goccy/go-json"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/parallel"
 )
@@ -24,7 +22,7 @@ import (
 const SchemaVersion = 1
 
 // Kind is where sessions live.
-var Kind = gitstore.Kind{Dir: "sessions", File: "session.json", Noun: "session"}
+var Kind = gitstore.Kind{Dir: "sessions", File: "session.json", Noun: "session", Version: SchemaVersion}
 
 // Modes of a session.
 const (
@@ -107,20 +105,14 @@ type Outcome struct {
 	Commits    int             `json:"commits"`
 }
 
-// Decode parses a stored session document.
+// Decode parses a stored session document, refusing versions this binary
+// does not know.
 func Decode(data []byte) (Session, error) {
-	var s Session
-	if err := fastjson.Unmarshal(data, &s); err != nil {
-		return Session{}, exitcode.New(exitcode.State, fmt.Errorf("corrupt session document: %w", err), "")
-	}
-	if s.V == 0 {
-		return Session{}, exitcode.New(exitcode.State, errors.New("session document has no schema version"), "")
-	}
-	if s.V > SchemaVersion {
-		return Session{}, exitcode.New(exitcode.State, fmt.Errorf("session document has schema version %d, newer than this binary understands (%d)", s.V, SchemaVersion), "upgrade git-agentmine")
-	}
-	return s, nil
+	return gitstore.Decode[Session](Kind, data)
 }
+
+// DocVersion reports the schema version the document was stored with.
+func (s *Session) DocVersion() int { return s.V }
 
 // Encode renders the stored document.
 func (s Session) Encode() []byte {

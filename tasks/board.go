@@ -56,7 +56,7 @@ func Load(ctx context.Context, st *gitstore.Store) (*Board, error) {
 
 // Resolve turns an id or unique prefix into a canonical id of a readable task.
 func (b *Board) Resolve(prefix string) (string, error) {
-	return b.Index.Resolve(Kind, prefix, func(id string) bool { _, ok := b.Tasks[id]; return ok }, "")
+	return b.Index.Resolve(Kind, prefix, func(id string) bool { _, ok := b.Tasks[id]; return ok })
 }
 
 // Children returns the ids of the tasks whose parent is id, sorted.

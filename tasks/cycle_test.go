@@ -2,8 +2,6 @@ package tasks
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 // TestReach: the walk finds the target through any path, stops at tasks
@@ -63,20 +62,7 @@ func TestReach(t *testing.T) {
 // store is a fresh repository with one commit, with a pinned environment.
 func store(t *testing.T) (*gitstore.Store, string) {
 	t.Helper()
-	home := t.TempDir()
-	for k, v := range map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config"), "GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com",
-		"GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com"} {
-		t.Setenv(k, v)
-	}
-	dir := t.TempDir()
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "init"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	dir := gittest.NewRepo(t)
 	return open(t, dir), dir
 }
 

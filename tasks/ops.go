@@ -346,6 +346,13 @@ func Reopen(ctx context.Context, st *gitstore.Store, prefix, reason string) (Tas
 	})
 }
 
+// refusal carries a mutation's error through the store's update loop, so
+// that apply returns it as it is.
+type refusal struct{ err error }
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
+
 // apply runs a mutation on the latest task document through the store's
 // compare-and-swap loop, stamping Updated when anything changed.
 func apply(ctx context.Context, st *gitstore.Store, id, op string, mutate func(t *Task) ([]gitstore.RefState, error)) (Task, bool, error) {
@@ -360,7 +367,7 @@ func apply(ctx context.Context, st *gitstore.Store, id, op string, mutate func(t
 		before := string(t.Encode())
 		verify, err := mutate(&t)
 		if err != nil {
-			return gitstore.Change{}, err
+			return gitstore.Change{}, &refusal{err}
 		}
 		if string(t.Encode()) == before {
 			out = t
@@ -372,8 +379,15 @@ func apply(ctx context.Context, st *gitstore.Store, id, op string, mutate func(t
 		return gitstore.Change{Data: t.Encode(), Message: msg, Verify: verify}, nil
 	})
 	if err != nil {
+		// The mutation's own refusals and the store's UpdateError say
+		// what went wrong already; anything else gets the context.
+		var r *refusal
+		if errors.As(err, &r) {
+			return Task{}, false, r.err
+		}
 		var ec *exitcode.Error
-		if errors.As(err, &ec) || strings.HasPrefix(err.Error(), "updating") {
+		var ue *gitstore.UpdateError
+		if errors.As(err, &ec) || errors.As(err, &ue) {
 			return Task{}, false, err
 		}
 		return Task{}, false, fmt.Errorf("updating task %s: %w", id[:8], err)

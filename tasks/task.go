@@ -5,14 +5,9 @@ package tasks
 
 import (
 	"encoding/json"
-
-	"errors"
-	"fmt"
-	fastjson "github.com/goccy/go-json"
 	"slices"
 	"time"
 
-	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/validate"
 )
@@ -22,7 +17,7 @@ import (
 const SchemaVersion = 1
 
 // Kind is where tasks live: refs/agentmine/tasks/<id>, document task.json.
-var Kind = gitstore.Kind{Dir: "tasks", File: "task.json", Noun: "task"}
+var Kind = gitstore.Kind{Dir: "tasks", File: "task.json", Noun: "task", Version: SchemaVersion}
 
 // Types lists the accepted task types.
 var Types = []string{"task", "feature", "bug", "refactor", "docs", "test", "chore"}
@@ -72,19 +67,16 @@ type Task struct {
 // Decode parses a stored task document, refusing versions this binary does
 // not know.
 func Decode(data []byte) (Task, error) {
-	var t Task
-	if err := fastjson.Unmarshal(data, &t); err != nil {
-		return Task{}, exitcode.New(exitcode.State, fmt.Errorf("corrupt task document: %w", err), "")
-	}
-	if t.V == 0 {
-		return Task{}, exitcode.New(exitcode.State, errors.New("task document has no schema version"), "")
-	}
-	if t.V > SchemaVersion {
-		return Task{}, exitcode.New(exitcode.State, fmt.Errorf("task document has schema version %d, newer than this binary understands (%d)", t.V, SchemaVersion), "upgrade git-agentmine")
+	t, err := gitstore.Decode[Task](Kind, data)
+	if err != nil {
+		return Task{}, err
 	}
 	t.normalize()
 	return t, nil
 }
+
+// DocVersion reports the schema version the document was stored with.
+func (t *Task) DocVersion() int { return t.V }
 
 // Encode renders the document as stored (indented, stable field order).
 func (t Task) Encode() []byte {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 	"github.com/git-agentmine/git-agentmine/scope"
 )
 
@@ -20,7 +21,7 @@ import (
 // run ("x-git"). Half the files are read-only (their modes are checked),
 // some are excluded (their absence is checked).
 func BenchmarkCheck50k(b *testing.B) {
-	scrubEnv(b)
+	gittest.Scrub(b)
 	root := b.TempDir()
 	repo := filepath.Join(root, "repo")
 	const dirs, perDir = 500, 100
@@ -39,25 +40,20 @@ func BenchmarkCheck50k(b *testing.B) {
 	}
 	// Write the commit straight into the object store; only the worktree
 	// is checked out.
-	git(b, root, "init", "-q", "-b", "main", repo)
+	gittest.Git(b, root, "init", "-q", "-b", "main", repo)
 	var stream strings.Builder
 	stream.WriteString("commit refs/heads/main\ncommitter A <a@example.com> 1700000000 +0000\ndata 3\nbig\n")
 	for _, p := range files {
 		fmt.Fprintf(&stream, "M 100644 inline %s\ndata %d\n%s\n\n", p, len(p)+1, p)
 	}
-	imp := exec.Command("git", "fast-import", "--quiet")
-	imp.Dir = repo
-	imp.Stdin = strings.NewReader(stream.String())
-	if out, err := imp.CombinedOutput(); err != nil {
-		b.Fatalf("fast-import: %v\n%s", err, out)
-	}
-	base := git(b, repo, "rev-parse", "HEAD")
+	gittest.GitInput(b, repo, strings.NewReader(stream.String()), "fast-import", "--quiet")
+	base := gittest.Git(b, repo, "rev-parse", "HEAD")
 	spec := scope.Spec{Write: []string{"src/**"}, Exclude: []string{"secrets/**"}}
 	wt := filepath.Join(root, "wt")
-	git(b, repo, "worktree", "add", "-q", "--no-checkout", "-b", "task", wt, base)
+	gittest.Git(b, repo, "worktree", "add", "-q", "--no-checkout", "-b", "task", wt, base)
 	sparse := spec.SparsePatterns(files)
-	git(b, wt, append([]string{"sparse-checkout", "set", "--no-cone", "--"}, sparse...)...)
-	git(b, wt, "-c", "checkout.workers=0", "reset", "-q", "--hard", base)
+	gittest.Git(b, wt, append([]string{"sparse-checkout", "set", "--no-cone", "--"}, sparse...)...)
+	gittest.Git(b, wt, "-c", "checkout.workers=0", "reset", "-q", "--hard", base)
 	access := spec.ClassifyAll(files)
 	dirWritable := map[string]bool{}
 	for i, p := range files {
@@ -97,7 +93,7 @@ func BenchmarkCheck50k(b *testing.B) {
 		}
 		n++
 		if n == 50 {
-			git(b, wt, "commit", "-q", "-a", "-m", "work")
+			gittest.Git(b, wt, "commit", "-q", "-a", "-m", "work")
 		}
 		if n == 100 {
 			break

@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 func TestRunCommandsPassAndFail(t *testing.T) {
-	scrubEnv(t)
+	gittest.Scrub(t)
 	dir := t.TempDir()
 	res, err := RunCommands(ctxT(t), dir, []string{"echo hello", "echo oops >&2; exit 3", "pwd"}, DoDOptions{})
 	if err != nil {
@@ -47,7 +48,7 @@ func TestRunCommandsPassAndFail(t *testing.T) {
 }
 
 func TestRunCommandsMissingCommand(t *testing.T) {
-	scrubEnv(t)
+	gittest.Scrub(t)
 	res, err := RunCommands(ctxT(t), t.TempDir(), []string{"no-such-command-agentmine-test --flag"}, DoDOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +104,7 @@ func waitGone(t *testing.T, pid int) {
 }
 
 func TestRunCommandsTimeoutKillsGroup(t *testing.T) {
-	scrubEnv(t)
+	gittest.Scrub(t)
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pid")
 	res, err := RunCommands(ctxT(t), dir, []string{
@@ -127,7 +128,7 @@ func TestRunCommandsTimeoutKillsGroup(t *testing.T) {
 }
 
 func TestRunCommandsTimeoutIgnoringTerm(t *testing.T) {
-	scrubEnv(t)
+	gittest.Scrub(t)
 	dir := t.TempDir()
 	res, err := RunCommands(ctxT(t), dir, []string{
 		"trap '' TERM; sleep 1000 & echo $! > pid; wait; wait; wait",
@@ -143,7 +144,7 @@ func TestRunCommandsTimeoutIgnoringTerm(t *testing.T) {
 }
 
 func TestRunCommandsHugeOutputIsBounded(t *testing.T) {
-	scrubEnv(t)
+	gittest.Scrub(t)
 	const size = 8 << 20
 	res, err := RunCommands(ctxT(t), t.TempDir(), []string{
 		"head -c " + strconv.Itoa(size) + " /dev/zero | tr '\\0' x; echo; echo 'héllo END'",
@@ -179,7 +180,7 @@ func TestTailBufferKeepsValidUTF8(t *testing.T) {
 }
 
 func TestRunCommandsCancelled(t *testing.T) {
-	scrubEnv(t)
+	gittest.Scrub(t)
 	ctx, cancel := context.WithCancel(ctxT(t))
 	cancel()
 	res, err := RunCommands(ctx, t.TempDir(), []string{"true"}, DoDOptions{})
@@ -195,7 +196,7 @@ func TestRunDoDJudgesCommittedTip(t *testing.T) {
 	f := newFixture(t)
 	dod := []string{"test -f src/feature.go", "test ! -e secrets/key.txt", "test -f docs/readme.md"}
 	// An uncommitted file cannot make the DoD pass.
-	writeFiles(t, f.wt, map[string]string{"src/feature.go": "package src\n"})
+	gittest.WriteFiles(t, f.wt, map[string]string{"src/feature.go": "package src\n"})
 	res, err := RunDoD(ctxT(t), f.wt, "task-1", f.sparse, dod, DoDOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -209,17 +210,17 @@ func TestRunDoDJudgesCommittedTip(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(f.wt, "src", "feature.go")); err != nil {
 		t.Fatalf("the worker's leftover was lost: %v", err)
 	}
-	git(t, f.wt, "add", "src/feature.go")
-	git(t, f.wt, "commit", "-q", "-m", "feature")
+	gittest.Git(t, f.wt, "add", "src/feature.go")
+	gittest.Git(t, f.wt, "commit", "-q", "-m", "feature")
 	res, err = RunDoD(ctxT(t), f.wt, "task-1", f.sparse, dod, DoDOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != DoDPassed || res.Tip != git(t, f.wt, "rev-parse", "task-1") {
+	if res.Status != DoDPassed || res.Tip != gittest.Git(t, f.wt, "rev-parse", "task-1") {
 		t.Fatalf("want passed on the tip, got %+v", res)
 	}
 	// The temporary checkouts are gone and unregistered.
-	if list := git(t, f.repo, "worktree", "list", "--porcelain"); strings.Contains(list, "dod") {
+	if list := gittest.Git(t, f.repo, "worktree", "list", "--porcelain"); strings.Contains(list, "dod") {
 		t.Errorf("temporary DoD worktree left registered:\n%s", list)
 	}
 	entries, _ := os.ReadDir(filepath.Join(f.repo, ".git", "agentmine", "dod"))
@@ -246,7 +247,7 @@ func TestRunDoDBadTip(t *testing.T) {
 	if err == nil || exitcode.Of(err) != exitcode.NotFound || !strings.Contains(err.Error(), "no-such-branch") {
 		t.Fatalf("want a not-found error naming the tip, got %v", err)
 	}
-	if list := git(t, f.repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 2 {
+	if list := gittest.Git(t, f.repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 2 {
 		t.Errorf("a failed DoD changed the worktree list:\n%s", list)
 	}
 	res, err := RunDoD(ctxT(t), f.wt, "no-such-branch", nil, nil, DoDOptions{})

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 	"github.com/git-agentmine/git-agentmine/scope"
 )
 
@@ -34,25 +35,25 @@ var fixtureFiles = map[string]string{
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	scrubEnv(t)
+	gittest.Scrub(t)
 	f := &fixture{
 		repo: newRepo(t, fixtureFiles),
 		spec: scope.Spec{Write: []string{"src/**"}, Exclude: []string{"secrets/**", "**/*.env"}},
 	}
-	f.base = git(t, f.repo, "rev-parse", "HEAD")
+	f.base = gittest.Git(t, f.repo, "rev-parse", "HEAD")
 	f.wt = filepath.Join(filepath.Dir(f.repo), "worktrees", "task-1")
-	git(t, f.repo, "worktree", "add", "-q", "--no-checkout", "-b", "task-1", f.wt, f.base)
+	gittest.Git(t, f.repo, "worktree", "add", "-q", "--no-checkout", "-b", "task-1", f.wt, f.base)
 	var files []string
 	for p := range fixtureFiles {
 		files = append(files, p)
 	}
 	f.sparse = f.spec.SparsePatterns(files)
-	git(t, f.wt, append([]string{"sparse-checkout", "set", "--no-cone", "--"}, f.sparse...)...)
-	git(t, f.wt, "reset", "-q", "--hard", f.base)
+	gittest.Git(t, f.wt, append([]string{"sparse-checkout", "set", "--no-cone", "--"}, f.sparse...)...)
+	gittest.Git(t, f.wt, "reset", "-q", "--hard", f.base)
 	// Generated files, kept out of git status by the common info/exclude.
-	writeFiles(t, f.wt, map[string]string{".agentmine/prompt.md": "do the task\n"})
+	gittest.WriteFiles(t, f.wt, map[string]string{".agentmine/prompt.md": "do the task\n"})
 	f.generated = []string{".agentmine/"}
-	excl := filepath.Join(git(t, f.repo, "rev-parse", "--git-common-dir"), "info", "exclude")
+	excl := filepath.Join(gittest.Git(t, f.repo, "rev-parse", "--git-common-dir"), "info", "exclude")
 	if !filepath.IsAbs(excl) {
 		excl = filepath.Join(f.repo, excl)
 	}
@@ -176,7 +177,7 @@ echo 'left over' > src/leftover.go
 	if v.LiveEvents == 0 || v.LiveIncomplete {
 		t.Errorf("live record: events=%d incomplete=%v", v.LiveEvents, v.LiveIncomplete)
 	}
-	if v.Tip != git(t, f.wt, "rev-parse", "task-1") {
+	if v.Tip != gittest.Git(t, f.wt, "rev-parse", "task-1") {
 		t.Errorf("tip %s is not the branch tip", v.Tip)
 	}
 }
@@ -209,7 +210,7 @@ func TestCheckSparseAltered(t *testing.T) {
 	v := f.run(t, `git sparse-checkout add '/secrets/'`)
 	mustViolate(t, v, ViolationSparseAltered, "", "")
 	mustViolate(t, v, ViolationExcluded, "secrets/key.txt", "present")
-	gitDir := git(t, f.wt, "rev-parse", "--path-format=absolute", "--git-dir")
+	gitDir := gittest.Git(t, f.wt, "rev-parse", "--path-format=absolute", "--git-dir")
 	mustViolate(t, v, ViolationGitInternals, filepath.ToSlash(filepath.Join(gitDir, "info", "sparse-checkout")), "")
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 func touched(rec Record, kind, path string) *Touch {
@@ -31,7 +33,7 @@ func hasOp(tc *Touch, op string) bool {
 }
 
 func TestWatchRecordsUndoneChanges(t *testing.T) {
-	scrubEnv(t)
+	gittest.Scrub(t)
 	repo := newRepo(t, map[string]string{"src/a.go": "package a\n", "docs/r.md": "read me\n"})
 	w, err := StartWatch(ctxT(t), repo, WatchOptions{})
 	if err != nil {
@@ -73,7 +75,7 @@ chmod 755 src/a.go
 }
 
 func TestWatchNewDirectoriesAreScanned(t *testing.T) {
-	scrubEnv(t)
+	gittest.Scrub(t)
 	repo := newRepo(t, map[string]string{"a.txt": "a\n"})
 	w, err := StartWatch(ctxT(t), repo, WatchOptions{})
 	if err != nil {
@@ -95,7 +97,7 @@ func TestWatchNewDirectoriesAreScanned(t *testing.T) {
 }
 
 func TestWatchSkipsGitDirAndIgnored(t *testing.T) {
-	scrubEnv(t)
+	gittest.Scrub(t)
 	repo := newRepo(t, map[string]string{"a.txt": "a\n", ".agentmine/prompt.md": "p\n"})
 	w, err := StartWatch(ctxT(t), repo, WatchOptions{
 		Ignore: func(rel string) bool { return rel == ".agentmine" || strings.HasPrefix(rel, ".agentmine/") },
@@ -116,7 +118,7 @@ func TestWatchSkipsGitDirAndIgnored(t *testing.T) {
 }
 
 func TestWatchExtraLocations(t *testing.T) {
-	scrubEnv(t)
+	gittest.Scrub(t)
 	repo := newRepo(t, map[string]string{"a.txt": "a\n"})
 	outside := filepath.Join(filepath.Dir(repo), "outside")
 	if err := os.Mkdir(outside, 0o755); err != nil {
@@ -162,7 +164,7 @@ mkdir ../outside/task-other && echo 'gitdir: x' > ../outside/task-other/.git
 }
 
 func TestWatchLimitMarksIncomplete(t *testing.T) {
-	scrubEnv(t)
+	gittest.Scrub(t)
 	repo := newRepo(t, map[string]string{"a/x.txt": "x\n", "b/y.txt": "y\n", "c/z.txt": "z\n"})
 	w, err := StartWatch(ctxT(t), repo, WatchOptions{MaxWatches: 2})
 	if err != nil {
@@ -182,7 +184,7 @@ func TestWatchLimitMarksIncomplete(t *testing.T) {
 }
 
 func TestWatchOnEventHook(t *testing.T) {
-	scrubEnv(t)
+	gittest.Scrub(t)
 	repo := newRepo(t, map[string]string{"a.txt": "a\n"})
 	var mu sync.Mutex
 	var got []Event
@@ -213,7 +215,7 @@ func TestWatchOnEventHook(t *testing.T) {
 }
 
 func TestWatchOverflowRescans(t *testing.T) {
-	scrubEnv(t)
+	gittest.Scrub(t)
 	repo := newRepo(t, map[string]string{"a.txt": "a\n"})
 	limit := 16384
 	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events"); err == nil {
@@ -230,7 +232,7 @@ func TestWatchOverflowRescans(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The hook blocks on the first event, so the kernel queue fills up.
-	writeFiles(t, repo, map[string]string{"first.txt": "1"})
+	gittest.WriteFiles(t, repo, map[string]string{"first.txt": "1"})
 	// Attribute changes on two files, alternating so that the kernel does
 	// not merge them, each queue one event: cheap, and enough to overflow.
 	a, b := filepath.Join(repo, "first.txt"), filepath.Join(repo, "a.txt")
@@ -244,7 +246,7 @@ func TestWatchOverflowRescans(t *testing.T) {
 		}
 	}
 	// Created while events are being dropped: only a rescan can find it.
-	writeFiles(t, repo, map[string]string{"lost/inner/file.txt": "x"})
+	gittest.WriteFiles(t, repo, map[string]string{"lost/inner/file.txt": "x"})
 	close(release)
 	rec := w.Stop()
 	if rec.Overflows == 0 || !rec.Incomplete || !strings.Contains(rec.Reason, "overflow") {
@@ -256,10 +258,10 @@ func TestWatchOverflowRescans(t *testing.T) {
 }
 
 func TestWatchBadRoot(t *testing.T) {
-	scrubEnv(t)
+	gittest.Scrub(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "f")
-	writeFiles(t, dir, map[string]string{"f": "x"})
+	gittest.WriteFiles(t, dir, map[string]string{"f": "x"})
 	if _, err := StartWatch(ctxT(t), file, WatchOptions{}); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Fatalf("want a not-a-directory error, got %v", err)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 )
 
@@ -36,8 +35,7 @@ func claimTask(st *gitstore.Store, taskID, short string) (func(), error) {
 	if err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, exitcode.New(exitcode.State, fmt.Errorf("task %s is already being started by another process", short),
-				"see it with: git agentmine task show "+short)
+			return nil, &RefusedError{Reason: ErrStarting, Task: short, Err: fmt.Errorf("task %s is already being started by another process", short)}
 		}
 		return nil, fmt.Errorf("locking task %s: %w", short, err)
 	}

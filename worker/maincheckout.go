@@ -25,8 +25,9 @@ type checkoutState map[string]string
 
 // snapshotCheckout records the main checkout's changed and untracked paths.
 // It returns nil when the state cannot be read (then nothing is compared).
-func snapshotCheckout(ctx context.Context, top string) checkoutState {
-	out, err := (gitcmd.Runner{Dir: top}).Run(ctx, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+func snapshotCheckout(ctx context.Context, g gitcmd.Runner) checkoutState {
+	top := g.Dir
+	out, err := g.Run(ctx, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
 	if err != nil {
 		return nil
 	}

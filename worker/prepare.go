@@ -126,11 +126,11 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	res := b.Status[taskID]
 	switch res.Status {
 	case status.Cancelled:
-		return nil, exitcode.New(exitcode.State, fmt.Errorf("task %s is cancelled", short), "reopen it first: git agentmine task reopen "+short)
+		return nil, &RefusedError{Reason: ErrCancelled, Task: short, Err: fmt.Errorf("task %s is cancelled", short)}
 	case status.Done:
 		return nil, exitcode.New(exitcode.State, fmt.Errorf("task %s is done (%s)", short, res.Reason), "")
 	case status.InProgress:
-		return nil, exitcode.New(exitcode.State, fmt.Errorf("task %s is already running (%s)", short, res.Reason), "wait for it (git agentmine worker wait "+short+") or stop it (git agentmine worker stop "+short+")")
+		return nil, &RefusedError{Reason: ErrRunning, Task: short, Err: fmt.Errorf("task %s is already running (%s)", short, res.Reason)}
 	}
 	if res.Blocked && !o.Force {
 		var w []string
@@ -157,7 +157,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	wtPath := filepath.Join(e.Cfg.WorktreeDir(e.Top), "task-"+taskID[:8])
 	if _, err := os.Lstat(wtPath); err == nil {
 		if !o.Replace {
-			return nil, exitcode.New(exitcode.State, fmt.Errorf("a worktree from an earlier session of task %s is still at %s", short, wtPath), "remove it with: git agentmine worker done "+short+" (or pass --replace)")
+			return nil, &RefusedError{Reason: ErrLeftover, Task: short, Err: fmt.Errorf("a worktree from an earlier session of task %s is still at %s", short, wtPath)}
 		}
 		if err := e.removeLeftover(ctx, wtPath); err != nil {
 			return nil, err

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/git-agentmine/git-agentmine/agents"
-	"github.com/git-agentmine/git-agentmine/gitcmd"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/memory"
@@ -105,7 +104,7 @@ func writeContextFiles(ctx context.Context, st *gitstore.Store, wt string, c lau
 	}
 	note := "\n\n<!-- added by git agentmine for this worker session; not part of the repository -->\n" +
 		"Your task, scope and rules are in `" + PromptRel + "`. Read it first and follow it.\n"
-	g := gitcmd.Runner{Dir: wt}
+	g := st.Git().In(wt)
 	path := filepath.Join(wt, name)
 	if _, err := g.Run(ctx, "ls-files", "--error-unmatch", "--", name); err == nil {
 		old, err := os.ReadFile(path)
@@ -154,7 +153,7 @@ func ignoreGenerated(ctx context.Context, st *gitstore.Store, wt, gitDir string,
 	}
 	// --file, not --worktree: the latter enumerates every worktree and fails
 	// when another session is creating one at the same moment.
-	if _, err := (gitcmd.Runner{Dir: wt}).Run(ctx, "config", "--file", filepath.Join(gitDir, "config.worktree"), "core.excludesFile", p); err != nil {
+	if _, err := st.Git().In(wt).Run(ctx, "config", "--file", filepath.Join(gitDir, "config.worktree"), "core.excludesFile", p); err != nil {
 		return fmt.Errorf("configuring the worktree's exclude file: %w", err)
 	}
 	return nil

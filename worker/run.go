@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/board"
-	"github.com/git-agentmine/git-agentmine/exitcode"
-	"github.com/git-agentmine/git-agentmine/gitcmd"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/scope"
 	"github.com/git-agentmine/git-agentmine/sessions"
@@ -74,7 +72,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			}
 		}
 	}
-	mainBefore := snapshotCheckout(ctx, e.Top)
+	mainBefore := snapshotCheckout(ctx, e.St.Git().In(e.Top))
 	watcher, werr := verify.StartWatch(ctx, s.Worktree, wopts)
 	if werr != nil {
 		say("warning: live watcher unavailable: %v", werr)
@@ -134,7 +132,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	if startErr == nil {
 		say("worker ended: exit %d%s", out.ExitCode, sigText(out.Signal, out.TimedOut))
 	}
-	mainAfter := snapshotCheckout(jctx, e.Top)
+	mainAfter := snapshotCheckout(jctx, e.St.Git().In(e.Top))
 	if err := e.judge(jctx, rec, spec, live, checkoutWarnings(mainBefore, mainAfter), &out, say); err != nil {
 		say("warning: %v", err)
 		if out.Reason == "" {
@@ -156,7 +154,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 // the outcome. Verification errors are reported, never a false success.
 func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, live *verify.Record, extra []verify.Violation, out *sessions.Outcome, say func(string, ...any)) error {
 	s := rec.Session
-	g := gitcmd.Runner{Dir: e.Top}
+	g := e.St.Git().In(e.Top)
 	tip, err := g.Output(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+s.Branch)
 	if err != nil {
 		tip = ""
@@ -277,12 +275,11 @@ func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool)
 	live, _ := board.Liveness(rec, board.HereOf(e.St), time.Now())
 	switch {
 	case live && s.Mode != sessions.ModeManual:
-		return false, exitcode.New(exitcode.State, fmt.Errorf("session %s is still running", s.ID[:8]), "stop it first: git agentmine worker stop")
+		return false, &RefusedError{Reason: ErrSessionLive, Task: s.Task[:8], Session: s.ID[:8], Err: fmt.Errorf("session %s is still running", s.ID[:8])}
 	case live && !force:
 		// A manual session without an outcome would stay in progress
 		// forever once its worktree is gone.
-		return false, exitcode.New(exitcode.State, fmt.Errorf("session %s has not ended", s.ID[:8]),
-			"record its outcome first (git agentmine session end "+s.ID[:8]+" --exit-code N), or pass --force to abandon it")
+		return false, &RefusedError{Reason: ErrNotEnded, Task: s.Task[:8], Session: s.ID[:8], Err: fmt.Errorf("session %s has not ended", s.ID[:8])}
 	case live:
 		out := sessions.Outcome{ExitCode: 1, Finished: time.Now().UTC(), Reason: "abandoned: worker done --force before an outcome was recorded", By: "worker done"}
 		if err := sessions.RecordOutcome(ctx, e.St, rec, &out); err != nil {
@@ -302,7 +299,7 @@ func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool)
 		e.St.DeleteRef(ctx, "refs/heads/"+branch)
 	}
 	if branch != "" {
-		if _, err := (gitcmd.Runner{Dir: e.Top}).Run(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch); err != nil {
+		if _, err := e.St.Git().In(e.Top).Run(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch); err != nil {
 			return true, nil
 		}
 	}

@@ -3,36 +3,19 @@ package worker
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
-
-// scrub pins the environment so git behaves the same everywhere.
-func scrub(t *testing.T) {
-	t.Helper()
-	home := t.TempDir()
-	for k, v := range map[string]string{
-		"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config"), "GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_AUTHOR_DATE": "2026-01-02T03:04:05Z",
-		"GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com", "GIT_COMMITTER_DATE": "2026-01-02T03:04:05Z",
-	} {
-		t.Setenv(k, v)
-	}
-}
 
 // TestClientVersionCached: the version is asked once per executable and
 // asked again when the executable changes (an upgrade); a client that is
 // not installed has no version.
 func TestClientVersionCached(t *testing.T) {
-	scrub(t)
-	repo := t.TempDir()
-	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v %s", err, out)
-	}
+	repo := gittest.Init(t)
 	st, err := gitstore.Open(context.Background(), repo)
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/git-agentmine/git-agentmine/gitcmd"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 	"github.com/git-agentmine/git-agentmine/scope"
 )
 
@@ -21,9 +21,7 @@ import (
 // top9, and a secrets/ directory).
 func bigRepo(b *testing.B, files int) string {
 	b.Helper()
-	testEnv(b)
-	dir := b.TempDir()
-	git(b, dir, "init", "-q", "-b", "main")
+	dir := gittest.Init(b)
 	var s bytes.Buffer
 	const blobs = 64
 	for i := 1; i <= blobs; i++ {
@@ -42,9 +40,7 @@ func bigRepo(b *testing.B, files int) string {
 		fmt.Fprintf(&s, "M 100644 :2 %s\n", f)
 	}
 	s.WriteString("\n")
-	if _, err := (gitcmd.Runner{Dir: dir}).RunInput(context.Background(), &s, "fast-import", "--quiet"); err != nil {
-		b.Fatal(err)
-	}
+	gittest.GitInput(b, dir, &s, "fast-import", "--quiet")
 	// The main worktree stays unpopulated: Create and raw git both read
 	// the commit, and checking out 50,000 files here would only slow the
 	// setup down.
@@ -67,11 +63,7 @@ func BenchmarkCreate50k(b *testing.B) {
 	repo := bigRepo(b, 50000)
 	ctx := context.Background()
 	spec := scope.Spec{Write: []string{"top0/**", "top1/**"}, Exclude: []string{"**/*.env", "**/secrets/**"}}
-	run := func(dir string, args ...string) {
-		if _, err := (gitcmd.Runner{Dir: dir}).Run(ctx, args...); err != nil {
-			b.Fatalf("git %s: %v", strings.Join(args, " "), err)
-		}
-	}
+	run := func(dir string, args ...string) { gittest.Git(b, dir, args...) }
 	var tCreate, tRaw, tBest time.Duration
 	var patterns []string
 	b.ResetTimer()

@@ -7,56 +7,15 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitcmd"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 	"github.com/git-agentmine/git-agentmine/scope"
 	"golang.org/x/sys/unix"
 )
-
-// testEnv scrubs the environment so that git behaves the same everywhere.
-func testEnv(t testing.TB) {
-	t.Helper()
-	home := t.TempDir()
-	for k, v := range map[string]string{
-		"HOME":                home,
-		"XDG_CONFIG_HOME":     filepath.Join(home, ".config"),
-		"GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_AUTHOR_NAME":     "Test Author",
-		"GIT_AUTHOR_EMAIL":    "author@example.com",
-		"GIT_AUTHOR_DATE":     "2024-01-01T00:00:00Z",
-		"GIT_COMMITTER_NAME":  "Test Committer",
-		"GIT_COMMITTER_EMAIL": "committer@example.com",
-		"GIT_COMMITTER_DATE":  "2024-01-01T00:00:00Z",
-	} {
-		t.Setenv(k, v)
-	}
-}
-
-func git(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	out, err := gitcmd.Runner{Dir: dir}.Output(context.Background(), args...)
-	if err != nil {
-		t.Fatalf("git %s: %v", strings.Join(args, " "), err)
-	}
-	return out
-}
-
-func writeFiles(t testing.TB, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // fixtureSpec is the documented example scope.
 func fixtureSpec() scope.Spec {
@@ -70,10 +29,8 @@ func fixtureSpec() scope.Spec {
 // executable script and a symbolic link, with the worktree root ignored.
 func newRepo(t testing.TB) string {
 	t.Helper()
-	testEnv(t)
-	dir := t.TempDir()
-	git(t, dir, "init", "-q", "-b", "main")
-	writeFiles(t, dir, map[string]string{
+	dir := gittest.Init(t)
+	gittest.WriteFiles(t, dir, map[string]string{
 		".env":                "TOKEN=1\n",
 		"config/prod.env":     "DB=prod\n",
 		"config/app.yml":      "name: app\n",
@@ -95,15 +52,15 @@ func newRepo(t testing.TB) string {
 	if err := os.Symlink("src/main.go", filepath.Join(dir, "main-link")); err != nil {
 		t.Fatal(err)
 	}
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "fixture")
+	gittest.Git(t, dir, "add", "-A")
+	gittest.Git(t, dir, "commit", "-q", "-m", "fixture")
 	appendExclude(t, dir)
 	return dir
 }
 
 func appendExclude(t testing.TB, dir string) {
 	t.Helper()
-	common := git(t, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	common := gittest.Git(t, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
 	f, err := os.OpenFile(filepath.Join(common, "info", "exclude"), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -121,28 +78,7 @@ func wtPath(repo, name string) string {
 // onDisk lists the files and symbolic links under root, skipping .git.
 func onDisk(t testing.TB, root string) []string {
 	t.Helper()
-	var files []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		if rel == ".git" {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil // a linked worktree's .git is a file
-		}
-		if !d.IsDir() {
-			files = append(files, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(files)
-	return files
+	return gittest.Files(t, root)
 }
 
 func mode(t testing.TB, p string) fs.FileMode {
@@ -213,17 +149,17 @@ func TestCreateFixture(t *testing.T) {
 		t.Errorf("main-link is %v, want a symbolic link", m)
 	}
 
-	if st := git(t, wt, "status", "--porcelain", "--untracked-files=all"); st != "" {
+	if st := gittest.Git(t, wt, "status", "--porcelain", "--untracked-files=all"); st != "" {
 		t.Errorf("git status in the worktree is not clean:\n%s", st)
 	}
-	if st := git(t, repo, "status", "--porcelain", "--untracked-files=all"); st != "" {
+	if st := gittest.Git(t, repo, "status", "--porcelain", "--untracked-files=all"); st != "" {
 		t.Errorf("git status in the main worktree is not clean:\n%s", st)
 	}
-	if b := git(t, wt, "rev-parse", "--abbrev-ref", "HEAD"); b != "task-1" {
+	if b := gittest.Git(t, wt, "rev-parse", "--abbrev-ref", "HEAD"); b != "task-1" {
 		t.Errorf("worktree is on %q", b)
 	}
 	// The sparse-checkout is the worktree's own; the main worktree is untouched.
-	if v := git(t, wt, "config", "--worktree", "--get", "core.sparseCheckout"); v != "true" {
+	if v := gittest.Git(t, wt, "config", "--worktree", "--get", "core.sparseCheckout"); v != "true" {
 		t.Errorf("worktree core.sparseCheckout = %q", v)
 	}
 	if _, err := (gitcmd.Runner{Dir: repo}).Output(context.Background(), "config", "--get", "core.sparseCheckout"); err == nil {
@@ -247,17 +183,17 @@ func TestLaterMergeAndCheckoutKeepScope(t *testing.T) {
 	res := create(t, repo, "2", fixtureSpec())
 	wt := res.Path
 
-	writeFiles(t, repo, map[string]string{
+	gittest.WriteFiles(t, repo, map[string]string{
 		".env":             "TOKEN=2\n",
 		"config/prod.env":  "DB=prod2\n",
 		"secrets/key":      "secret2\n",
 		"secrets/more/new": "new secret\n",
 		"src/main.go":      "package main // v2\n",
 	})
-	git(t, repo, "add", "-A")
-	git(t, repo, "commit", "-q", "-m", "touch secrets and src")
+	gittest.Git(t, repo, "add", "-A")
+	gittest.Git(t, repo, "commit", "-q", "-m", "touch secrets and src")
 
-	git(t, wt, "merge", "-q", "--ff-only", "main")
+	gittest.Git(t, wt, "merge", "-q", "--ff-only", "main")
 	check := func(when string) {
 		t.Helper()
 		for _, gone := range []string{".env", "config/prod.env", "secrets"} {
@@ -265,7 +201,7 @@ func TestLaterMergeAndCheckoutKeepScope(t *testing.T) {
 				t.Errorf("after %s: %s came back", when, gone)
 			}
 		}
-		if st := git(t, wt, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		if st := gittest.Git(t, wt, "status", "--porcelain", "--untracked-files=all"); st != "" {
 			t.Errorf("after %s: status not clean:\n%s", when, st)
 		}
 	}
@@ -273,22 +209,22 @@ func TestLaterMergeAndCheckoutKeepScope(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(wt, "src/main.go")); string(b) != "package main // v2\n" {
 		t.Errorf("merge did not update src/main.go: %q", b)
 	}
-	git(t, wt, "checkout", "-q", "--detach", "main~1")
+	gittest.Git(t, wt, "checkout", "-q", "--detach", "main~1")
 	check("checkout of the base")
-	git(t, wt, "checkout", "-q", "task-2")
+	gittest.Git(t, wt, "checkout", "-q", "task-2")
 	check("checkout back")
 	// A commit made in the worktree leaves the excluded files in the tree.
-	writeFiles(t, wt, map[string]string{"src/new.go": "package main\n"})
-	git(t, wt, "add", "-A")
-	git(t, wt, "commit", "-q", "-m", "worker commit")
-	if names := git(t, wt, "ls-tree", "-r", "--name-only", "HEAD"); !strings.Contains(names, "secrets/key") || !strings.Contains(names, ".env") {
+	gittest.WriteFiles(t, wt, map[string]string{"src/new.go": "package main\n"})
+	gittest.Git(t, wt, "add", "-A")
+	gittest.Git(t, wt, "commit", "-q", "-m", "worker commit")
+	if names := gittest.Git(t, wt, "ls-tree", "-r", "--name-only", "HEAD"); !strings.Contains(names, "secrets/key") || !strings.Contains(names, ".env") {
 		t.Errorf("worker commit dropped excluded files from the tree:\n%s", names)
 	}
 }
 
 func TestCreateBadInput(t *testing.T) {
 	repo := newRepo(t)
-	git(t, repo, "branch", "taken")
+	gittest.Git(t, repo, "branch", "taken")
 	if err := os.MkdirAll(wtPath(repo, "exists"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -315,8 +251,8 @@ func TestCreateBadInput(t *testing.T) {
 			exitcode.State, "already exists"},
 		{"no branch", Options{Path: "new", Base: "main", Scope: good}, exitcode.Usage, "no branch given"},
 	}
-	before := git(t, repo, "for-each-ref")
-	worktreesBefore := git(t, repo, "worktree", "list", "--porcelain")
+	before := gittest.Git(t, repo, "for-each-ref")
+	worktreesBefore := gittest.Git(t, repo, "worktree", "list", "--porcelain")
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.Repo = repo
@@ -336,10 +272,10 @@ func TestCreateBadInput(t *testing.T) {
 			}
 		})
 	}
-	if after := git(t, repo, "for-each-ref"); after != before {
+	if after := gittest.Git(t, repo, "for-each-ref"); after != before {
 		t.Errorf("refs changed:\n%s\n---\n%s", before, after)
 	}
-	if after := git(t, repo, "worktree", "list", "--porcelain"); after != worktreesBefore {
+	if after := gittest.Git(t, repo, "worktree", "list", "--porcelain"); after != worktreesBefore {
 		t.Errorf("worktrees changed:\n%s", after)
 	}
 }
@@ -348,14 +284,14 @@ func TestCreateBadInput(t *testing.T) {
 // (a newline in a file name can only be written as a wildcard) and checks
 // that the difference is an error and that nothing is left behind.
 func TestMismatchRollsBack(t *testing.T) {
-	testEnv(t)
+	gittest.Scrub(t)
 	repo := t.TempDir()
-	git(t, repo, "init", "-q", "-b", "main")
-	writeFiles(t, repo, map[string]string{"a\nb": "1\n", "axb": "2\n", "other": "3\n", "more/x": "4\n"})
-	git(t, repo, "add", "-A")
-	git(t, repo, "commit", "-q", "-m", "names")
+	gittest.Git(t, repo, "init", "-q", "-b", "main")
+	gittest.WriteFiles(t, repo, map[string]string{"a\nb": "1\n", "axb": "2\n", "other": "3\n", "more/x": "4\n"})
+	gittest.Git(t, repo, "add", "-A")
+	gittest.Git(t, repo, "commit", "-q", "-m", "names")
 	appendExclude(t, repo)
-	before := git(t, repo, "for-each-ref")
+	before := gittest.Git(t, repo, "for-each-ref")
 
 	_, err := Create(context.Background(), Options{
 		Repo: repo, Path: wtPath(repo, "bad"), Branch: "task-bad", Base: "main",
@@ -370,10 +306,10 @@ func TestMismatchRollsBack(t *testing.T) {
 	if _, statErr := os.Lstat(wtPath(repo, "bad")); !errors.Is(statErr, fs.ErrNotExist) {
 		t.Error("the worktree directory was left behind")
 	}
-	if after := git(t, repo, "for-each-ref"); after != before {
+	if after := gittest.Git(t, repo, "for-each-ref"); after != before {
 		t.Errorf("refs changed (branch left behind?):\n%s", after)
 	}
-	if list := git(t, repo, "worktree", "list", "--porcelain"); strings.Contains(list, "bad") {
+	if list := gittest.Git(t, repo, "worktree", "list", "--porcelain"); strings.Contains(list, "bad") {
 		t.Errorf("worktree still registered:\n%s", list)
 	}
 }
@@ -387,19 +323,19 @@ func TestCreateNothingPresent(t *testing.T) {
 	if res.Counts.Present != 0 || res.Counts.Absent == 0 {
 		t.Errorf("counts %+v", res.Counts)
 	}
-	if st := git(t, res.Path, "status", "--porcelain", "--untracked-files=all"); st != "" {
+	if st := gittest.Git(t, res.Path, "status", "--porcelain", "--untracked-files=all"); st != "" {
 		t.Errorf("status not clean:\n%s", st)
 	}
 	// The worker can create its files.
-	writeFiles(t, res.Path, map[string]string{"new/file.go": "package x\n"})
+	gittest.WriteFiles(t, res.Path, map[string]string{"new/file.go": "package x\n"})
 }
 
 func TestCreateWithSubmodule(t *testing.T) {
 	repo := newRepo(t)
-	head := git(t, repo, "rev-parse", "HEAD")
-	git(t, repo, "update-index", "--add", "--cacheinfo", "160000,"+head+",vendor/sub")
-	git(t, repo, "update-index", "--add", "--cacheinfo", "160000,"+head+",secrets/sub")
-	git(t, repo, "commit", "-q", "-m", "gitlinks")
+	head := gittest.Git(t, repo, "rev-parse", "HEAD")
+	gittest.Git(t, repo, "update-index", "--add", "--cacheinfo", "160000,"+head+",vendor/sub")
+	gittest.Git(t, repo, "update-index", "--add", "--cacheinfo", "160000,"+head+",secrets/sub")
+	gittest.Git(t, repo, "commit", "-q", "-m", "gitlinks")
 	res := create(t, repo, "4", fixtureSpec())
 	if fi, err := os.Lstat(filepath.Join(res.Path, "vendor/sub")); err != nil || !fi.IsDir() {
 		t.Errorf("vendor/sub should be a directory: %v", err)
@@ -407,7 +343,7 @@ func TestCreateWithSubmodule(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(res.Path, "secrets")); !errors.Is(err, fs.ErrNotExist) {
 		t.Error("excluded gitlink checked out")
 	}
-	if st := git(t, res.Path, "status", "--porcelain", "--untracked-files=all"); st != "" {
+	if st := gittest.Git(t, res.Path, "status", "--porcelain", "--untracked-files=all"); st != "" {
 		t.Errorf("status not clean:\n%s", st)
 	}
 }
@@ -424,17 +360,17 @@ func TestRemove(t *testing.T) {
 		if _, err := os.Lstat(res.Path); !errors.Is(err, fs.ErrNotExist) {
 			t.Error("directory left behind")
 		}
-		if strings.Contains(git(t, repo, "worktree", "list"), "r1") {
+		if strings.Contains(gittest.Git(t, repo, "worktree", "list"), "r1") {
 			t.Error("still registered")
 		}
-		if strings.Contains(git(t, repo, "branch", "--list"), "task-r1") {
+		if strings.Contains(gittest.Git(t, repo, "branch", "--list"), "task-r1") {
 			t.Error("branch not deleted")
 		}
 	})
 
 	t.Run("uncommitted changes need force", func(t *testing.T) {
 		res := create(t, repo, "r2", fixtureSpec())
-		writeFiles(t, res.Path, map[string]string{"src/main.go": "changed\n"})
+		gittest.WriteFiles(t, res.Path, map[string]string{"src/main.go": "changed\n"})
 		err := Remove(ctx, repo, res.Path, res.Branch, false)
 		if exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "uncommitted changes") {
 			t.Fatalf("Remove: %v (code %d)", err, exitcode.Of(err))
@@ -443,11 +379,11 @@ func TestRemove(t *testing.T) {
 			t.Fatal("refused removal still removed files")
 		}
 		// Untracked generated files do not count as changes.
-		git(t, res.Path, "checkout", "--", "src/main.go")
+		gittest.Git(t, res.Path, "checkout", "--", "src/main.go")
 		if err := WriteFile(res.Path, ".agentmine/prompt.md", []byte("p"), true); err != nil {
 			t.Fatal(err)
 		}
-		writeFiles(t, res.Path, map[string]string{"src/main.go": "changed\n"})
+		gittest.WriteFiles(t, res.Path, map[string]string{"src/main.go": "changed\n"})
 		if err := Remove(ctx, repo, res.Path, res.Branch, true); err != nil {
 			t.Fatalf("forced Remove: %v", err)
 		}
@@ -458,9 +394,9 @@ func TestRemove(t *testing.T) {
 
 	t.Run("unmerged branch kept without force", func(t *testing.T) {
 		res := create(t, repo, "r3", fixtureSpec())
-		writeFiles(t, res.Path, map[string]string{"src/feature.go": "package main\n"})
-		git(t, res.Path, "add", "-A")
-		git(t, res.Path, "commit", "-q", "-m", "work")
+		gittest.WriteFiles(t, res.Path, map[string]string{"src/feature.go": "package main\n"})
+		gittest.Git(t, res.Path, "add", "-A")
+		gittest.Git(t, res.Path, "commit", "-q", "-m", "work")
 		err := Remove(ctx, repo, res.Path, res.Branch, false)
 		if exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "not merged") {
 			t.Fatalf("Remove: %v", err)
@@ -468,13 +404,13 @@ func TestRemove(t *testing.T) {
 		if _, err := os.Lstat(res.Path); !errors.Is(err, fs.ErrNotExist) {
 			t.Error("worktree should be gone")
 		}
-		if !strings.Contains(git(t, repo, "branch", "--list"), "task-r3") {
+		if !strings.Contains(gittest.Git(t, repo, "branch", "--list"), "task-r3") {
 			t.Error("unmerged branch deleted without force")
 		}
 		if err := Remove(ctx, repo, res.Path, res.Branch, true); exitcode.Of(err) != exitcode.NotFound {
 			t.Errorf("second Remove: %v", err)
 		}
-		git(t, repo, "branch", "-D", "task-r3")
+		gittest.Git(t, repo, "branch", "-D", "task-r3")
 	})
 
 	t.Run("directory deleted behind git's back", func(t *testing.T) {
@@ -488,7 +424,7 @@ func TestRemove(t *testing.T) {
 		if err := Remove(ctx, repo, res.Path, res.Branch, true); err != nil {
 			t.Fatalf("Remove: %v", err)
 		}
-		if strings.Contains(git(t, repo, "worktree", "list"), "r4") {
+		if strings.Contains(gittest.Git(t, repo, "worktree", "list"), "r4") {
 			t.Error("still registered")
 		}
 	})

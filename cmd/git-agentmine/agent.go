@@ -19,24 +19,6 @@ type AgentCmd struct {
 	Validate AgentValidateCmd `cmd:"" help:"Check agent definitions; exit 3 if any is invalid."`
 }
 
-// agentJSON is the --json form of an agent (docs/json.md).
-type agentJSON struct {
-	V           int              `json:"v"`
-	Name        string           `json:"name"`
-	File        string           `json:"file"`
-	Description string           `json:"description"`
-	Client      string           `json:"client"`
-	Model       string           `json:"model"`
-	Command     []string         `json:"command"`
-	PromptFile  string           `json:"prompt_file"`
-	Timeout     int              `json:"timeout"`
-	DoD         []string         `json:"dod"`
-	Scope       agents.Scope     `json:"scope"`
-	Valid       bool             `json:"valid"`
-	Problems    []agents.Problem `json:"problems"`
-	Error       string           `json:"error,omitempty"`
-}
-
 func strs(s []string) []string {
 	if s == nil {
 		return []string{}

@@ -131,7 +131,7 @@ func Main(ctx context.Context, args []string, io Stdio, getenv func(string) stri
 		return silent.code
 	}
 	fmt.Fprintf(io.Err, "error: %s\n", firstLine(err.Error()))
-	if h := exitcode.HintOf(err); h != "" {
+	if h := hintFor(err); h != "" {
 		fmt.Fprintf(io.Err, "hint: %s\n", h)
 	}
 	return exitcode.Of(err)

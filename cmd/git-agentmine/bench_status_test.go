@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 // buildStatusFixture writes tasks tasks with perTask sessions each, every
@@ -80,8 +81,8 @@ func buildStatusFixture(tb testing.TB, repo string, tasks, perTask int) {
 		fmt.Fprintf(&in, "N inline :%d\ndata %d\n%s\n", x.rootMark, len(line), line)
 	}
 	fastImport(tb, repo, &in)
-	exec.Command("git", "-C", repo, "pack-refs", "--all").Run()
-	exec.Command("git", "-C", repo, "checkout", "-q", "main").Run()
+	gittest.Git(tb, repo, "pack-refs", "--all")
+	gittest.Git(tb, repo, "checkout", "-q", "main")
 }
 
 // BenchmarkStatus10kTasks30kSessions reports `git agentmine status --json`
@@ -90,12 +91,7 @@ func buildStatusFixture(tb testing.TB, repo string, tasks, perTask int) {
 // branches, as the ratio agentmine/raw.
 func BenchmarkStatus10kTasks30kSessions(b *testing.B) {
 	useBuiltBinary(b)
-	b.Setenv("HOME", b.TempDir())
-	b.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	repo := filepath.Join(b.TempDir(), "repo")
-	if out, err := exec.Command("git", "init", "-q", "-b", "main", repo).CombinedOutput(); err != nil {
-		b.Fatalf("%v: %s", err, out)
-	}
+	repo := gittest.Init(b)
 	buildStatusFixture(b, repo, 10000, 3)
 	timeCmd(b, repo, "git", "agentmine", "status", "--json") // warm caches
 	var ours, raw time.Duration
@@ -109,14 +105,10 @@ func BenchmarkStatus10kTasks30kSessions(b *testing.B) {
 	b.ReportMetric(float64(ours)/float64(raw), "ratio")
 }
 
+// fastImport feeds in to `git fast-import --quiet` with args in repo.
 func fastImport(tb testing.TB, repo string, in *bytes.Buffer, args ...string) {
 	tb.Helper()
-	cmd := exec.Command("git", append([]string{"fast-import", "--quiet"}, args...)...)
-	cmd.Dir = repo
-	cmd.Stdin = in
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("fast-import: %v: %s", err, out)
-	}
+	gittest.GitInput(tb, repo, in, append([]string{"fast-import", "--quiet"}, args...)...)
 }
 
 func readMarks(tb testing.TB, path string) map[int]string {

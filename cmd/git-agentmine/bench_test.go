@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 // buildTaskFixture writes n task refs straight into repo with one
@@ -33,15 +35,8 @@ func buildTaskFixture(tb testing.TB, repo string, n int) {
 `, id, i, i%10)
 		fmt.Fprintf(&in, "commit refs/agentmine/tasks/%s\ncommitter Ada Author <ada@example.com> 1767323045 +0000\ndata 14\ntask add: gen\nM 100644 inline task.json\ndata %d\n%s\n", id, len(doc), doc)
 	}
-	cmd := exec.Command("git", "fast-import", "--quiet")
-	cmd.Dir = repo
-	cmd.Stdin = &in
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("fast-import: %v: %s", err, out)
-	}
-	if out, err := exec.Command("git", "-C", repo, "pack-refs", "--all").CombinedOutput(); err != nil {
-		tb.Fatalf("pack-refs: %v: %s", err, out)
-	}
+	gittest.GitInput(tb, repo, &in, "fast-import", "--quiet")
+	gittest.Git(tb, repo, "pack-refs", "--all")
 }
 
 func timeCmd(b *testing.B, dir string, name string, args ...string) time.Duration {
@@ -73,19 +68,7 @@ func runTimed(b *testing.B, dir string, name string, args ...string) (wall, cpu 
 // scrubbed environment.
 func benchRepo(b *testing.B, n int) string {
 	b.Helper()
-	b.Setenv("HOME", b.TempDir())
-	b.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	b.Setenv("GIT_AUTHOR_NAME", "Ada Author")
-	b.Setenv("GIT_AUTHOR_EMAIL", "ada@example.com")
-	b.Setenv("GIT_COMMITTER_NAME", "Ada Author")
-	b.Setenv("GIT_COMMITTER_EMAIL", "ada@example.com")
-	repo := filepath.Join(b.TempDir(), "repo")
-	if out, err := exec.Command("git", "init", "-q", "-b", "main", repo).CombinedOutput(); err != nil {
-		b.Fatalf("%v: %s", err, out)
-	}
-	if out, err := exec.Command("git", "-C", repo, "commit", "-q", "--allow-empty", "-m", "init").CombinedOutput(); err != nil {
-		b.Fatalf("%v: %s", err, out)
-	}
+	repo := gittest.NewRepo(b)
 	buildTaskFixture(b, repo, n)
 	return repo
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 // build50k commits 50,000 files (plus .env files and a secrets/ tree) on
@@ -26,12 +28,7 @@ func build50k(tb testing.TB, repo string) {
 	}
 	in.WriteString("M 100644 inline .env\ndata 2\nx\nM 100644 inline secrets/key\ndata 2\nk\n\n")
 	fastImport(tb, repo, &in)
-	run := func(args ...string) {
-		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
-			tb.Fatalf("git %v: %v: %s", args, err, out)
-		}
-	}
-	run("checkout", "-q", "-f", "main")
+	gittest.Git(tb, repo, "checkout", "-q", "-f", "main")
 }
 
 // BenchmarkWorkerRun50k reports `git agentmine worker run` (no --exec: the
@@ -41,16 +38,7 @@ func build50k(tb testing.TB, repo string) {
 // same patterns, in the same run, as the ratio agentmine/raw.
 func BenchmarkWorkerRun50k(b *testing.B) {
 	useBuiltBinary(b)
-	b.Setenv("HOME", b.TempDir())
-	b.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	b.Setenv("GIT_AUTHOR_NAME", "Ada")
-	b.Setenv("GIT_AUTHOR_EMAIL", "ada@example.com")
-	b.Setenv("GIT_COMMITTER_NAME", "Ada")
-	b.Setenv("GIT_COMMITTER_EMAIL", "ada@example.com")
-	repo := filepath.Join(b.TempDir(), "repo")
-	if out, err := exec.Command("git", "init", "-q", "-b", "main", repo).CombinedOutput(); err != nil {
-		b.Fatalf("%v: %s", err, out)
-	}
+	repo := gittest.Init(b)
 	build50k(b, repo)
 	timeCmd(b, repo, "git", "agentmine", "init")
 	agent := "client = \"custom\"\ncommand = [\"true\"]\n[scope]\nwrite = [\"top0/**\", \"top1/**\"]\nexclude = [\"**/*.env\", \".env\", \"**/secrets/**\"]\n"

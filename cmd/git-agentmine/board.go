@@ -15,16 +15,6 @@ type StatusCmd struct {
 	Failures int `short:"n" default:"5" help:"How many recent failures to show."`
 }
 
-type boardJSON struct {
-	V        int            `json:"v"`
-	Counts   map[string]int `json:"counts"`
-	Ready    int            `json:"ready"`
-	Blocked  int            `json:"blocked"`
-	Running  []sessionJSON  `json:"running"`
-	Review   []taskJSON     `json:"review"`
-	Failures []taskJSON     `json:"recent_failures"`
-}
-
 // Run prints the board.
 func (c *StatusCmd) Run(a *App) error {
 	v, err := loadView(a)

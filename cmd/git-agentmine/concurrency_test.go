@@ -5,30 +5,22 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
-// testRepo makes a repository with one commit in a pinned environment and
-// returns its path. git-agentmine is on PATH through TestMain.
+// testRepo makes a repository with one commit in the scrubbed environment
+// and returns its path. git-agentmine is on PATH through TestMain.
 func testRepo(t *testing.T) string {
 	t.Helper()
-	home := t.TempDir()
-	for k, v := range map[string]string{
-		"HOME": home, "GIT_CONFIG_NOSYSTEM": "1", "NO_COLOR": "1",
-		"GIT_AUTHOR_NAME": "Ada Author", "GIT_AUTHOR_EMAIL": "ada@example.com",
-		"GIT_COMMITTER_NAME": "Ada Author", "GIT_COMMITTER_EMAIL": "ada@example.com",
-	} {
-		t.Setenv(k, v)
-	}
-	dir := filepath.Join(t.TempDir(), "repo")
-	run(t, "", "git", "init", "-q", "-b", "main", dir)
-	run(t, dir, "git", "commit", "-q", "--allow-empty", "-m", "init")
-	return dir
+	return gittest.NewRepo(t)
 }
 
+// run runs the command name in dir and returns its trimmed stdout, failing
+// the test with its stderr.
 func run(t *testing.T, dir string, name string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(name, args...)
@@ -48,7 +40,7 @@ func run(t *testing.T, dir string, name string, args ...string) string {
 // exactly 640 tasks, all listed, and a clean fsck.
 func TestParallelAdds(t *testing.T) {
 	if testing.Short() {
-		t.Skip("spawns 640 processes")
+		t.Skip("slow: spawns 640 processes")
 	}
 	repo := testRepo(t)
 	const procs, each = 32, 20
@@ -96,6 +88,9 @@ func TestParallelAdds(t *testing.T) {
 // Every label survives, and the description and priority are those of the
 // last change committed; every change is exactly one commit.
 func TestConcurrentEditsOneTask(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: 32 racing processes")
+	}
 	repo := testRepo(t)
 	id := run(t, repo, "git", "agentmine", "task", "add", "contended", "-q")
 	full := fullID(t, repo, id)

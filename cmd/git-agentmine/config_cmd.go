@@ -44,15 +44,6 @@ type ConfigShowCmd struct {
 	Key string `arg:"" optional:"" help:"Only this setting (e.g. timeout, worktree_root)."`
 }
 
-type settingJSON struct {
-	Key    string `json:"key"`
-	Value  string `json:"value"`
-	Source string `json:"source"`
-	Origin string `json:"origin"`
-	Env    string `json:"env"`
-	Git    string `json:"git"`
-}
-
 // Run prints the settings.
 func (c *ConfigShowCmd) Run(a *App) error {
 	st, err := a.Store()
@@ -83,15 +74,9 @@ func (c *ConfigShowCmd) Run(a *App) error {
 	}
 	if a.G.JSON {
 		if c.Key != "" {
-			return a.P.PrintJSON(struct {
-				V int `json:"v"`
-				settingJSON
-			}{output.SchemaVersion, rows[0]})
+			return a.P.PrintJSON(settingOneJSON{output.SchemaVersion, rows[0]})
 		}
-		return a.P.PrintJSON(struct {
-			V        int           `json:"v"`
-			Settings []settingJSON `json:"settings"`
-		}{output.SchemaVersion, rows})
+		return a.P.PrintJSON(settingsJSON{output.SchemaVersion, rows})
 	}
 	if c.Key != "" || a.G.Quiet {
 		for _, r := range rows {

@@ -3,12 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 	"github.com/git-agentmine/git-agentmine/output"
 )
 
@@ -16,22 +14,9 @@ import (
 // environment.
 func configRepo(t *testing.T) string {
 	t.Helper()
-	home := t.TempDir()
-	for k, v := range map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config"), "GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_AUTHOR_DATE": "2026-01-02T03:04:05Z",
-		"GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com", "GIT_COMMITTER_DATE": "2026-01-02T03:04:05Z"} {
-		t.Setenv(k, v)
-	}
-	dir := t.TempDir()
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "init"}, {"config", "agentmine.grace", "3"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	os.MkdirAll(filepath.Join(dir, ".agentmine"), 0o755)
-	os.WriteFile(filepath.Join(dir, ".agentmine", "config.toml"), []byte("timeout = 42\ndod_timeout = 7\n"), 0o644)
+	dir := gittest.NewRepo(t)
+	gittest.Git(t, dir, "config", "agentmine.grace", "3")
+	gittest.WriteFiles(t, dir, map[string]string{".agentmine/config.toml": "timeout = 42\ndod_timeout = 7\n"})
 	return dir
 }
 

@@ -3,17 +3,24 @@ package main
 import (
 	"bytes"
 	"context"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/alecthomas/kong"
 
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
+	"github.com/git-agentmine/git-agentmine/memory"
 	"github.com/git-agentmine/git-agentmine/merge"
+	"github.com/git-agentmine/git-agentmine/replica"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/verify"
 )
@@ -72,27 +79,6 @@ func docsNode(t *testing.T, path ...string) *kong.Node {
 	return nil
 }
 
-// docsEnv pins the environment of a test: private HOME, no system or global
-// git config, fixed identities and dates, no colour.
-func docsEnv(t *testing.T) {
-	t.Helper()
-	home := t.TempDir()
-	for k, v := range map[string]string{
-		"HOME":                home,
-		"XDG_CONFIG_HOME":     filepath.Join(home, ".config"),
-		"GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_AUTHOR_NAME":     "Ada Author",
-		"GIT_AUTHOR_EMAIL":    "ada@example.com",
-		"GIT_AUTHOR_DATE":     "2026-01-02T03:04:05Z",
-		"GIT_COMMITTER_NAME":  "Ada Author",
-		"GIT_COMMITTER_EMAIL": "ada@example.com",
-		"GIT_COMMITTER_DATE":  "2026-01-02T03:04:05Z",
-		"NO_COLOR":            "1",
-	} {
-		t.Setenv(k, v)
-	}
-}
-
 // docsMain runs Main in dir with the given arguments and returns the exit
 // code, stdout and stderr.
 func docsMain(t *testing.T, dir string, args ...string) (int, string, string) {
@@ -101,23 +87,6 @@ func docsMain(t *testing.T, dir string, args ...string) (int, string, string) {
 	full := append([]string{"-C", dir}, args...)
 	code := Main(context.Background(), full, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}, os.Getenv)
 	return code, out.String(), errb.String()
-}
-
-// docsRepo makes a git repository with one commit.
-func docsRepo(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"commit", "-q", "--allow-empty", "-m", "initial"},
-	} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	return dir
 }
 
 // manPagePath is the man page, relative to this package.
@@ -261,7 +230,7 @@ func TestManPageCoversGrammar(t *testing.T) {
 // TestEveryCommandAnswersHelp runs `<command> --help` for every visible
 // command of the grammar: exit 0, usage on stdout, nothing on stderr.
 func TestEveryCommandAnswersHelp(t *testing.T) {
-	docsEnv(t)
+	gittest.Scrub(t)
 	dir := t.TempDir()
 	paths := [][]string{{}}
 	for _, c := range docsCommands(t) {
@@ -286,17 +255,8 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 // "error:" line and one "hint:" line on stderr, nothing on stdout, and no
 // change to the repository.
 func TestUsageErrors(t *testing.T) {
-	docsEnv(t)
-	repo := docsRepo(t)
-	refs := func() string {
-		cmd := exec.Command("git", "for-each-ref")
-		cmd.Dir = repo
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("git for-each-ref: %v", err)
-		}
-		return string(out)
-	}
+	repo := gittest.NewRepo(t)
+	refs := func() string { return gittest.Git(t, repo, "for-each-ref") }
 	before := refs()
 	for _, tc := range []struct {
 		args      []string
@@ -399,7 +359,7 @@ func visibleNames(n *kong.Node) []string {
 // group's subcommands and every command's flags (its own and the global
 // ones), and that a flag's value is not completed as a command.
 func TestCompletionBashScript(t *testing.T) {
-	docsEnv(t)
+	gittest.Scrub(t)
 	script := completionScript(t, "bash")
 	data, _ := os.ReadFile(script)
 	top := visibleNames(docsParser(t).Model.Node)
@@ -472,7 +432,7 @@ func hasWord(xs []string, x string) bool {
 // TestCompletionThroughGit loads git's own bash completion and the
 // generated script, and completes `git agentmine …` the way bash does.
 func TestCompletionThroughGit(t *testing.T) {
-	docsEnv(t)
+	gittest.Scrub(t)
 	var gitComp string
 	for _, p := range []string{"/usr/share/bash-completion/completions/git", "/etc/bash_completion.d/git",
 		"/usr/share/git/completion/git-completion.bash"} {
@@ -542,7 +502,7 @@ func TestCompletionThroughGit(t *testing.T) {
 // TestCompletionZshAndFish runs the zsh and fish scripts' candidate logic
 // in those shells, when they are installed.
 func TestCompletionZshAndFish(t *testing.T) {
-	docsEnv(t)
+	gittest.Scrub(t)
 	taskSubs := visibleNames(docsNode(t, "task"))
 	t.Run("zsh", func(t *testing.T) {
 		if _, err := exec.LookPath("zsh"); err != nil {
@@ -578,7 +538,7 @@ func TestCompletionCommand(t *testing.T) {
 	if _, wired := reflect.TypeOf(CLI{}).FieldByName("Completion"); !wired {
 		t.Skip("the completion command is not in the CLI struct yet")
 	}
-	docsEnv(t)
+	gittest.Scrub(t)
 	dir := t.TempDir()
 	for shell, want := range map[string]string{
 		"bash": "complete -o default -F __git_agentmine_bash git-agentmine",
@@ -615,26 +575,79 @@ func jsonFields(t reflect.Type) []string {
 	return out
 }
 
+// outputTypeFields reads the JSON field names of every struct type declared
+// in json.go, the file that holds all the CLI's --json output types, so
+// that a new output type is checked without being listed here.
+func outputTypeFields(t *testing.T) map[string][]string {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "json.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok {
+			continue
+		}
+		for _, sp := range g.Specs {
+			ts, ok := sp.(*ast.TypeSpec)
+			if !ok {
+				continue
+			}
+			st, ok := ts.Type.(*ast.StructType)
+			if !ok {
+				continue
+			}
+			out[ts.Name.Name] = []string{}
+			for _, fl := range st.Fields.List {
+				if fl.Tag == nil {
+					continue
+				}
+				raw, _ := strconv.Unquote(fl.Tag.Value)
+				name, _, _ := strings.Cut(reflect.StructTag(raw).Get("json"), ",")
+				if name != "" && name != "-" {
+					out[ts.Name.Name] = append(out[ts.Name.Name], name)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // TestJSONDocCoversOutputs fails when a field of a --json output or of the
-// outcome note is missing from docs/json.md.
+// outcome note is missing from docs/json.md: every struct type of json.go,
+// and the other packages' types that the outputs print.
 func TestJSONDocCoversOutputs(t *testing.T) {
 	data, err := os.ReadFile("../../docs/json.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := string(data)
-	for _, v := range []any{runJSON{}, sessionJSON{}, boardJSON{}, settingJSON{}, versionJSON{}, installManJSON{}, merge.Result{}, sessions.Outcome{},
+	check := func(typ string, fields []string) {
+		for _, name := range fields {
+			listed := regexp.MustCompile(`[{,]\s*` + regexp.QuoteMeta(name) + `\s*[:,}]`)
+			if !strings.Contains(doc, "`"+name+"`") && !listed.MatchString(doc) {
+				t.Errorf("docs/json.md does not document field %q of %s", name, typ)
+			}
+		}
+	}
+	local := outputTypeFields(t)
+	for _, want := range []string{"runJSON", "sessionJSON", "boardJSON", "settingJSON", "taskJSON", "memoryJSON", "workerCommandJSON"} {
+		if len(local[want]) == 0 {
+			t.Fatalf("json.go has no JSON fields for %s: the reader is broken (found %d types)", want, len(local))
+		}
+	}
+	for typ, fields := range local {
+		check(typ, fields)
+	}
+	for _, v := range []any{merge.Result{}, replica.Report{}, memory.ImportResult{}, sessions.Outcome{},
 		verify.Verdict{}, verify.Violation{}, verify.Change{}, verify.DoDResult{}, verify.CommandResult{}} {
 		typ := reflect.TypeOf(v)
 		fields := jsonFields(typ)
 		if len(fields) == 0 {
 			t.Fatalf("%s has no JSON fields: the reflection is broken", typ)
 		}
-		for _, name := range fields {
-			listed := regexp.MustCompile(`[{,]\s*` + regexp.QuoteMeta(name) + `\s*[,}]`)
-			if !strings.Contains(doc, "`"+name+"`") && !listed.MatchString(doc) {
-				t.Errorf("docs/json.md does not document field %q of %s", name, typ)
-			}
-		}
+		check(typ.String(), fields)
 	}
 }

@@ -2,8 +2,9 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"testing"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 func TestGenStatusFixture(t *testing.T) {
@@ -11,6 +12,6 @@ func TestGenStatusFixture(t *testing.T) {
 	if dir == "" {
 		t.Skip("set AGENTMINE_FIXTURE_DIR to build the status fixture there")
 	}
-	exec.Command("git", "init", "-q", "-b", "main", dir).Run()
+	gittest.Git(t, "", "init", "-q", "-b", "main", dir)
 	buildStatusFixture(t, dir, 10000, 3)
 }

@@ -65,24 +65,6 @@ func parseForHelp(parser *kong.Kong, args []string) (err error) {
 // VersionCmd is `version`: what this binary was built from.
 type VersionCmd struct{}
 
-// versionJSON is `version --json`.
-type versionJSON struct {
-	// V is the schema version of this document.
-	V int `json:"v"`
-	// Version is the module version (a tag, a pseudo-version, or "(devel)"
-	// for a build from a checkout), or the one set with -ldflags.
-	Version string `json:"version"`
-	// Revision is the commit the binary was built from, when the build
-	// recorded it.
-	Revision string `json:"revision,omitempty"`
-	// Modified is true when the checkout had uncommitted changes.
-	Modified bool `json:"modified,omitempty"`
-	// Time is the commit time of Revision, RFC 3339.
-	Time string `json:"time,omitempty"`
-	// Go is the Go release that built the binary.
-	Go string `json:"go"`
-}
-
 // buildVersion reads what the Go toolchain recorded in this binary.
 func buildVersion() versionJSON {
 	v := versionJSON{V: 1, Version: version, Go: runtime.Version()}
@@ -141,18 +123,6 @@ func (c *VersionCmd) Run(a *App) error {
 // into `man git-agentmine`) works after `go install`.
 type InstallManCmd struct {
 	ManDir string `name:"man-dir" placeholder:"DIR" help:"Write the page into DIR instead of <dir of this binary>/../share/man/man1."`
-}
-
-// installManJSON is `install-man --json`.
-type installManJSON struct {
-	// V is the schema version of this document.
-	V int `json:"v"`
-	// Path is the file the page was written to.
-	Path string `json:"path"`
-	// Found is true when man will find the page for the git-agentmine on
-	// PATH without MANPATH: the page is in <bin>/../share/man/man1 of a
-	// PATH directory <bin> that holds git-agentmine.
-	Found bool `json:"found"`
 }
 
 // Run writes the page.

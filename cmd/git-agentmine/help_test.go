@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 // runMain runs Main with args and no -C, in the test's environment.
@@ -24,7 +26,7 @@ func runMain(t *testing.T, args ...string) (int, string, string) {
 // TestHelpCommand checks that `help <command>` prints exactly what
 // `<command> --help` prints, for the program and every visible command.
 func TestHelpCommand(t *testing.T) {
-	docsEnv(t)
+	gittest.Scrub(t)
 	paths := [][]string{{}}
 	for _, c := range docsCommands(t) {
 		paths = append(paths, c.path)
@@ -49,7 +51,7 @@ func TestHelpCommand(t *testing.T) {
 // TestVersionCommand checks `version`, `version --json` and `--version`
 // against what the Go toolchain recorded in the running binary.
 func TestVersionCommand(t *testing.T) {
-	docsEnv(t)
+	gittest.Scrub(t)
 	code, out, errs := runMain(t, "version")
 	if code != 0 || errs != "" || !strings.HasPrefix(out, "git-agentmine version ") || !strings.HasSuffix(out, " "+runtime.Version()+"\n") {
 		t.Errorf("version: exit %d, stderr %q, stdout %q", code, errs, out)
@@ -74,7 +76,7 @@ func TestVersionCommand(t *testing.T) {
 // and checks it is the page of the source tree, byte for byte; then the
 // failure paths leave nothing behind.
 func TestInstallMan(t *testing.T) {
-	docsEnv(t)
+	gittest.Scrub(t)
 	src, err := os.ReadFile(manPagePath)
 	if err != nil {
 		t.Fatal(err)

@@ -1,42 +1,21 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 
-	"github.com/git-agentmine/git-agentmine/agents"
 	"github.com/git-agentmine/git-agentmine/config"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/replica"
+	"github.com/git-agentmine/git-agentmine/scaffold"
 )
 
 // InitCmd is `init`.
 type InitCmd struct {
 	Base   string `help:"Base branch to record in .agentmine/config.toml (default: the current branch)."`
 	Remote string `help:"Make REMOTE the sync remote (git config agentmine.remote), so sync/push/pull and claims use it."`
-}
-
-type initJSON struct {
-	V       int         `json:"v"`
-	Top     string      `json:"top"`
-	Base    string      `json:"base"`
-	Remote  string      `json:"remote,omitempty"`
-	Created []string    `json:"created"`
-	Kept    []string    `json:"kept"`
-	Exclude excludeJSON `json:"exclude"`
-}
-
-type excludeJSON struct {
-	File    string `json:"file"`
-	Pattern string `json:"pattern"`
-	Added   bool   `json:"added"`
 }
 
 // Run scaffolds the project files that do not exist yet and ignores the
@@ -66,26 +45,15 @@ func (c *InitCmd) Run(a *App) error {
 			return err
 		}
 	}
-	files := []struct {
-		rel  string
-		text string
-	}{
-		{config.File, configTemplate(base)},
-		{agents.Dir + "/coder.toml", coderTemplate},
-		{agents.PromptDir + "/coder.md", coderPrompt},
+	files, err := scaffold.Files(base)
+	if err != nil {
+		return err
 	}
-	res := initJSON{V: output.SchemaVersion, Top: top, Base: base, Remote: c.Remote, Created: []string{}, Kept: []string{}}
-	for _, f := range files {
-		created, err := createFile(top, f.rel, f.text)
-		if err != nil {
-			return err
-		}
-		if created {
-			res.Created = append(res.Created, f.rel)
-		} else {
-			res.Kept = append(res.Kept, f.rel)
-		}
+	written, err := scaffold.Write(top, files)
+	if err != nil {
+		return err
 	}
+	res := initJSON{V: output.SchemaVersion, Top: top, Base: base, Remote: c.Remote, Created: written.Created, Kept: written.Kept}
 	cfg, err := loadConfig(a, st, nil)
 	if err != nil {
 		return err
@@ -93,10 +61,11 @@ func (c *InitCmd) Run(a *App) error {
 	if res.Base == "" || !contains(res.Created, config.File) {
 		res.Base = cfg.Base
 	}
-	res.Exclude, err = excludeWorktrees(st, top, cfg)
+	ex, err := scaffold.ExcludeWorktrees(st.Location().CommonDir, top, cfg.WorktreeDir(top))
 	if err != nil {
 		return err
 	}
+	res.Exclude = excludeJSON(ex)
 	if a.G.JSON {
 		return a.P.PrintJSON(res)
 	}
@@ -158,146 +127,3 @@ func (c *InitCmd) base(a *App, st *gitstore.Store) (string, error) {
 	}
 	return b, nil
 }
-
-// createFile writes top/rel with text unless it exists; it reports whether
-// it created the file.
-func createFile(top, rel, text string) (bool, error) {
-	p := filepath.Join(top, filepath.FromSlash(rel))
-	if _, err := os.Lstat(p); err == nil {
-		return false, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return false, fmt.Errorf("creating %s: %w", filepath.Dir(rel), err)
-	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("creating %s: %w", rel, err)
-	}
-	_, werr := f.WriteString(text)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		os.Remove(p)
-		return false, fmt.Errorf("writing %s: %w", rel, werr)
-	}
-	return true, nil
-}
-
-// excludeWorktrees adds the worktree root, anchored, to the common
-// info/exclude (shared by every worktree of the repository) unless an
-// equivalent line is there already.
-func excludeWorktrees(st *gitstore.Store, top string, cfg config.Config) (excludeJSON, error) {
-	file := filepath.Join(st.Location().CommonDir, "info", "exclude")
-	res := excludeJSON{File: file}
-	rel, err := filepath.Rel(top, cfg.WorktreeDir(top))
-	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return res, nil
-	}
-	rel = filepath.ToSlash(rel)
-	res.Pattern = "/" + rel + "/"
-	data, err := os.ReadFile(file)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return res, fmt.Errorf("reading %s: %w", file, err)
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		l = strings.TrimSpace(l)
-		if l == res.Pattern || l == rel+"/" || l == rel || l == "/"+rel {
-			return res, nil
-		}
-	}
-	text := string(data)
-	if text != "" && !strings.HasSuffix(text, "\n") {
-		text += "\n"
-	}
-	text += "# git agentmine: worker worktrees\n" + res.Pattern + "\n"
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		return res, fmt.Errorf("creating %s: %w", filepath.Dir(file), err)
-	}
-	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
-		return res, fmt.Errorf("writing %s: %w", file, err)
-	}
-	res.Added = true
-	return res, nil
-}
-
-func configTemplate(base string) string {
-	baseLine := "base = " + strconv.Quote(base)
-	if base == "" {
-		baseLine = `# base = "main"`
-	}
-	return `# git agentmine project settings. Precedence, highest first: command-line
-# flags, AGENTMINE_<KEY> environment variables, git config agentmine.<key>,
-# this file, built-in defaults. See "git agentmine config show".
-
-# Branch that task branches start from and merge into.
-` + baseLine + `
-
-# Where worker worktrees are created (relative to the top of the repository).
-# worktree_root = ".agentmine/worktrees"
-
-# Worker timeout in seconds, for agents that set none.
-# timeout = 300
-
-# Timeout of each Definition-of-Done command, in seconds.
-# dod_timeout = 600
-
-# Seconds between SIGTERM and SIGKILL when a worker is stopped.
-# grace = 10
-
-# Agent used when neither --agent nor the task's assignee names one.
-default_agent = "coder"
-
-# Client for agents that name none: claude-code, codex, aider, gemini,
-# opencode or custom.
-# client = "claude-code"
-
-# Remote used by sync (default: origin, if it exists).
-# remote = "origin"
-`
-}
-
-const coderTemplate = `# A general-purpose coding agent. Every key is optional except scope.write.
-description = "General-purpose coding agent"
-
-# claude-code, codex, aider, gemini, opencode or custom (default: the
-# project's client setting).
-# client = "claude-code"
-# model = ""
-
-# Replace the client's command line (required for client = "custom").
-# Placeholders: {prompt_file} {worktree} {task}
-# command = ["my-agent", "--prompt-file", "{prompt_file}"]
-
-prompt_file = ".agentmine/prompts/coder.md"
-
-# Seconds before the worker is stopped (default: the project's timeout).
-# timeout = 300
-
-# Definition of Done: shell commands run in the worktree after the worker
-# exits; all must succeed. Tasks may override them.
-dod = []
-# dod = ["go test ./..."]
-
-# What the worker may see and change: doublestar globs relative to the top
-# of the repository; exclude > write > read. Narrow write to what this agent
-# should touch.
-[scope]
-read = ["**"]
-write = ["**"]
-exclude = [".agentmine/**"]
-# exclude = [".agentmine/**", ".env", "**/*.env", "secrets/**"]
-`
-
-const coderPrompt = `You are a careful software engineer working on this repository.
-
-- Read the existing code and its tests before you change anything; follow
-  the conventions you find.
-- Keep the change focused on the task. Do not touch files outside your scope.
-- Never add mock data or fake implementations to make something look done.
-- Make the tests pass, add tests for new behaviour, and commit your work with
-  a clear message when you are done.
-`

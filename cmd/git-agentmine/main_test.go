@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 // TestMain lets the test binary act as git-agentmine, so testscripts run
@@ -20,9 +22,35 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// TestScripts runs the end-to-end scenarios in testdata/script.
+// TestScripts runs the end-to-end scenarios in testdata/script; under
+// `go test -short` it leaves out the slow ones (slowScripts).
 func TestScripts(t *testing.T) {
-	testscript.Run(t, ScriptParams(t, "testdata/script"))
+	p := ScriptParams(t, "testdata/script")
+	for name := range slowScripts() {
+		if _, err := os.Stat(filepath.Join(p.Dir, name+".txtar")); err != nil {
+			t.Errorf("slow script %s: %v", name, err)
+		}
+	}
+	setup := p.Setup
+	p.Setup = func(env *testscript.Env) error {
+		name := strings.TrimPrefix(filepath.Base(env.WorkDir), "script-")
+		if why, slow := slowScripts()[name]; slow && testing.Short() {
+			env.T().Skip("slow: " + why)
+		}
+		return setup(env)
+	}
+	testscript.Run(t, p)
+}
+
+// slowScripts names the scenarios `go test -short` skips, each with why it
+// is slow: together they take most of the scripts' time, and the edit loop
+// still runs every other scenario.
+func slowScripts() map[string]string {
+	return map[string]string{
+		"worker_faults":    "real workers timing out, ignoring SIGTERM and crashing, each waited for",
+		"worker_misbehave": "real workers breaking their scope in every way, each run and checked",
+		"worker_exec":      "real workers launched, timed out and waited for",
+	}
 }
 
 // ScriptParams is the pinned environment every scenario runs in: a private
@@ -37,19 +65,7 @@ func ScriptParams(t *testing.T, dir string) testscript.Params {
 			if err := os.MkdirAll(home, 0o755); err != nil {
 				return err
 			}
-			for k, v := range map[string]string{
-				"HOME":                home,
-				"XDG_CONFIG_HOME":     filepath.Join(home, ".config"),
-				"GIT_CONFIG_NOSYSTEM": "1",
-				"GIT_AUTHOR_NAME":     "Ada Author",
-				"GIT_AUTHOR_EMAIL":    "ada@example.com",
-				"GIT_AUTHOR_DATE":     "2026-01-02T03:04:05Z",
-				"GIT_COMMITTER_NAME":  "Ada Author",
-				"GIT_COMMITTER_EMAIL": "ada@example.com",
-				"GIT_COMMITTER_DATE":  "2026-01-02T03:04:05Z",
-				"NO_COLOR":            "1",
-				"TZ":                  "UTC",
-			} {
+			for k, v := range gittest.Vars(home) {
 				env.Setenv(k, v)
 			}
 			// Workers and DoD run /bin/sh scripts.

@@ -28,24 +28,6 @@ type MemoryCmd struct {
 	Import  MemoryImportCmd  `cmd:"" help:"Read memories back from files written by export."`
 }
 
-// memoryJSON is the --json form of a memory (docs/json.md).
-type memoryJSON struct {
-	V        int          `json:"v"`
-	ID       string       `json:"id"`
-	ShortID  string       `json:"short_id"`
-	Category string       `json:"category"`
-	Title    string       `json:"title"`
-	Summary  string       `json:"summary"`
-	Content  string       `json:"content"`
-	Status   string       `json:"status"`
-	Tags     []string     `json:"tags"`
-	Task     string       `json:"task"`
-	Path     string       `json:"path"`
-	Created  memory.Stamp `json:"created"`
-	Updated  memory.Stamp `json:"updated"`
-	Commit   string       `json:"commit"`
-}
-
 func memJSON(b *memory.Bank, id string) memoryJSON {
 	e := b.Memories[id]
 	m := e.Memory
@@ -385,16 +367,12 @@ func (c *MemoryRemoveCmd) Run(a *App) error {
 			ids = append(ids, id)
 		}
 	}
-	type removed struct {
-		V  int    `json:"v"`
-		ID string `json:"id"`
-	}
-	out := []removed{}
+	out := []memoryRemovedJSON{}
 	for _, id := range ids {
 		if _, err := memory.Remove(a.Ctx, st, id); err != nil {
 			return err
 		}
-		out = append(out, removed{V: output.SchemaVersion, ID: id})
+		out = append(out, memoryRemovedJSON{V: output.SchemaVersion, ID: id})
 		a.P.Notef("removed memory %s\n", id)
 		if !a.G.JSON {
 			a.P.Printf("%s\n", id)
@@ -418,20 +396,10 @@ func (c *MemoryPreviewCmd) Run(a *App) error {
 	mems := b.Active()
 	text := memory.PromptSection(mems)
 	if a.G.JSON {
-		type entry struct {
-			ID       string `json:"id"`
-			Category string `json:"category"`
-			Title    string `json:"title"`
-			Path     string `json:"path"`
-		}
-		out := struct {
-			V        int     `json:"v"`
-			Text     string  `json:"text"`
-			Memories []entry `json:"memories"`
-		}{V: output.SchemaVersion, Text: text, Memories: []entry{}}
+		out := memoryPreviewJSON{V: output.SchemaVersion, Text: text, Memories: []memoryPreviewEntryJSON{}}
 		for _, m := range mems {
 			name, _ := memory.FileName(m)
-			out.Memories = append(out.Memories, entry{ID: m.ID, Category: m.Category, Title: m.Title, Path: memory.SnapshotDir + "/" + name})
+			out.Memories = append(out.Memories, memoryPreviewEntryJSON{ID: m.ID, Category: m.Category, Title: m.Title, Path: memory.SnapshotDir + "/" + name})
 		}
 		return a.P.PrintJSON(out)
 	}
@@ -478,17 +446,9 @@ func (c *MemoryExportCmd) Run(a *App) error {
 		return exitcode.New(exitcode.Failed, err, "")
 	}
 	if a.G.JSON {
-		type entry struct {
-			ID   string `json:"id"`
-			Path string `json:"path"`
-		}
-		out := struct {
-			V     int     `json:"v"`
-			Dir   string  `json:"dir"`
-			Files []entry `json:"files"`
-		}{V: output.SchemaVersion, Dir: c.Dir, Files: []entry{}}
+		out := memoryExportJSON{V: output.SchemaVersion, Dir: c.Dir, Files: []memoryExportEntryJSON{}}
 		for i, p := range paths {
-			out.Files = append(out.Files, entry{ID: ms[i].ID, Path: p})
+			out.Files = append(out.Files, memoryExportEntryJSON{ID: ms[i].ID, Path: p})
 		}
 		return a.P.PrintJSON(out)
 	}
@@ -515,10 +475,7 @@ func (c *MemoryImportCmd) Run(a *App) error {
 		return err
 	}
 	if a.G.JSON {
-		out := struct {
-			V     int                   `json:"v"`
-			Files []memory.ImportResult `json:"files"`
-		}{V: output.SchemaVersion, Files: res}
+		out := memoryImportJSON{V: output.SchemaVersion, Files: res}
 		if out.Files == nil {
 			out.Files = []memory.ImportResult{}
 		}

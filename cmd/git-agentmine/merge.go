@@ -24,10 +24,7 @@ func (c *MergeCmd) Run(a *App) error {
 		return err
 	}
 	if a.G.JSON {
-		return a.P.PrintJSON(struct {
-			V int `json:"v"`
-			merge.Result
-		}{output.SchemaVersion, res})
+		return a.P.PrintJSON(mergeJSON{output.SchemaVersion, res})
 	}
 	if a.G.Quiet {
 		a.P.Printf("%s\n", res.Commit)

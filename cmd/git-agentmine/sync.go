@@ -78,10 +78,7 @@ func runSync(a *App, remote, verb string) error {
 		return err
 	}
 	if a.G.JSON {
-		a.P.PrintJSON(struct {
-			V int `json:"v"`
-			replica.Report
-		}{output.SchemaVersion, rep})
+		a.P.PrintJSON(syncJSON{output.SchemaVersion, rep})
 	} else if !a.G.Quiet {
 		p := a.P
 		p.Printf("%s with %s: %d fetched, %d new, %d fast-forwarded, %d merged (%s), %d pushed, %d up to date",

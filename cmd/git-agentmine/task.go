@@ -304,16 +304,6 @@ func (c *TaskTreeCmd) Run(a *App) error {
 	return nil
 }
 
-type treeNode struct {
-	V         int        `json:"v"`
-	ID        string     `json:"id"`
-	ShortID   string     `json:"short_id"`
-	Title     string     `json:"title"`
-	Status    string     `json:"status"`
-	BlockedBy []string   `json:"blocked_by"`
-	Children  []treeNode `json:"children"`
-}
-
 func (v *view) treeJSON(id string, seen map[string]bool) treeNode {
 	seen[id] = true
 	t := v.Board.Tasks[id].Task
@@ -365,15 +355,6 @@ func (v *view) printTree(a *App, id, prefix, childPrefix string, seen map[string
 // TaskLogCmd is `task log`.
 type TaskLogCmd struct {
 	ID string `arg:"" help:"Task id."`
-}
-
-type logJSON struct {
-	V       int       `json:"v"`
-	Commit  string    `json:"commit"`
-	Time    time.Time `json:"time"`
-	Author  string    `json:"author"`
-	Email   string    `json:"email"`
-	Message string    `json:"message"`
 }
 
 // Run prints the history.
@@ -435,36 +416,6 @@ func loadView(a *App) (*view, error) {
 	here := b.Here
 	a.where = &here
 	return &view{Board: b.Tasks, Status: b.Status, Store: st}, nil
-}
-
-// taskJSON is the --json form of a task (docs/json.md).
-type taskJSON struct {
-	V            int          `json:"v"`
-	ID           string       `json:"id"`
-	ShortID      string       `json:"short_id"`
-	Title        string       `json:"title"`
-	Status       string       `json:"status"`
-	StatusReason string       `json:"status_reason"`
-	Blocked      bool         `json:"blocked"`
-	Ready        bool         `json:"ready"`
-	WaitingOn    []string     `json:"waiting_on"`
-	Description  string       `json:"description"`
-	Type         string       `json:"type"`
-	Priority     string       `json:"priority"`
-	Parent       string       `json:"parent"`
-	BlockedBy    []string     `json:"blocked_by"`
-	Labels       []string     `json:"labels"`
-	Assignee     string       `json:"assignee"`
-	DoD          []string     `json:"dod"`
-	Base         string       `json:"base"`
-	Acceptance   []string     `json:"acceptance"`
-	Created      tasks.Stamp  `json:"created"`
-	Updated      tasks.Stamp  `json:"updated"`
-	Cancelled    *tasks.Fact  `json:"cancelled"`
-	Reopened     *tasks.Fact  `json:"reopened"`
-	Commit       string       `json:"commit"`
-	Session      string       `json:"session,omitempty"`
-	Extra        *sessionInfo `json:"latest_session,omitempty"`
 }
 
 func (v *view) taskJSON(id string) taskJSON {

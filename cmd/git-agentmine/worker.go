@@ -53,23 +53,6 @@ type WorkerRunCmd struct {
 	NoClaim bool   `name:"no-claim" help:"Do not claim the task on the sync remote."`
 }
 
-type runJSON struct {
-	V        int               `json:"v"`
-	Session  string            `json:"session"`
-	Task     string            `json:"task"`
-	Agent    string            `json:"agent"`
-	Client   string            `json:"client"`
-	Branch   string            `json:"branch"`
-	Worktree string            `json:"worktree"`
-	Prompt   string            `json:"prompt_file"`
-	Command  []string          `json:"command"`
-	Mode     string            `json:"mode"`
-	Pid      int               `json:"pid,omitempty"`
-	Log      string            `json:"log"`
-	Outcome  *sessions.Outcome `json:"outcome,omitempty"`
-	Status   string            `json:"status,omitempty"`
-}
-
 // Run prepares and maybe runs the session.
 func (c *WorkerRunCmd) Run(a *App) error {
 	if c.Detach && !c.Exec {

@@ -38,8 +38,8 @@ func (c *WorkerCommandCmd) Run(a *App) error {
 		return err
 	}
 	if a.G.JSON {
-		return a.P.PrintJSON(map[string]any{"v": output.SchemaVersion, "task": p.Task.ID, "agent": p.Agent.Name,
-			"client": string(p.Client), "argv": p.Argv, "worktree": p.Worktree, "prompt": p.Prompt})
+		return a.P.PrintJSON(workerCommandJSON{V: output.SchemaVersion, Task: p.Task.ID, Agent: p.Agent.Name,
+			Client: string(p.Client), Argv: p.Argv, Worktree: p.Worktree, Prompt: p.Prompt})
 	}
 	a.P.Printf("%s", p.Prompt)
 	return nil
@@ -73,30 +73,6 @@ func latestOf(a *App, env *worker.Env, ids []string, liveOnly bool) (*board.Boar
 		out = append(out, rec)
 	}
 	return b, out, nil
-}
-
-type sessionJSON struct {
-	V        int               `json:"v"`
-	ID       string            `json:"id"`
-	ShortID  string            `json:"short_id"`
-	Task     string            `json:"task"`
-	Agent    string            `json:"agent"`
-	Client   string            `json:"client"`
-	Version  string            `json:"client_version,omitempty"`
-	Mode     string            `json:"mode"`
-	Branch   string            `json:"branch"`
-	BaseRef  string            `json:"base_ref"`
-	Base     string            `json:"base_commit"`
-	Worktree string            `json:"worktree"`
-	Host     string            `json:"host"`
-	Pid      int               `json:"pid,omitempty"`
-	Started  time.Time         `json:"started"`
-	Timeout  int               `json:"timeout"`
-	State    string            `json:"state"`
-	Elapsed  float64           `json:"elapsed_seconds"`
-	Log      string            `json:"log"`
-	Tail     []string          `json:"log_tail,omitempty"`
-	Outcome  *sessions.Outcome `json:"outcome"`
 }
 
 func sessionState(a *App, r sessions.Record) string {
@@ -490,14 +466,4 @@ func (c *WorkerDoneCmd) Run(a *App) error {
 		return a.P.PrintJSONList(len(done), func(i int) any { return done[i] })
 	}
 	return nil
-}
-
-// doneJSON is one element of `worker done --json`.
-type doneJSON struct {
-	V             int    `json:"v"`
-	Session       string `json:"session"`
-	Task          string `json:"task"`
-	Worktree      string `json:"worktree"`
-	Branch        string `json:"branch"`
-	BranchDeleted bool   `json:"branch_deleted"`
 }

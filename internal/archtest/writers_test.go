@@ -250,10 +250,10 @@ func moduleRoot(t *testing.T) string {
 	}
 }
 
-// violations lists every git invocation under root that writes refs or
-// objects from a package not allowed to.
-func violations(t *testing.T, root string) (found []string, calls int) {
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+// walkGo calls fn with the path of every .go file under root, leaving out
+// hidden directories and testdata.
+func walkGo(root string, fn func(path string) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -263,7 +263,18 @@ func violations(t *testing.T, root string) (found []string, calls int) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		return fn(path)
+	})
+}
+
+// violations lists every git invocation under root that writes refs or
+// objects from a package not allowed to.
+func violations(t *testing.T, root string) (found []string, calls int) {
+	err := walkGo(root, func(path string) error {
+		if strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
 		fset := token.NewFileSet()

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/git-agentmine/git-agentmine/agents"
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/merge"
+	"github.com/git-agentmine/git-agentmine/worker"
+)
+
+// hintFor returns the "hint:" line for a failed command. Only the CLI
+// names its own commands: the core returns typed errors that say what went
+// wrong, with the ids involved, and this is where they become a command to
+// run next. The error tree is searched as errors.As does (depth first, the
+// outer error before what it wraps), and the first error with advice wins:
+// a typed error known here, or an *exitcode.Error with a hint (the core's
+// hints that name no command, such as "pass --force").
+func hintFor(err error) string {
+	if err == nil {
+		return ""
+	}
+	if h := typedHint(err); h != "" {
+		return h
+	}
+	if x, ok := err.(*exitcode.Error); ok && x.Hint != "" {
+		return x.Hint
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return hintFor(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if h := hintFor(e); h != "" {
+				return h
+			}
+		}
+	}
+	return ""
+}
+
+// typedHint is the advice for one error of the core's typed errors, ""
+// for any other error (its chain is not searched).
+func typedHint(err error) string {
+	switch e := err.(type) {
+	case *gitstore.NotFoundError:
+		return fmt.Sprintf("list them with: git agentmine %s list", e.Noun)
+	case *gitstore.AmbiguousError:
+		return "give more digits of the id"
+	case *gitstore.UnreadableError:
+		if e.Noun == "memory" {
+			return "remove it with: git agentmine memory remove " + e.ID
+		}
+	case *agents.UnknownError:
+		if len(e.Known) == 0 {
+			return "no agents are defined; run: git agentmine init"
+		}
+		return "known agents: " + strings.Join(e.Known, ", ")
+	case *agents.InvalidError:
+		return "see every problem with: git agentmine agent validate " + e.Name
+	case *worker.RefusedError:
+		return workerHint(e)
+	case *merge.RefusedError:
+		switch e.Reason {
+		case merge.ErrNoSession:
+			return "run one with: git agentmine worker run " + e.Task + " --exec"
+		case merge.ErrNotEnded:
+			return "wait for it: git agentmine worker wait " + e.Task
+		}
+	}
+	return ""
+}
+
+// workerHint is the next step after worker refused to act.
+func workerHint(e *worker.RefusedError) string {
+	switch e.Reason {
+	case worker.ErrStarting:
+		return "see it with: git agentmine task show " + e.Task
+	case worker.ErrCancelled:
+		return "reopen it first: git agentmine task reopen " + e.Task
+	case worker.ErrRunning:
+		return "wait for it (git agentmine worker wait " + e.Task + ") or stop it (git agentmine worker stop " + e.Task + ")"
+	case worker.ErrLeftover:
+		return "remove it with: git agentmine worker done " + e.Task + " (or pass --replace)"
+	case worker.ErrSessionLive:
+		return "stop it first: git agentmine worker stop " + e.Task
+	case worker.ErrNotEnded:
+		return "record its outcome first (git agentmine session end " + e.Session + " --exit-code N), or pass --force to abandon it"
+	}
+	return ""
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/merge"
+	"github.com/git-agentmine/git-agentmine/worker"
+)
+
+// TestEveryRefusalHasAHint fails when a reason the core can refuse with has
+// no next step in the CLI (the testscripts reach most of them, not all:
+// a lost race for the task lock, a live --exec session).
+func TestEveryRefusalHasAHint(t *testing.T) {
+	for _, r := range []error{worker.ErrStarting, worker.ErrCancelled, worker.ErrRunning, worker.ErrLeftover, worker.ErrSessionLive, worker.ErrNotEnded} {
+		err := fmt.Errorf("task 1a2b: %w", &worker.RefusedError{Reason: r, Task: "1a2b", Session: "5e55105e", Err: errors.New("refused")})
+		if h := hintFor(err); !strings.Contains(h, "git agentmine ") || !strings.Contains(h, "1a2b") && !strings.Contains(h, "5e55105e") {
+			t.Errorf("worker refusal %q: hint %q names no command with the id", r, h)
+		}
+		if exitcode.Of(err) != exitcode.State {
+			t.Errorf("worker refusal %q: exit code %d", r, exitcode.Of(err))
+		}
+	}
+	for _, r := range []error{merge.ErrNoSession, merge.ErrNotEnded} {
+		err := &merge.RefusedError{Reason: r, Task: "1a2b", Err: errors.New("refused")}
+		if h := hintFor(err); !strings.Contains(h, "git agentmine worker ") || !strings.Contains(h, "1a2b") {
+			t.Errorf("merge refusal %q: hint %q", r, h)
+		}
+	}
+}
+
+// TestHintOrder pins which advice wins when errors wrap each other: the
+// outermost, searched as errors.As searches (kong joins the command's
+// error, so joins are searched too).
+func TestHintOrder(t *testing.T) {
+	inner := exitcode.New(exitcode.State, errors.New("schema 99"), "upgrade git-agentmine")
+	unreadable := exitcode.New(exitcode.State, &gitstore.UnreadableError{Noun: "memory", ID: "aaaa", Err: inner}, "")
+	if h := hintFor(errors.Join(unreadable)); h != "remove it with: git agentmine memory remove aaaa" {
+		t.Errorf("typed error outside a hinted one: %q", h)
+	}
+	task := exitcode.New(exitcode.State, &gitstore.UnreadableError{Noun: "task", ID: "aaaa", Err: inner}, "")
+	if h := hintFor(task); h != "upgrade git-agentmine" {
+		t.Errorf("a task has no remove command, the inner hint stays: %q", h)
+	}
+	outer := exitcode.New(exitcode.NotFound, fmt.Errorf("parent: %w", &gitstore.NotFoundError{Noun: "task", ID: "1a2b"}), "create it first")
+	if h := hintFor(outer); h != "create it first" {
+		t.Errorf("an explicit outer hint wins: %q", h)
+	}
+	if h := hintFor(errors.New("plain")); h != "" {
+		t.Errorf("plain error: %q", h)
+	}
+}

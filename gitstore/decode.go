@@ -1,0 +1,109 @@
+package gitstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+
+	fastjson "github.com/goccy/go-json"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+)
+
+// ErrNewerVersion marks a stored document whose schema version is newer
+// than this binary understands: it must not be read, let alone rewritten.
+var ErrNewerVersion = errors.New("newer schema version")
+
+// ErrCorrupt marks a stored document that cannot be decoded: invalid JSON,
+// no schema version, or values of the wrong type.
+var ErrCorrupt = errors.New("corrupt document")
+
+// docError is a document this binary cannot use. Its message names the
+// kind and the reason; errors.Is matches its class (ErrNewerVersion or
+// ErrCorrupt).
+type docError struct {
+	msg   string
+	class error
+	cause error
+}
+
+func (e *docError) Error() string { return e.msg }
+
+// Is reports whether target is the error's class.
+func (e *docError) Is(target error) bool { return target == e.class }
+
+// Unwrap returns the parse error behind a corrupt document, if any.
+func (e *docError) Unwrap() error { return e.cause }
+
+// Corrupt returns the error for a document of kind k that was parsed but
+// is not valid, with why it is not. It is what Decode returns for a broken
+// document, for kinds that check more than JSON can.
+func Corrupt(k Kind, why error) error {
+	return exitcode.New(exitcode.State, &docError{msg: fmt.Sprintf("corrupt %s document: %v", k.Noun, why), class: ErrCorrupt, cause: why}, "")
+}
+
+// Document is implemented (on the pointer) by the types Decode fills: it
+// reports the schema version, the "v" field, the document was decoded with.
+type Document interface {
+	DocVersion() int
+}
+
+// Decode parses a stored document of kind k into a T, refusing one whose
+// schema version (the "v" field) is missing or newer than k's. A newer
+// document is refused as such (ErrNewerVersion) even when its fields no
+// longer fit T; anything else that cannot be used is ErrCorrupt. Every
+// failure has exit code State, and its message names the kind and the
+// reason, not the entity, which callers name by its ref or id.
+//
+// The usual case costs one JSON decode; the document is parsed a second
+// time only to explain a refusal.
+func Decode[T any, P interface {
+	*T
+	Document
+}](k Kind, data []byte) (T, error) {
+	var doc T
+	err := fastjson.Unmarshal(data, &doc)
+	if err == nil {
+		if v := P(&doc).DocVersion(); v >= 1 && v <= k.SchemaVersion() {
+			return doc, nil
+		}
+	}
+	var zero T
+	if verr := checkVersion(k, data); verr != nil {
+		return zero, verr
+	}
+	if err == nil {
+		// The "v" field is fine but T did not report it: a T whose
+		// DocVersion does not return its "v" field.
+		err = fmt.Errorf("internal error: %T does not report its schema version", doc)
+	}
+	return zero, Corrupt(k, err)
+}
+
+// checkVersion reads only the "v" field of data and says what is wrong
+// with it, if anything: not JSON, missing, not a positive integer, or
+// newer than k's.
+func checkVersion(k Kind, data []byte) error {
+	var probe struct {
+		V fastjson.RawMessage `json:"v"`
+	}
+	if err := fastjson.Unmarshal(data, &probe); err != nil {
+		return Corrupt(k, err)
+	}
+	raw := bytes.TrimSpace(probe.V)
+	if len(raw) == 0 || string(raw) == "null" {
+		return Corrupt(k, errors.New(`no schema version (field "v")`))
+	}
+	v, err := strconv.Atoi(string(raw))
+	if err != nil || v < 1 {
+		return Corrupt(k, fmt.Errorf(`schema version (field "v") is %s, not a positive integer`, raw))
+	}
+	if v > k.SchemaVersion() {
+		return exitcode.New(exitcode.State, &docError{
+			msg:   fmt.Sprintf("%s document has schema version %d; this git-agentmine understands %d: upgrade it", k.Noun, v, k.SchemaVersion()),
+			class: ErrNewerVersion,
+		}, "")
+	}
+	return nil
+}
