@@ -66,6 +66,22 @@ var (
 	ErrNotEnded = errors.New("session has not ended")
 )
 
+// VerdictError is a refusal to merge because the session's facts failed
+// (exit code Failed); Task is the task's id as a user may type it, so the
+// CLI can name the next step.
+type VerdictError struct {
+	Task string
+	Err  error
+}
+
+func (e *VerdictError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the message's error.
+func (e *VerdictError) Unwrap() error { return e.Err }
+
+// ExitCode makes a failed verdict exit 1.
+func (e *VerdictError) ExitCode() int { return exitcode.Failed }
+
 // RefusedError is a refusal to merge a task in its current state (exit
 // code State). Reason is ErrNoSession or ErrNotEnded; Task and Session are
 // the ids concerned, as a user may type them; Err is the message.
@@ -118,9 +134,8 @@ func gate(rec sessions.Record, task string, allowSkipped bool) error {
 	if o == nil {
 		return &RefusedError{Reason: ErrNotEnded, Task: task, Session: s.ID[:8], Err: fmt.Errorf("session %s has not ended", s.ID[:8])}
 	}
-	retry := "see why: git agentmine task show " + task + "; run it again with: git agentmine worker run " + task + " --exec --replace"
 	fail := func(format string, a ...any) error {
-		return exitcode.New(exitcode.Failed, fmt.Errorf(format, a...), retry)
+		return &VerdictError{Task: task, Err: fmt.Errorf(format, a...)}
 	}
 	switch {
 	case o.TimedOut:

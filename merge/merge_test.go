@@ -266,8 +266,13 @@ func TestGate(t *testing.T) {
 				if strings.HasSuffix(err.Error(), ": ") {
 					t.Errorf("gate: %q ends with an empty reason", err)
 				}
-				// the CLI gives a RefusedError its hint; every other refusal carries one
-				if re == nil && exitcode.HintOf(err) == "" {
+				// the CLI gives typed refusals (naming the task) their hint;
+				// every other refusal carries one
+				var ve *VerdictError
+				if errors.As(err, &ve) && ve.Task != "7a5c" {
+					t.Errorf("gate: %q names task %q, want 7a5c", err, ve.Task)
+				}
+				if re == nil && ve == nil && exitcode.HintOf(err) == "" {
 					t.Errorf("gate: %q gives no next step (hint)", err)
 				}
 			}

@@ -238,8 +238,7 @@ func loop(ctx context.Context, st Store, opts Options, m mode) (Report, error) {
 		if !HasRemote(ctx, st, remote) {
 			if _, set := st.Config("agentmine.remote"); !set {
 				return newReport(remote, 0), exitcode.New(exitcode.Config,
-					fmt.Errorf("no sync remote: agentmine.remote is not set and there is no remote named %s", remote),
-					"set one with: git agentmine init --remote NAME (or git config agentmine.remote NAME), or name it: git agentmine sync NAME")
+					fmt.Errorf("%w: agentmine.remote is not set and there is no remote named %s", ErrNoRemote, remote), "")
 			}
 		}
 	}
@@ -313,6 +312,10 @@ func ConfigureRemote(ctx context.Context, st Store, remote string) error {
 	}
 	return st.SetConfig(ctx, "agentmine.remote", remote)
 }
+
+// ErrNoRemote: no remote was named, none is configured and the default one
+// does not exist.
+var ErrNoRemote = errors.New("no sync remote")
 
 // DefaultRemote returns the remote Sync uses when none is given.
 func DefaultRemote(st Store) string {
