@@ -57,6 +57,17 @@ func Load(ctx context.Context, st *gitstore.Store, defaultBase string) (*Board, 
 		TaskProblems: tb.Problems, SessionProblems: problems}, nil
 }
 
+// Merged reports whether the session's work reached its base (a commit
+// beyond its base commit whose tip is an ancestor of the base branch).
+func (b *Board) Merged(r sessions.Record) bool {
+	for _, a := range b.Facts.Attempts[r.Session.Task] {
+		if a.Session == r.Session.ID {
+			return a.Merged
+		}
+	}
+	return false
+}
+
 // SessionsOf returns the task's sessions, oldest first.
 func (b *Board) SessionsOf(taskID string) []sessions.Record {
 	var out []sessions.Record

@@ -183,8 +183,15 @@ func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs [
 	}
 	for base, rs := range byBase {
 		lines, err := mergedOf[base], mergedErr[base]
+		ref := base
 		if err != nil {
-			continue // the base ref is gone: nothing is merged into it
+			// No such base here (a clone without the local branch): judge
+			// against the remote-tracking branch of the sync remote.
+			ref = remoteTracking(st, base)
+			lines, err = g.Lines(ctx, "for-each-ref", "--merged="+ref, "--format=%(refname:lstrip=2)", "refs/heads/")
+			if err != nil {
+				continue // the base ref is gone: nothing is merged into it
+			}
 		}
 		mergedBranch := make(map[string]bool, len(lines))
 		for _, l := range lines {
@@ -202,9 +209,9 @@ func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs [
 		if len(rest) == 0 {
 			continue
 		}
-		full, err := g.Output(ctx, "rev-parse", "--symbolic-full-name", base)
+		full, err := g.Output(ctx, "rev-parse", "--symbolic-full-name", ref)
 		if err != nil || full == "" {
-			full = base
+			full = ref
 		}
 		// One name-rev reading tips on stdin: it names a commit after the
 		// given ref only if the ref reaches it, and echoes it unchanged
@@ -225,4 +232,14 @@ func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs [
 		}
 	}
 	return out, nil
+}
+
+// remoteTracking names the remote-tracking branch of base on the sync remote
+// (agentmine.remote, else origin), e.g. refs/remotes/origin/main.
+func remoteTracking(st *gitstore.Store, base string) string {
+	remote := "origin"
+	if r, ok := st.Config("agentmine.remote"); ok && r != "" {
+		remote = r
+	}
+	return "refs/remotes/" + remote + "/" + strings.TrimPrefix(base, "refs/heads/")
 }

@@ -66,6 +66,22 @@ var (
 	ErrNotEnded = errors.New("session has not ended")
 )
 
+// VerdictError is a refusal to merge because the session's facts failed
+// (exit code Failed); Task is the task's id as a user may type it, so the
+// CLI can name the next step.
+type VerdictError struct {
+	Task string
+	Err  error
+}
+
+func (e *VerdictError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the message's error.
+func (e *VerdictError) Unwrap() error { return e.Err }
+
+// ExitCode makes a failed verdict exit 1.
+func (e *VerdictError) ExitCode() int { return exitcode.Failed }
+
 // RefusedError is a refusal to merge a task in its current state (exit
 // code State). Reason is ErrNoSession or ErrNotEnded; Task and Session are
 // the ids concerned, as a user may type them; Err is the message.
@@ -119,7 +135,7 @@ func gate(rec sessions.Record, task string, allowSkipped bool) error {
 		return &RefusedError{Reason: ErrNotEnded, Task: task, Session: s.ID[:8], Err: fmt.Errorf("session %s has not ended", s.ID[:8])}
 	}
 	fail := func(format string, a ...any) error {
-		return exitcode.New(exitcode.Failed, fmt.Errorf(format, a...), "")
+		return &VerdictError{Task: task, Err: fmt.Errorf(format, a...)}
 	}
 	switch {
 	case o.TimedOut:
@@ -133,6 +149,7 @@ func gate(rec sessions.Record, task string, allowSkipped bool) error {
 	if !v.HasScope {
 		return fail("session %s has no scope verdict", s.ID[:8])
 	}
+	noCommit := o.Tip == "" || o.Tip == s.BaseCommit
 	if !v.Scope.Valid {
 		return fail("session %s broke its scope: %s", s.ID[:8], v.Explain())
 	}
@@ -140,13 +157,24 @@ func gate(rec sessions.Record, task string, allowSkipped bool) error {
 	case "passed":
 	case "skipped":
 		if !allowSkipped {
-			return exitcode.New(exitcode.Failed, fmt.Errorf("session %s skipped its DoD (%s)", s.ID[:8], v.DoD.Reason), "pass --allow-skipped to merge anyway")
+			reason := v.DoD.Reason
+			if reason == "" {
+				reason = "no reason recorded"
+			}
+			return exitcode.New(exitcode.Failed, fmt.Errorf("session %s skipped its DoD (%s)", s.ID[:8], reason), "pass --allow-skipped to merge anyway")
 		}
 	default:
-		return fail("session %s DoD %s: %s", s.ID[:8], v.DoD.Status, v.Explain())
+		reason := v.Explain()
+		if reason == "" && noCommit {
+			reason = verify.NoCommitReason
+		}
+		if reason == "" {
+			reason = "no failing command recorded"
+		}
+		return fail("session %s DoD %s: %s", s.ID[:8], v.DoD.Status, reason)
 	}
-	if o.Tip == "" || o.Tip == s.BaseCommit {
-		return fail("session %s made no commit", s.ID[:8])
+	if noCommit {
+		return fail("session %s made no commit: %s", s.ID[:8], verify.NoCommitReason)
 	}
 	return nil
 }

@@ -238,7 +238,11 @@ func TestGate(t *testing.T) {
 		{"dod timeout", &ok, func(o *sessions.Outcome) { o.DoD = dod("timeout") }, false, exitcode.Failed, "DoD timeout"},
 		{"dod skipped", &ok, func(o *sessions.Outcome) { o.DoD = dod("skipped") }, false, exitcode.Failed, "skipped its DoD"},
 		{"dod skipped allowed", &ok, func(o *sessions.Outcome) { o.DoD = dod("skipped") }, true, exitcode.OK, ""},
-		{"no commit", &ok, func(o *sessions.Outcome) { o.Tip = base }, false, exitcode.Failed, "made no commit"},
+		{"no commit", &ok, func(o *sessions.Outcome) { o.Tip = base }, false, exitcode.Failed, "made no commit: no commits beyond the base"},
+		{"no commit, DoD failed without commands", &ok, func(o *sessions.Outcome) {
+			o.Tip = base
+			o.DoD = []byte(`{"status":"failed","reason":"no commits beyond the base"}`)
+		}, false, exitcode.Failed, "DoD failed: no commits beyond the base"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -257,6 +261,20 @@ func TestGate(t *testing.T) {
 			var re *RefusedError
 			if refused := errors.As(err, &re); refused != (c.out == nil) || (refused && (!errors.Is(err, ErrNotEnded) || re.Task != "7a5c")) {
 				t.Fatalf("gate: %v is refused=%v (%#v); want a RefusedError for ErrNotEnded exactly when the session has not ended", err, refused, re)
+			}
+			if err != nil {
+				if strings.HasSuffix(err.Error(), ": ") {
+					t.Errorf("gate: %q ends with an empty reason", err)
+				}
+				// the CLI gives typed refusals (naming the task) their hint;
+				// every other refusal carries one
+				var ve *VerdictError
+				if errors.As(err, &ve) && ve.Task != "7a5c" {
+					t.Errorf("gate: %q names task %q, want 7a5c", err, ve.Task)
+				}
+				if re == nil && ve == nil && exitcode.HintOf(err) == "" {
+					t.Errorf("gate: %q gives no next step (hint)", err)
+				}
 			}
 		})
 	}

@@ -235,6 +235,12 @@ func loop(ctx context.Context, st Store, opts Options, m mode) (Report, error) {
 	remote := opts.Remote
 	if remote == "" {
 		remote = DefaultRemote(st)
+		if !HasRemote(ctx, st, remote) {
+			if _, set := st.Config("agentmine.remote"); !set {
+				return newReport(remote, 0), exitcode.New(exitcode.Config,
+					fmt.Errorf("%w: agentmine.remote is not set and there is no remote named %s", ErrNoRemote, remote), "")
+			}
+		}
 	}
 	rep := newReport(remote, 0)
 	if err := checkRemote(ctx, st, remote); err != nil {
@@ -307,12 +313,26 @@ func ConfigureRemote(ctx context.Context, st Store, remote string) error {
 	return st.SetConfig(ctx, "agentmine.remote", remote)
 }
 
+// ErrNoRemote: no remote was named, none is configured and the default one
+// does not exist.
+var ErrNoRemote = errors.New("no sync remote")
+
 // DefaultRemote returns the remote Sync uses when none is given.
 func DefaultRemote(st Store) string {
 	if r, ok := st.Config("agentmine.remote"); ok && r != "" {
 		return r
 	}
 	return "origin"
+}
+
+// HasRemote reports whether the repository has a remote of that name with a
+// URL. It runs no network operation.
+func HasRemote(ctx context.Context, st Store, remote string) bool {
+	if remote == "" {
+		return false
+	}
+	_, err := st.Git().Run(ctx, "config", "--get", "remote."+remote+".url")
+	return err == nil
 }
 
 func checkRemote(ctx context.Context, st Store, remote string) error {

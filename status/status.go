@@ -156,8 +156,10 @@ func own(t tasks.Task, attempts []Attempt) Result {
 		return Result{Status: Failed, Reason: withReason("session "+s+" ended by "+a.Signal, a.Reason), Session: a.Session}
 	case a.ExitCode != 0:
 		return Result{Status: Failed, Reason: withReason(fmt.Sprintf("session %s exited %d", s, a.ExitCode), a.Reason), Session: a.Session}
+	case a.Verified && !a.ScopeValid && (a.DoD == "failed" || a.DoD == "timeout"):
+		return Result{Status: DoDFailed, Reason: withReason("session "+s+" broke its scope and its DoD "+a.DoD, a.Reason), Session: a.Session}
 	case a.Verified && !a.ScopeValid:
-		return Result{Status: DoDFailed, Reason: withReason("session "+s+" broke its scope", a.Reason), Session: a.Session}
+		return Result{Status: DoDFailed, Reason: withReason("session "+s+" broke its scope", a.Reason) + " (only the scope failed: DoD " + orNotRun(a.DoD) + ")", Session: a.Session}
 	case a.DoD == "failed" || a.DoD == "timeout":
 		return Result{Status: DoDFailed, Reason: withReason("session "+s+" DoD "+a.DoD, a.Reason), Session: a.Session}
 	}
@@ -166,6 +168,13 @@ func own(t tasks.Task, attempts []Attempt) Result {
 		dod = "not run"
 	}
 	return Result{Status: Review, Reason: "session " + s + " exited 0, DoD " + dod + ", not merged yet", Session: a.Session}
+}
+
+func orNotRun(dod string) string {
+	if dod == "" {
+		return "not run"
+	}
+	return dod
 }
 
 func withReason(s, reason string) string {

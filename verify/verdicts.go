@@ -3,6 +3,7 @@ package verify
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	fastjson "github.com/goccy/go-json"
 
@@ -60,8 +61,8 @@ type Summary struct {
 	ScopeValid bool
 	// DoD is the DoD status, "" when none was recorded.
 	DoD string
-	// Explained names the first failed fact (Explain) when the verdicts had
-	// to be decoded; lines with a summary carry their reason already.
+	// Explained names the first failed fact (Explain); it is decoded only
+	// for lines where something failed.
 	Explained string
 }
 
@@ -72,14 +73,37 @@ func Summarize(o *sessions.Outcome) Summary {
 		return Summary{}
 	}
 	if o.ScopeValid != nil {
-		return Summary{Verified: true, ScopeValid: *o.ScopeValid, DoD: o.DoDStatus}
+		sum := Summary{Verified: true, ScopeValid: *o.ScopeValid, DoD: o.DoDStatus}
+		if !sum.ScopeValid || (sum.DoD != "passed" && sum.DoD != "skipped") {
+			// only failed lines need the reason, so only they are decoded
+			sum.Explained = ParseVerdicts(o).Explain()
+		}
+		return sum
 	}
 	v := ParseVerdicts(o)
 	return Summary{Verified: v.HasScope, ScopeValid: v.Scope.Valid, DoD: v.DoD.Status, Explained: v.Explain()}
 }
 
-// Explain names the first fact that failed: a scope violation or a failing
-// DoD command.
+// Failed names what failed in a session that exited 0: "scope violations",
+// "DoD failed" (or "DoD timeout"), both joined by "and", or "" when nothing
+// did.
+func (v Verdicts) Failed() string {
+	var parts []string
+	if v.HasScope && !v.Scope.Valid {
+		parts = append(parts, "scope violations")
+	}
+	if v.DoD.Status == "failed" || v.DoD.Status == "timeout" {
+		parts = append(parts, "DoD "+v.DoD.Status)
+	}
+	return strings.Join(parts, " and ")
+}
+
+// NoCommitReason is the DoD failure reason of a worker that exited 0 without
+// committing anything beyond its base.
+const NoCommitReason = "no commits beyond the base"
+
+// Explain names the first fact that failed: a scope violation, a failing
+// DoD command, or the DoD result's own reason (a worker that made no commit).
 func (v Verdicts) Explain() string {
 	if v.HasScope && !v.Scope.Valid && len(v.Scope.Violations) > 0 {
 		x := v.Scope.Violations[0]
@@ -99,6 +123,9 @@ func (v Verdicts) Explain() string {
 			}
 			return fmt.Sprintf("DoD `%s` exited %d", c.Cmd, c.ExitCode)
 		}
+	}
+	if v.DoD.Status != "passed" && v.DoD.Status != "skipped" && v.DoD.Reason != "" {
+		return v.DoD.Reason
 	}
 	return ""
 }

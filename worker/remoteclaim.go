@@ -32,8 +32,10 @@ var ErrClaimed = replica.ErrAlreadyClaimed
 
 // claimRemoteFor picks the remote to claim on: an explicit --claim, else the
 // sync remote when it was configured (flag, environment, git config or
-// config.toml) rather than merely detected.
-func (e *Env) claimRemoteFor(o RunOptions) string {
+// config.toml), else the remote sync uses by default (replica.DefaultRemote)
+// when the repository has it. A repository with no such remote claims
+// nowhere and makes no network attempt.
+func (e *Env) claimRemoteFor(ctx context.Context, o RunOptions) string {
 	if o.NoClaim {
 		return ""
 	}
@@ -43,6 +45,9 @@ func (e *Env) claimRemoteFor(o RunOptions) string {
 	switch e.Cfg.Sources["remote"] {
 	case config.FromFlag, config.FromEnv, config.FromGitConfig, config.FromFile:
 		return e.Cfg.Remote
+	}
+	if r := replica.DefaultRemote(e.St); replica.HasRemote(ctx, e.St, r) {
+		return r
 	}
 	return ""
 }

@@ -227,7 +227,7 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 	case out.ExitCode != 0 || out.Signal != "" || out.TimedOut:
 		dod = verify.Skipped("the worker failed")
 	case tip == "" || tip == s.BaseCommit:
-		dod = verify.DoDResult{Status: "failed", Reason: "the worker made no commit"}
+		dod = verify.DoDResult{Status: "failed", Reason: verify.NoCommitReason}
 	default:
 		n := "commands"
 		if len(s.DoD) == 1 {

@@ -42,11 +42,20 @@ func printSessionSummary(a *App, v *view, id string) {
 		for _, x := range vd.Scope.Violations {
 			p.Printf("    violation %s %s: %s\n", x.Type, x.Path, x.Reason)
 		}
-		if o.Reason != "" {
-			p.Printf("    reason: %s\n", o.Reason)
+		if r := outcomeReason(*o, vd); r != "" {
+			p.Printf("    reason: %s\n", r)
 		}
 		if o.Usage != nil {
 			p.Printf("    usage: %s\n", o.Usage)
 		}
 	}
+}
+
+// outcomeReason is the reason to print for an outcome: the recorded one (the
+// client's own words), else the first failed fact; "" when nothing failed.
+func outcomeReason(o sessions.Outcome, v verify.Verdicts) string {
+	if o.Reason != "" {
+		return o.Reason
+	}
+	return v.Explain()
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/merge"
+	"github.com/git-agentmine/git-agentmine/replica"
 	"github.com/git-agentmine/git-agentmine/worker"
 )
 
@@ -44,6 +45,9 @@ func hintFor(err error) string {
 // typedHint is the advice for one error of the core's typed errors, ""
 // for any other error (its chain is not searched).
 func typedHint(err error) string {
+	if err == replica.ErrNoRemote {
+		return "set one with: git agentmine init --remote NAME (or git config agentmine.remote NAME), or name it: git agentmine sync NAME"
+	}
 	switch e := err.(type) {
 	case *gitstore.NotFoundError:
 		return fmt.Sprintf("list them with: git agentmine %s list", e.Noun)
@@ -62,6 +66,8 @@ func typedHint(err error) string {
 		return "see every problem with: git agentmine agent validate " + e.Name
 	case *worker.RefusedError:
 		return workerHint(e)
+	case *merge.VerdictError:
+		return "see why: git agentmine task show " + e.Task + "; run it again with: git agentmine worker run " + e.Task + " --exec --replace"
 	case *merge.RefusedError:
 		switch e.Reason {
 		case merge.ErrNoSession:

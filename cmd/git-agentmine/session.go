@@ -130,7 +130,7 @@ func (c *SessionListCmd) Run(a *App) error {
 	tb := a.P.NewTable("SESSION", "TASK", "AGENT", "MODE", "STARTED", "STATE", "RESULT")
 	for _, r := range recs {
 		tb.Row(r.Session.ID[:8], b.Tasks.ShortID(r.Session.Task), r.Session.Agent, r.Session.Mode,
-			r.Session.Started.Format("2006-01-02 15:04"), sessionState(a, r), sessionVerdict(a, r))
+			r.Session.Started.Format("2006-01-02 15:04"), sessionState(a, r), sessionVerdict(a, r, b.Merged(r)))
 	}
 	tb.Flush()
 	return nil
@@ -159,8 +159,20 @@ func (c *SessionShowCmd) Run(a *App) error {
 		a.P.Printf("%s\n", j.ID)
 		return nil
 	}
+	merged := false
+	if rec.Outcome != nil {
+		env, err := workerEnv(a, nil)
+		if err != nil {
+			return err
+		}
+		b, err := board.Load(a.Ctx, env.St, env.Cfg.Base)
+		if err != nil {
+			return err
+		}
+		merged = b.Merged(rec)
+	}
 	a.P.Printf("session  %s\ntask     %s\nagent    %s (%s)\nmode     %s\nbranch   %s\nworktree %s\nbase     %s (%s)\nstarted  %s on %s\nstate    %s\nresult   %s\n",
-		j.ID, j.Task, j.Agent, j.Client, j.Mode, j.Branch, j.Worktree, j.BaseRef, j.Base[:12], j.Started.Format("2006-01-02 15:04:05"), j.Host, j.State, sessionVerdict(a, rec))
+		j.ID, j.Task, j.Agent, j.Client, j.Mode, j.Branch, j.Worktree, j.BaseRef, j.Base[:12], j.Started.Format("2006-01-02 15:04:05"), j.Host, j.State, sessionVerdict(a, rec, merged))
 	if o := rec.Outcome; o != nil {
 		a.P.Printf("exit     %d%s\n", o.ExitCode, sigWords(*o))
 		if o.Reason != "" {

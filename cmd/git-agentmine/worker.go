@@ -152,7 +152,7 @@ func reportOutcome(a *App, env *worker.Env, j runJSON, out sessions.Outcome) err
 	switch {
 	case out.TimedOut || out.ExitCode != 0 || out.Signal != "":
 		st = "failed"
-	case v.HasScope && !v.Scope.Valid, v.DoD.Status == "failed" || v.DoD.Status == "timeout":
+	case v.Failed() != "":
 		st = "dod_failed"
 	}
 	j.Outcome = &out
@@ -162,10 +162,14 @@ func reportOutcome(a *App, env *worker.Env, j runJSON, out sessions.Outcome) err
 	} else if a.G.Quiet {
 		a.P.Printf("%s\n", j.Session)
 	} else {
-		a.P.Printf("session %s: %s — exit %d%s, DoD %s, scope %s", j.Session[:8], a.P.Paint(statusColor(status.Status(st)), st),
+		label := a.P.Paint(statusColor(status.Status(st)), st)
+		if st == "dod_failed" {
+			label += " (" + v.Failed() + ")"
+		}
+		a.P.Printf("session %s: %s — exit %d%s, DoD %s, scope %s", j.Session[:8], label,
 			out.ExitCode, sigWords(out), orDash(v.DoD.Status), scopeWord(v))
-		if out.Reason != "" {
-			a.P.Printf(" — %s", out.Reason)
+		if r := outcomeReason(out, v); r != "" {
+			a.P.Printf(" — %s", r)
 		}
 		a.P.Printf("\n")
 	}

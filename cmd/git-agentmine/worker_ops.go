@@ -203,7 +203,7 @@ func (c *WorkerWaitCmd) Run(a *App) error {
 	for _, r := range ended {
 		j := toSessionJSON(a, r, 0)
 		out = append(out, j)
-		verdict := sessionVerdict(a, r)
+		verdict := sessionVerdict(a, r, false)
 		if verdict != "review" {
 			failed++
 		}
@@ -228,8 +228,9 @@ func (c *WorkerWaitCmd) Run(a *App) error {
 	return nil
 }
 
-// sessionVerdict names what a finished session means for its task.
-func sessionVerdict(a *App, r sessions.Record) string {
+// sessionVerdict names what a finished session means for its task; merged
+// says its work reached the base.
+func sessionVerdict(a *App, r sessions.Record, merged bool) string {
 	o := r.Outcome
 	if o == nil {
 		if sessionState(a, r) == "lost" {
@@ -245,10 +246,10 @@ func sessionVerdict(a *App, r sessions.Record) string {
 		return "failed (" + o.Signal + ")"
 	case o.ExitCode != 0:
 		return fmt.Sprintf("failed (exit %d)", o.ExitCode)
-	case v.HasScope && !v.Scope.Valid:
-		return "dod_failed (scope)"
-	case v.DoD.Status == "failed" || v.DoD.Status == "timeout":
-		return "dod_failed (DoD " + v.DoD.Status + ")"
+	case merged:
+		return "done (merged)"
+	case v.Failed() != "":
+		return "dod_failed (" + v.Failed() + ")"
 	}
 	return "review"
 }
