@@ -73,7 +73,7 @@ func (s *Store) CreateWith(ctx context.Context, k Kind, id string, build func() 
 		if err == nil || !errors.Is(err, ErrConflict) || attempt >= maxAttempts {
 			return d, err
 		}
-		if err := backoff(ctx, attempt); err != nil {
+		if err := Backoff(ctx, attempt); err != nil {
 			return Doc{}, err
 		}
 	}
@@ -117,14 +117,16 @@ func (s *Store) Update(ctx context.Context, k Kind, id string, op func(cur Doc) 
 		if !errors.Is(err, ErrConflict) || attempt >= maxAttempts {
 			return Doc{}, false, &UpdateError{Noun: k.Noun, ID: id, Err: err}
 		}
-		if err := backoff(ctx, attempt); err != nil {
+		if err := Backoff(ctx, attempt); err != nil {
 			return Doc{}, false, err
 		}
 	}
 }
 
-// backoff sleeps a jittered, capped, growing delay before a retry.
-func backoff(ctx context.Context, attempt int) error {
+// Backoff sleeps a jittered, capped, growing delay before retry number
+// attempt of a compare-and-swap that lost a race; it returns early with the
+// context's error.
+func Backoff(ctx context.Context, attempt int) error {
 	limit := time.Millisecond << min(attempt, 6) // up to 64 ms
 	d := time.Duration(rand.Int64N(int64(limit))) + time.Millisecond
 	t := time.NewTimer(d)

@@ -77,7 +77,7 @@ func (s *Store) AppendNote(ctx context.Context, target string, line []byte) erro
 			}
 			return nil
 		}
-		if err := backoff(ctx, attempt); err != nil {
+		if err := Backoff(ctx, attempt); err != nil {
 			return err
 		}
 	}

@@ -57,7 +57,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -263,7 +262,7 @@ func loop(ctx context.Context, st Store, opts Options, m mode) (Report, error) {
 		if n >= maxRounds {
 			return rep, exitcode.New(exitcode.State, fmt.Errorf("syncing with %s: %w (gave up after %d rounds)", remote, ErrRemoteMoved, n), "other clones are pushing right now: run sync again")
 		}
-		if err := backoff(ctx, n+2); err != nil {
+		if err := gitstore.Backoff(ctx, n+2); err != nil {
 			return rep, err
 		}
 	}
@@ -284,20 +283,6 @@ func skippedError(rep Report) error {
 		more = fmt.Sprintf(" (and %d more)", len(rep.Skipped)-1)
 	}
 	return exitcode.New(exitcode.Failed, fmt.Errorf("%w: %s: %s%s", ErrSkipped, first.Ref, first.Error, more), "")
-}
-
-// backoff sleeps a jittered, capped, growing delay before another round.
-func backoff(ctx context.Context, attempt int) error {
-	limit := time.Millisecond << min(attempt, 6) // up to 64 ms
-	d := time.Duration(rand.Int64N(int64(limit))) + time.Millisecond
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // ConfigureRemote makes remote the default for sync, push and pull by
