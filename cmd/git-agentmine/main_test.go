@@ -23,7 +23,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestScripts runs the end-to-end scenarios in testdata/script; under
-// `go test -short` it leaves out the slow ones (slowScripts).
+// `go test -short` it leaves out the slow ones (slowScripts) and the attack
+// scenarios (attack_*: hostile workers, each run to its verdict).
 func TestScripts(t *testing.T) {
 	p := ScriptParams(t, "testdata/script")
 	for name := range slowScripts() {
@@ -36,6 +37,9 @@ func TestScripts(t *testing.T) {
 		name := strings.TrimPrefix(filepath.Base(env.WorkDir), "script-")
 		if why, slow := slowScripts()[name]; slow && testing.Short() {
 			env.T().Skip("slow: " + why)
+		}
+		if strings.HasPrefix(name, "attack_") && testing.Short() {
+			env.T().Skip("slow: a hostile worker run, waited for and judged")
 		}
 		return setup(env)
 	}
