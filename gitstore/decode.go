@@ -2,9 +2,11 @@ package gitstore
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 
 	fastjson "github.com/goccy/go-json"
 
@@ -63,7 +65,16 @@ func Decode[T any, P interface {
 	Document
 }](k Kind, data []byte) (T, error) {
 	var doc T
-	err := fastjson.Unmarshal(data, &doc)
+	var err error
+	if utf8.Valid(data) {
+		err = fastjson.Unmarshal(data, &doc)
+	} else {
+		// The fast decoder keeps the bytes of invalid UTF-8 in strings,
+		// where encoding/json (which Encode and the merge of diverged
+		// documents use) reads U+FFFD: only the standard reading makes
+		// decode(encode(doc)) == doc.
+		err = json.Unmarshal(data, &doc)
+	}
 	if err == nil {
 		if v := P(&doc).DocVersion(); v >= 1 && v <= k.SchemaVersion() {
 			return doc, nil
