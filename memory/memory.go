@@ -109,11 +109,15 @@ func (m Memory) Encode() []byte {
 }
 
 func (m *Memory) normalize() {
-	if m.Tags == nil {
-		m.Tags = []string{}
+	// A copy: Encode and Render normalise a copy of the memory, whose Tags
+	// still share the caller's array, which sorting in place would reorder
+	// and compacting would leave with "" in place of duplicates.
+	tags := slices.Clone(m.Tags)
+	if tags == nil {
+		tags = []string{}
 	}
-	slices.Sort(m.Tags)
-	m.Tags = slices.Compact(m.Tags)
+	slices.Sort(tags)
+	m.Tags = slices.Compact(tags)
 }
 
 // ValidFullID reports whether s is a canonical memory id (20 lower-case hex
