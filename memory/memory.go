@@ -167,7 +167,7 @@ func NormalizeSummary(s string) string {
 // newline when not empty. Add, edit and import all apply it, which is what
 // makes export followed by import lossless.
 func NormalizeContent(s string) string {
-	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = dropCRBeforeLF(s)
 	for {
 		line, rest, found := strings.Cut(s, "\n")
 		if !found || strings.TrimSpace(line) != "" {
@@ -175,9 +175,37 @@ func NormalizeContent(s string) string {
 		}
 		s = rest
 	}
-	s = strings.TrimRight(s, " \t\n")
+	// A trailing "\r" goes too: kept, it would make the final newline a
+	// CRLF, and normalising twice would change the content.
+	s = strings.TrimRight(s, " \t\r\n")
 	if strings.TrimSpace(s) == "" {
 		return ""
 	}
 	return s + "\n"
+}
+
+// dropCRBeforeLF turns every run of carriage returns that ends a line into
+// nothing, so "\r\r\n" becomes "\n" in one pass (a plain replacement of
+// "\r\n" would leave a CRLF behind). Other carriage returns stay.
+func dropCRBeforeLF(s string) string {
+	if !strings.Contains(s, "\r") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\r' {
+			b.WriteByte(s[i])
+			continue
+		}
+		j := i
+		for j < len(s) && s[j] == '\r' {
+			j++
+		}
+		if j == len(s) || s[j] != '\n' {
+			b.WriteString(s[i:j])
+		}
+		i = j - 1
+	}
+	return b.String()
 }
