@@ -95,6 +95,16 @@ func (m Memory) check() error {
 	if !slices.Contains(Statuses, m.Status) {
 		return fmt.Errorf("invalid status %q", m.Status)
 	}
+	// Render writes times in UTC as RFC 3339, which has years 0 to 9999
+	// only: a time outside them would make a snapshot file Parse refuses.
+	for _, st := range []struct {
+		name string
+		t    time.Time
+	}{{"created", m.Created.Time}, {"updated", m.Updated.Time}} {
+		if y := st.t.UTC().Year(); y < 0 || y > 9999 {
+			return fmt.Errorf("%s time %s is outside the years 0 to 9999 in UTC", st.name, st.t.Format(time.RFC3339))
+		}
+	}
 	return nil
 }
 
