@@ -52,9 +52,11 @@ func Render(m Memory) []byte {
 	if m.Task != "" {
 		kv("task", m.Task)
 	}
-	kv("created", m.Created.Time.UTC().Format(time.RFC3339))
+	// RFC3339Nano writes fractional seconds only when there are any, so
+	// that a time read from a document (or an imported file) survives.
+	kv("created", m.Created.Time.UTC().Format(time.RFC3339Nano))
 	kv("created_by", m.Created.Author)
-	kv("updated", m.Updated.Time.UTC().Format(time.RFC3339))
+	kv("updated", m.Updated.Time.UTC().Format(time.RFC3339Nano))
 	kv("updated_by", m.Updated.Author)
 	b.WriteString("---\n")
 	if m.Content != "" {
