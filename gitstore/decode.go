@@ -58,17 +58,23 @@ type Document interface {
 // failure has exit code State, and its message names the kind and the
 // reason, not the entity, which callers name by its ref or id.
 //
-// The usual case costs one JSON decode; the document is parsed a second
-// time only to explain a refusal.
+// The usual case costs a validation by encoding/json and one decode by the
+// fast decoder; the document is parsed again only to explain a refusal.
 func Decode[T any, P interface {
 	*T
 	Document
 }](k Kind, data []byte) (T, error) {
 	var doc T
 	var err error
-	if utf8.Valid(data) {
+	switch {
+	case !json.Valid(data):
+		// checkVersion says why. The fast decoder must never see broken
+		// JSON: it accepts some, and a key that ends in a lone backslash
+		// makes it read past the end of the input and panic.
+		err = errors.New("not JSON")
+	case utf8.Valid(data):
 		err = fastjson.Unmarshal(data, &doc)
-	} else {
+	default:
 		// The fast decoder keeps the bytes of invalid UTF-8 in strings,
 		// where encoding/json (which Encode and the merge of diverged
 		// documents use) reads U+FFFD: only the standard reading makes
@@ -97,9 +103,9 @@ func Decode[T any, P interface {
 // newer than k's.
 func checkVersion(k Kind, data []byte) error {
 	var probe struct {
-		V fastjson.RawMessage `json:"v"`
+		V json.RawMessage `json:"v"`
 	}
-	if err := fastjson.Unmarshal(data, &probe); err != nil {
+	if err := json.Unmarshal(data, &probe); err != nil {
 		return Corrupt(k, err)
 	}
 	raw := bytes.TrimSpace(probe.V)

@@ -15,7 +15,8 @@ import (
 
 // Documents come from refs any remote can push, so Decode must turn every
 // byte string into either a usable document or one classified, one-line
-// error.
+// error, and read what it accepts exactly as encoding/json does (Encode
+// and the merge of diverged documents use encoding/json).
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
 		`{"v": 1, "id": "abcd", "title": "x", "tags": ["a", "b"], "later": {"n": 1}}`,
@@ -35,7 +36,6 @@ func FuzzDecode(f *testing.F) {
 		// documents use, is the reference reading.
 		var std decodeDoc
 		stdErr := json.Unmarshal(data, &std)
-		var syntax *json.SyntaxError
 		if err != nil {
 			corrupt, newer := errors.Is(err, ErrCorrupt), errors.Is(err, ErrNewerVersion)
 			if corrupt == newer {
@@ -58,14 +58,10 @@ func FuzzDecode(f *testing.F) {
 		if d.V < 1 || d.V > k.SchemaVersion() {
 			t.Fatalf("Decode(%q) accepted schema version %d (understands %d)", data, d.V, k.SchemaVersion())
 		}
-		switch {
-		case errors.As(stdErr, &syntax):
-			// Known leniency of the fast decoder: it skips the value of
-			// a field the document type does not have without checking
-			// its syntax, so a few documents that are not JSON are read.
-		case stdErr != nil:
+		if stdErr != nil {
 			t.Fatalf("Decode(%q) accepted what encoding/json refuses: %v", data, stdErr)
-		case !reflect.DeepEqual(std, d):
+		}
+		if !reflect.DeepEqual(std, d) {
 			t.Fatalf("Decode(%q) = %#v, encoding/json reads %#v", data, d, std)
 		}
 		// decode(encode(x)) == x.
@@ -78,6 +74,23 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Decode(%q) = %+v, but its encoding %s decodes to %+v, %v", data, d, enc, again, err)
 		}
 	})
+}
+
+// TestDecodeBrokenKeys decodes, one after the other, documents whose key
+// ends in a lone backslash and others that leave different bytes in the
+// fast decoder's reused buffers: the fast decoder read past the end of the
+// first kind and panicked, but only with the right leftovers, which is why
+// FuzzDecode's corpus alone does not reproduce it reliably.
+func TestDecodeBrokenKeys(t *testing.T) {
+	k := Kind{Dir: "things", File: "thing.json", Noun: "thing"}
+	docs := [][]byte{[]byte(`{"\`), []byte(`{"v":1,"tags":{"\`), []byte(`{"v":1,"title":"` + strings.Repeat("x", 40) + `"}`),
+		[]byte(`{"\u`), []byte(`{"v":1,"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa":1}`), []byte(`{"a\q":1,"v":1}`)}
+	for i := 0; i < 20000; i++ {
+		d := docs[i%len(docs)]
+		if _, err := Decode[decodeDoc](k, d); err == nil && !json.Valid(d) {
+			t.Fatalf("Decode(%q) accepted broken JSON", d)
+		}
+	}
 }
 
 // fuzzIDs turns raw bytes into sorted distinct canonical ids that share
