@@ -89,16 +89,19 @@ func (t Task) Encode() []byte {
 }
 
 func (t *Task) normalize() {
-	if t.BlockedBy == nil {
-		t.BlockedBy = []string{}
+	// Copies: Encode normalises a copy of the task, whose lists still
+	// share the caller's arrays, which sorting in place would reorder and
+	// compacting would leave with "" in place of duplicates.
+	set := func(list []string) []string {
+		out := slices.Clone(list)
+		if out == nil {
+			out = []string{}
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
 	}
-	if t.Labels == nil {
-		t.Labels = []string{}
-	}
-	slices.Sort(t.BlockedBy)
-	t.BlockedBy = slices.Compact(t.BlockedBy)
-	slices.Sort(t.Labels)
-	t.Labels = slices.Compact(t.Labels)
+	t.BlockedBy = set(t.BlockedBy)
+	t.Labels = set(t.Labels)
 }
 
 func usage(format string, a ...any) error { return validate.Usage(format, a...) }
