@@ -9,6 +9,11 @@ test:
 test-short:
     go test -short ./...
 
+# Run every fuzz target for a while, one after the other (CI runs 5s each;
+# the long runs are 5m). Set FUZZFLAGS="-parallel 1" on a shared machine.
+fuzz time="10s" pick=".":
+    .ci/fuzz {{time}} {{pick}}
+
 # Run the benchmarks that compare agentmine with raw git in the same run.
 bench:
     go test -run '^$' -bench . -benchtime 5x ./...
