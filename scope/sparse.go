@@ -34,8 +34,9 @@ func (s Spec) SparsePatterns(files []string) []string {
 // merge or checkout) is kept or dropped according to the nearest line that
 // covers its directory, so it is not classified by the scope globs. Paths
 // holding a newline or carriage return cannot be written literally; those
-// characters become "?" (any character), which may select more than
-// intended, so callers must check the checked-out set.
+// characters become "?" (any character), so the line also matches other
+// paths of the same shape and may select them or, negated, drop them:
+// callers must check the checked-out set.
 func SparsePatterns(files []string, keep []bool) []string {
 	root := &node{children: map[string]*node{}}
 	for i, f := range files {
