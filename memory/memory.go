@@ -92,6 +92,11 @@ func (m Memory) check() error {
 	if c, err := ValidateCategory(m.Category); err != nil || c != m.Category {
 		return fmt.Errorf("invalid category %q", m.Category)
 	}
+	// Add and Import store the related task as a canonical id; Parse
+	// lower-cases it, so anything else would not read back from a file.
+	if m.Task != "" && !ValidFullID(m.Task) {
+		return fmt.Errorf("malformed task id %q", m.Task)
+	}
 	if !slices.Contains(Statuses, m.Status) {
 		return fmt.Errorf("invalid status %q", m.Status)
 	}
