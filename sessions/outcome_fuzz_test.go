@@ -1,6 +1,7 @@
 package sessions_test
 
 import (
+	"bytes"
 	"context"
 	"reflect"
 	"strings"
@@ -34,9 +35,9 @@ func FuzzSessionDecode(f *testing.F) {
 			}
 			return
 		}
+		// Equal as stored: an empty list and none are both left out.
 		again, err := sessions.Decode(s.Encode())
-		s.Started, again.Started = s.Started.UTC(), again.Started.UTC()
-		if err != nil || !reflect.DeepEqual(again, s) {
+		if err != nil || !bytes.Equal(again.Encode(), s.Encode()) {
 			t.Fatalf("Decode(%q) = %#v; its encoding %s decodes to %#v, %v", data, s, s.Encode(), again, err)
 		}
 	})
