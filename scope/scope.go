@@ -303,11 +303,33 @@ func couldMatchBeneath(glob string, dir []string) bool {
 		return true
 	}
 	for _, a := range alts {
-		if prefixMatch(strings.Split(a, "/"), dir) {
+		if prefixMatch(globSegments(a), dir) {
 			return true
 		}
 	}
 	return false
+}
+
+// globSegments splits a glob at its path separators: "/" and the escaped
+// "\/", which matches the separator too. Other escapes stay in their
+// segment.
+func globSegments(glob string) []string {
+	var segs []string
+	start := 0
+	for i := 0; i < len(glob); i++ {
+		switch {
+		case glob[i] == '/':
+			segs = append(segs, glob[start:i])
+			start = i + 1
+		case glob[i] == '\\' && i+1 < len(glob) && glob[i+1] == '/':
+			segs = append(segs, glob[start:i])
+			i++
+			start = i + 1
+		case glob[i] == '\\':
+			i++
+		}
+	}
+	return append(segs, glob[start:])
 }
 
 func prefixMatch(segs, dir []string) bool {
