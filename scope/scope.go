@@ -303,7 +303,8 @@ func couldMatchBeneath(glob string, dir []string) bool {
 		return true
 	}
 	for _, a := range alts {
-		if prefixMatch(globSegments(a), dir) {
+		segs, ok := globSegments(a)
+		if !ok || prefixMatch(segs, dir) {
 			return true
 		}
 	}
@@ -312,8 +313,9 @@ func couldMatchBeneath(glob string, dir []string) bool {
 
 // globSegments splits a glob at its path separators: "/" and the escaped
 // "\/", which matches the separator too. Other escapes stay in their
-// segment.
-func globSegments(glob string) []string {
+// segment. It reports false when a character class holds a "/" (such as
+// "[/]"), which may or may not match a separator.
+func globSegments(glob string) ([]string, bool) {
 	var segs []string
 	start := 0
 	for i := 0; i < len(glob); i++ {
@@ -327,9 +329,20 @@ func globSegments(glob string) []string {
 			start = i + 1
 		case glob[i] == '\\':
 			i++
+		case glob[i] == '[':
+			j := i + 1
+			for ; j < len(glob) && glob[j] != ']'; j++ {
+				if glob[j] == '\\' {
+					j++
+				}
+				if j < len(glob) && glob[j] == '/' {
+					return nil, false
+				}
+			}
+			i = j
 		}
 	}
-	return append(segs, glob[start:])
+	return append(segs, glob[start:]), true
 }
 
 func prefixMatch(segs, dir []string) bool {
