@@ -355,11 +355,44 @@ func prefixMatch(segs, dir []string) bool {
 		if segs[0] == "**" || len(dir) == 0 {
 			return true
 		}
-		if !doublestar.MatchUnvalidated(segs[0], dir[0]) {
+		if !doublestar.MatchUnvalidated(collapseStars(segs[0]), dir[0]) {
 			return false
 		}
 		segs, dir = segs[1:], dir[1:]
 	}
+}
+
+// collapseStars turns every run of unescaped "*" in one segment of a glob
+// into a single "*", which means the same there. doublestar does not match
+// "0***" against "0" on its own although it matches "0***/0" against "0/0",
+// so DirWritable would otherwise miss a directory of writable files.
+func collapseStars(seg string) string {
+	if !strings.Contains(seg, "**") {
+		return seg
+	}
+	var b strings.Builder
+	star := false // the last byte written is an unescaped "*"
+	for i := 0; i < len(seg); i++ {
+		switch c := seg[i]; {
+		case c == '*':
+			if !star {
+				b.WriteByte(c)
+			}
+			star = true
+			continue
+		case c == '\\' && i+1 < len(seg):
+			b.WriteString(seg[i : i+2])
+			i++
+		case c == '[' && strings.IndexByte(seg[i:], ']') > 0:
+			j := strings.IndexByte(seg[i:], ']')
+			b.WriteString(seg[i : i+j+1])
+			i += j
+		default:
+			b.WriteByte(c)
+		}
+		star = false
+	}
+	return b.String()
 }
 
 // expandBraces expands doublestar brace alternatives ({a,b}) into plain
