@@ -22,7 +22,7 @@ func TestRealClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: launches real clients")
 	}
-	scrubEnv(t) // shared by the parallel subtests
+	scrubEnv(t)           // shared by the parallel subtests
 	reaper := NewReaper() // one for the runs of this process, which run at once
 	for _, tc := range []struct {
 		c      Client
