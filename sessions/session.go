@@ -79,6 +79,12 @@ type Session struct {
 	// Repo is the identity (RepoID) of the repository whose process
 	// supervises the session; empty in sessions recorded before it existed.
 	Repo string `json:"repo,omitempty"`
+	// WorkerPid and WorkerStart identify the worker's own process (the
+	// client), which leads its own session and process group: recorded by
+	// the supervisor when it starts the worker, so that whoever finds the
+	// session lost can end what is left of it.
+	WorkerPid   int    `json:"worker_pid,omitempty"`
+	WorkerStart uint64 `json:"worker_start,omitempty"`
 }
 
 // Outcome is one line of a session's outcome note.

@@ -47,6 +47,10 @@ const (
 	WarningGeneratedCommitted = "generated-committed"
 	// WarningHeadMoved: the worktree's HEAD is not the branch tip judged.
 	WarningHeadMoved = "head-moved"
+	// WarningLeftoverProcesses: processes of the worker were still running
+	// when its own process ended; they were ended before verification, so
+	// whatever they changed is judged like the rest.
+	WarningLeftoverProcesses = "leftover-processes"
 )
 
 // Violation is one finding of the verification.

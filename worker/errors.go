@@ -23,6 +23,10 @@ var (
 	ErrSessionLive = errors.New("session is still running")
 	// ErrNotEnded: a manual session has no recorded outcome yet.
 	ErrNotEnded = errors.New("session has not ended")
+	// ErrWorktreeInUse: a live process that is not provably the session's
+	// uses the worktree (its working directory, an open or mapped file);
+	// RefusedError.Pid names it.
+	ErrWorktreeInUse = errors.New("worktree is in use")
 )
 
 // RefusedError is a refusal to act on a task or session in its current
@@ -33,7 +37,9 @@ type RefusedError struct {
 	Reason  error
 	Task    string
 	Session string
-	Err     error
+	// Pid is the process concerned, for ErrWorktreeInUse; 0 otherwise.
+	Pid int
+	Err error
 }
 
 func (e *RefusedError) Error() string { return e.Err.Error() }

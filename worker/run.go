@@ -81,7 +81,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	var startErr error
 	proc, startErr = launch.Start(ctx, launch.Spec{Argv: s.Command, Dir: s.Worktree, Env: e.workerEnv(rec),
 		Stdin: s.CommandStdin, LogPath: s.Log, Tee: opts.Tee, Timeout: time.Duration(s.Timeout) * time.Second,
-		Grace: time.Duration(s.Grace) * time.Second, Stalls: stallsOf(s)})
+		Grace: time.Duration(s.Grace) * time.Second, Stalls: stallsOf(s), Marker: markerOf(s)})
 	if startErr == nil {
 		strict.Lock()
 		strict.proc = proc
@@ -90,7 +90,13 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		}
 		strict.Unlock()
 		say("worker started: pid %d, timeout %ds, log %s", proc.Pid(), s.Timeout, s.Log)
+		if err := e.recordWorker(ctx, s.ID, proc); err != nil {
+			say("warning: %v", err)
+		}
 		res = proc.Wait()
+		if len(res.Leftovers) > 0 {
+			say("ended %s the worker left running", LeftoverText(res.Leftovers))
+		}
 	} else {
 		now := time.Now()
 		res = launch.Result{ExitCode: 127, Started: now, Finished: now}
@@ -151,7 +157,8 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		say("worker ended: exit %d%s", out.ExitCode, sigText(out.Signal, out.TimedOut))
 	}
 	mainAfter := snapshotCheckout(jctx, e.St.Git().In(e.Top))
-	if err := e.judge(jctx, rec, spec, live, checkoutWarnings(mainBefore, mainAfter), &out, say); err != nil {
+	extra := append(checkoutWarnings(mainBefore, mainAfter), leftoverWarnings(res.Leftovers)...)
+	if err := e.judge(jctx, rec, spec, live, extra, &out, say); err != nil {
 		say("warning: %v", err)
 		if out.Reason == "" {
 			out.Reason = firstLine(err.Error())
@@ -320,23 +327,50 @@ func firstLine(s string) string {
 	return s
 }
 
-// Done ends a session's worktree: restores write permission, removes the
-// worktree, and deletes the branch only when its work reached the base (or
-// force). The session record stays.
-func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool) (branchDeleted bool, err error) {
+// DoneResult is what Done did.
+type DoneResult struct {
+	// BranchDeleted is set when the session's branch was deleted.
+	BranchDeleted bool
+	// Ended lists the processes of the session that were still running
+	// (its supervisor was killed, say) and were ended first.
+	Ended []launch.Proc
+}
+
+// Done ends a session's worktree: ends what is still running of the
+// session (EndProcesses), restores write permission, removes the worktree,
+// and deletes the branch only when its work reached the base (or force).
+// A worktree that a process which is not provably the session's still
+// uses (its working directory, an open or mapped file) is never removed:
+// that is an ErrWorktreeInUse refusal naming the process, and nothing is
+// changed. The session record stays.
+func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool) (DoneResult, error) {
+	var res DoneResult
 	s := rec.Session
 	live, _ := board.Liveness(rec, board.HereOf(e.St), time.Now())
 	switch {
 	case live && s.Mode != sessions.ModeManual:
-		return false, &RefusedError{Reason: ErrSessionLive, Task: s.Task[:8], Session: s.ID[:8], Err: fmt.Errorf("session %s is still running", s.ID[:8])}
+		return res, &RefusedError{Reason: ErrSessionLive, Task: s.Task[:8], Session: s.ID[:8], Err: fmt.Errorf("session %s is still running", s.ID[:8])}
 	case live && !force:
 		// A manual session without an outcome would stay in progress
 		// forever once its worktree is gone.
-		return false, &RefusedError{Reason: ErrNotEnded, Task: s.Task[:8], Session: s.ID[:8], Err: fmt.Errorf("session %s has not ended", s.ID[:8])}
-	case live:
+		return res, &RefusedError{Reason: ErrNotEnded, Task: s.Task[:8], Session: s.ID[:8], Err: fmt.Errorf("session %s has not ended", s.ID[:8])}
+	}
+	ended, err := e.EndProcesses(ctx, rec)
+	res.Ended = ended
+	if err != nil {
+		return res, err
+	}
+	_, statErr := os.Stat(s.Worktree)
+	exists := statErr == nil
+	if exists {
+		if err := refuseInUse(s); err != nil {
+			return res, err
+		}
+	}
+	if live {
 		out := sessions.Outcome{ExitCode: 1, Finished: time.Now().UTC(), Reason: "abandoned: worker done --force before an outcome was recorded", By: "worker done"}
 		if err := sessions.RecordOutcome(ctx, e.St, rec, &out); err != nil {
-			return false, err
+			return res, err
 		}
 		e.releaseClaim(ctx, rec)
 	}
@@ -344,19 +378,37 @@ func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool)
 	if merged || force {
 		branch = s.Branch
 	}
-	if _, err := os.Stat(s.Worktree); err == nil {
+	if exists {
 		if err := worktree.Remove(ctx, e.Top, s.Worktree, branch, true); err != nil {
-			return false, err
+			return res, err
 		}
 	} else if branch != "" {
 		e.St.DeleteRef(ctx, "refs/heads/"+branch)
 	}
 	if branch != "" {
 		if _, err := e.St.Git().In(e.Top).Run(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch); err != nil {
-			return true, nil
+			res.BranchDeleted = true
 		}
 	}
-	return false, nil
+	return res, nil
+}
+
+// refuseInUse returns an ErrWorktreeInUse refusal when a live process uses
+// the session's worktree, nil otherwise.
+func refuseInUse(s sessions.Session) error {
+	users, err := launch.UsersOf(s.Worktree)
+	if err != nil {
+		return fmt.Errorf("checking what uses worktree %s: %w", s.Worktree, err)
+	}
+	if len(users) == 0 {
+		return nil
+	}
+	who := users[0].String()
+	if len(users) > 1 {
+		who += fmt.Sprintf(" and %d more", len(users)-1)
+	}
+	return &RefusedError{Reason: ErrWorktreeInUse, Task: s.Task[:8], Session: s.ID[:8], Pid: users[0].Pid,
+		Err: fmt.Errorf("worktree %s is in use by a process that is not the session's: %s", s.Worktree, who)}
 }
 
 func specOf(s sessions.Session) scope.Spec {

@@ -42,6 +42,13 @@ func printSessionSummary(a *App, v *view, id string) {
 		for _, x := range vd.Scope.Violations {
 			p.Printf("    violation %s %s: %s\n", x.Type, x.Path, x.Reason)
 		}
+		for _, x := range vd.Scope.Warnings {
+			where := ""
+			if x.Path != "" {
+				where = " " + x.Path
+			}
+			p.Printf("    warning %s%s: %s\n", x.Type, where, x.Reason)
+		}
 		if r := outcomeReason(*o, vd); r != "" {
 			p.Printf("    reason: %s\n", r)
 		}

@@ -92,6 +92,8 @@ func workerHint(e *worker.RefusedError) string {
 		return "remove it with: git agentmine worker done " + e.Task + " (or pass --replace)"
 	case worker.ErrSessionLive:
 		return "stop it first: git agentmine worker stop " + e.Task
+	case worker.ErrWorktreeInUse:
+		return fmt.Sprintf("end that process (kill %d) or leave the worktree, then run again: git agentmine worker done %s", e.Pid, e.Task)
 	case worker.ErrNotEnded:
 		return "record its outcome first (git agentmine session end " + e.Session + " --exit-code N), or pass --force to abandon it"
 	}

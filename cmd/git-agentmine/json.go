@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/agents"
+	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/memory"
 	"github.com/git-agentmine/git-agentmine/merge"
 	"github.com/git-agentmine/git-agentmine/replica"
@@ -186,16 +187,34 @@ type sessionJSON struct {
 	Log      string            `json:"log"`
 	Tail     []string          `json:"log_tail,omitempty"`
 	Outcome  *sessions.Outcome `json:"outcome"`
+
+	// WorkerPid is the worker's own pid, as its supervisor recorded it.
+	WorkerPid int `json:"worker_pid,omitempty"`
 }
 
 // doneJSON is one element of `worker done --json`.
 type doneJSON struct {
-	V             int    `json:"v"`
-	Session       string `json:"session"`
-	Task          string `json:"task"`
-	Worktree      string `json:"worktree"`
-	Branch        string `json:"branch"`
-	BranchDeleted bool   `json:"branch_deleted"`
+	V              int        `json:"v"`
+	Session        string     `json:"session"`
+	Task           string     `json:"task"`
+	Worktree       string     `json:"worktree"`
+	Branch         string     `json:"branch"`
+	BranchDeleted  bool       `json:"branch_deleted"`
+	EndedProcesses []procJSON `json:"ended_processes,omitempty"`
+}
+
+// procJSON is a process agentmine ended.
+type procJSON struct {
+	Pid     int    `json:"pid"`
+	Command string `json:"command"`
+}
+
+func procsJSON(ps []launch.Proc) []procJSON {
+	var out []procJSON
+	for _, p := range ps {
+		out = append(out, procJSON{Pid: p.Pid, Command: p.Command})
+	}
+	return out
 }
 
 // settingOneJSON is `config show KEY --json`.
