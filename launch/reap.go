@@ -41,7 +41,9 @@ const killLimit = 10 * time.Second
 type Reaper struct {
 	mu   sync.Mutex
 	runs map[*Process]struct{}
-	err  error
+	// holds counts the Contain calls under way.
+	holds int
+	err   error
 }
 
 // NewReaper returns a Reaper with no runs. While it has runs, this process
@@ -71,7 +73,7 @@ func (r *Reaper) add(p *Process) {
 // worker's orphans must come here from its first instant); the caller
 // holds r.mu.
 func (r *Reaper) subreap() {
-	if len(r.runs) > 0 {
+	if len(r.runs)+r.holds > 0 {
 		return
 	}
 	r.err = nil
@@ -83,7 +85,7 @@ func (r *Reaper) subreap() {
 // unsubreap ends this process's being a child subreaper when no run is
 // left; the caller holds r.mu.
 func (r *Reaper) unsubreap() {
-	if len(r.runs) == 0 && r.err == nil {
+	if len(r.runs)+r.holds == 0 && r.err == nil {
 		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 	}
 }
@@ -93,6 +95,74 @@ func (r *Reaper) remove(p *Process) {
 	defer r.mu.Unlock()
 	delete(r.runs, p)
 	r.unsubreap()
+}
+
+// Contain runs fn while this process is a child subreaper, then ends the
+// processes that fn's commands left running outside this process's session
+// — a daemon a test suite started with setsid or a double fork — and
+// returns them. Processes that were there before fn began and those of
+// the Reaper's runs are not touched; what fn's commands leave in this
+// process's own session is theirs to end (a process group kill does).
+func (r *Reaper) Contain(grace time.Duration, fn func()) []Proc {
+	self := os.Getpid()
+	r.mu.Lock()
+	r.subreap()
+	r.holds++
+	before := map[int]uint64{}
+	if procs, err := scanProcs(); err == nil {
+		for pid, st := range procs {
+			before[pid] = st.startTime
+		}
+	}
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.holds--
+		r.unsubreap()
+		r.mu.Unlock()
+	}()
+	fn()
+	find := func() []Proc {
+		procs, err := scanProcs()
+		if err != nil {
+			return nil
+		}
+		selfSid := procs[self].session
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		var out []Proc
+		for pid, st := range procs {
+			if start, ok := before[pid]; ok && start == st.startTime || pid == self || st.session == selfSid || r.owned(pid, st) {
+				continue
+			}
+			if !descends(procs, pid, self) {
+				continue
+			}
+			if st.dead() {
+				if st.ppid == self {
+					var ws unix.WaitStatus
+					_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+				}
+				continue
+			}
+			out = append(out, procOf(pid, st))
+		}
+		sortProcs(out)
+		return out
+	}
+	ended, _ := endAll(find, grace, nil)
+	return ended
+}
+
+// owned reports whether process pid belongs to one of the Reaper's runs by
+// its session, its group or its marker; the caller holds r.mu.
+func (r *Reaper) owned(pid int, st procStat) bool {
+	for q := range r.runs {
+		if pid == q.pid || st.session == q.pid || st.pgrp == q.pid || environHas(pid, q.marker) {
+			return true
+		}
+	}
+	return false
 }
 
 // newMarker returns a fresh MarkerKey=<random> entry.
@@ -128,10 +198,7 @@ func (r *Reaper) members(p *Process) []Proc {
 	defer r.mu.Unlock()
 	other := func(pid int, st procStat) bool {
 		for q := range r.runs {
-			if q == p {
-				continue
-			}
-			if pid == q.pid || st.session == q.pid || st.pgrp == q.pid || environHas(pid, q.marker) {
+			if q != p && (pid == q.pid || st.session == q.pid || st.pgrp == q.pid || environHas(pid, q.marker)) {
 				return true
 			}
 		}

@@ -373,3 +373,36 @@ func TestCommandOfIsOneSafeLine(t *testing.T) {
 		t.Fatalf("commandOf = %q", c)
 	}
 }
+
+// Contain ends what the commands it ran left outside this process's
+// session, and nothing that was there before.
+func TestContain(t *testing.T) {
+	scrubEnv(t)
+	dir := t.TempDir()
+	before := exec.Command("sleep", "60")
+	before.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := before.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { before.Process.Kill(); before.Wait() }()
+	r := NewReaper()
+	ended := r.Contain(300*time.Millisecond, func() {
+		cmd := exec.Command("sh", "-c", `setsid sh -c 'trap "" TERM; echo $$ > escaped.pid; exec sleep 60' </dev/null >/dev/null 2>&1 &
+while ! [ -s escaped.pid ]; do sleep 0.01; done`)
+		cmd.Dir = dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	})
+	pid := pidFile(t, filepath.Join(dir, "escaped.pid"))
+	if len(ended) != 1 || ended[0].Pid != pid {
+		t.Fatalf("ended %v, want the escaped process %d", ended, pid)
+	}
+	if Alive(ended[0].Pid, ended[0].Start) {
+		t.Fatal("the escaped process still runs")
+	}
+	if st, err := readProcStat(before.Process.Pid); err != nil || st.dead() {
+		t.Fatal("a process that was there before was ended")
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/launch"
+	"github.com/git-agentmine/git-agentmine/scope"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/verify"
 )
@@ -67,6 +68,26 @@ func (e *Env) EndProcesses(ctx context.Context, rec sessions.Record) ([]launch.P
 		return ended, fmt.Errorf("ending the processes of session %s: %w", s.ID[:8], err)
 	}
 	return ended, nil
+}
+
+// judgeContained judges the run (judge) while this process is the child
+// subreaper of the commands it runs: the DoD runs the worker's code, and a
+// daemon a test started with setsid must not outlive the verdict either.
+// What they left running is ended before the outcome is recorded and
+// added to the verdict's warnings.
+func (e *Env) judgeContained(ctx context.Context, reaper *launch.Reaper, rec sessions.Record, spec scope.Spec, live *verify.Record, extra []verify.Violation, out *sessions.Outcome, say func(string, ...any)) error {
+	var err error
+	grace := time.Duration(rec.Session.Grace) * time.Second
+	left := reaper.Contain(grace, func() { err = e.judge(ctx, rec, spec, live, extra, out, say) })
+	if len(left) > 0 {
+		say("ended %s the DoD commands left running", LeftoverText(left))
+		if v := verify.ParseVerdicts(out); v.HasScope {
+			v.Scope.Warnings = append(v.Scope.Warnings, verify.Violation{Type: verify.WarningLeftoverProcesses,
+				Reason: LeftoverText(left) + " left running by the DoD commands: ended before the outcome was recorded"})
+			v.Record(out)
+		}
+	}
+	return err
 }
 
 // leftoverWarnings turns the processes a worker left running (ended before

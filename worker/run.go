@@ -79,9 +79,10 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	}
 	var res launch.Result
 	var startErr error
+	reaper := launch.NewReaper()
 	proc, startErr = launch.Start(ctx, launch.Spec{Argv: s.Command, Dir: s.Worktree, Env: e.workerEnv(rec),
 		Stdin: s.CommandStdin, LogPath: s.Log, Tee: opts.Tee, Timeout: time.Duration(s.Timeout) * time.Second,
-		Grace: time.Duration(s.Grace) * time.Second, Stalls: stallsOf(s), Marker: markerOf(s)})
+		Grace: time.Duration(s.Grace) * time.Second, Stalls: stallsOf(s), Marker: markerOf(s), Reaper: reaper})
 	if startErr == nil {
 		strict.Lock()
 		strict.proc = proc
@@ -158,7 +159,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	}
 	mainAfter := snapshotCheckout(jctx, e.St.Git().In(e.Top))
 	extra := append(checkoutWarnings(mainBefore, mainAfter), leftoverWarnings(res.Leftovers)...)
-	if err := e.judge(jctx, rec, spec, live, extra, &out, say); err != nil {
+	if err := e.judgeContained(jctx, reaper, rec, spec, live, extra, &out, say); err != nil {
 		say("warning: %v", err)
 		if out.Reason == "" {
 			out.Reason = firstLine(err.Error())
