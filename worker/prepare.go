@@ -159,7 +159,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		if !o.Replace {
 			return nil, &RefusedError{Reason: ErrLeftover, Task: short, Err: fmt.Errorf("a worktree from an earlier session of task %s is still at %s", short, wtPath)}
 		}
-		if err := e.removeLeftover(ctx, wtPath); err != nil {
+		if err := e.removeLeftover(ctx, wtPath, short, b.SessionsOf(taskID)); err != nil {
 			return nil, err
 		}
 	}
@@ -299,8 +299,21 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		PromptFile: promptFile, Command: cmd, Client: client, Claimed: claimedOn, ClaimNote: claimNote}, nil
 }
 
-// removeLeftover removes a finished session's worktree for --replace.
-func (e *Env) removeLeftover(ctx context.Context, path string) error {
+// removeLeftover removes a finished session's worktree for --replace,
+// after ending what its sessions left running; like Done, it refuses when
+// a process that is not theirs still uses it.
+func (e *Env) removeLeftover(ctx context.Context, path, task string, recs []sessions.Record) error {
+	for _, r := range recs {
+		if r.Session.Worktree != path {
+			continue
+		}
+		if _, err := e.EndProcesses(ctx, r); err != nil {
+			return err
+		}
+	}
+	if err := refuseInUse(path, task, ""); err != nil {
+		return err
+	}
 	// The branch stays: it holds the earlier attempt's commits.
 	if err := worktree.Remove(ctx, e.Top, path, "", true); err != nil {
 		return fmt.Errorf("removing the leftover worktree: %w", err)

@@ -364,7 +364,7 @@ func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool)
 	_, statErr := os.Stat(s.Worktree)
 	exists := statErr == nil
 	if exists {
-		if err := refuseInUse(s); err != nil {
+		if err := refuseInUse(s.Worktree, s.Task[:8], s.ID[:8]); err != nil {
 			return res, err
 		}
 	}
@@ -394,12 +394,12 @@ func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool)
 	return res, nil
 }
 
-// refuseInUse returns an ErrWorktreeInUse refusal when a live process uses
-// the session's worktree, nil otherwise.
-func refuseInUse(s sessions.Session) error {
-	users, err := launch.UsersOf(s.Worktree)
+// refuseInUse returns an ErrWorktreeInUse refusal (for task and session,
+// short ids) when a live process uses the worktree at path, nil otherwise.
+func refuseInUse(path, task, session string) error {
+	users, err := launch.UsersOf(path)
 	if err != nil {
-		return fmt.Errorf("checking what uses worktree %s: %w", s.Worktree, err)
+		return fmt.Errorf("checking what uses worktree %s: %w", path, err)
 	}
 	if len(users) == 0 {
 		return nil
@@ -408,8 +408,8 @@ func refuseInUse(s sessions.Session) error {
 	if len(users) > 1 {
 		who += fmt.Sprintf(" and %d more", len(users)-1)
 	}
-	return &RefusedError{Reason: ErrWorktreeInUse, Task: s.Task[:8], Session: s.ID[:8], Pid: users[0].Pid,
-		Err: fmt.Errorf("worktree %s is in use by a process that is not the session's: %s", s.Worktree, who)}
+	return &RefusedError{Reason: ErrWorktreeInUse, Task: task, Session: session, Pid: users[0].Pid,
+		Err: fmt.Errorf("worktree %s is in use by a process that is not the session's: %s", path, who)}
 }
 
 func specOf(s sessions.Session) scope.Spec {
