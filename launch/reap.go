@@ -98,11 +98,13 @@ func (r *Reaper) remove(p *Process) {
 }
 
 // Contain runs fn while this process is a child subreaper, then ends the
-// processes that fn's commands left running outside this process's session
-// — a daemon a test suite started with setsid or a double fork — and
-// returns them. Processes that were there before fn began and those of
-// the Reaper's runs are not touched; what fn's commands leave in this
-// process's own session is theirs to end (a process group kill does).
+// processes that fn's commands left running outside this process's own
+// process group — a daemon a test suite started with setsid, a double fork
+// or a job of its own — and returns them. fn runs its commands to their
+// end (they are in the past when it returns); what runs in this process's
+// group is this process's own (its other goroutines' commands), as are
+// the processes that were there before fn began and those of the Reaper's
+// runs: none of them is touched.
 func (r *Reaper) Contain(grace time.Duration, fn func()) []Proc {
 	self := os.Getpid()
 	r.mu.Lock()
@@ -127,12 +129,12 @@ func (r *Reaper) Contain(grace time.Duration, fn func()) []Proc {
 		if err != nil {
 			return nil
 		}
-		selfSid := procs[self].session
+		selfPgrp := procs[self].pgrp
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		var out []Proc
 		for pid, st := range procs {
-			if start, ok := before[pid]; ok && start == st.startTime || pid == self || st.session == selfSid || r.owned(pid, st) {
+			if start, ok := before[pid]; ok && start == st.startTime || pid == self || st.pgrp == selfPgrp || r.owned(pid, st) {
 				continue
 			}
 			if !descends(procs, pid, self) {
@@ -172,9 +174,9 @@ func newMarker() string {
 	return MarkerKey + "=" + hex.EncodeToString(b[:])
 }
 
-// members returns the live processes of procs that belong to run p, and
-// reaps the zombies of p's processes that this process adopted. A process
-// belongs to p when it started no earlier than p's worker and
+// members returns the live processes that belong to run p, and reaps the
+// zombies of p's processes that this process adopted. A process belongs
+// to p when it started no earlier than p's worker and
 //
 //   - it is in the worker's session or process group and descends from
 //     this process (a group outlives its leader; descent rules out an
@@ -211,8 +213,8 @@ func (r *Reaper) members(p *Process) []Proc {
 		}
 		var mine bool
 		switch {
-		case st.session == p.pid || st.pgrp == p.pid:
-			mine = descends(procs, pid, self)
+		case (st.session == p.pid || st.pgrp == p.pid) && descends(procs, pid, self):
+			mine = true
 		case st.dead():
 			// A zombie's environment cannot be read: it is p's to reap
 			// when it would have been p's to end.

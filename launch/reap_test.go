@@ -375,7 +375,7 @@ func TestCommandOfIsOneSafeLine(t *testing.T) {
 }
 
 // Contain ends what the commands it ran left outside this process's
-// session, and nothing that was there before.
+// process group, and nothing that was there before.
 func TestContain(t *testing.T) {
 	scrubEnv(t)
 	dir := t.TempDir()
@@ -388,19 +388,34 @@ func TestContain(t *testing.T) {
 	r := NewReaper()
 	ended := r.Contain(300*time.Millisecond, func() {
 		cmd := exec.Command("sh", "-c", `setsid sh -c 'trap "" TERM; echo $$ > escaped.pid; exec sleep 60' </dev/null >/dev/null 2>&1 &
-while ! [ -s escaped.pid ]; do sleep 0.01; done`)
+set -m
+sh -c 'echo $$ > job.pid; exec sleep 60' </dev/null >/dev/null 2>&1 &
+while ! [ -s escaped.pid ] || ! [ -s job.pid ]; do sleep 0.01; done`)
 		cmd.Dir = dir
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%v: %s", err, out)
 		}
 	})
-	pid := pidFile(t, filepath.Join(dir, "escaped.pid"))
-	if len(ended) != 1 || ended[0].Pid != pid {
-		t.Fatalf("ended %v, want the escaped process %d", ended, pid)
+	want := map[int]bool{pidFile(t, filepath.Join(dir, "escaped.pid")): true, pidFile(t, filepath.Join(dir, "job.pid")): true}
+	if len(ended) != len(want) {
+		t.Fatalf("ended %v, want the setsid daemon and the job %v", ended, want)
 	}
-	if Alive(ended[0].Pid, ended[0].Start) {
-		t.Fatal("the escaped process still runs")
+	for _, e := range ended {
+		if !want[e.Pid] || Alive(e.Pid, e.Start) {
+			t.Fatalf("ended %v, want the setsid daemon and the job %v, none alive", ended, want)
+		}
+	}
+	// What this process runs in its own group is its own.
+	own := exec.Command("sleep", "60")
+	r.Contain(0, func() {
+		if err := own.Start(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	defer func() { own.Process.Kill(); own.Wait() }()
+	if st, err := readProcStat(own.Process.Pid); err != nil || st.dead() {
+		t.Fatal("a command in this process's own group was ended")
 	}
 	if st, err := readProcStat(before.Process.Pid); err != nil || st.dead() {
 		t.Fatal("a process that was there before was ended")
