@@ -129,6 +129,45 @@ func scanProcs() (map[int]procStat, error) {
 	return out, nil
 }
 
+// family reads root and its descendants: the children lists of /proc
+// (one per thread) from root down, and the stat of those processes alone,
+// so that the rest of the process table (where a busy process can make a
+// stat read slow) is never read. A process forked or adopted while the
+// walk runs may be missed: callers look again.
+func family(root int) map[int]procStat {
+	out := map[int]procStat{}
+	queue := []int{root}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		if _, seen := out[pid]; seen {
+			continue
+		}
+		st, err := readProcStat(pid)
+		if err != nil {
+			continue
+		}
+		out[pid] = st
+		dir := "/proc/" + strconv.Itoa(pid) + "/task"
+		tasks, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, t := range tasks {
+			data, err := os.ReadFile(dir + "/" + t.Name() + "/children")
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(data)) {
+				if c, err := strconv.Atoi(f); err == nil {
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // descends reports whether pid is a descendant of ancestor in procs,
 // following parent links (a process's parent started no later than it did,
 // which also ends the walk on a table read while processes came and went).

@@ -111,10 +111,8 @@ func (r *Reaper) Contain(grace time.Duration, fn func()) []Proc {
 	r.subreap()
 	r.holds++
 	before := map[int]uint64{}
-	if procs, err := scanProcs(); err == nil {
-		for pid, st := range procs {
-			before[pid] = st.startTime
-		}
+	for pid, st := range family(self) {
+		before[pid] = st.startTime
 	}
 	r.mu.Unlock()
 	defer func() {
@@ -125,10 +123,7 @@ func (r *Reaper) Contain(grace time.Duration, fn func()) []Proc {
 	}()
 	fn()
 	find := func() []Proc {
-		procs, err := scanProcs()
-		if err != nil {
-			return nil
-		}
+		procs := family(self)
 		selfPgrp := procs[self].pgrp
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -187,11 +182,18 @@ func newMarker() string {
 //     process can join a session it was not born in, so nothing of a
 //     worker can be there) and belongs to no other run of the Reaper.
 func (r *Reaper) members(p *Process) []Proc {
-	procs, err := scanProcs()
-	if err != nil {
-		return nil
-	}
 	self := os.Getpid()
+	// This process's family holds every process of the run while it is
+	// their subreaper; only when it could not become one is the whole
+	// table read, for the marker.
+	procs := family(self)
+	if r.Err() != nil {
+		all, err := scanProcs()
+		if err != nil {
+			return nil
+		}
+		procs = all
+	}
 	selfSid := procs[self].session
 	if selfSid == 0 {
 		selfSid, _ = unix.Getsid(0)
@@ -282,11 +284,18 @@ func endAll(find func() []Proc, grace time.Duration, note func(string, ...any)) 
 	termEnd := time.Now().Add(grace)
 	var killEnd time.Time
 	pause := 2 * time.Millisecond
-	for {
+	for settled := false; ; {
 		cur := find()
 		if len(cur) == 0 {
-			break
+			if settled {
+				break
+			}
+			// Once more: a process adopted while the last look was
+			// under way is seen by the next.
+			settled = true
+			continue
 		}
+		settled = false
 		now := time.Now()
 		if killEnd.IsZero() && !now.Before(termEnd) {
 			killEnd = now.Add(killLimit)
