@@ -352,3 +352,46 @@ func TestWatchedRefs(t *testing.T) {
 		t.Errorf("watched %s\nwant    %s", s, want)
 	}
 }
+
+// BenchmarkJournal measures what the journal adds to a ref write: the
+// append of one line (the session it writes for already worked out), the
+// walk up the process tree that works it out (once per store), and a whole
+// one-ref Transact next to the same update-ref without the journal.
+func BenchmarkJournal(b *testing.B) {
+	dir := gittest.NewRepo(b)
+	st, err := Open(context.Background(), dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	head := gittest.Git(b, dir, "rev-parse", "HEAD")
+	b.Run("append", func(b *testing.B) {
+		ops := []RefOp{{Verb: "update", Ref: "refs/agentmine/tasks/x", Old: head, New: head}}
+		for i := 0; i < b.N; i++ {
+			st.journalRefs(ops)
+		}
+	})
+	b.Run("walk", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			fresh := &Store{loc: st.loc}
+			fresh.onBehalf()
+		}
+	})
+	ctx := context.Background()
+	n := 0 // ref names stay fresh across the benchmark's repeated runs
+	b.Run("transact", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			n++
+			if err := st.Transact(ctx, []RefOp{{Verb: "create", Ref: fmt.Sprintf("refs/agentmine/bench/j%d", n), New: head}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("update-ref-alone", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			n++
+			if err := transact(ctx, st.git, st.zeroID(), []RefOp{{Verb: "create", Ref: fmt.Sprintf("refs/agentmine/bench/r%d", n), New: head}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

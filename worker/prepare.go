@@ -130,8 +130,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	case status.Done:
 		return nil, exitcode.New(exitcode.State, fmt.Errorf("task %s is done (%s)", short, res.Reason), "")
 	case status.Tainted:
-		return nil, exitcode.New(exitcode.State, fmt.Errorf("task %s is tainted: %s", short, res.Reason),
-			"look at what reached the base, then reopen the task to run it again: git agentmine task reopen "+short)
+		return nil, &RefusedError{Reason: ErrTainted, Task: short, Err: fmt.Errorf("task %s is tainted: %s", short, res.Reason)}
 	case status.InProgress:
 		return nil, &RefusedError{Reason: ErrRunning, Task: short, Err: fmt.Errorf("task %s is already running (%s)", short, res.Reason)}
 	}
