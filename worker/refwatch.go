@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -53,6 +54,9 @@ type refWatch struct {
 	before  map[string]string
 	err     error
 	release func()
+	// logs is where each ref's reflog ended before the run, to find a ref
+	// moved and moved back in between.
+	logs map[string]reflogMark
 }
 
 // watchRefs registers this process as the session's supervisor and records
@@ -64,6 +68,7 @@ func (e *Env) watchRefs(ctx context.Context, rec sessions.Record, say func(strin
 		say("warning: %v (agentmine commands the worker runs may be taken for agentmine's own)", err)
 	}
 	w.release = release
+	w.logs = reflogMarks(e.St.Location().CommonDir)
 	w.before, w.err = e.St.WatchedRefs(ctx)
 	return w
 }
@@ -96,6 +101,9 @@ type refChange struct {
 	ref, old, new string
 	// worker lists the journal's writes of the ref made for a worker.
 	worker []gitstore.JournalEntry
+	// via is set for a ref whose value is unchanged but whose reflog shows
+	// it moved during the run: the first value it was moved to.
+	via string
 }
 
 func diffRefs(before, after map[string]string) []refChange {
@@ -146,6 +154,28 @@ func explained(entries []gitstore.JournalEntry, old, new string) bool {
 }
 
 // refViolations compares the snapshots and returns the violations.
+// workerWrites are the journal's writes of a ref made for a worker.
+func workerWrites(entries []gitstore.JournalEntry) []gitstore.JournalEntry {
+	var out []gitstore.JournalEntry
+	for _, je := range entries {
+		if !je.Own() {
+			out = append(out, je)
+		}
+	}
+	return out
+}
+
+// explainedMove reports whether agentmine journaled the move from m[0] to
+// m[1] as its own.
+func explainedMove(entries []gitstore.JournalEntry, m [2]string) bool {
+	for _, je := range entries {
+		if je.Own() && je.Old == m[0] && je.New == m[1] {
+			return true
+		}
+	}
+	return false
+}
+
 func (e *Env) refViolations(ctx context.Context, rec sessions.Record, w *refWatch, after map[string]string, out *sessions.Outcome) []verify.Violation {
 	s := rec.Session
 	var changes []refChange
@@ -154,7 +184,9 @@ func (e *Env) refViolations(ctx context.Context, rec sessions.Record, w *refWatc
 			changes = append(changes, c)
 		}
 	}
-	if len(changes) == 0 {
+	moved := reflogMoves(e.St.Location().CommonDir, w.logs)
+	delete(moved, "refs/heads/"+s.Branch)
+	if len(changes) == 0 && len(moved) == 0 {
 		return nil
 	}
 	journal, jerr := e.St.ReadJournal(w.start.Add(-journalSlack))
@@ -169,12 +201,27 @@ func (e *Env) refViolations(ctx context.Context, rec sessions.Record, w *refWatc
 		if explained(byRef[c.ref], c.old, c.new) {
 			continue
 		}
-		for _, je := range byRef[c.ref] {
-			if !je.Own() {
-				c.worker = append(c.worker, je)
+		c.worker = workerWrites(byRef[c.ref])
+		left = append(left, c)
+	}
+	// Refs that look unchanged but moved and moved back: every move their
+	// reflog shows must be one agentmine journaled as its own.
+	var refs []string
+	for ref := range moved {
+		refs = append(refs, ref)
+	}
+	sort.Strings(refs)
+	for _, ref := range refs {
+		moves := moved[ref]
+		if w.before[ref] != after[ref] || w.before[ref] == "" {
+			continue
+		}
+		for _, m := range moves {
+			if !explainedMove(byRef[ref], m) {
+				left = append(left, refChange{ref: ref, old: w.before[ref], new: after[ref], via: m[1], worker: workerWrites(byRef[ref])})
+				break
 			}
 		}
-		left = append(left, c)
 	}
 	left = e.otherSessionsBranches(ctx, s, w, left)
 	var vs []verify.Violation
@@ -231,6 +278,8 @@ func (e *Env) otherSessionsBranches(ctx context.Context, s sessions.Session, w *
 func describeChange(c refChange, session string) string {
 	var what string
 	switch {
+	case c.via != "":
+		what = "moved to " + shortID(c.via) + " and back to " + shortID(c.new) + " during the run (its reflog shows it)"
 	case c.old == "":
 		what = "created at " + shortID(c.new) + " during the run"
 	case c.new == "":
@@ -369,4 +418,75 @@ func realDir(p string) string {
 		return r
 	}
 	return filepath.Clean(p)
+}
+
+// reflogMark is where a reflog file ended: its identity and size.
+type reflogMark struct {
+	size int64
+	file os.FileInfo
+}
+
+// reflogDirs are the reflogs git keeps for the watched refs by default
+// (core.logAllRefUpdates): branches and notes; tags only where configured.
+var reflogDirs = []string{"refs/heads", "refs/tags", "refs/notes"}
+
+// reflogMarks records where every reflog of the watched refs ends. git
+// appends to an existing reflog on every update of its ref, whatever
+// core.logAllRefUpdates says, so what is appended during the run lists every
+// move, including one undone before the end.
+func reflogMarks(commonDir string) map[string]reflogMark {
+	marks := map[string]reflogMark{}
+	for _, d := range reflogDirs {
+		root := filepath.Join(commonDir, "logs", d)
+		filepath.WalkDir(root, func(p string, de os.DirEntry, err error) error {
+			if err != nil || de.IsDir() {
+				return nil
+			}
+			fi, err := de.Info()
+			if err != nil {
+				return nil
+			}
+			rel, _ := filepath.Rel(filepath.Join(commonDir, "logs"), p)
+			marks[filepath.ToSlash(rel)] = reflogMark{size: fi.Size(), file: fi}
+			return nil
+		})
+	}
+	return marks
+}
+
+// reflogMoves returns, per ref, the moves (old, new; "" for none) appended
+// to its reflog since the marks were taken. A reflog that is new, was
+// replaced or shrank (the ref deleted and made again, an expiry) tells
+// nothing reliable and is left out: the snapshots judge that ref.
+func reflogMoves(commonDir string, before map[string]reflogMark) map[string][][2]string {
+	out := map[string][][2]string{}
+	for ref, m := range before {
+		p := filepath.Join(commonDir, "logs", filepath.FromSlash(ref))
+		fi, err := os.Stat(p)
+		if err != nil || !os.SameFile(fi, m.file) || fi.Size() <= m.size {
+			continue
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		buf := make([]byte, fi.Size()-m.size)
+		n, _ := f.ReadAt(buf, m.size)
+		f.Close()
+		for _, line := range strings.Split(string(buf[:n]), "\n") {
+			fields := strings.SplitN(line, " ", 3)
+			if len(fields) < 3 {
+				continue
+			}
+			out[ref] = append(out[ref], [2]string{zeroToEmpty(fields[0]), zeroToEmpty(fields[1])})
+		}
+	}
+	return out
+}
+
+func zeroToEmpty(id string) string {
+	if strings.Trim(id, "0") == "" {
+		return ""
+	}
+	return id
 }

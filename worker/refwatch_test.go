@@ -183,6 +183,35 @@ func TestCheckRefsWorkerMovesTheBase(t *testing.T) {
 	}
 }
 
+// TestCheckRefsMovedAndMovedBack: a base moved to the worker's tip and back
+// before the end looks unchanged in the snapshots; its reflog shows it.
+// agentmine's own journaled moves there and back are excused.
+func TestCheckRefsMovedAndMovedBack(t *testing.T) {
+	f := newRefFixture(t)
+	out := f.judge(func() {
+		f.git("update-ref", "refs/heads/main", f.tip)
+		f.git("update-ref", "refs/heads/main", f.base)
+	})
+	vs := violations(t, out)
+	if len(vs) != 1 || vs[0] != "ref-changed refs/heads/main: moved to "+f.tip[:12]+" and back to "+f.base[:12]+
+		" during the run (its reflog shows it), not by agentmine (by the worker, or by someone else working in this repository)" {
+		t.Fatalf("violations %q", vs)
+	}
+
+	f = newRefFixture(t)
+	ctx := context.Background()
+	out = f.judge(func() {
+		for _, m := range [][2]string{{f.base, f.tip}, {f.tip, f.base}} {
+			if err := f.env.St.Transact(ctx, []gitstore.RefOp{{Verb: "update", Ref: "refs/heads/main", Old: m[0], New: m[1]}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if vs := violations(t, out); len(vs) != 0 {
+		t.Fatalf("agentmine's own moves: %q", vs)
+	}
+}
+
 // TestCheckRefsWorkerWritesThroughAgentmine is attack 3 at the unit level:
 // the task's base is re-pointed at the worker's branch by an agentmine
 // process the journal credits to the worker.
