@@ -395,3 +395,33 @@ func BenchmarkJournal(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkWatchedRefs lists 10,000 task refs plus a branch, next to the
+// same for-each-ref run by hand: the supervisor does this twice per run.
+func BenchmarkWatchedRefs(b *testing.B) {
+	dir := gittest.NewRepo(b)
+	head := gittest.Git(b, dir, "rev-parse", "HEAD")
+	var in strings.Builder
+	for i := 0; i < 10000; i++ {
+		fmt.Fprintf(&in, "create refs/agentmine/tasks/%020d %s\n", i, head)
+	}
+	gittest.GitInput(b, dir, strings.NewReader(in.String()), "update-ref", "--stdin")
+	gittest.Git(b, dir, "pack-refs", "--all")
+	st, err := Open(context.Background(), dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("WatchedRefs", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			m, err := st.WatchedRefs(context.Background())
+			if err != nil || len(m) != 10001 {
+				b.Fatalf("%d refs, %v", len(m), err)
+			}
+		}
+	})
+	b.Run("git-for-each-ref", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			gittest.Git(b, dir, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/", "refs/tags/", "refs/agentmine/", "refs/notes/")
+		}
+	})
+}
