@@ -58,6 +58,7 @@ func slowScripts() map[string]string {
 		"worker_other_clone":    "a worker in a second clone held until released, then waited for",
 		"sync_claims":           "clones racing for claims with real workers that sleep",
 		"worker_lost_processes": "detached supervisors killed, what their workers left ended through the grace period",
+		"worker_refs_meanwhile": "a worker held until released while agentmine merges around it, then waited for",
 	}
 }
 
