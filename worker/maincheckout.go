@@ -110,8 +110,8 @@ type mainSnapshot struct {
 	index pathState
 }
 
-// mainCheckout watches the main checkout of one run: Start before the
-// worker starts, Findings after it ended.
+// mainCheckout watches the main checkout of one run: startMainCheckout
+// before the worker starts, end once it has ended, then findings.
 type mainCheckout struct {
 	env *Env
 	// g runs git in the main checkout (Env.mainGit).
