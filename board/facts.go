@@ -112,7 +112,7 @@ func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []ses
 			a.TimedOut = o.TimedOut
 			a.Reason = o.Reason
 			v := verify.Summarize(o)
-			a.DoD, a.Verified, a.ScopeValid = v.DoD, v.Verified, v.ScopeValid
+			a.DoD, a.Verified, a.ScopeValid, a.Acceptable = v.DoD, v.Verified, v.ScopeValid, v.Acceptable
 			if a.Reason == "" {
 				a.Reason = v.Explained
 			}

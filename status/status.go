@@ -71,6 +71,11 @@ type Attempt struct {
 	ScopeValid bool
 	// Verified is true when a scope verdict exists.
 	Verified bool
+	// Acceptable: the scope verdict is invalid only through violations a
+	// person may accept when merging (main-checkout changes). Such work
+	// that reached the base was merged by someone who took them on, so it
+	// is done, not tainted.
+	Acceptable bool
 	// Merged: the session produced at least one commit and its tip is an
 	// ancestor of the base.
 	Merged bool
@@ -78,6 +83,10 @@ type Attempt struct {
 	// first violation, the failing DoD command).
 	Reason string
 }
+
+// broken reports whether the attempt's scope verdict has violations that no
+// one accepted: such work reaching the base makes the task tainted.
+func (a Attempt) broken() bool { return a.Verified && !a.ScopeValid && !a.Acceptable }
 
 // Facts holds every task's attempts, keyed by canonical task id.
 type Facts struct {
@@ -140,12 +149,12 @@ func own(t tasks.Task, attempts []Attempt) Result {
 	// explicit decision, after looking at the base); it never makes the
 	// task done, reopened or not.
 	for _, a := range current {
-		if a.Merged && a.Verified && !a.ScopeValid {
+		if a.Merged && a.broken() {
 			return Result{Status: Tainted, Reason: withReason("session "+short(a.Session)+" reached the base without a valid verdict", a.Reason), Session: a.Session}
 		}
 	}
 	for _, a := range attempts {
-		if a.Merged && !(a.Verified && !a.ScopeValid) {
+		if a.Merged && !a.broken() {
 			return Result{Status: Done, Reason: "session " + short(a.Session) + " reached the base", Session: a.Session}
 		}
 	}

@@ -86,6 +86,12 @@ func TestResolveOwnStatus(t *testing.T) {
 		{name: "a reopen after the taint clears it", task: tasks.Task{Reopened: fact(5, "looked at main")},
 			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { ended(0, "passed", false)(a); a.Merged = true })},
 			want:     Open, reasonHas: "reopened by ada"},
+		{name: "reached the base with only accepted main-checkout changes is done",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) {
+				ended(0, "passed", false)(a)
+				a.Merged, a.Acceptable = true, true
+			})},
+			want: Done, session: "a1000000"},
 		{name: "reached the base with a failed DoD but a valid scope is done",
 			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { ended(0, "failed", true)(a); a.Merged = true })},
 			want:     Done, session: "a1000000"},

@@ -73,32 +73,30 @@ func (e *Env) EndProcesses(ctx context.Context, rec sessions.Record) ([]launch.P
 // judgeContained judges the run (judge) while this process is the child
 // subreaper of the commands it runs: the DoD runs the worker's code, and a
 // daemon a test started with setsid must not outlive the verdict either.
-// What they left running is ended before the outcome is recorded and
-// added to the verdict's warnings.
-func (e *Env) judgeContained(ctx context.Context, reaper *launch.Reaper, rec sessions.Record, spec scope.Spec, live *verify.Record, extra []verify.Violation, out *sessions.Outcome, say func(string, ...any)) error {
+// What they left running is ended before the outcome is recorded. Both
+// those and the worker's leftovers (ended before verification, so
+// whatever they changed is judged) become leftover-processes warnings of
+// the verdict: not violations, since an honest worker may leave a test
+// server behind.
+func (e *Env) judgeContained(ctx context.Context, reaper *launch.Reaper, rec sessions.Record, spec scope.Spec, live *verify.Record, main *mainCheckout, leftovers []launch.Proc, out *sessions.Outcome, say func(string, ...any)) error {
 	var err error
 	grace := time.Duration(rec.Session.Grace) * time.Second
-	left := reaper.Contain(grace, func() { err = e.judge(ctx, rec, spec, live, extra, out, say) })
+	left := reaper.Contain(grace, func() { err = e.judge(ctx, rec, spec, live, main, out, say) })
+	var ws []verify.Violation
+	if len(leftovers) > 0 {
+		ws = append(ws, verify.Violation{Type: verify.WarningLeftoverProcesses,
+			Reason: LeftoverText(leftovers) + " still running when the worker ended: ended before verification"})
+	}
 	if len(left) > 0 {
 		say("ended %s the DoD commands left running", LeftoverText(left))
-		if v := verify.ParseVerdicts(out); v.HasScope {
-			v.Scope.Warnings = append(v.Scope.Warnings, verify.Violation{Type: verify.WarningLeftoverProcesses,
-				Reason: LeftoverText(left) + " left running by the DoD commands: ended before the outcome was recorded"})
-			v.Record(out)
-		}
+		ws = append(ws, verify.Violation{Type: verify.WarningLeftoverProcesses,
+			Reason: LeftoverText(left) + " left running by the DoD commands: ended before the outcome was recorded"})
+	}
+	if v := verify.ParseVerdicts(out); len(ws) > 0 && v.HasScope {
+		v.Scope.Warnings = append(v.Scope.Warnings, ws...)
+		v.Record(out)
 	}
 	return err
-}
-
-// leftoverWarnings turns the processes a worker left running (ended before
-// verification, so whatever they changed is judged) into a warning of the
-// verdict: an honest worker may leave a test server behind.
-func leftoverWarnings(ps []launch.Proc) []verify.Violation {
-	if len(ps) == 0 {
-		return nil
-	}
-	return []verify.Violation{{Type: verify.WarningLeftoverProcesses, Reason: LeftoverText(ps) +
-		" still running when the worker ended: ended before verification"}}
 }
 
 // LeftoverText names processes for a message: "2 processes (pid 12 (sleep

@@ -73,7 +73,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			}
 		}
 	}
-	mainBefore := snapshotCheckout(ctx, e.St.Git().In(e.Top))
+	main := e.startMainCheckout(ctx, s)
 	refs := e.watchRefs(ctx, rec, say)
 	watcher, werr := verify.StartWatch(ctx, s.Worktree, wopts)
 	if werr != nil {
@@ -159,9 +159,8 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	if startErr == nil {
 		say("worker ended: exit %d%s", out.ExitCode, sigText(out.Signal, out.TimedOut))
 	}
-	mainAfter := snapshotCheckout(jctx, e.St.Git().In(e.Top))
-	extra := append(checkoutWarnings(mainBefore, mainAfter), leftoverWarnings(res.Leftovers)...)
-	if err := e.judgeContained(jctx, reaper, rec, spec, live, extra, &out, say); err != nil {
+	main.end(jctx)
+	if err := e.judgeContained(jctx, reaper, rec, spec, live, main, res.Leftovers, &out, say); err != nil {
 		say("warning: %v", err)
 		if out.Reason == "" {
 			out.Reason = firstLine(err.Error())
@@ -202,7 +201,7 @@ func (e *Env) CheckStartable(ctx context.Context, rec sessions.Record) error {
 
 // judge verifies the changes against the scope and runs the DoD, filling in
 // the outcome. Verification errors are reported, never a false success.
-func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, live *verify.Record, extra []verify.Violation, out *sessions.Outcome, say func(string, ...any)) error {
+func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, live *verify.Record, main *mainCheckout, out *sessions.Outcome, say func(string, ...any)) error {
 	s := rec.Session
 	g := e.St.Git().In(e.Top)
 	tip, err := g.Output(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+s.Branch)
@@ -224,7 +223,10 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 	if err != nil {
 		return fmt.Errorf("verifying session %s: %w", s.ID[:8], err)
 	}
-	verdict.Warnings = append(verdict.Warnings, extra...)
+	mv, mw := main.findings(ctx, s.Worktree, verdict.Changed)
+	verdict.Violations = append(verdict.Violations, mv...)
+	verdict.Warnings = append(verdict.Warnings, mw...)
+	verdict.Valid = len(verdict.Violations) == 0
 	for _, c := range verdict.Changed {
 		out.Artifacts = append(out.Artifacts, c.Path)
 	}

@@ -180,9 +180,7 @@ func (c *SessionShowCmd) Run(a *App) error {
 		}
 		v := verify.ParseVerdicts(o)
 		a.P.Printf("scope    %s\n", scopeWord(v))
-		for _, x := range v.Scope.Violations {
-			a.P.Printf("  - %s %s: %s\n", x.Type, x.Path, x.Reason)
-		}
+		printFindings(a.P, "  ", v, 0, "")
 		a.P.Printf("dod      %s\n", orDash(v.DoD.Status))
 		for _, cr := range v.DoD.Commands {
 			a.P.Printf("  - `%s` exit %d\n", cr.Cmd, cr.ExitCode)
