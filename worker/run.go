@@ -236,6 +236,9 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 		say("running the Definition of Done (%d %s)…", len(s.DoD), n)
 		dod, err = verify.RunDoD(ctx, e.Top, tip, s.Sparse, s.DoD, verify.DoDOptions{Timeout: time.Duration(s.DoDTimeout) * time.Second})
 		if err != nil {
+			// A DoD that could not run did not pass: record why, so that
+			// neither status nor merge is left with an empty DoD verdict.
+			verify.Verdicts{Scope: verdict, HasScope: true, DoD: verify.NotRun(err)}.Record(out)
 			return fmt.Errorf("running the DoD: %w", err)
 		}
 	}
