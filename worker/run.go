@@ -100,7 +100,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		r := watcher.Stop()
 		live = &r
 	} else {
-		live = liveMissing(fmt.Sprintf("watcher could not start: %v", werr))
+		live = verify.NotWatched(fmt.Sprintf("watcher could not start: %v", werr))
 	}
 	// Judge in a context that survives the Ctrl-C that may have ended the run.
 	jctx := context.WithoutCancel(ctx)
@@ -364,8 +364,4 @@ func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool)
 
 func specOf(s sessions.Session) scope.Spec {
 	return scope.Spec{Read: s.Scope.Read, Write: s.Scope.Write, Exclude: s.Scope.Exclude}
-}
-
-func liveMissing(reason string) *verify.Record {
-	return &verify.Record{Incomplete: true, Reason: reason}
 }
