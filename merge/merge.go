@@ -210,6 +210,14 @@ func gate(rec sessions.Record, task string, opts Options) (accepted []string, er
 	}
 	switch v.DoD.Status {
 	case "passed":
+	case "":
+		// Judged for its scope, but the DoD never ran: say why when the
+		// outcome recorded it, never an empty reason.
+		reason := o.Reason
+		if reason == "" {
+			reason = verify.NoDoDReason
+		}
+		return nil, fail("session %s has no DoD result: %s", s.ID[:8], reason)
 	case "skipped":
 		if !opts.AllowSkipped {
 			reason := v.DoD.Reason

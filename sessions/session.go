@@ -69,11 +69,16 @@ type Session struct {
 	Scope        Scope     `json:"scope"`
 	Sparse       []string  `json:"sparse,omitempty"`
 	Generated    []string  `json:"generated,omitempty"`
-	DoD          []string  `json:"dod,omitempty"`
-	DoDTimeout   int       `json:"dod_timeout,omitempty"`
-	SkipDoD      bool      `json:"skip_dod,omitempty"`
-	Strict       bool      `json:"strict,omitempty"`
-	Log          string    `json:"log,omitempty"`
+	// GeneratedBlobs holds the git blob id of each file agentmine wrote
+	// into the worktree (prompt, memory snapshot, context file), by path,
+	// as written: verification exempts a generated path only while its
+	// content is still this.
+	GeneratedBlobs map[string]string `json:"generated_blobs,omitempty"`
+	DoD            []string          `json:"dod,omitempty"`
+	DoDTimeout     int               `json:"dod_timeout,omitempty"`
+	SkipDoD        bool              `json:"skip_dod,omitempty"`
+	Strict         bool              `json:"strict,omitempty"`
+	Log            string            `json:"log,omitempty"`
 	// ClaimRemote is the remote the task was claimed on, if any.
 	ClaimRemote string `json:"claim_remote,omitempty"`
 	// Repo is the identity (RepoID) of the repository whose process

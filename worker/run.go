@@ -102,7 +102,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		r := watcher.Stop()
 		live = &r
 	} else {
-		live = liveMissing(fmt.Sprintf("watcher could not start: %v", werr))
+		live = verify.NotWatched(fmt.Sprintf("watcher could not start: %v", werr))
 	}
 	// Judge in a context that survives the Ctrl-C that may have ended the run.
 	jctx := context.WithoutCancel(ctx)
@@ -212,7 +212,7 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 	}
 	say("verifying the changes against the scope…")
 	verdict, err := verify.Check(ctx, verify.Input{Worktree: s.Worktree, Base: s.BaseCommit, Tip: tip, Scope: spec,
-		Generated: s.Generated, Sparse: s.Sparse, Permissions: true, Live: live})
+		Generated: s.Generated, GeneratedBlobs: s.GeneratedBlobs, Sparse: s.Sparse, Permissions: true, Live: live})
 	if err != nil {
 		return fmt.Errorf("verifying session %s: %w", s.ID[:8], err)
 	}
@@ -242,6 +242,9 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 		say("running the Definition of Done (%d %s)…", len(s.DoD), n)
 		dod, err = verify.RunDoD(ctx, e.Top, tip, s.Sparse, s.DoD, verify.DoDOptions{Timeout: time.Duration(s.DoDTimeout) * time.Second})
 		if err != nil {
+			// A DoD that could not run did not pass: record why, so that
+			// neither status nor merge is left with an empty DoD verdict.
+			verify.Verdicts{Scope: verdict, HasScope: true, DoD: verify.NotRun(err)}.Record(out)
 			return fmt.Errorf("running the DoD: %w", err)
 		}
 	}
@@ -372,8 +375,4 @@ func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool)
 
 func specOf(s sessions.Session) scope.Spec {
 	return scope.Spec{Read: s.Scope.Read, Write: s.Scope.Write, Exclude: s.Scope.Exclude}
-}
-
-func liveMissing(reason string) *verify.Record {
-	return &verify.Record{Incomplete: true, Reason: reason}
 }

@@ -80,6 +80,9 @@ func printSessionSummary(a *App, v *view, id string) {
 		vd := verify.ParseVerdicts(o)
 		p.Printf("    exit %d%s, DoD %s, scope %s\n", o.ExitCode, sigWords(*o), orDash(vd.DoD.Status), scopeWord(vd))
 		printFindings(p, "    ", vd, 0, "")
+		if w := liveGapWords(vd.Scope); w != "" {
+			p.Printf("    live record: %s\n", w)
+		}
 		if r := outcomeReason(*o, vd); r != "" {
 			p.Printf("    reason: %s\n", r)
 		}
@@ -96,4 +99,16 @@ func outcomeReason(o sessions.Outcome, v verify.Verdicts) string {
 		return o.Reason
 	}
 	return v.Explain()
+}
+
+// liveGapWords says how an incomplete live record was judged, or "" when
+// there is nothing to say (a complete record, a run nobody watched).
+func liveGapWords(v verify.Verdict) string {
+	switch v.LiveGap {
+	case verify.LiveGapProved:
+		return "incomplete (" + v.LiveReason + "), proved harmless: the scope lets the worker write every path of the worktree"
+	case verify.LiveGapUnproved:
+		return "incomplete (" + v.LiveReason + "), not proved harmless: a change made and undone meanwhile cannot be ruled out"
+	}
+	return ""
 }
