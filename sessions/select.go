@@ -102,12 +102,14 @@ func selectOutcome(seal *Seal, lines []string) (*Outcome, []Forgery) {
 		return nil, nil
 	}
 	all := make([]parsed, 0, len(lines))
-	seen := make(map[string]bool, len(lines))
-	for _, l := range lines {
-		if seen[l] {
-			continue
+next:
+	for i, l := range lines {
+		// a note holds a handful of lines: no map needed to drop copies
+		for _, prev := range lines[:i] {
+			if prev == l {
+				continue next
+			}
 		}
-		seen[l] = true
 		if o, ok := ParseLine(l); ok {
 			all = append(all, parsed{o: o, text: l})
 		}
