@@ -39,9 +39,9 @@ func (e *Env) sealRun(ctx context.Context, rec sessions.Record, say func(string,
 }
 
 // checkSeal runs at the end of a sealed run, after the worker and its DoD
-// ended and before the verdict is written. It drops the local caches the
-// worker could have planted entries in, restores the session document if
-// it was rewritten, and turns every finding into a forged-outcome
+// ended and before the verdict is written. It restores the session
+// document if it was rewritten, drops the local caches the worker could
+// have planted entries in, and turns every finding into a forged-outcome
 // violation of the verdict: a rewritten or deleted session document, and
 // every outcome line already on the session (written during the run, so
 // not by this supervisor) that records a failure. Lines that claim success
@@ -49,9 +49,6 @@ func (e *Env) sealRun(ctx context.Context, rec sessions.Record, say func(string,
 // (sessions.Record.Forged), and readerVerdict shows them to the caller.
 // It returns the lines it found, for readerVerdict.
 func (e *Env) checkSeal(ctx context.Context, sealed sessions.Sealed, out *sessions.Outcome, say func(string, ...any)) []string {
-	if err := e.St.DropCaches(tasks.Kind, sessions.Kind, memory.Kind); err != nil {
-		say("warning: %v", err)
-	}
 	var findings []string
 	rewritten, err := sealed.Check(ctx, e.St)
 	findings = append(findings, rewritten...)
@@ -60,6 +57,12 @@ func (e *Env) checkSeal(ctx context.Context, sealed sessions.Sealed, out *sessio
 	}
 	lines, err := sealed.ForeignLines(ctx, e.St)
 	if err != nil {
+		say("warning: %v", err)
+	}
+	// Check and ForeignLines read git, not the caches; the caches go once
+	// the session document is restored, so that no reader caches the
+	// history the worker had put in its place.
+	if err := e.St.DropCaches(tasks.Kind, sessions.Kind, memory.Kind); err != nil {
 		say("warning: %v", err)
 	}
 	for _, raw := range lines {
