@@ -24,6 +24,16 @@ import (
 // it wrote cannot carry it. Once the verdict is written the nonce is
 // public, so a second line carrying it is a copy and is rejected too (see
 // selectOutcome).
+//
+// Readers take the seal from the session document as it is now, not from
+// the session's creation commit: the seal is written by the process that
+// holds the nonce, which for a detached run is not the process that
+// created the session; a creation commit is no safer (the worker can move
+// the ref to a new root and attach its notes there); and reading every
+// creation commit would add one object read per session to every status.
+// What keeps the document honest is its supervisor: at the end of the run
+// it compares the document with the one it sealed and restores it
+// (Sealed.Check). A supervisor killed before that restores nothing.
 
 // ForgedOutcome is the violation type of an outcome line the supervisor
 // did not write (and of a session document rewritten during its run).
