@@ -45,11 +45,7 @@ func printSessionSummary(a *App, v *view, id string) {
 		vd := verify.ParseVerdicts(o)
 		p.Printf("    exit %d%s, DoD %s, scope %s\n", o.ExitCode, sigWords(*o), orDash(vd.DoD.Status), scopeWord(vd))
 		for _, x := range vd.Scope.Violations {
-			what := x.Type
-			if x.Path != "" {
-				what += " " + x.Path
-			}
-			p.Printf("    violation %s: %s\n", what, x.Reason)
+			p.Printf("    violation %s %s: %s\n", x.Type, x.Path, x.Reason)
 		}
 		if r := outcomeReason(*o, vd); r != "" {
 			p.Printf("    reason: %s\n", r)
