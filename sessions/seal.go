@@ -97,8 +97,9 @@ func (s *Seal) Authenticates(sup *Supervisor) bool {
 		return false
 	}
 	sum := sha256.Sum256(raw[:])
-	want, err := hex.DecodeString(s.SHA256)
-	return err == nil && subtle.ConstantTimeCompare(sum[:], want) == 1
+	var got [2 * sha256.Size]byte
+	hex.Encode(got[:], sum[:])
+	return subtle.ConstantTimeCompare(got[:], []byte(s.SHA256)) == 1
 }
 
 // Sealed is what a supervisor remembers of the session it sealed, to check
