@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/scope"
 	"github.com/git-agentmine/git-agentmine/sessions"
@@ -92,6 +93,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		}
 	}
 	mainBefore := snapshotCheckout(ctx, e.St.Git().In(e.Top))
+	refs := e.watchRefs(ctx, rec, say)
 	watcher, werr := verify.StartWatch(ctx, s.Worktree, wopts)
 	if werr != nil {
 		say("warning: live watcher unavailable: %v", werr)
@@ -176,6 +178,9 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			out.Reason = firstLine(err.Error())
 		}
 	}
+	e.checkRefs(jctx, rec, refs, &out)
+	// After the refs: the seal check may restore the session document,
+	// on agentmine's own behalf once the registration has ended.
 	foreign := e.checkSeal(jctx, sealed, &out, say)
 	out.Supervisor = nonce.Proof(*sealed.Session.Seal)
 	defer e.releaseClaim(jctx, rec)
@@ -278,7 +283,7 @@ func (e *Env) watchExtras(ctx context.Context, s sessions.Session) []verify.Extr
 	if err != nil {
 		return nil
 	}
-	return extras
+	return e.excuseJournaledWorktrees(extras, time.Now())
 }
 
 func (e *Env) workerEnv(rec sessions.Record) []string {
@@ -367,10 +372,15 @@ func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool)
 		branch = s.Branch
 	}
 	if _, err := os.Stat(s.Worktree); err == nil {
-		if err := worktree.Remove(ctx, e.Top, s.Worktree, branch, true); err != nil {
+		e.St.RecordWorktree(gitstore.JournalWorktreeRemove, s.Worktree)
+		if err := worktree.Remove(ctx, e.Top, s.Worktree, "", true); err != nil {
 			return false, err
 		}
-	} else if branch != "" {
+	}
+	if branch != "" {
+		// Through the store, so that the journal records the deletion
+		// (supervisors of running sessions must not hold it against their
+		// workers).
 		e.St.DeleteRef(ctx, "refs/heads/"+branch)
 	}
 	if branch != "" {

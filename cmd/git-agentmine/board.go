@@ -41,7 +41,7 @@ func (c *StatusCmd) Run(a *App) error {
 			tj := v.taskJSON(id)
 			tj.Usage = taskUsage(a.sessions, id)
 			j.Review = append(j.Review, tj)
-		case status.Failed, status.DoDFailed:
+		case status.Failed, status.DoDFailed, status.Tainted:
 			failed = append(failed, id)
 		}
 	}
@@ -73,7 +73,7 @@ func (c *StatusCmd) Run(a *App) error {
 	}
 	p := a.P
 	p.Printf("%s\n", p.Paint(output.Bold, "Tasks"))
-	for _, s := range []status.Status{status.Open, status.InProgress, status.Review, status.DoDFailed, status.Failed, status.Done, status.Cancelled} {
+	for _, s := range status.All {
 		extra := ""
 		if s == status.Open {
 			extra = fmt.Sprintf("  (%d ready, %d blocked)", j.Ready, j.Blocked)

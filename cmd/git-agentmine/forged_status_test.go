@@ -12,8 +12,8 @@ import (
 // TestSealedBoardStatus: the batch resolver judges the seals of a whole
 // board at once (the fixture of BenchmarkStatus10kTasks30kSealedSessions,
 // small): a session whose only extra line is a forged success is
-// dod_failed, not review; failed, merged and honest sessions keep their
-// status; and a forged success appended later to a failed session does not
+// dod_failed, not review (tainted when it reached the base); failed,
+// merged and honest sessions keep their status; and a forged success appended later to a failed session does not
 // turn it into review.
 func TestSealedBoardStatus(t *testing.T) {
 	repo := gittest.Init(t)
@@ -39,7 +39,9 @@ func TestSealedBoardStatus(t *testing.T) {
 	if st, why := show(0); st != "dod_failed" || !strings.Contains(why, `forged outcome line (recorded_by "agentmine detach", finished 2099-01-01T00:00:00Z)`) {
 		t.Errorf("task 0 (forged line): %s (%s)", st, why)
 	}
-	for n, want := range map[int]string{1: "failed", 2: "done", 3: "review", 50: "done"} {
+	// 50 reached the base, and a forged line makes its verdict invalid:
+	// tainted, never done
+	for n, want := range map[int]string{1: "failed", 2: "done", 3: "review", 50: "tainted"} {
 		if st, why := show(n); st != want {
 			t.Errorf("task %d: %s (%s), want %s", n, st, why, want)
 		}
@@ -54,7 +56,7 @@ func TestSealedBoardStatus(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &board); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"done": 20, "failed": 6, "dod_failed": 1, "review": 33}
+	want := map[string]int{"done": 19, "tainted": 1, "failed": 6, "dod_failed": 1, "review": 33}
 	for k, n := range want {
 		if board.Counts[k] != n {
 			t.Errorf("status counts %v, want %v", board.Counts, want)

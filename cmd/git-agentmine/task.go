@@ -60,7 +60,7 @@ func (c *TaskAddCmd) Run(a *App) error {
 
 // TaskListCmd is `task list`.
 type TaskListCmd struct {
-	Status   string `short:"s" help:"Only this status (open, in_progress, review, dod_failed, failed, done, cancelled, ready, blocked)."`
+	Status   string `short:"s" help:"Only this status (open, in_progress, review, dod_failed, failed, tainted, done, cancelled, ready, blocked)."`
 	Type     string `short:"t" help:"Only this type."`
 	Priority string `short:"p" help:"Only this priority."`
 	Label    string `help:"Only tasks with this label."`
@@ -72,7 +72,7 @@ type TaskListCmd struct {
 // Run lists tasks.
 func (c *TaskListCmd) Run(a *App) error {
 	if c.Status != "" && !status.Valid(c.Status) {
-		return exitcode.New(exitcode.Usage, fmt.Errorf("unknown status %q", c.Status), "use one of: open, in_progress, review, dod_failed, failed, done, cancelled, ready, blocked")
+		return exitcode.New(exitcode.Usage, fmt.Errorf("unknown status %q", c.Status), "use one of: open, in_progress, review, dod_failed, failed, tainted, done, cancelled, ready, blocked")
 	}
 	if c.Type != "" {
 		if err := tasks.ValidateType(c.Type); err != nil {
@@ -470,7 +470,7 @@ func statusColor(s status.Status) string {
 		return output.Cyan
 	case status.Review:
 		return output.Blue
-	case status.DoDFailed, status.Failed:
+	case status.DoDFailed, status.Failed, status.Tainted:
 		return output.Red
 	case status.Cancelled:
 		return output.Gray

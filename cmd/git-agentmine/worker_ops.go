@@ -247,6 +247,8 @@ func sessionVerdict(a *App, r sessions.Record, merged bool) string {
 		return "failed (" + o.Signal + ")"
 	case o.ExitCode != 0:
 		return fmt.Sprintf("failed (exit %d)", o.ExitCode)
+	case merged && v.HasScope && !v.Scope.Valid:
+		return "tainted (merged without a valid verdict)"
 	case merged:
 		return "done (merged)"
 	case v.Failed() != "":
