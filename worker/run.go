@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/board"
+	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/scope"
@@ -41,6 +43,23 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			fmt.Fprintf(opts.Progress, format+"\n", a...)
 		}
 	}
+	// The seal comes first: nothing of the worker runs before the session
+	// records who alone can write its verdict.
+	nonce, sealed, err := e.sealRun(ctx, rec, say)
+	if err != nil {
+		if errors.Is(err, sessions.ErrAlreadySealed) {
+			return sessions.Outcome{}, exitcode.New(exitcode.State, err, "")
+		}
+		out := sessions.Outcome{ExitCode: 127, Finished: time.Now().UTC(), Reason: firstLine(err.Error()), By: "agentmine " + s.Mode}
+		jctx := context.WithoutCancel(ctx)
+		defer e.releaseClaim(jctx, rec)
+		if rerr := sessions.RecordOutcome(jctx, e.St, rec, &out); rerr != nil {
+			return out, rerr
+		}
+		return out, fmt.Errorf("session %s could not start: %w", s.ID[:8], err)
+	}
+	rec.Session, rec.Root = sealed.Session, sealed.Root
+	s = rec.Session
 	spec := specOf(s)
 	generated := s.Generated
 	ignore := func(rel string) bool { return isGenerated(rel, generated) }
@@ -160,10 +179,15 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		}
 	}
 	e.checkRefs(jctx, rec, refs, &out)
+	// After the refs: the seal check may restore the session document,
+	// on agentmine's own behalf once the registration has ended.
+	foreign := e.checkSeal(jctx, sealed, &out, say)
+	out.Supervisor = nonce.Proof(*sealed.Session.Seal)
 	defer e.releaseClaim(jctx, rec)
 	if err := sessions.RecordOutcome(jctx, e.St, rec, &out); err != nil {
 		return out, err
 	}
+	out = readerVerdict(sealed.Session.Seal, foreign, out)
 	if startErr != nil {
 		// Recorded as failed; the caller still learns why, with its exit code.
 		return out, fmt.Errorf("session %s could not start: %w", s.ID[:8], startErr)

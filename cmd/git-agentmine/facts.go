@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/verify"
@@ -76,6 +78,9 @@ func printSessionSummary(a *App, v *view, id string) {
 	}
 	p := a.P
 	p.Printf("\n  Latest session %s (%s, agent %s): %s\n", j.ShortID, j.State, j.Agent, j.Branch)
+	if j.Mode == sessions.ModeManual {
+		p.Printf("    manual: its outcome is the orchestrator's report (session end), not a supervised verdict\n")
+	}
 	if o := j.Outcome; o != nil {
 		vd := verify.ParseVerdicts(o)
 		p.Printf("    exit %d%s, DoD %s, scope %s\n", o.ExitCode, sigWords(*o), orDash(vd.DoD.Status), scopeWord(vd))
@@ -88,6 +93,11 @@ func printSessionSummary(a *App, v *view, id string) {
 		}
 		if o.Usage != nil {
 			p.Printf("    usage: %s\n", o.Usage)
+		}
+	} else {
+		// No verdict: lines that claimed one were forged.
+		for _, f := range j.Forged {
+			p.Printf("    violation %s: outcome line recorded_by %q, finished %s: %s\n", sessions.ForgedOutcome, f.By, f.Finished.UTC().Format(time.RFC3339), f.Reason)
 		}
 	}
 }

@@ -186,6 +186,11 @@ type sessionJSON struct {
 	Log      string            `json:"log"`
 	Tail     []string          `json:"log_tail,omitempty"`
 	Outcome  *sessions.Outcome `json:"outcome"`
+	// Sealed: the outcome is a supervised verdict (the supervisor sealed
+	// the session); false for manual sessions, whose outcome is an
+	// orchestrator's report, and for sessions recorded before seals.
+	Sealed bool               `json:"sealed"`
+	Forged []sessions.Forgery `json:"forged,omitempty"`
 }
 
 // doneJSON is one element of `worker done --json`.
