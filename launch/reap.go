@@ -359,8 +359,9 @@ type Identity struct {
 // FindRun lists the live processes that provably belong to the run id
 // describes, started no earlier than its worker (or Since):
 //
-//   - while the worker's own process lives (same pid and start time), the
-//     members of its session and process group;
+//   - while the worker's own process lives (same pid and start time, the
+//     marker in its environment), the members of its session and process
+//     group;
 //   - every process whose environment holds the marker;
 //   - every descendant of those.
 //
@@ -376,8 +377,12 @@ func FindRun(id Identity) ([]Proc, error) {
 	if id.Leader > 0 {
 		since = id.LeaderStart
 	}
+	// The recorded leader counts only while it is provably the worker: the
+	// same start time, and the marker in the environment it was started
+	// with (a record naming some other process proves nothing).
 	leader, ok := procs[id.Leader]
-	leaderAlive := id.Leader > 0 && ok && leader.startTime == id.LeaderStart && !leader.dead()
+	leaderAlive := id.Leader > 0 && ok && leader.startTime == id.LeaderStart && !leader.dead() &&
+		environHas(id.Leader, id.Marker)
 	skip := ancestors(procs)
 	roots := map[int]bool{}
 	for pid, st := range procs {

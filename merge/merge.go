@@ -180,6 +180,9 @@ func gate(rec sessions.Record, task string, opts Options) (accepted []string, er
 	fail := func(format string, a ...any) error {
 		return &VerdictError{Task: task, Err: fmt.Errorf(format, a...)}
 	}
+	if len(rec.Forged) > 0 {
+		return nil, fail("session %s has a %s", s.ID[:8], sessions.ForgedReason(rec.Forged))
+	}
 	switch {
 	case o.TimedOut:
 		return nil, fail("session %s timed out", s.ID[:8])
@@ -210,6 +213,14 @@ func gate(rec sessions.Record, task string, opts Options) (accepted []string, er
 	}
 	switch v.DoD.Status {
 	case "passed":
+	case "":
+		// Judged for its scope, but the DoD never ran: say why when the
+		// outcome recorded it, never an empty reason.
+		reason := o.Reason
+		if reason == "" {
+			reason = verify.NoDoDReason
+		}
+		return nil, fail("session %s has no DoD result: %s", s.ID[:8], reason)
 	case "skipped":
 		if !opts.AllowSkipped {
 			reason := v.DoD.Reason

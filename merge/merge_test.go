@@ -256,6 +256,15 @@ func TestGate(t *testing.T) {
 			o.Tip = base
 			o.DoD = []byte(`{"status":"failed","reason":"no commits beyond the base"}`)
 		}, false, exitcode.Failed, "DoD failed: no commits beyond the base", false},
+		// A scope verdict without a DoD result (recorded before a DoD that
+		// could not run said why): the outcome's reason, never "DoD : ".
+		{"no DoD result", &ok, func(o *sessions.Outcome) { o.DoD = nil }, false, exitcode.Failed, "has no DoD result: the DoD did not run", false},
+		{"no DoD result, reason recorded", &ok, func(o *sessions.Outcome) {
+			o.DoD, o.Reason = nil, "running the DoD: run dod: check out 1234: invalid path 'src/.git/x'"
+		}, false, exitcode.Failed, "has no DoD result: running the DoD: run dod: check out 1234: invalid path", false},
+		{"DoD could not run", &ok, func(o *sessions.Outcome) {
+			o.DoD, _ = json.Marshal(verify.NotRun(errors.New("run dod: check out 1234: invalid path 'src/.git/x'")))
+		}, false, exitcode.Failed, "DoD failed: the DoD could not run: run dod: check out 1234: invalid path", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

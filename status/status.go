@@ -82,6 +82,10 @@ type Attempt struct {
 	// Reason is a short text explaining a failure (client's own words, the
 	// first violation, the failing DoD command).
 	Reason string
+	// Forged names outcome lines of the session that its supervisor did
+	// not write (sessions.ForgedReason); "" when there are none. They are
+	// never the verdict: a session that exited 0 with one is dod_failed.
+	Forged string
 }
 
 // broken reports whether the attempt's scope verdict has violations that no
@@ -174,13 +178,15 @@ func own(t tasks.Task, attempts []Attempt) Result {
 	s := short(a.Session)
 	switch {
 	case a.Lost:
-		return Result{Status: Failed, Reason: "session " + s + " was lost (process gone, no outcome)", Session: a.Session}
+		return Result{Status: Failed, Reason: withReason("session "+s+" was lost (process gone, no outcome)", a.Forged), Session: a.Session}
 	case a.TimedOut:
-		return Result{Status: Failed, Reason: "session " + s + " timed out", Session: a.Session}
+		return Result{Status: Failed, Reason: withReason("session "+s+" timed out", a.Forged), Session: a.Session}
 	case a.Signal != "":
 		return Result{Status: Failed, Reason: withReason("session "+s+" ended by "+a.Signal, a.Reason), Session: a.Session}
 	case a.ExitCode != 0:
 		return Result{Status: Failed, Reason: withReason(fmt.Sprintf("session %s exited %d", s, a.ExitCode), a.Reason), Session: a.Session}
+	case a.Forged != "":
+		return Result{Status: DoDFailed, Reason: "session " + s + ": " + a.Forged, Session: a.Session}
 	case a.Verified && !a.ScopeValid && (a.DoD == "failed" || a.DoD == "timeout"):
 		return Result{Status: DoDFailed, Reason: withReason("session "+s+" broke its scope and its DoD "+a.DoD, a.Reason), Session: a.Session}
 	case a.Verified && !a.ScopeValid:

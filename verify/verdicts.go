@@ -131,7 +131,8 @@ func (v Verdicts) Failed() string {
 const NoCommitReason = "no commits beyond the base"
 
 // Explain names the first fact that failed: a scope violation, a failing
-// DoD command, or the DoD result's own reason (a worker that made no commit).
+// DoD command, the DoD result's own reason (a worker that made no commit, a
+// DoD that could not run), or a DoD that never ran.
 func (v Verdicts) Explain() string {
 	if v.HasScope && !v.Scope.Valid && len(v.Scope.Violations) > 0 {
 		x := v.Scope.Violations[0]
@@ -155,5 +156,12 @@ func (v Verdicts) Explain() string {
 	if v.DoD.Status != "passed" && v.DoD.Status != "skipped" && v.DoD.Reason != "" {
 		return v.DoD.Reason
 	}
+	if v.HasScope && v.DoD.Status == "" {
+		return NoDoDReason
+	}
 	return ""
 }
+
+// NoDoDReason explains a verdict without a DoD result: the run was judged
+// for its scope, and the DoD never ran.
+const NoDoDReason = "the DoD did not run"

@@ -27,24 +27,24 @@ func identityOf(s sessions.Session) launch.Identity {
 	return launch.Identity{Leader: s.WorkerPid, LeaderStart: s.WorkerStart, Since: s.PidStart, Marker: markerOf(s)}
 }
 
-// recordWorker writes the worker's pid and start time into the session,
-// so that whoever finds the session lost (its supervisor killed) can end
-// what is left of it. The session's own ref is the supervisor's to write
-// during the run.
-func (e *Env) recordWorker(ctx context.Context, id string, p *launch.Process) error {
-	_, err := sessions.Update(ctx, e.St, id, "session: worker started", func(s *sessions.Session) {
+// recordWorker writes the worker's pid and start time into the sealed
+// session, so that whoever finds the session lost (its supervisor killed)
+// can end what is left of it, and returns the Sealed to check at the end.
+func (e *Env) recordWorker(ctx context.Context, sealed sessions.Sealed, p *launch.Process) (sessions.Sealed, error) {
+	out, err := sealed.Amend(ctx, e.St, "session: worker started", func(s *sessions.Session) {
 		s.WorkerPid, s.WorkerStart = p.Pid(), p.StartTime()
 	})
 	if err != nil {
-		return fmt.Errorf("recording the worker's pid: %w", err)
+		return sealed, fmt.Errorf("recording the worker's pid: %w", err)
 	}
-	return nil
+	return out, nil
 }
 
 // EndProcesses ends what is still running of a session that is not live
 // any more — its supervisor was killed, or it ended but something of it
 // survived — and returns the processes it ended: those in the worker's
-// session and process group while the worker's own process lives, those
+// session and process group while the worker's own process lives (and
+// still has the marker), those
 // whose environment holds the session's marker, and their descendants
 // (launch.FindRun; nothing else is provably the session's). It does
 // nothing for a live session (its supervisor ends its processes), for a

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/verify"
@@ -76,15 +78,26 @@ func printSessionSummary(a *App, v *view, id string) {
 	}
 	p := a.P
 	p.Printf("\n  Latest session %s (%s, agent %s): %s\n", j.ShortID, j.State, j.Agent, j.Branch)
+	if j.Mode == sessions.ModeManual {
+		p.Printf("    manual: its outcome is the orchestrator's report (session end), not a supervised verdict\n")
+	}
 	if o := j.Outcome; o != nil {
 		vd := verify.ParseVerdicts(o)
 		p.Printf("    exit %d%s, DoD %s, scope %s\n", o.ExitCode, sigWords(*o), orDash(vd.DoD.Status), scopeWord(vd))
 		printFindings(p, "    ", vd, 0, "")
+		if w := liveGapWords(vd.Scope); w != "" {
+			p.Printf("    live record: %s\n", w)
+		}
 		if r := outcomeReason(*o, vd); r != "" {
 			p.Printf("    reason: %s\n", r)
 		}
 		if o.Usage != nil {
 			p.Printf("    usage: %s\n", o.Usage)
+		}
+	} else {
+		// No verdict: lines that claimed one were forged.
+		for _, f := range j.Forged {
+			p.Printf("    violation %s: outcome line recorded_by %q, finished %s: %s\n", sessions.ForgedOutcome, f.By, f.Finished.UTC().Format(time.RFC3339), f.Reason)
 		}
 	}
 }
@@ -96,4 +109,16 @@ func outcomeReason(o sessions.Outcome, v verify.Verdicts) string {
 		return o.Reason
 	}
 	return v.Explain()
+}
+
+// liveGapWords says how an incomplete live record was judged, or "" when
+// there is nothing to say (a complete record, a run nobody watched).
+func liveGapWords(v verify.Verdict) string {
+	switch v.LiveGap {
+	case verify.LiveGapProved:
+		return "incomplete (" + v.LiveReason + "), proved harmless: the scope lets the worker write every path of the worktree"
+	case verify.LiveGapUnproved:
+		return "incomplete (" + v.LiveReason + "), not proved harmless: a change made and undone meanwhile cannot be ruled out"
+	}
+	return ""
 }

@@ -91,7 +91,7 @@ func toSessionJSON(a *App, r sessions.Record, tail int) sessionJSON {
 	j := sessionJSON{V: output.SchemaVersion, ID: s.ID, ShortID: s.ID[:8], Task: s.Task, Agent: s.Agent, Client: s.Client,
 		Version: s.ClientVersion, Mode: s.Mode, Branch: s.Branch, BaseRef: s.BaseRef, Base: s.BaseCommit, Worktree: s.Worktree, Host: s.Host,
 		Pid: s.Pid, Started: s.Started, Timeout: s.Timeout, State: sessionState(a, r), Log: s.Log, Outcome: r.Outcome,
-		WorkerPid: s.WorkerPid}
+		Sealed: s.Seal != nil, Forged: r.Forged, WorkerPid: s.WorkerPid}
 	end := time.Now()
 	if r.Outcome != nil {
 		end = r.Outcome.Finished
