@@ -368,6 +368,18 @@ func TestCommandOfIsOneSafeLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	// Start returns while the kernel may still be setting up the new
+	// program's arguments: wait until they can be read.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if data, _ := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/cmdline"); len(data) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command line never became readable")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	c := commandOf(cmd.Process.Pid)
 	if strings.ContainsAny(c, "\n\x1b") || len([]rune(c)) > maxCommand || !strings.HasPrefix(c, "/bin/sleep 60??[31m") {
 		t.Fatalf("commandOf = %q", c)
