@@ -361,9 +361,9 @@ func TestUsersOf(t *testing.T) {
 
 func TestCommandOfIsOneSafeLine(t *testing.T) {
 	scrubEnv(t)
-	cmd := exec.Command("sh", "-c", "exec sleep 60", "x\n\x1b[31mred"+strings.Repeat("y", 200))
-	cmd.Args = []string{"/bin/sleep", "60\n\x1b[31m" + strings.Repeat("y", 200)}
-	cmd.Path = "/bin/sleep"
+	// A shell that stays (its last command is not exec'd) with an
+	// argument holding a newline and an escape sequence.
+	cmd := exec.Command("/bin/sh", "-c", "sleep 60; :", "x\n\x1b[31m"+strings.Repeat("y", 200))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +381,7 @@ func TestCommandOfIsOneSafeLine(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	c := commandOf(cmd.Process.Pid)
-	if strings.ContainsAny(c, "\n\x1b") || len([]rune(c)) > maxCommand || !strings.HasPrefix(c, "/bin/sleep 60??[31m") {
+	if strings.ContainsAny(c, "\n\x1b") || len([]rune(c)) > maxCommand || !strings.HasPrefix(c, "/bin/sh -c sleep 60; : x??[31myyy") || !strings.HasSuffix(c, "…") {
 		t.Fatalf("commandOf = %q", c)
 	}
 }
