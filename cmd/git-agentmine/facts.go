@@ -1,6 +1,9 @@
 package main
 
 import (
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/verify"
 )
@@ -11,21 +14,7 @@ type sessionInfo = sessionJSON
 
 // latestSession returns the latest session of a task for --json output.
 func latestSession(a *App, v *view, id string) *sessionInfo {
-	var best *sessions.Record
-	for i := range a.sessions {
-		r := &a.sessions[i]
-		if r.Session.Task != id {
-			continue
-		}
-		if best == nil || r.Session.Started.After(best.Session.Started) {
-			best = r
-		}
-	}
-	if best == nil {
-		return nil
-	}
-	j := toSessionJSON(a, *best, 0)
-	return &j
+	return contract.LatestSession(a.sessions, id, a.here(), time.Now())
 }
 
 // printSessionSummary prints the latest session's facts under a task.
