@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	fastjson "github.com/goccy/go-json"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -42,7 +41,7 @@ func addTool[In, Out any](s *Server, t *mcp.Tool, fn func(c *call, in In) (Out, 
 		if err != nil {
 			return toolError(err), nil
 		}
-		data, err := fastjson.MarshalNoEscape(out)
+		data, err := encode(out)
 		if err != nil {
 			return toolError(fmt.Errorf("encoding the result of %s: %w", t.Name, err)), nil
 		}
@@ -54,9 +53,25 @@ func addTool[In, Out any](s *Server, t *mcp.Tool, fn func(c *call, in In) (Out, 
 	s.names = append(s.names, t.Name)
 }
 
+// encode is a tool's result as JSON, with no HTML escaping. It uses
+// encoding/json, not the faster encoder the command line uses for list
+// elements: a long-lived process collects garbage, and that encoder has
+// crashed here ("unexpected fault address") marshaling a whole task list
+// after a collection, while the CLI runs with collection off.
+func encode(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 // schemaFor is the JSON schema of T as tools/list publishes it: generated
 // from T's fields and their json and jsonschema tags, with a session
-// outcome's raw verdicts (scope, dod) typed as the verdicts they hold.
+// outcome's raw verdicts (scope, dod) typed as the verdicts they hold,
+// leniently (they are passed through as the note recorded them).
 func schemaFor[T any]() *jsonschema.Schema {
 	opts := &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[json.RawMessage](): {},
@@ -73,8 +88,25 @@ func schemaFor[T any]() *jsonschema.Schema {
 	if err != nil {
 		panic(fmt.Sprintf("schema of the DoD result: %v", err))
 	}
+	lenient(scope)
+	lenient(dod)
 	typeVerdicts(s, scope, dod)
 	return s
+}
+
+// lenient makes a schema of stored data describe its types without
+// demanding every field or refusing others: an outcome note may have been
+// written by an older or newer release, in any clone.
+func lenient(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	s.Required = nil
+	s.AdditionalProperties = nil
+	for _, p := range s.Properties {
+		lenient(p)
+	}
+	lenient(s.Items)
 }
 
 // typeVerdicts gives every outcome inside s (an object with exit_code,
