@@ -2,11 +2,13 @@ package main
 
 import (
 	"io"
+	"os"
 	"runtime/debug"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/git-agentmine/git-agentmine/mcpserver"
+	"github.com/git-agentmine/git-agentmine/output"
 )
 
 // McpCmd is `mcp`: the MCP server over stdio.
@@ -24,6 +26,9 @@ func (c *McpCmd) Run(a *App) error {
 	}
 	if _, err := a.Store(); err != nil {
 		return err
+	}
+	if f, ok := a.In.(*os.File); ok && output.IsTerminal(f) {
+		a.P.Notef("serving MCP on stdin and stdout: an MCP client starts this command (see README's MCP section)\n")
 	}
 	s, err := mcpserver.New(a.Ctx, mcpserver.Options{Dir: dir, Getenv: a.Getenv, Version: buildVersion().Version, Log: a.P.Err,
 		Supervisor: func(top, session string) []string { return supervisorArgv(a.Args0, top, session) }})

@@ -441,3 +441,13 @@ func TestMCPInspector(t *testing.T) {
 		t.Errorf("inspector task_show of an unknown id: %v\n%s", err, out)
 	}
 }
+
+// TestMCPOutsideRepository: started outside a repository, the server says
+// so in one error line and exits 6 before serving anything.
+func TestMCPOutsideRepository(t *testing.T) {
+	gittest.Scrub(t)
+	code, out, errs := docsMain(t, t.TempDir(), "mcp")
+	if code != 6 || out != "" || !strings.HasPrefix(errs, "error: ") || !strings.Contains(errs, "not a git repository") {
+		t.Errorf("mcp outside a repository: exit %d, stdout %q, stderr %q; want 6 and one error line", code, out, errs)
+	}
+}
