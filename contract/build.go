@@ -108,7 +108,7 @@ func NewSession(r sessions.Record, here board.Here, now time.Time, tail int) Ses
 
 // Verdict names what a session means for its task, in the words worker
 // wait and session list use: "running", "review", "dod_failed (…)",
-// "failed (…)" or "done (merged)". state is SessionState's answer; merged
+// "failed (…)", "tainted (…)" or "done (merged)". state is SessionState's answer; merged
 // says the session's work reached the base.
 func Verdict(r sessions.Record, state string, merged bool) string {
 	o := r.Outcome
@@ -126,6 +126,8 @@ func Verdict(r sessions.Record, state string, merged bool) string {
 		return "failed (" + o.Signal + ")"
 	case o.ExitCode != 0:
 		return fmt.Sprintf("failed (exit %d)", o.ExitCode)
+	case merged && v.HasScope && !v.Scope.Valid:
+		return "tainted (merged without a valid verdict)"
 	case merged:
 		return "done (merged)"
 	case v.Failed() != "":
@@ -165,7 +167,7 @@ func NewBoard(b *board.Board, failures int, now time.Time) BoardJSON {
 			tj := NewTask(b, id)
 			tj.Usage = TaskUsage(b.Sessions, id)
 			j.Review = append(j.Review, tj)
-		case status.Failed, status.DoDFailed:
+		case status.Failed, status.DoDFailed, status.Tainted:
 			failed = append(failed, id)
 		}
 	}

@@ -53,8 +53,8 @@ type SessionStatusJSON struct {
 	V       int         `json:"v"`
 	Session SessionJSON `json:"session"`
 	// Verdict is the session's result in the words worker wait and
-	// session list use: running, review, dod_failed (…), failed (…) or
-	// done (merged).
+	// session list use: running, review, dod_failed (…), failed (…),
+	// tainted (…) or done (merged).
 	Verdict string `json:"verdict"`
 	// TaskStatus is the task's derived status now.
 	TaskStatus string `json:"task_status"`

@@ -85,6 +85,12 @@ type Store struct {
 	// objOnce opens objDB, the in-process object storage, on first use.
 	objOnce sync.Once
 	objDB   *objectDB
+	// behalf is the session this process writes for (onBehalf), worked
+	// out once.
+	behalfOnce sync.Once
+	behalf     string
+	// journalWarnOnce limits a failing journal to one warning.
+	journalWarnOnce sync.Once
 }
 
 // Open locates the repository containing dir and prepares the store. It

@@ -79,6 +79,8 @@ func typedHint(err error) string {
 		switch e.Reason {
 		case worker.ErrStarting:
 			return "see it with task_show"
+		case worker.ErrTainted:
+			return "look at what reached the base first; the command line's task reopen lets the task run again"
 		case worker.ErrRunning, worker.ErrSessionLive:
 			return "follow it with session_output until it ends"
 		case worker.ErrLeftover:

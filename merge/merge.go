@@ -240,6 +240,7 @@ func land(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, rec sessions
 			return res, err
 		}
 		for _, w := range wts {
+			st.RecordCheckout(w, baseTip, res.Commit)
 			if _, err := g.In(w).Run(ctx, "read-tree", "-m", "-u", baseTip, res.Commit); err != nil {
 				return res, fmt.Errorf("merged, but updating the checkout in %s failed (run git checkout -f there): %w", w, err)
 			}

@@ -15,9 +15,16 @@ import (
 // Status is a derived task status.
 type Status string
 
-// The statuses, in the priority order of design §4.
+// The statuses, in the priority order of design §4 (Tainted added above
+// Done: a session whose work reached the base with a broken scope verdict
+// must never read as done).
 const (
-	Cancelled  Status = "cancelled"
+	Cancelled Status = "cancelled"
+	// Tainted: some session's commits reached the base although its scope
+	// verdict has violations (a worker that moved the base, or re-pointed
+	// its task's base at its own branch, or work merged by hand past a
+	// broken verdict). It is not done: blocked tasks keep waiting.
+	Tainted    Status = "tainted"
 	Done       Status = "done"
 	InProgress Status = "in_progress"
 	Review     Status = "review"
@@ -27,7 +34,7 @@ const (
 )
 
 // All lists every status, for validation and board ordering.
-var All = []Status{Open, InProgress, Review, DoDFailed, Failed, Done, Cancelled}
+var All = []Status{Open, InProgress, Review, DoDFailed, Failed, Tainted, Done, Cancelled}
 
 // Valid reports whether s names a status (or one of the derived filters
 // "ready" and "blocked").
@@ -122,15 +129,24 @@ func own(t tasks.Task, attempts []Attempt) Result {
 		}
 		return Result{Status: Cancelled, Reason: reason}
 	}
-	for _, a := range attempts {
-		if a.Merged {
-			return Result{Status: Done, Reason: "session " + short(a.Session) + " reached the base", Session: a.Session}
-		}
-	}
 	var current []Attempt
 	for _, a := range attempts {
 		if t.Reopened == nil || a.Started.After(t.Reopened.Time) || a.Started.Equal(t.Reopened.Time) && a.Live {
 			current = append(current, a)
+		}
+	}
+	// Work that reached the base past a broken scope verdict outranks any
+	// work that reached it properly, until someone reopens the task (an
+	// explicit decision, after looking at the base); it never makes the
+	// task done, reopened or not.
+	for _, a := range current {
+		if a.Merged && a.Verified && !a.ScopeValid {
+			return Result{Status: Tainted, Reason: withReason("session "+short(a.Session)+" reached the base without a valid verdict", a.Reason), Session: a.Session}
+		}
+	}
+	for _, a := range attempts {
+		if a.Merged && !(a.Verified && !a.ScopeValid) {
+			return Result{Status: Done, Reason: "session " + short(a.Session) + " reached the base", Session: a.Session}
 		}
 	}
 	for _, a := range current {

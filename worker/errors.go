@@ -14,6 +14,9 @@ var (
 	ErrStarting = errors.New("task is being started by another process")
 	// ErrCancelled: the task is cancelled.
 	ErrCancelled = errors.New("task is cancelled")
+	// ErrTainted: some session's work reached the base without a valid
+	// verdict; someone must look at the base and reopen the task first.
+	ErrTainted = errors.New("task reached the base without a valid verdict")
 	// ErrRunning: a session of the task is live.
 	ErrRunning = errors.New("task is already running")
 	// ErrLeftover: a finished session's worktree is still where the next

@@ -129,6 +129,8 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		return nil, &RefusedError{Reason: ErrCancelled, Task: short, Err: fmt.Errorf("task %s is cancelled", short)}
 	case status.Done:
 		return nil, exitcode.New(exitcode.State, fmt.Errorf("task %s is done (%s)", short, res.Reason), "")
+	case status.Tainted:
+		return nil, &RefusedError{Reason: ErrTainted, Task: short, Err: fmt.Errorf("task %s is tainted: %s", short, res.Reason)}
 	case status.InProgress:
 		return nil, &RefusedError{Reason: ErrRunning, Task: short, Err: fmt.Errorf("task %s is already running (%s)", short, res.Reason)}
 	}
@@ -244,6 +246,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 			return nil, err
 		}
 	}
+	st.RecordWorktree(gitstore.JournalWorktreeAdd, wtPath)
 	wt, err := worktree.Create(ctx, worktree.Options{Repo: e.Top, Path: wtPath, Branch: sess.Branch, Base: baseCommit, Scope: spec})
 	if err != nil {
 		return nil, fmt.Errorf("preparing the worktree for task %s: %w", short, err)
@@ -302,6 +305,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 // removeLeftover removes a finished session's worktree for --replace.
 func (e *Env) removeLeftover(ctx context.Context, path string) error {
 	// The branch stays: it holds the earlier attempt's commits.
+	e.St.RecordWorktree(gitstore.JournalWorktreeRemove, path)
 	if err := worktree.Remove(ctx, e.Top, path, "", true); err != nil {
 		return fmt.Errorf("removing the leftover worktree: %w", err)
 	}

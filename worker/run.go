@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/board"
+	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/scope"
 	"github.com/git-agentmine/git-agentmine/sessions"
@@ -73,6 +74,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		}
 	}
 	mainBefore := snapshotCheckout(ctx, e.St.Git().In(e.Top))
+	refs := e.watchRefs(ctx, rec, say)
 	watcher, werr := verify.StartWatch(ctx, s.Worktree, wopts)
 	if werr != nil {
 		say("warning: live watcher unavailable: %v", werr)
@@ -157,6 +159,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			out.Reason = firstLine(err.Error())
 		}
 	}
+	e.checkRefs(jctx, rec, refs, &out)
 	defer e.releaseClaim(jctx, rec)
 	if err := sessions.RecordOutcome(jctx, e.St, rec, &out); err != nil {
 		return out, err
@@ -256,7 +259,7 @@ func (e *Env) watchExtras(ctx context.Context, s sessions.Session) []verify.Extr
 	if err != nil {
 		return nil
 	}
-	return extras
+	return e.excuseJournaledWorktrees(extras, time.Now())
 }
 
 func (e *Env) workerEnv(rec sessions.Record) []string {
@@ -345,10 +348,15 @@ func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool)
 		branch = s.Branch
 	}
 	if _, err := os.Stat(s.Worktree); err == nil {
-		if err := worktree.Remove(ctx, e.Top, s.Worktree, branch, true); err != nil {
+		e.St.RecordWorktree(gitstore.JournalWorktreeRemove, s.Worktree)
+		if err := worktree.Remove(ctx, e.Top, s.Worktree, "", true); err != nil {
 			return false, err
 		}
-	} else if branch != "" {
+	}
+	if branch != "" {
+		// Through the store, so that the journal records the deletion
+		// (supervisors of running sessions must not hold it against their
+		// workers).
 		e.St.DeleteRef(ctx, "refs/heads/"+branch)
 	}
 	if branch != "" {

@@ -27,7 +27,7 @@ func (c *StatusCmd) Run(a *App) error {
 	}
 	p := a.P
 	p.Printf("%s\n", p.Paint(output.Bold, "Tasks"))
-	for _, s := range []status.Status{status.Open, status.InProgress, status.Review, status.DoDFailed, status.Failed, status.Done, status.Cancelled} {
+	for _, s := range status.All {
 		extra := ""
 		if s == status.Open {
 			extra = fmt.Sprintf("  (%d ready, %d blocked)", j.Ready, j.Blocked)

@@ -86,6 +86,8 @@ func workerHint(e *worker.RefusedError) string {
 		return "see it with: git agentmine task show " + e.Task
 	case worker.ErrCancelled:
 		return "reopen it first: git agentmine task reopen " + e.Task
+	case worker.ErrTainted:
+		return "look at what reached the base, then reopen the task to run it again: git agentmine task reopen " + e.Task
 	case worker.ErrRunning:
 		return "wait for it (git agentmine worker wait " + e.Task + ") or stop it (git agentmine worker stop " + e.Task + ")"
 	case worker.ErrLeftover:

@@ -59,7 +59,7 @@ func (c *TaskAddCmd) Run(a *App) error {
 
 // TaskListCmd is `task list`.
 type TaskListCmd struct {
-	Status   string `short:"s" help:"Only this status (open, in_progress, review, dod_failed, failed, done, cancelled, ready, blocked)."`
+	Status   string `short:"s" help:"Only this status (open, in_progress, review, dod_failed, failed, tainted, done, cancelled, ready, blocked)."`
 	Type     string `short:"t" help:"Only this type."`
 	Priority string `short:"p" help:"Only this priority."`
 	Label    string `help:"Only tasks with this label."`
@@ -405,7 +405,7 @@ func statusColor(s status.Status) string {
 		return output.Cyan
 	case status.Review:
 		return output.Blue
-	case status.DoDFailed, status.Failed:
+	case status.DoDFailed, status.Failed, status.Tainted:
 		return output.Red
 	case status.Cancelled:
 		return output.Gray
