@@ -46,7 +46,8 @@ type Options struct {
 type Server struct {
 	opts Options
 	mcp  *mcp.Server
-	// names lists the tools in the order they were added.
+	// names lists the tools in the order they were added (tools/list
+	// sorts them by name).
 	names []string
 }
 
@@ -90,10 +91,6 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	}
 	return fmt.Errorf("serving mcp: %w", err)
 }
-
-// Tools lists the names of the server's tools, in the order tools/list
-// gives them.
-func (s *Server) Tools() []string { return append([]string(nil), s.names...) }
 
 // unknownTools answers a call of a tool the server does not have with a
 // tool error naming the tools it has, rather than a protocol error, so
