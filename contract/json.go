@@ -72,6 +72,11 @@ type SessionJSON struct {
 	Log      string            `json:"log"`
 	Tail     []string          `json:"log_tail,omitempty"`
 	Outcome  *sessions.Outcome `json:"outcome"`
+	// Sealed: the outcome is a supervised verdict (the supervisor sealed
+	// the session); false for manual sessions, whose outcome is an
+	// orchestrator's report, and for sessions recorded before seals.
+	Sealed bool               `json:"sealed"`
+	Forged []sessions.Forgery `json:"forged,omitempty"`
 }
 
 // BoardJSON is `status --json`: the board.

@@ -88,6 +88,8 @@ func typedHint(err error) string {
 		case worker.ErrNotEnded:
 			return "pass force: true to worker_start to abandon it"
 		}
+	case *merge.MainCheckoutError:
+		return "if the user made these changes in the main checkout, merge with accept_main_changes: true (task_show lists them)"
 	case *merge.VerdictError:
 		return "see why with task_show; start a new attempt with worker_start and replace: true"
 	case *merge.RefusedError:

@@ -124,6 +124,7 @@ type SessionOutputArgs struct {
 type MergeArgs struct {
 	Task         string `json:"task" jsonschema:"task id (any unique prefix)"`
 	AllowSkipped bool   `json:"allow_skipped,omitempty" jsonschema:"merge although the session's DoD was skipped"`
+	AcceptMain   bool   `json:"accept_main_changes,omitempty" jsonschema:"merge although the main checkout changed during the run: the user made those changes (recorded in the merge commit)"`
 }
 
 // MemoryAddArgs are memory_add's arguments: memory add's.
@@ -439,7 +440,8 @@ func (s *Server) merge(c *call, in MergeArgs) (contract.MergeJSON, error) {
 	if err != nil {
 		return contract.MergeJSON{}, err
 	}
-	res, err := merge.Task(c.ctx, env.St, env.Cfg.Base, in.Task, merge.Options{AllowSkipped: in.AllowSkipped})
+	res, err := merge.Task(c.ctx, env.St, env.Cfg.Base, in.Task, merge.Options{AllowSkipped: in.AllowSkipped,
+		AcceptMainChanges: in.AcceptMain})
 	if err != nil {
 		return contract.MergeJSON{}, err
 	}

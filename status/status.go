@@ -71,13 +71,26 @@ type Attempt struct {
 	ScopeValid bool
 	// Verified is true when a scope verdict exists.
 	Verified bool
+	// Acceptable: the scope verdict is invalid only through violations a
+	// person may accept when merging (main-checkout changes). Such work
+	// that reached the base was merged by someone who took them on, so it
+	// is done, not tainted.
+	Acceptable bool
 	// Merged: the session produced at least one commit and its tip is an
 	// ancestor of the base.
 	Merged bool
 	// Reason is a short text explaining a failure (client's own words, the
 	// first violation, the failing DoD command).
 	Reason string
+	// Forged names outcome lines of the session that its supervisor did
+	// not write (sessions.ForgedReason); "" when there are none. They are
+	// never the verdict: a session that exited 0 with one is dod_failed.
+	Forged string
 }
+
+// broken reports whether the attempt's scope verdict has violations that no
+// one accepted: such work reaching the base makes the task tainted.
+func (a Attempt) broken() bool { return a.Verified && !a.ScopeValid && !a.Acceptable }
 
 // Facts holds every task's attempts, keyed by canonical task id.
 type Facts struct {
@@ -140,12 +153,12 @@ func own(t tasks.Task, attempts []Attempt) Result {
 	// explicit decision, after looking at the base); it never makes the
 	// task done, reopened or not.
 	for _, a := range current {
-		if a.Merged && a.Verified && !a.ScopeValid {
+		if a.Merged && a.broken() {
 			return Result{Status: Tainted, Reason: withReason("session "+short(a.Session)+" reached the base without a valid verdict", a.Reason), Session: a.Session}
 		}
 	}
 	for _, a := range attempts {
-		if a.Merged && !(a.Verified && !a.ScopeValid) {
+		if a.Merged && !a.broken() {
 			return Result{Status: Done, Reason: "session " + short(a.Session) + " reached the base", Session: a.Session}
 		}
 	}
@@ -165,13 +178,15 @@ func own(t tasks.Task, attempts []Attempt) Result {
 	s := short(a.Session)
 	switch {
 	case a.Lost:
-		return Result{Status: Failed, Reason: "session " + s + " was lost (process gone, no outcome)", Session: a.Session}
+		return Result{Status: Failed, Reason: withReason("session "+s+" was lost (process gone, no outcome)", a.Forged), Session: a.Session}
 	case a.TimedOut:
-		return Result{Status: Failed, Reason: "session " + s + " timed out", Session: a.Session}
+		return Result{Status: Failed, Reason: withReason("session "+s+" timed out", a.Forged), Session: a.Session}
 	case a.Signal != "":
 		return Result{Status: Failed, Reason: withReason("session "+s+" ended by "+a.Signal, a.Reason), Session: a.Session}
 	case a.ExitCode != 0:
 		return Result{Status: Failed, Reason: withReason(fmt.Sprintf("session %s exited %d", s, a.ExitCode), a.Reason), Session: a.Session}
+	case a.Forged != "":
+		return Result{Status: DoDFailed, Reason: "session " + s + ": " + a.Forged, Session: a.Session}
 	case a.Verified && !a.ScopeValid && (a.DoD == "failed" || a.DoD == "timeout"):
 		return Result{Status: DoDFailed, Reason: withReason("session "+s+" broke its scope and its DoD "+a.DoD, a.Reason), Session: a.Session}
 	case a.Verified && !a.ScopeValid:

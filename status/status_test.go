@@ -86,6 +86,12 @@ func TestResolveOwnStatus(t *testing.T) {
 		{name: "a reopen after the taint clears it", task: tasks.Task{Reopened: fact(5, "looked at main")},
 			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { ended(0, "passed", false)(a); a.Merged = true })},
 			want:     Open, reasonHas: "reopened by ada"},
+		{name: "reached the base with only accepted main-checkout changes is done",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) {
+				ended(0, "passed", false)(a)
+				a.Merged, a.Acceptable = true, true
+			})},
+			want: Done, session: "a1000000"},
 		{name: "reached the base with a failed DoD but a valid scope is done",
 			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { ended(0, "failed", true)(a); a.Merged = true })},
 			want:     Done, session: "a1000000"},
@@ -140,6 +146,19 @@ func TestResolveOwnStatus(t *testing.T) {
 		{name: "failed: lost",
 			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { a.Lost = true })},
 			want:     Failed, session: "a1000000", reasonHas: "was lost (process gone, no outcome)"},
+		{name: "dod_failed: a forged outcome line, however good the verdict looks",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { passed(a); a.Forged = "forged outcome line (x)" })},
+			want:     DoDFailed, session: "a1000000", reasonHas: "session a1000000: forged outcome line (x)"},
+		{name: "failed: a non-zero exit beats a forged line",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) {
+				ended(1, "", true)(a)
+				a.Forged = "forged outcome line (x)"
+				a.Reason = "forged outcome line (x); boom"
+			})},
+			want: Failed, session: "a1000000", reasonHas: "exited 1: forged outcome line (x); boom"},
+		{name: "failed: lost with only forged lines says so",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { a.Lost = true; a.Forged = "forged outcome line (x)" })},
+			want:     Failed, session: "a1000000", reasonHas: "was lost (process gone, no outcome): forged outcome line (x)"},
 		{name: "the latest session decides: failed after review",
 			attempts: []Attempt{attempt("a2", 2, ended(1, "", true)), attempt("a1", 1, passed)},
 			want:     Failed, session: "a2000000"},

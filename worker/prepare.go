@@ -25,6 +25,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/tasks"
+	"github.com/git-agentmine/git-agentmine/verify"
 	"github.com/git-agentmine/git-agentmine/worktree"
 )
 
@@ -269,12 +270,17 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		return nil, fmt.Errorf("writing the prompt: %w", err)
 	}
 	generated := []string{PromptRel, MemoryRel}
-	_ = memPaths
 	ctxFiles, err := writeContextFiles(ctx, st, wtPath, client, promptText)
 	if err != nil {
 		return nil, err
 	}
 	generated = append(generated, ctxFiles...)
+	// What was written, byte for byte: only that is exempt from the scope.
+	written := append(append([]string{PromptRel}, memPaths...), ctxFiles...)
+	blobs, err := verify.GeneratedBlobs(ctx, wtPath, written)
+	if err != nil {
+		return nil, err
+	}
 	if err := ignoreGenerated(ctx, st, wtPath, wt.GitDir, generated); err != nil {
 		return nil, err
 	}
@@ -290,6 +296,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		s.ClientVersion = clientVersion
 		s.Sparse = wt.Patterns
 		s.Generated = generated
+		s.GeneratedBlobs = blobs
 		s.Command = cmd.Argv
 		s.CommandEnv = cmd.Env
 		s.CommandStdin = cmd.Stdin

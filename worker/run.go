@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/board"
+	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/scope"
@@ -41,6 +43,23 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			fmt.Fprintf(opts.Progress, format+"\n", a...)
 		}
 	}
+	// The seal comes first: nothing of the worker runs before the session
+	// records who alone can write its verdict.
+	nonce, sealed, err := e.sealRun(ctx, rec, say)
+	if err != nil {
+		if errors.Is(err, sessions.ErrAlreadySealed) {
+			return sessions.Outcome{}, exitcode.New(exitcode.State, err, "")
+		}
+		out := sessions.Outcome{ExitCode: 127, Finished: time.Now().UTC(), Reason: firstLine(err.Error()), By: "agentmine " + s.Mode}
+		jctx := context.WithoutCancel(ctx)
+		defer e.releaseClaim(jctx, rec)
+		if rerr := sessions.RecordOutcome(jctx, e.St, rec, &out); rerr != nil {
+			return out, rerr
+		}
+		return out, fmt.Errorf("session %s could not start: %w", s.ID[:8], err)
+	}
+	rec.Session, rec.Root = sealed.Session, sealed.Root
+	s = rec.Session
 	spec := specOf(s)
 	generated := s.Generated
 	ignore := func(rel string) bool { return isGenerated(rel, generated) }
@@ -73,7 +92,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			}
 		}
 	}
-	mainBefore := snapshotCheckout(ctx, e.St.Git().In(e.Top))
+	main := e.startMainCheckout(ctx, s)
 	refs := e.watchRefs(ctx, rec, say)
 	watcher, werr := verify.StartWatch(ctx, s.Worktree, wopts)
 	if werr != nil {
@@ -102,7 +121,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		r := watcher.Stop()
 		live = &r
 	} else {
-		live = liveMissing(fmt.Sprintf("watcher could not start: %v", werr))
+		live = verify.NotWatched(fmt.Sprintf("watcher could not start: %v", werr))
 	}
 	// Judge in a context that survives the Ctrl-C that may have ended the run.
 	jctx := context.WithoutCancel(ctx)
@@ -152,18 +171,23 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	if startErr == nil {
 		say("worker ended: exit %d%s", out.ExitCode, sigText(out.Signal, out.TimedOut))
 	}
-	mainAfter := snapshotCheckout(jctx, e.St.Git().In(e.Top))
-	if err := e.judge(jctx, rec, spec, live, checkoutWarnings(mainBefore, mainAfter), &out, say); err != nil {
+	main.end(jctx)
+	if err := e.judge(jctx, rec, spec, live, main, &out, say); err != nil {
 		say("warning: %v", err)
 		if out.Reason == "" {
 			out.Reason = firstLine(err.Error())
 		}
 	}
 	e.checkRefs(jctx, rec, refs, &out)
+	// After the refs: the seal check may restore the session document,
+	// on agentmine's own behalf once the registration has ended.
+	foreign := e.checkSeal(jctx, sealed, &out, say)
+	out.Supervisor = nonce.Proof(*sealed.Session.Seal)
 	defer e.releaseClaim(jctx, rec)
 	if err := sessions.RecordOutcome(jctx, e.St, rec, &out); err != nil {
 		return out, err
 	}
+	out = readerVerdict(sealed.Session.Seal, foreign, out)
 	if startErr != nil {
 		// Recorded as failed; the caller still learns why, with its exit code.
 		return out, fmt.Errorf("session %s could not start: %w", s.ID[:8], startErr)
@@ -194,7 +218,7 @@ func (e *Env) CheckStartable(ctx context.Context, rec sessions.Record) error {
 
 // judge verifies the changes against the scope and runs the DoD, filling in
 // the outcome. Verification errors are reported, never a false success.
-func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, live *verify.Record, extra []verify.Violation, out *sessions.Outcome, say func(string, ...any)) error {
+func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, live *verify.Record, main *mainCheckout, out *sessions.Outcome, say func(string, ...any)) error {
 	s := rec.Session
 	g := e.St.Git().In(e.Top)
 	tip, err := g.Output(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+s.Branch)
@@ -212,11 +236,14 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 	}
 	say("verifying the changes against the scope…")
 	verdict, err := verify.Check(ctx, verify.Input{Worktree: s.Worktree, Base: s.BaseCommit, Tip: tip, Scope: spec,
-		Generated: s.Generated, Sparse: s.Sparse, Permissions: true, Live: live})
+		Generated: s.Generated, GeneratedBlobs: s.GeneratedBlobs, Sparse: s.Sparse, Permissions: true, Live: live})
 	if err != nil {
 		return fmt.Errorf("verifying session %s: %w", s.ID[:8], err)
 	}
-	verdict.Warnings = append(verdict.Warnings, extra...)
+	mv, mw := main.findings(ctx, s.Worktree, verdict.Changed)
+	verdict.Violations = append(verdict.Violations, mv...)
+	verdict.Warnings = append(verdict.Warnings, mw...)
+	verdict.Valid = len(verdict.Violations) == 0
 	for _, c := range verdict.Changed {
 		out.Artifacts = append(out.Artifacts, c.Path)
 	}
@@ -239,6 +266,9 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 		say("running the Definition of Done (%d %s)…", len(s.DoD), n)
 		dod, err = verify.RunDoD(ctx, e.Top, tip, s.Sparse, s.DoD, verify.DoDOptions{Timeout: time.Duration(s.DoDTimeout) * time.Second})
 		if err != nil {
+			// A DoD that could not run did not pass: record why, so that
+			// neither status nor merge is left with an empty DoD verdict.
+			verify.Verdicts{Scope: verdict, HasScope: true, DoD: verify.NotRun(err)}.Record(out)
 			return fmt.Errorf("running the DoD: %w", err)
 		}
 	}
@@ -369,8 +399,4 @@ func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool)
 
 func specOf(s sessions.Session) scope.Spec {
 	return scope.Spec{Read: s.Scope.Read, Write: s.Scope.Write, Exclude: s.Scope.Exclude}
-}
-
-func liveMissing(reason string) *verify.Record {
-	return &verify.Record{Incomplete: true, Reason: reason}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/status"
+	"github.com/git-agentmine/git-agentmine/verify"
 )
 
 // StatusCmd is `status`: the board for people.
@@ -47,6 +48,7 @@ func (c *StatusCmd) Run(a *App) error {
 	}
 	for _, t := range j.Review {
 		p.Printf("  %s %s%s\n", p.Paint(output.Yellow, t.ShortID), t.Title, usageSuffix(t.Usage))
+		printTaskFindings(a, t)
 	}
 	p.Printf("\n%s\n", p.Paint(output.Bold, "Recent failures"))
 	if len(j.Failures) == 0 {
@@ -54,8 +56,23 @@ func (c *StatusCmd) Run(a *App) error {
 	}
 	for _, t := range j.Failures {
 		p.Printf("  %s %s %s%s\n    %s\n", p.Paint(output.Yellow, t.ShortID), p.Paint(statusColor(status.Status(t.Status)), t.Status), t.Title, usageSuffix(t.Usage), t.StatusReason)
+		printTaskFindings(a, t)
 	}
 	return nil
+}
+
+// boardFindings is how many findings the board shows under one task;
+// task show lists them all.
+const boardFindings = 5
+
+// printTaskFindings prints the violations and warnings of the task's
+// latest session under it on the board.
+func printTaskFindings(a *App, t taskJSON) {
+	r := latestRecord(a, t.ID)
+	if r == nil || r.Outcome == nil {
+		return
+	}
+	printFindings(a.P, "    ", verify.ParseVerdicts(r.Outcome), boardFindings, "git agentmine task show "+t.ShortID)
 }
 
 // usageSuffix renders a task's summed usage after its title.

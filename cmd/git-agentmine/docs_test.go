@@ -655,6 +655,7 @@ func TestJSONDocCoversOutputs(t *testing.T) {
 		check(typ, fields)
 	}
 	for _, v := range []any{merge.Result{}, replica.Report{}, memory.ImportResult{}, sessions.Outcome{},
+		sessions.Seal{}, sessions.Supervisor{}, sessions.Forgery{},
 		verify.Verdict{}, verify.Violation{}, verify.Change{}, verify.DoDResult{}, verify.CommandResult{}} {
 		typ := reflect.TypeOf(v)
 		fields := jsonFields(typ)

@@ -68,6 +68,8 @@ func typedHint(err error) string {
 		return workerHint(e)
 	case *merge.VerdictError:
 		return "see why: git agentmine task show " + e.Task + "; run it again with: git agentmine worker run " + e.Task + " --exec --replace"
+	case *merge.MainCheckoutError:
+		return "if you made these changes yourself, merge with: git agentmine merge " + e.Task + " --accept-main-changes (see them: git agentmine task show " + e.Task + ")"
 	case *merge.RefusedError:
 		switch e.Reason {
 		case merge.ErrNoSession:

@@ -31,6 +31,13 @@ func TestEveryRefusalHasAHint(t *testing.T) {
 			t.Errorf("merge refusal %q: hint %q", r, h)
 		}
 	}
+	err := fmt.Errorf("not merging task 1a2b: %w", &merge.MainCheckoutError{Task: "1a2b", Session: "5e55105e", Paths: []string{"README.md"}})
+	if h := hintFor(err); !strings.Contains(h, "git agentmine merge 1a2b --accept-main-changes") {
+		t.Errorf("main-checkout refusal: hint %q", h)
+	}
+	if exitcode.Of(err) != exitcode.Failed || err.Error() != "not merging task 1a2b: session 5e55105e: the main checkout changed during its run: README.md" {
+		t.Errorf("main-checkout refusal: %q, exit code %d", err, exitcode.Of(err))
+	}
 }
 
 // TestHintOrder pins which advice wins when errors wrap each other: the

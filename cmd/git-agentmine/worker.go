@@ -167,6 +167,7 @@ func reportOutcome(a *App, env *worker.Env, j runJSON, out sessions.Outcome) err
 			a.P.Printf(" — %s", r)
 		}
 		a.P.Printf("\n")
+		printFindings(a.P, "  ", v, 0, "")
 	}
 	switch {
 	case out.TimedOut:
