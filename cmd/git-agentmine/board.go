@@ -2,12 +2,11 @@ package main
 
 import (
 	"fmt"
-	"github.com/git-agentmine/git-agentmine/sessions"
-	"sort"
 	"time"
 
-	"github.com/git-agentmine/git-agentmine/board"
+	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/output"
+	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/verify"
 )
@@ -23,52 +22,7 @@ func (c *StatusCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	j := boardJSON{V: output.SchemaVersion, Counts: map[string]int{}, Running: []sessionJSON{}, Review: []taskJSON{}, Failures: []taskJSON{}}
-	for _, s := range status.All {
-		j.Counts[string(s)] = 0
-	}
-	var failed []string
-	for _, id := range v.Board.IDs {
-		r := v.Status[id]
-		j.Counts[string(r.Status)]++
-		if r.Ready {
-			j.Ready++
-		}
-		if r.Blocked && r.Status == status.Open {
-			j.Blocked++
-		}
-		switch r.Status {
-		case status.Review:
-			tj := v.taskJSON(id)
-			tj.Usage = taskUsage(a.sessions, id)
-			j.Review = append(j.Review, tj)
-		case status.Failed, status.DoDFailed, status.Tainted:
-			failed = append(failed, id)
-		}
-	}
-	finished := func(id string) time.Time {
-		var t time.Time
-		for _, s := range a.sessions {
-			if s.Session.Task == id && s.Outcome != nil && s.Outcome.Finished.After(t) {
-				t = s.Outcome.Finished
-			}
-		}
-		return t
-	}
-	sort.SliceStable(failed, func(i, k int) bool { return finished(failed[i]).After(finished(failed[k])) })
-	if len(failed) > c.Failures {
-		failed = failed[:c.Failures]
-	}
-	for _, id := range failed {
-		tj := v.taskJSON(id)
-		tj.Usage = taskUsage(a.sessions, id)
-		j.Failures = append(j.Failures, tj)
-	}
-	for _, s := range a.sessions {
-		if live, _ := board.Liveness(s, a.here(), time.Now()); live {
-			j.Running = append(j.Running, toSessionJSON(a, s, 1))
-		}
-	}
+	j := contract.NewBoard(v.Loaded, c.Failures, time.Now())
 	if a.G.JSON {
 		return a.P.PrintJSON(j)
 	}

@@ -25,7 +25,7 @@ func (c *MergeCmd) Run(a *App) error {
 		return err
 	}
 	if a.G.JSON {
-		return a.P.PrintJSON(mergeJSON{output.SchemaVersion, res})
+		return a.P.PrintJSON(mergeJSON{V: output.SchemaVersion, Result: res})
 	}
 	if a.G.Quiet {
 		a.P.Printf("%s\n", res.Commit)
