@@ -105,6 +105,7 @@ func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []ses
 		s := r.Session
 		a := status.Attempt{Session: s.ID, Started: s.Started}
 		a.Live, a.Lost = Liveness(r, here, now)
+		a.Forged = sessions.ForgedReason(r.Forged)
 		if o := r.Outcome; o != nil {
 			a.Ended = true
 			a.ExitCode = o.ExitCode
@@ -112,7 +113,7 @@ func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []ses
 			a.TimedOut = o.TimedOut
 			a.Reason = o.Reason
 			v := verify.Summarize(o)
-			a.DoD, a.Verified, a.ScopeValid = v.DoD, v.Verified, v.ScopeValid
+			a.DoD, a.Verified, a.ScopeValid, a.Acceptable = v.DoD, v.Verified, v.ScopeValid, v.Acceptable
 			if a.Reason == "" {
 				a.Reason = v.Explained
 			}

@@ -118,6 +118,15 @@ func (s *Store) CommitTree(ctx context.Context, tree string, parents []string, m
 	return s.writeCommit(ctx, tree, parents, message)
 }
 
+// CommitDoc writes the blob, tree and commit of one entity document of
+// kind k with the given parents, without moving any ref, and returns the
+// commit id: for a caller that must choose the parent itself (restoring a
+// document whose ref was moved to a foreign history) and then moves the ref
+// with Transact.
+func (s *Store) CommitDoc(ctx context.Context, k Kind, data []byte, parents []string, message string) (string, error) {
+	return s.writeDocCommit(ctx, k.File, data, parents, message)
+}
+
 // MergeTrees computes the merge of two commits with `git merge-tree
 // --write-tree`, which writes the merged tree's objects. It returns the
 // tree, or the conflicting paths (and no tree) when the merge conflicts.

@@ -29,36 +29,93 @@ func (s *Store) cachePath(k Kind) string {
 }
 
 // readCache loads the cache of kind k; any problem yields an empty cache.
-func (s *Store) readCache(k Kind) map[string]cacheEntry {
-	raw, err := os.ReadFile(s.cachePath(k))
-	if err != nil || !bytes.HasPrefix(raw, []byte(cacheMagic)) {
-		return nil
+// It also returns the file it read (nil when none), for writeCache.
+func (s *Store) readCache(k Kind) (map[string]cacheEntry, os.FileInfo) {
+	raw, gen := readCacheFile(s.cachePath(k))
+	if !bytes.HasPrefix(raw, []byte(cacheMagic)) {
+		return nil, gen
 	}
 	raw = raw[len(cacheMagic):]
 	m := make(map[string]cacheEntry)
 	for len(raw) > 0 {
 		nl := bytes.IndexByte(raw, '\n')
 		if nl < 0 {
-			return nil
+			return nil, gen
 		}
 		f := bytes.Fields(raw[:nl])
 		if len(f) != 3 {
-			return nil
+			return nil, gen
 		}
 		n, err := strconv.Atoi(string(f[2]))
 		if err != nil || nl+1+n > len(raw) {
-			return nil
+			return nil, gen
 		}
 		data := raw[nl+1 : nl+1+n]
 		m[string(f[0])] = cacheEntry{commit: string(f[1]), data: data}
 		raw = raw[nl+1+n:]
 	}
-	return m
+	return m, gen
 }
 
-// writeCache replaces the cache atomically; failures are ignored because
-// the cache is only an accelerator.
-func (s *Store) writeCache(k Kind, docs []Doc) {
+// A cache file is only ever replaced whole (a rename), so the file a reader
+// read identifies what its entries came from. A writer whose entries came
+// partly from a cache file writes only while that file is still in place:
+// once it was dropped (DropCaches) or replaced, entries taken from it must
+// not come back. A writer that read no cache file wrote only what it read
+// from git, and may always write.
+
+// readCacheFile reads a cache file and returns the file it read; nil when
+// there is none.
+func readCacheFile(path string) ([]byte, os.FileInfo) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil
+	}
+	raw, err := io.ReadAll(f)
+	if err != nil {
+		return nil, nil
+	}
+	return raw, fi
+}
+
+// stillCurrent reports whether a cache written from entries of the file
+// prev (nil: none) may replace what is at path now.
+func stillCurrent(path string, prev os.FileInfo) bool {
+	if prev == nil {
+		return true
+	}
+	cur, err := os.Stat(path)
+	return err == nil && os.SameFile(prev, cur)
+}
+
+// DropCaches removes the local caches of the given kinds (lists and roots)
+// and of the outcome notes, so that the next reader reads everything from
+// git. A supervisor calls it after its worker ended: the worker runs as the
+// same user and may have planted entries (a session document without its
+// seal, notes that are not in git), which a cache would otherwise keep
+// serving for as long as the refs they are keyed by do not move.
+func (s *Store) DropCaches(kinds ...Kind) error {
+	paths := []string{s.notesCachePath()}
+	for _, k := range kinds {
+		paths = append(paths, s.cachePath(k), s.rootsCachePath(k))
+	}
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("dropping the cache %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// writeCache replaces the cache atomically, unless the cache file prev
+// that some entries came from was replaced or dropped meanwhile; failures
+// are ignored because the cache is only an accelerator.
+func (s *Store) writeCache(k Kind, docs []Doc, prev os.FileInfo) {
 	p := s.cachePath(k)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return
@@ -76,6 +133,9 @@ func (s *Store) writeCache(k Kind, docs []Doc) {
 	err = w.Flush()
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && !stillCurrent(p, prev) {
+		err = os.ErrExist
 	}
 	if err == nil {
 		err = os.Rename(f.Name(), p)
@@ -128,7 +188,7 @@ func (s *Store) writeNotesCache(tip string, all map[string][]string) {
 			b.WriteByte('\n')
 		}
 	}
-	writeFileAtomic(s.notesCachePath(), []byte(b.String()))
+	writeFileAtomic(s.notesCachePath(), []byte(b.String()), nil)
 }
 
 // The roots cache maps entity ids to the first commit of their chain, which
@@ -138,31 +198,29 @@ func (s *Store) rootsCachePath(k Kind) string {
 	return filepath.Join(s.loc.CommonDir, "agentmine", "cache", "roots-"+k.Dir)
 }
 
-func (s *Store) readRootsCache(k Kind) map[string]string {
-	raw, err := os.ReadFile(s.rootsCachePath(k))
-	if err != nil {
-		return map[string]string{}
-	}
+func (s *Store) readRootsCache(k Kind) (map[string]string, os.FileInfo) {
+	raw, gen := readCacheFile(s.rootsCachePath(k))
 	m := map[string]string{}
 	for _, l := range strings.Split(string(raw), "\n") {
 		if id, root, ok := strings.Cut(l, " "); ok {
 			m[id] = root
 		}
 	}
-	return m
+	return m, gen
 }
 
-func (s *Store) writeRootsCache(k Kind, m map[string]string) {
+func (s *Store) writeRootsCache(k Kind, m map[string]string, prev os.FileInfo) {
 	var b strings.Builder
 	for id, root := range m {
 		b.WriteString(id + " " + root + "\n")
 	}
-	writeFileAtomic(s.rootsCachePath(k), []byte(b.String()))
+	writeFileAtomic(s.rootsCachePath(k), []byte(b.String()), prev)
 }
 
-// writeFileAtomic replaces path through a temporary file and a rename;
-// failures are ignored (caches only).
-func writeFileAtomic(path string, data []byte) {
+// writeFileAtomic replaces path through a temporary file and a rename,
+// unless the cache file prev the data came from is no longer in place
+// (stillCurrent); failures are ignored (caches only).
+func writeFileAtomic(path string, data []byte, prev os.FileInfo) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return
 	}
@@ -173,6 +231,9 @@ func writeFileAtomic(path string, data []byte) {
 	_, err = f.Write(data)
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && !stillCurrent(path, prev) {
+		err = os.ErrExist
 	}
 	if err == nil {
 		err = os.Rename(f.Name(), path)

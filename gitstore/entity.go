@@ -198,7 +198,7 @@ func (s *Store) List(ctx context.Context, k Kind) ([]Doc, []error, error) {
 	type want struct{ ref, commit string }
 	var wants []want
 	var problems []error
-	cache := s.readCache(k)
+	cache, gen := s.readCache(k)
 	docs := make([]Doc, 0, len(lines))
 	for _, l := range lines {
 		f := strings.SplitN(l, " ", 3)
@@ -218,7 +218,7 @@ func (s *Store) List(ctx context.Context, k Kind) ([]Doc, []error, error) {
 	}
 	if len(wants) == 0 {
 		if len(docs) != len(cache) {
-			s.writeCache(k, docs)
+			s.writeCache(k, docs, gen)
 		}
 		return docs, problems, nil
 	}
@@ -266,7 +266,7 @@ func (s *Store) List(ctx context.Context, k Kind) ([]Doc, []error, error) {
 		}
 	}
 	sort.Slice(docs, func(i, j int) bool { return docs[i].ID < docs[j].ID })
-	s.writeCache(k, docs)
+	s.writeCache(k, docs, gen)
 	return docs, problems, nil
 }
 

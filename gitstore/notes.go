@@ -300,7 +300,7 @@ func (s *Store) Root(ctx context.Context, k Kind, id string) (string, error) {
 // cache are walked, with one rev-list. A chain's history may hold merge
 // commits after sync; every path ends at the single root of the id.
 func (s *Store) Roots(ctx context.Context, k Kind, tips map[string]string) (map[string]string, error) {
-	cached := s.readRootsCache(k)
+	cached, gen := s.readRootsCache(k)
 	roots := make(map[string]string, len(tips))
 	var missing []string
 	tipOf := map[string]string{}
@@ -338,6 +338,6 @@ func (s *Store) Roots(ctx context.Context, k Kind, tips map[string]string) (map[
 		}
 		roots[id] = c
 	}
-	s.writeRootsCache(k, roots)
+	s.writeRootsCache(k, roots, gen)
 	return roots, nil
 }

@@ -27,7 +27,10 @@ type RefOp struct {
 
 // Transact applies ops atomically with `git update-ref --stdin`. If any ref is
 // not at its expected value, nothing changes and the error wraps ErrConflict.
+// Every ref it is about to write is first recorded in the journal (see
+// JournalEntry), with on whose behalf it is written.
 func (s *Store) Transact(ctx context.Context, ops []RefOp) error {
+	s.journalRefs(ops)
 	return transact(ctx, s.git, s.zeroID(), ops)
 }
 

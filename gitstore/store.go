@@ -85,6 +85,12 @@ type Store struct {
 	// objOnce opens objDB, the in-process object storage, on first use.
 	objOnce sync.Once
 	objDB   *objectDB
+	// behalf is the session this process writes for (onBehalf), worked
+	// out once.
+	behalfOnce sync.Once
+	behalf     string
+	// journalWarnOnce limits a failing journal to one warning.
+	journalWarnOnce sync.Once
 }
 
 // Open locates the repository containing dir and prepares the store. It
@@ -96,6 +102,7 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.Env = append(r.Env, plumbingConfig(os.Getenv("GIT_CONFIG_COUNT"))...)
 	s := &Store{git: r}
 	// The identity and config query is independent of the location query:
 	// run both git processes at once.
@@ -119,6 +126,28 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 		s.objDir = filepath.Join(dir, s.objDir)
 	}
 	return s, nil
+}
+
+// plumbingConfig is the configuration every git process of the store runs
+// with, as GIT_CONFIG_COUNT/KEY/VALUE pairs after the count already in the
+// environment (count): no hooks (core.hooksPath /dev/null) and no
+// file-system monitor program. Agentmine's own state plumbing needs
+// neither, and a worker running as the same user can install both (a
+// reference-transaction hook runs inside every ref update): they would
+// run its code in every later agentmine command, after its run was judged,
+// able to rewrite the verdict. The worker's own git commands, and the DoD,
+// keep the repository's hooks.
+func plumbingConfig(count string) []string {
+	n, err := strconv.Atoi(count)
+	if err != nil || n < 0 {
+		n = 0
+	}
+	kv := [][2]string{{"core.hooksPath", os.DevNull}, {"core.fsmonitor", "false"}}
+	env := make([]string, 0, 2*len(kv)+1)
+	for i, p := range kv {
+		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", n+i, p[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n+i, p[1]))
+	}
+	return append(env, fmt.Sprintf("GIT_CONFIG_COUNT=%d", n+len(kv)))
 }
 
 // readVars runs `git var -l` once: it yields the author and committer

@@ -60,6 +60,14 @@ type Spec struct {
 	// progress (StallPhrases of its client): the first output line holding
 	// one stops the run as Stop does, and Result.Stalled holds the line.
 	Stalls []string
+	// Marker is a KEY=VALUE entry added to the worker's environment that
+	// identifies the run's processes: every process started with it is
+	// the run's. "" makes up a fresh MarkerKey=<random> one.
+	Marker string
+	// Reaper keeps this run apart from the others of the same process;
+	// nil gives the run a Reaper of its own (see Reaper for when that is
+	// not enough).
+	Reaper *Reaper
 }
 
 // Result is what was observed of a finished run.
@@ -89,14 +97,25 @@ type Result struct {
 	// OutputBytes counts everything the worker wrote to stdout and stderr,
 	// including what log rotation dropped.
 	OutputBytes int64
+	// Leftovers are the run's processes that were still running when the
+	// worker's own process ended (children it did not wait for, daemons
+	// it started with setsid or a double fork) and that were ended then,
+	// before Wait returned.
+	Leftovers []Proc
+	// Survivors are the run's processes that were still alive after
+	// SIGKILL and killLimit (uninterruptible sleep); normally none.
+	Survivors []Proc
 }
 
-// Process is a running worker, leader of its own process group.
+// Process is a running worker, leader of its own session and process
+// group.
 type Process struct {
 	spec    Spec
 	cmd     *exec.Cmd
 	pid     int
 	start   uint64
+	marker  string
+	reaper  *Reaper
 	log     *RotatingLog
 	tee     io.Writer
 	out     *os.File // read end of the output pipe
@@ -112,18 +131,23 @@ type Process struct {
 	midLine  bool // the worker's last output to the log did not end a line
 }
 
-// Start launches spec.Argv in its own process group with stdin closed (or
-// fed from spec.Stdin) and its output going to the log and the tee, and
-// supervises it until it ends: on timeout, on ctx cancellation or on Stop
-// the whole group gets SIGTERM, then SIGKILL after the grace period. When
-// the worker exits, processes it left in its group are ended the same way.
-// A program that cannot be found is a NotFound error naming it.
+// Start launches spec.Argv in a session and process group of its own with
+// stdin closed (or fed from spec.Stdin) and its output going to the log
+// and the tee, and supervises it until it ends: on timeout, on ctx
+// cancellation or on Stop the whole group gets SIGTERM, then SIGKILL after
+// the grace period. When the worker's own process has ended, every process
+// of the run still running is ended the same way before Wait returns
+// (Result.Leftovers): those in its group and session, those with its
+// marker in their environment, and the orphans this process adopted as
+// their child subreaper (see Reaper) — a setsid or a double fork does not
+// escape. A program that cannot be found is a NotFound error naming it.
 //
-// The worker is not in the terminal's foreground process group, so Ctrl-C
-// reaches only the caller, which should cancel ctx (signal.NotifyContext);
-// the worker is then stopped and the result is marked Interrupted. If the
-// caller is killed outright, the worker runs on unsupervised: a later
-// liveness check (Alive) sees it, and its timeout is no longer enforced.
+// The worker has no controlling terminal, so Ctrl-C reaches only the
+// caller, which should cancel ctx (signal.NotifyContext); the worker is
+// then stopped and the result is marked Interrupted. If the caller is
+// killed outright, the worker runs on unsupervised: a later liveness check
+// (Alive) sees it, its timeout is no longer enforced, and FindRun and
+// EndRun find and end its processes.
 func Start(ctx context.Context, spec Spec) (*Process, error) {
 	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
 		return nil, exitcode.New(exitcode.Config, errors.New("start worker: empty command"), "")
@@ -144,8 +168,19 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 			return nil, exitcode.New(exitcode.NotFound, fmt.Errorf("start worker: directory %q does not exist", spec.Dir), "")
 		}
 	}
+	marker := spec.Marker
+	if marker == "" {
+		marker = newMarker()
+	}
+	env = WorkerEnv(append(append([]string{}, spec.Env...), marker))
+	reaper := spec.Reaper
+	if reaper == nil {
+		reaper = NewReaper()
+	}
+	// A session of its own: nothing of the worker can ever join this
+	// process's session, where this process runs its own commands.
 	cmd := &exec.Cmd{Path: path, Args: spec.Argv, Dir: spec.Dir, Env: env,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
 	if spec.Stdin != "" {
 		in, err := os.Open(spec.Stdin)
 		if err != nil {
@@ -154,7 +189,8 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		defer in.Close()
 		cmd.Stdin = in
 	}
-	p := &Process{spec: spec, cmd: cmd, tee: spec.Tee, stopReq: make(chan struct{}), done: make(chan struct{})}
+	p := &Process{spec: spec, cmd: cmd, marker: marker, reaper: reaper, tee: spec.Tee,
+		stopReq: make(chan struct{}), done: make(chan struct{})}
 	if spec.LogPath != "" {
 		if err := os.MkdirAll(filepath.Dir(spec.LogPath), 0o755); err != nil {
 			return nil, fmt.Errorf("start worker: log directory: %w", err)
@@ -169,19 +205,30 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		return nil, fmt.Errorf("start worker: output pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = w, w
+	// The run joins the Reaper as it starts, so that no other run's sweep
+	// sees the new worker as an orphan of nobody's.
+	reaper.mu.Lock()
+	reaper.subreap()
 	if err := cmd.Start(); err != nil {
+		reaper.unsubreap()
+		reaper.mu.Unlock()
 		r.Close()
 		w.Close()
 		p.closeLog()
 		return nil, fmt.Errorf("start worker %q: %w", spec.Argv[0], err)
 	}
-	w.Close()
-	p.out = r
 	p.pid = cmd.Process.Pid
-	p.res.Started = time.Now()
 	// The child is not reaped before cmd.Wait, so its /proc entry is there.
 	p.start, _ = StartTime(p.pid)
+	reaper.add(p)
+	reaper.mu.Unlock()
+	w.Close()
+	p.out = r
+	p.res.Started = time.Now()
 	p.note("started pid %d in %s: %s", p.pid, spec.Dir, describeArgv(spec.Argv))
+	if err := reaper.Err(); err != nil {
+		p.note("warning: %v: orphans that leave the worker's session and environment are not found", err)
+	}
 
 	exited := make(chan *os.ProcessState, 1)
 	go func() {
@@ -194,7 +241,8 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	return p, nil
 }
 
-// Pid returns the worker's pid, which is also its process group id.
+// Pid returns the worker's pid, which is also its session and process
+// group id.
 func (p *Process) Pid() int { return p.pid }
 
 // StartTime returns the worker's start time in clock ticks since boot
@@ -255,7 +303,12 @@ func (p *Process) supervise(ctx context.Context, exited <-chan *os.ProcessState,
 		p.note("stop requested")
 		ps, sent = p.terminate(exited)
 	}
-	p.endGroup()
+	if sent != "" {
+		// The group got the signal with the worker: what is still dying
+		// of it is not left over.
+		waitGroupGone(p.pid, p.spec.Grace)
+	}
+	p.endLeftovers()
 
 	ws, _ := ps.Sys().(syscall.WaitStatus)
 	switch {
@@ -315,41 +368,50 @@ func (p *Process) terminate(exited <-chan *os.ProcessState) (*os.ProcessState, s
 	return <-exited, "SIGKILL"
 }
 
-// endGroup ends whatever the worker left running in its process group
-// (children it forked and did not wait for): SIGTERM, the grace period,
-// SIGKILL, and waits until the group is empty.
-func (p *Process) endGroup() {
-	if !groupAlive(p.pid) {
-		return
+// endLeftovers ends whatever of the run still runs now that the worker's
+// own process has ended (see Reaper.members): SIGTERM, the grace period,
+// SIGKILL, until nothing is left. Then the run leaves the Reaper.
+func (p *Process) endLeftovers() {
+	defer p.reaper.remove(p)
+	first := true
+	find := func() []Proc {
+		ps := p.reaper.members(p)
+		if first && len(ps) > 0 {
+			p.note("worker left %s running: %s; sending SIGTERM", plural(len(ps), "process", "processes"), procList(ps, 5))
+		}
+		first = false
+		return ps
 	}
-	p.note("worker left processes in group %d: sending SIGTERM", p.pid)
-	_ = syscall.Kill(-p.pid, syscall.SIGTERM)
-	if waitGroupGone(p.pid, p.spec.Grace) {
-		return
-	}
-	p.note("group %d still alive after %s grace: sending SIGKILL", p.pid, p.spec.Grace)
-	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-	if !waitGroupGone(p.pid, 10*time.Second) {
-		p.note("group %d survived SIGKILL (uninterruptible sleep?)", p.pid)
+	p.res.Leftovers, p.res.Survivors = endAll(find, p.spec.Grace, p.note)
+	if len(p.res.Survivors) > 0 {
+		p.note("%s survived SIGKILL (uninterruptible sleep?): %s", plural(len(p.res.Survivors), "process", "processes"), procList(p.res.Survivors, 5))
 	}
 }
 
-// waitGroupGone polls until process group pgid is empty or d has passed.
-func waitGroupGone(pgid int, d time.Duration) bool {
+// waitGroupGone waits until process group pgid has no live member, for at
+// most d.
+func waitGroupGone(pgid int, d time.Duration) {
 	deadline := time.Now().Add(d)
-	pause := 5 * time.Millisecond
-	for {
-		if !groupAlive(pgid) {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
+	pause := 2 * time.Millisecond
+	for groupAlive(pgid) && time.Now().Before(deadline) {
 		time.Sleep(pause)
 		if pause < 100*time.Millisecond {
 			pause *= 2
 		}
 	}
+}
+
+// procList renders up to max processes for a message.
+func procList(ps []Proc, max int) string {
+	var parts []string
+	for i, x := range ps {
+		if i == max {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ps)-max))
+			break
+		}
+		parts = append(parts, x.String())
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (p *Process) copyOutput(copied chan<- struct{}) {

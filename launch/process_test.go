@@ -162,7 +162,7 @@ exit 0`
 			t.Errorf("child %s (pid %d) still runs: state %c", f, pid, st.state)
 		}
 	}
-	if text := readLog(t, log); !strings.Contains(text, "left processes") {
+	if text := readLog(t, log); !strings.Contains(text, "worker left") {
 		t.Errorf("log does not mention the leftover children:\n%s", text)
 	}
 }

@@ -22,7 +22,8 @@ func TestRealClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: launches real clients")
 	}
-	scrubEnv(t) // shared by the parallel subtests
+	scrubEnv(t)           // shared by the parallel subtests
+	reaper := NewReaper() // one for the runs of this process, which run at once
 	for _, tc := range []struct {
 		c      Client
 		reason string // expected in the verdict; "" for clients that hang without network
@@ -40,13 +41,13 @@ func TestRealClients(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				runRealClient(t, tc.c, tc.reason, long)
+				runRealClient(t, reaper, tc.c, tc.reason, long)
 			})
 		}
 	}
 }
 
-func runRealClient(t *testing.T, c Client, reason string, long bool) {
+func runRealClient(t *testing.T, reaper *Reaper, c Client, reason string, long bool) {
 	bin, err := exec.LookPath(Binary(c))
 	if err != nil {
 		t.Skipf("%s is not installed", Binary(c))
@@ -77,7 +78,7 @@ func runRealClient(t *testing.T, c Client, reason string, long bool) {
 	}
 	log := filepath.Join(t.TempDir(), "session.log")
 	p, err := Start(context.Background(), Spec{Argv: cmd.Argv, Dir: repo, Env: cmd.Env, Stdin: cmd.Stdin,
-		LogPath: log, Timeout: timeout, Grace: 2 * time.Second})
+		LogPath: log, Timeout: timeout, Grace: 2 * time.Second, Reaper: reaper})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,12 +24,18 @@ const SnapshotDir = ".agentmine/memory"
 // WriteSnapshot writes every memory in mems as a read-only file (mode 0444)
 // <dir>/.agentmine/memory/<category>/<id>.md, in the same form as export.
 // dir is the top of a worker's worktree. It returns the written paths,
-// relative to dir and slash-separated, in the order of mems. Directories are
-// left writable (0755) so that the worktree can be removed and the snapshot
-// rewritten; the files' mode and post-run verification are the guard rails.
-// It refuses to write through a symbolic link (a repository could commit
-// .agentmine as a link pointing elsewhere) and overwrites earlier snapshot
-// files of the same memories.
+// relative to dir and slash-separated, in the order of mems.
+//
+// The worktree's scope has usually made .agentmine read-only already (the
+// worker may not write there): a read-only directory on the way is given
+// its owner's write permission for the write and has its mode restored
+// afterwards, and a directory created beneath a read-only one is read-only
+// too, so the snapshot does not open a writable hole in a read-only tree.
+// Directories beneath writable ones are created writable (0755). Root
+// ignores mode bits, so only a normal user sees the difference. It refuses
+// to write through a symbolic link (a repository could commit .agentmine as
+// a link pointing elsewhere) and overwrites earlier snapshot files of the
+// same memories.
 func WriteSnapshot(dir string, mems []Memory) (paths []string, err error) {
 	for _, m := range mems {
 		name, err := FileName(m)
@@ -37,7 +43,7 @@ func WriteSnapshot(dir string, mems []Memory) (paths []string, err error) {
 			return nil, fmt.Errorf("writing memory snapshot: %w", err)
 		}
 		rel := SnapshotDir + "/" + name
-		if err := writeFileNoLinks(dir, rel, Render(m), 0o444); err != nil {
+		if err := writeFileNoLinks(dir, rel, Render(m), 0o444, true); err != nil {
 			return nil, fmt.Errorf("writing memory snapshot: %w", err)
 		}
 		paths = append(paths, rel)
@@ -47,21 +53,72 @@ func WriteSnapshot(dir string, mems []Memory) (paths []string, err error) {
 
 // writeFileNoLinks writes root/rel with the given mode, creating parent
 // directories (0755), refusing symbolic links on the way and replacing an
-// existing file even when it is read-only.
-func writeFileNoLinks(root, rel string, data []byte, mode fs.FileMode) error {
+// existing file even when it is read-only. With unlock, a read-only
+// directory it must write in (to create a directory or the file) is made
+// writable by its owner for the write and gets its mode back afterwards,
+// and the directories it creates beneath a read-only one end read-only;
+// without it, a read-only directory fails the write as usual.
+func writeFileNoLinks(root, rel string, data []byte, mode fs.FileMode, unlock bool) (err error) {
 	if !cleanRel(rel) {
 		return fmt.Errorf("refusing path %q outside %s", rel, root)
 	}
+	// relock holds the directories to make read-only again, with the mode
+	// each gets back, in the order they were opened; they are closed in
+	// reverse (deepest first), also after a failure.
+	type lock struct {
+		dir  string
+		mode fs.FileMode
+	}
+	var relock []lock
+	defer func() {
+		for i := len(relock) - 1; i >= 0; i-- {
+			if cerr := os.Chmod(relock[i].dir, relock[i].mode); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+	}()
+	// open makes dir writable for the write when unlock allows it, and
+	// reports whether it was read-only.
+	open := func(dir string) (bool, error) {
+		fi, err := os.Lstat(dir)
+		if err != nil {
+			return false, err
+		}
+		perm := fi.Mode().Perm()
+		if !unlock || perm&0o200 != 0 {
+			return false, nil
+		}
+		if err := os.Chmod(dir, perm|0o200); err != nil {
+			return false, err
+		}
+		relock = append(relock, lock{dir, perm})
+		return true, nil
+	}
 	segs := strings.Split(rel, "/")
 	cur := root
+	// locked is true when the directory cur is read-only as found, or was
+	// created beneath one that is.
+	locked := false
+	if fi, err := os.Stat(root); err == nil {
+		locked = fi.Mode().Perm()&0o200 == 0
+	}
 	for i, s := range segs {
+		parent := cur
 		cur = filepath.Join(cur, s)
 		fi, err := os.Lstat(cur)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			if i < len(segs)-1 {
+				if _, err := open(parent); err != nil {
+					return err
+				}
 				if err := os.Mkdir(cur, 0o755); err != nil {
 					return err
+				}
+				if locked && unlock {
+					// A new directory beneath a read-only one ends
+					// read-only, as the scope made its parent.
+					relock = append(relock, lock{cur, 0o555})
 				}
 			}
 		case err != nil:
@@ -72,7 +129,12 @@ func writeFileNoLinks(root, rel string, data []byte, mode fs.FileMode) error {
 			return fmt.Errorf("%s is not a directory", cur)
 		case i == len(segs)-1 && !fi.Mode().IsRegular():
 			return fmt.Errorf("%s is not a regular file", cur)
+		case i < len(segs)-1:
+			locked = fi.Mode().Perm()&0o200 == 0
 		}
+	}
+	if _, err := open(filepath.Dir(cur)); err != nil {
+		return err
 	}
 	// Write a temporary file and rename it over the old one, so a read-only
 	// earlier copy is replaced without changing its mode first.
@@ -163,7 +225,7 @@ func Export(dir string, mems []Memory) ([]string, error) {
 		if err != nil {
 			return paths, fmt.Errorf("exporting memory %s: %w", m.ID, err)
 		}
-		if err := writeFileNoLinks(dir, name, Render(m), 0o644); err != nil {
+		if err := writeFileNoLinks(dir, name, Render(m), 0o644, false); err != nil {
 			return paths, fmt.Errorf("exporting memory %s: %w", m.ID, err)
 		}
 		paths = append(paths, name)

@@ -248,6 +248,61 @@ func TestRenderParseRoundTrip(t *testing.T) {
 	}
 }
 
+// TestWriteSnapshotReadOnlyTree: a worktree whose scope made .agentmine
+// read-only still gets its snapshot, .agentmine keeps its mode, and the
+// directories made beneath it are read-only too (a writable one would let
+// the worker add files next to the snapshot). Root ignores mode bits, so
+// the normal user's view of this is checked in cmd/git-agentmine
+// (TestMemorySnapshotAsNormalUser); here the modes are what can fail.
+func TestWriteSnapshotReadOnlyTree(t *testing.T) {
+	st, _ := newRepo(t)
+	ctx := context.Background()
+	m, _ := Add(ctx, st, New{Category: "rule", Title: "Tabs", Content: "tabs\n"})
+	mems, _ := Active(ctx, st)
+	wt := t.TempDir()
+	dot := filepath.Join(wt, ".agentmine")
+	if err := os.MkdirAll(filepath.Join(dot, "agents"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Join(dot, "agents"), dot} {
+		if err := os.Chmod(d, 0o555); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { // so that the temporary directory can be removed
+		filepath.WalkDir(dot, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				os.Chmod(p, 0o755)
+			}
+			return nil
+		})
+	})
+	for round := 0; round < 2; round++ { // the second rewrites over read-only files
+		if _, err := WriteSnapshot(wt, mems); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
+	for rel, want := range map[string]os.FileMode{
+		".agentmine":                             0o555,
+		".agentmine/memory":                      0o555,
+		".agentmine/memory/rule":                 0o555,
+		".agentmine/memory/rule/" + m.ID + ".md": 0o444,
+	} {
+		fi, err := os.Stat(filepath.Join(wt, rel))
+		if err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: %v, mode %v, want %v", rel, err, fi.Mode().Perm(), want)
+		}
+	}
+	// Beneath a writable .agentmine the directories stay writable.
+	wt2 := t.TempDir()
+	if _, err := WriteSnapshot(wt2, mems); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(filepath.Join(wt2, ".agentmine", "memory")); fi.Mode().Perm() != 0o755 {
+		t.Errorf("writable tree: .agentmine/memory mode %v", fi.Mode().Perm())
+	}
+}
+
 func TestWriteSnapshotAndPrompt(t *testing.T) {
 	st, _ := newRepo(t)
 	ctx := context.Background()

@@ -25,6 +25,11 @@ import (
 type Options struct {
 	// AllowSkipped accepts a session whose DoD was skipped.
 	AllowSkipped bool
+	// AcceptMainChanges accepts a session whose only violations are
+	// changes of the main checkout during its run (MainCheckoutChanged):
+	// the person merging says they made them. The accepted paths are
+	// recorded in the merge commit's trailers and in Result.
+	AcceptMainChanges bool
 	// Attempts bounds the retries when the base moves meanwhile (default 5).
 	Attempts int
 	// beforeUpdate, when set (tests), runs between computing the merge and
@@ -42,7 +47,41 @@ type Result struct {
 	Already   bool     `json:"already_merged"`
 	Worktrees []string `json:"updated_worktrees,omitempty"`
 	Retries   int      `json:"retries"`
+	// Accepted lists the main-checkout changes accepted with
+	// AcceptMainChanges (paths, or what happened when no single path
+	// changed), as the merge commit records them.
+	Accepted []string `json:"accepted_main_changes,omitempty"`
 }
+
+// MainCheckoutChanged is the violation type of a change in the main
+// checkout during a session's run, the one kind a person can accept as
+// their own (Options.AcceptMainChanges). The worker package records it.
+const MainCheckoutChanged = verify.MainCheckoutChanged
+
+// maxAcceptedTrailers bounds the Agentmine-Accepted-Main-Change trailers of
+// one merge commit; the rest are counted in a last one.
+const maxAcceptedTrailers = 20
+
+// MainCheckoutError is a refusal to merge a session whose only violations
+// are changes of the main checkout during its run (exit code Failed): a
+// person who made them can accept them. Task and Session are the ids as a
+// user may type them; Paths lists what changed, first path first.
+type MainCheckoutError struct {
+	Task    string
+	Session string
+	Paths   []string
+}
+
+func (e *MainCheckoutError) Error() string {
+	s := fmt.Sprintf("session %s: the main checkout changed during its run: %s", e.Session, e.Paths[0])
+	if n := len(e.Paths); n > 1 {
+		s += fmt.Sprintf(" (+%d more)", n-1)
+	}
+	return s
+}
+
+// ExitCode makes the refusal a failed verdict (1).
+func (e *MainCheckoutError) ExitCode() int { return exitcode.Failed }
 
 // ConflictError lists the paths a merge could not combine.
 type ConflictError struct {
@@ -120,75 +159,126 @@ func Task(ctx context.Context, st *gitstore.Store, defaultBase, prefix string, o
 	if !ok {
 		return Result{}, &RefusedError{Reason: ErrNoSession, Task: short, Err: fmt.Errorf("task %s has no session to merge", short)}
 	}
-	if err := gate(rec, short, o.AllowSkipped); err != nil {
+	accepted, err := gate(rec, short, o)
+	if err != nil {
 		return Result{}, fmt.Errorf("not merging task %s: %w", short, err)
 	}
 	task := b.Tasks.Tasks[tid].Task
-	return land(ctx, st.Git(), st, rec, task.Title, o)
+	return land(ctx, st.Git(), st, rec, task.Title, accepted, o)
 }
 
-// gate checks the facts of the session's outcome.
-func gate(rec sessions.Record, task string, allowSkipped bool) error {
+// gate checks the facts of the session's outcome. Changes of the main
+// checkout are looked at last, so that a refusal for them means that
+// accepting them (o.AcceptMainChanges) is all the merge needs; it returns
+// the accepted ones.
+func gate(rec sessions.Record, task string, opts Options) (accepted []string, err error) {
 	o := rec.Outcome
 	s := rec.Session
 	if o == nil {
-		return &RefusedError{Reason: ErrNotEnded, Task: task, Session: s.ID[:8], Err: fmt.Errorf("session %s has not ended", s.ID[:8])}
+		return nil, &RefusedError{Reason: ErrNotEnded, Task: task, Session: s.ID[:8], Err: fmt.Errorf("session %s has not ended", s.ID[:8])}
 	}
 	fail := func(format string, a ...any) error {
 		return &VerdictError{Task: task, Err: fmt.Errorf(format, a...)}
 	}
+	if len(rec.Forged) > 0 {
+		return nil, fail("session %s has a %s", s.ID[:8], sessions.ForgedReason(rec.Forged))
+	}
 	switch {
 	case o.TimedOut:
-		return fail("session %s timed out", s.ID[:8])
+		return nil, fail("session %s timed out", s.ID[:8])
 	case o.Signal != "":
-		return fail("session %s was killed by %s", s.ID[:8], o.Signal)
+		return nil, fail("session %s was killed by %s", s.ID[:8], o.Signal)
 	case o.ExitCode != 0:
-		return fail("session %s exited %d", s.ID[:8], o.ExitCode)
+		return nil, fail("session %s exited %d", s.ID[:8], o.ExitCode)
 	}
 	v := verify.ParseVerdicts(o)
 	if !v.HasScope {
-		return fail("session %s has no scope verdict", s.ID[:8])
+		return nil, fail("session %s has no scope verdict", s.ID[:8])
 	}
+	// rest is the verdict without the main checkout's changes.
+	rest := v
+	rest.Scope.Violations = nil
+	var main []verify.Violation
+	for _, x := range v.Scope.Violations {
+		if x.Type == MainCheckoutChanged {
+			main = append(main, x)
+		} else {
+			rest.Scope.Violations = append(rest.Scope.Violations, x)
+		}
+	}
+	rest.Scope.Valid = v.Scope.Valid || len(rest.Scope.Violations) == 0 && len(main) > 0
 	noCommit := o.Tip == "" || o.Tip == s.BaseCommit
-	if !v.Scope.Valid {
-		return fail("session %s broke its scope: %s", s.ID[:8], v.Explain())
+	if !rest.Scope.Valid {
+		return nil, fail("session %s broke its scope: %s", s.ID[:8], rest.Explain())
 	}
 	switch v.DoD.Status {
 	case "passed":
+	case "":
+		// Judged for its scope, but the DoD never ran: say why when the
+		// outcome recorded it, never an empty reason.
+		reason := o.Reason
+		if reason == "" {
+			reason = verify.NoDoDReason
+		}
+		return nil, fail("session %s has no DoD result: %s", s.ID[:8], reason)
 	case "skipped":
-		if !allowSkipped {
+		if !opts.AllowSkipped {
 			reason := v.DoD.Reason
 			if reason == "" {
 				reason = "no reason recorded"
 			}
-			return exitcode.New(exitcode.Failed, fmt.Errorf("session %s skipped its DoD (%s)", s.ID[:8], reason), "pass --allow-skipped to merge anyway")
+			return nil, exitcode.New(exitcode.Failed, fmt.Errorf("session %s skipped its DoD (%s)", s.ID[:8], reason), "pass --allow-skipped to merge anyway")
 		}
 	default:
-		reason := v.Explain()
+		reason := rest.Explain()
 		if reason == "" && noCommit {
 			reason = verify.NoCommitReason
 		}
 		if reason == "" {
 			reason = "no failing command recorded"
 		}
-		return fail("session %s DoD %s: %s", s.ID[:8], v.DoD.Status, reason)
+		return nil, fail("session %s DoD %s: %s", s.ID[:8], v.DoD.Status, reason)
 	}
 	if noCommit {
-		return fail("session %s made no commit: %s", s.ID[:8], verify.NoCommitReason)
+		return nil, fail("session %s made no commit: %s", s.ID[:8], verify.NoCommitReason)
 	}
-	return nil
+	for _, x := range main {
+		what := x.Path
+		if what == "" {
+			what = x.Reason
+		}
+		accepted = append(accepted, what)
+	}
+	if len(accepted) > 0 && !opts.AcceptMainChanges {
+		return nil, &MainCheckoutError{Task: task, Session: s.ID[:8], Paths: accepted}
+	}
+	return accepted, nil
+}
+
+// acceptedTrailers are the merge commit's trailer lines recording accepted
+// main-checkout changes, one per path.
+func acceptedTrailers(accepted []string) string {
+	var b strings.Builder
+	for i, p := range accepted {
+		if i == maxAcceptedTrailers {
+			fmt.Fprintf(&b, "Agentmine-Accepted-Main-Change: (%d more)\n", len(accepted)-i)
+			break
+		}
+		fmt.Fprintf(&b, "Agentmine-Accepted-Main-Change: %s\n", strings.Join(strings.Fields(p), " "))
+	}
+	return b.String()
 }
 
 // land merges the session's recorded tip (the commit that was judged) into
 // its base branch with retries on a moving base.
-func land(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, rec sessions.Record, title string, o Options) (Result, error) {
+func land(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, rec sessions.Record, title string, accepted []string, o Options) (Result, error) {
 	s := rec.Session
 	tip := rec.Outcome.Tip
 	ref, err := g.Output(ctx, "rev-parse", "--symbolic-full-name", s.BaseRef)
 	if err != nil || !strings.HasPrefix(ref, "refs/heads/") {
 		return Result{}, exitcode.New(exitcode.State, fmt.Errorf("base %q is not a local branch", s.BaseRef), "merge by hand, or set the task's base to a branch")
 	}
-	res := Result{Task: s.Task, Session: s.ID, Base: ref, Tip: tip}
+	res := Result{Task: s.Task, Session: s.ID, Base: ref, Tip: tip, Accepted: accepted}
 	attempts := o.Attempts
 	if attempts <= 0 {
 		attempts = 5
@@ -200,7 +290,7 @@ func land(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, rec sessions
 			return res, fmt.Errorf("reading %s: %w", ref, err)
 		}
 		if _, err := g.Run(ctx, "merge-base", "--is-ancestor", tip, baseTip); err == nil {
-			res.Already, res.Commit = true, baseTip
+			res.Already, res.Commit, res.Accepted = true, baseTip, nil
 			return res, nil
 		}
 		wts, err := checkedOut(ctx, g, ref)
@@ -223,7 +313,7 @@ func land(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, rec sessions
 		if tree == "" {
 			return res, &ConflictError{Base: strings.TrimPrefix(ref, "refs/heads/"), Paths: uniq(conflicts)}
 		}
-		msg := fmt.Sprintf("Merge task %s: %s\n\nAgentmine-Task: %s\nAgentmine-Session: %s\n", s.Task[:8], title, s.Task, s.ID)
+		msg := fmt.Sprintf("Merge task %s: %s\n\nAgentmine-Task: %s\nAgentmine-Session: %s\n", s.Task[:8], title, s.Task, s.ID) + acceptedTrailers(accepted)
 		res.Commit, err = st.CommitTree(ctx, tree, []string{baseTip, tip}, msg)
 		if err != nil {
 			return res, fmt.Errorf("writing the merge commit: %w", err)
@@ -240,6 +330,7 @@ func land(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, rec sessions
 			return res, err
 		}
 		for _, w := range wts {
+			st.RecordCheckout(w, baseTip, res.Commit)
 			if _, err := g.In(w).Run(ctx, "read-tree", "-m", "-u", baseTip, res.Commit); err != nil {
 				return res, fmt.Errorf("merged, but updating the checkout in %s failed (run git checkout -f there): %w", w, err)
 			}

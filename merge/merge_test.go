@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,7 +97,7 @@ func TestLandRetriesWhenBaseMoves(t *testing.T) {
 			moved = r.advanceMain(t, "docs/d.txt", "d changed meanwhile\n")
 		}
 	}}
-	res, err := land(context.Background(), r.g, r.st, r.record(), "Work", o)
+	res, err := land(context.Background(), r.g, r.st, r.record(), "Work", nil, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestLandGivesUpWhenBaseKeepsMoving(t *testing.T) {
 		n++
 		last = r.advanceMain(t, "docs/d.txt", strings.Repeat("x", n)+"\n")
 	}}
-	_, err := land(context.Background(), r.g, r.st, r.record(), "Work", o)
+	_, err := land(context.Background(), r.g, r.st, r.record(), "Work", nil, o)
 	if err == nil || exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "kept moving during 3 merge attempts") {
 		t.Fatalf("err = %v (code %d), want a state error after 3 attempts", err, exitcode.Of(err))
 	}
@@ -154,7 +155,7 @@ func TestLandConflictAfterMove(t *testing.T) {
 			moved = r.advanceMain(t, "src/a.txt", "a changed on main\n")
 		}
 	}}
-	_, err := land(context.Background(), r.g, r.st, r.record(), "Work", o)
+	_, err := land(context.Background(), r.g, r.st, r.record(), "Work", nil, o)
 	var ce *ConflictError
 	if !errors.As(err, &ce) {
 		t.Fatalf("err = %v, want a ConflictError", err)
@@ -172,7 +173,7 @@ func TestLandConflictAfterMove(t *testing.T) {
 func TestLandAlreadyMerged(t *testing.T) {
 	r := newRepo(t)
 	r.git(t, "update-ref", "refs/heads/main", r.tip)
-	res, err := land(context.Background(), r.g, r.st, r.record(), "Work", Options{})
+	res, err := land(context.Background(), r.g, r.st, r.record(), "Work", nil, Options{})
 	if err != nil || !res.Already || res.Commit != r.tip {
 		t.Fatalf("res %+v, err %v; want already merged at the tip", res, err)
 	}
@@ -185,7 +186,7 @@ func TestLandUpdatesCleanCheckout(t *testing.T) {
 	r := newRepo(t)
 	r.git(t, "checkout", "-q", "main")
 	gittest.WriteFiles(t, r.dir, map[string]string{"src/a.txt": "uncommitted\n"})
-	_, err := land(context.Background(), r.g, r.st, r.record(), "Work", Options{})
+	_, err := land(context.Background(), r.g, r.st, r.record(), "Work", nil, Options{})
 	if exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "uncommitted changes") {
 		t.Fatalf("err = %v, want a state error about uncommitted changes", err)
 	}
@@ -193,7 +194,7 @@ func TestLandUpdatesCleanCheckout(t *testing.T) {
 		t.Fatal("main moved although the merge was refused")
 	}
 	r.git(t, "checkout", "-q", "--", "src/a.txt")
-	res, err := land(context.Background(), r.g, r.st, r.record(), "Work", Options{})
+	res, err := land(context.Background(), r.g, r.st, r.record(), "Work", nil, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,6 +214,12 @@ func TestLandUpdatesCleanCheckout(t *testing.T) {
 func TestGate(t *testing.T) {
 	scopeOK, _ := json.Marshal(verify.Verdict{Valid: true})
 	scopeBad, _ := json.Marshal(verify.Verdict{Valid: false, Violations: []verify.Violation{{Type: verify.ViolationExcluded, Path: ".env"}}})
+	mainOnly, _ := json.Marshal(verify.Verdict{Valid: false, Violations: []verify.Violation{
+		{Type: MainCheckoutChanged, Path: "README.md", Reason: "modified"},
+		{Type: MainCheckoutChanged, Reason: "the main checkout's HEAD moved"}}})
+	mainAndMore, _ := json.Marshal(verify.Verdict{Valid: false, Violations: []verify.Violation{
+		{Type: MainCheckoutChanged, Path: "README.md", Reason: "modified"},
+		{Type: verify.ViolationExcluded, Path: ".env"}}})
 	dod := func(status string) json.RawMessage {
 		b, _ := json.Marshal(verify.DoDResult{Status: status, Reason: "r"})
 		return b
@@ -226,23 +233,38 @@ func TestGate(t *testing.T) {
 		skipped bool
 		code    int
 		want    string
+		accept  bool
 	}{
-		{"passed", &ok, nil, false, exitcode.OK, ""},
-		{"running", nil, nil, false, exitcode.State, "has not ended"},
-		{"timed out", &ok, func(o *sessions.Outcome) { o.TimedOut, o.ExitCode = true, 124 }, false, exitcode.Failed, "timed out"},
-		{"signal", &ok, func(o *sessions.Outcome) { o.Signal, o.ExitCode = "SIGTERM", 130 }, false, exitcode.Failed, "killed by SIGTERM"},
-		{"exit", &ok, func(o *sessions.Outcome) { o.ExitCode = 3 }, false, exitcode.Failed, "exited 3"},
-		{"no verdict", &ok, func(o *sessions.Outcome) { o.Scope = nil }, false, exitcode.Failed, "no scope verdict"},
-		{"scope", &ok, func(o *sessions.Outcome) { o.Scope = scopeBad }, false, exitcode.Failed, "broke its scope: excluded .env"},
-		{"dod failed", &ok, func(o *sessions.Outcome) { o.DoD = dod("failed") }, false, exitcode.Failed, "DoD failed"},
-		{"dod timeout", &ok, func(o *sessions.Outcome) { o.DoD = dod("timeout") }, false, exitcode.Failed, "DoD timeout"},
-		{"dod skipped", &ok, func(o *sessions.Outcome) { o.DoD = dod("skipped") }, false, exitcode.Failed, "skipped its DoD"},
-		{"dod skipped allowed", &ok, func(o *sessions.Outcome) { o.DoD = dod("skipped") }, true, exitcode.OK, ""},
-		{"no commit", &ok, func(o *sessions.Outcome) { o.Tip = base }, false, exitcode.Failed, "made no commit: no commits beyond the base"},
+		{"passed", &ok, nil, false, exitcode.OK, "", false},
+		{"running", nil, nil, false, exitcode.State, "has not ended", false},
+		{"timed out", &ok, func(o *sessions.Outcome) { o.TimedOut, o.ExitCode = true, 124 }, false, exitcode.Failed, "timed out", false},
+		{"signal", &ok, func(o *sessions.Outcome) { o.Signal, o.ExitCode = "SIGTERM", 130 }, false, exitcode.Failed, "killed by SIGTERM", false},
+		{"exit", &ok, func(o *sessions.Outcome) { o.ExitCode = 3 }, false, exitcode.Failed, "exited 3", false},
+		{"no verdict", &ok, func(o *sessions.Outcome) { o.Scope = nil }, false, exitcode.Failed, "no scope verdict", false},
+		{"scope", &ok, func(o *sessions.Outcome) { o.Scope = scopeBad }, false, exitcode.Failed, "broke its scope: excluded .env", false},
+		{"main checkout", &ok, func(o *sessions.Outcome) { o.Scope = mainOnly }, false, exitcode.Failed, "session 5e55105e: the main checkout changed during its run: README.md (+1 more)", false},
+		{"main checkout accepted", &ok, func(o *sessions.Outcome) { o.Scope = mainOnly }, false, exitcode.OK, "", true},
+		{"main checkout accepted, excluded not", &ok, func(o *sessions.Outcome) { o.Scope = mainAndMore }, false, exitcode.Failed, "broke its scope: excluded .env", true},
+		{"main checkout accepted, DoD failed", &ok, func(o *sessions.Outcome) { o.Scope, o.DoD = mainOnly, dod("failed") }, false, exitcode.Failed, "DoD failed: r", true},
+		{"main checkout, DoD failed", &ok, func(o *sessions.Outcome) { o.Scope, o.DoD = mainOnly, dod("failed") }, false, exitcode.Failed, "DoD failed: r", false},
+		{"dod failed", &ok, func(o *sessions.Outcome) { o.DoD = dod("failed") }, false, exitcode.Failed, "DoD failed", false},
+		{"dod timeout", &ok, func(o *sessions.Outcome) { o.DoD = dod("timeout") }, false, exitcode.Failed, "DoD timeout", false},
+		{"dod skipped", &ok, func(o *sessions.Outcome) { o.DoD = dod("skipped") }, false, exitcode.Failed, "skipped its DoD", false},
+		{"dod skipped allowed", &ok, func(o *sessions.Outcome) { o.DoD = dod("skipped") }, true, exitcode.OK, "", false},
+		{"no commit", &ok, func(o *sessions.Outcome) { o.Tip = base }, false, exitcode.Failed, "made no commit: no commits beyond the base", false},
 		{"no commit, DoD failed without commands", &ok, func(o *sessions.Outcome) {
 			o.Tip = base
 			o.DoD = []byte(`{"status":"failed","reason":"no commits beyond the base"}`)
-		}, false, exitcode.Failed, "DoD failed: no commits beyond the base"},
+		}, false, exitcode.Failed, "DoD failed: no commits beyond the base", false},
+		// A scope verdict without a DoD result (recorded before a DoD that
+		// could not run said why): the outcome's reason, never "DoD : ".
+		{"no DoD result", &ok, func(o *sessions.Outcome) { o.DoD = nil }, false, exitcode.Failed, "has no DoD result: the DoD did not run", false},
+		{"no DoD result, reason recorded", &ok, func(o *sessions.Outcome) {
+			o.DoD, o.Reason = nil, "running the DoD: run dod: check out 1234: invalid path 'src/.git/x'"
+		}, false, exitcode.Failed, "has no DoD result: running the DoD: run dod: check out 1234: invalid path", false},
+		{"DoD could not run", &ok, func(o *sessions.Outcome) {
+			o.DoD, _ = json.Marshal(verify.NotRun(errors.New("run dod: check out 1234: invalid path 'src/.git/x'")))
+		}, false, exitcode.Failed, "DoD failed: the DoD could not run: run dod: check out 1234: invalid path", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -254,7 +276,14 @@ func TestGate(t *testing.T) {
 				}
 				rec.Outcome = &o
 			}
-			err := gate(rec, "7a5c", c.skipped)
+			accepted, err := gate(rec, "7a5c", Options{AllowSkipped: c.skipped, AcceptMainChanges: c.accept})
+			if c.accept && err == nil && strings.Join(accepted, "|") != "README.md|the main checkout's HEAD moved" {
+				t.Errorf("accepted %q", accepted)
+			}
+			var me *MainCheckoutError
+			if errors.As(err, &me) != (c.name == "main checkout") || me != nil && (me.Task != "7a5c" || me.Paths[0] != "README.md") {
+				t.Errorf("gate: %v: MainCheckoutError %#v, want one exactly for the unaccepted main-checkout change", err, me)
+			}
 			if exitcode.Of(err) != c.code || (c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want))) {
 				t.Fatalf("gate: %v (code %d), want code %d and %q", err, exitcode.Of(err), c.code, c.want)
 			}
@@ -272,10 +301,38 @@ func TestGate(t *testing.T) {
 				if errors.As(err, &ve) && ve.Task != "7a5c" {
 					t.Errorf("gate: %q names task %q, want 7a5c", err, ve.Task)
 				}
-				if re == nil && ve == nil && exitcode.HintOf(err) == "" {
+				if re == nil && ve == nil && me == nil && exitcode.HintOf(err) == "" {
 					t.Errorf("gate: %q gives no next step (hint)", err)
 				}
 			}
 		})
+	}
+}
+
+// TestLandRecordsAcceptedMainChanges: accepted main-checkout changes are
+// trailers of the merge commit, one per path, and in the result.
+func TestLandRecordsAcceptedMainChanges(t *testing.T) {
+	r := newRepo(t)
+	accepted := []string{".env", "README.md", "the main checkout's HEAD moved\nduring the run"}
+	res, err := land(context.Background(), r.g, r.st, r.record(), "Work", accepted, Options{AcceptMainChanges: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(res.Accepted, "|") != strings.Join(accepted, "|") {
+		t.Errorf("result accepted %q", res.Accepted)
+	}
+	got := r.git(t, "log", "-1", "--format=%(trailers:key=Agentmine-Accepted-Main-Change,valueonly,separator=|)", res.Commit)
+	if got != ".env|README.md|the main checkout's HEAD moved during the run" {
+		t.Errorf("trailers %q", got)
+	}
+	if got := r.git(t, "log", "-1", "--format=%(trailers:key=Agentmine-Session,valueonly)", res.Commit); got != r.record().Session.ID {
+		t.Errorf("session trailer %q", got)
+	}
+	many := make([]string, maxAcceptedTrailers+3)
+	for i := range many {
+		many[i] = fmt.Sprintf("f%02d", i)
+	}
+	if tr := acceptedTrailers(many); strings.Count(tr, "\n") != maxAcceptedTrailers+1 || !strings.HasSuffix(tr, "Agentmine-Accepted-Main-Change: (3 more)\n") {
+		t.Errorf("bounded trailers:\n%s", tr)
 	}
 }

@@ -7,9 +7,7 @@ package sessions
 import (
 	"context"
 	"encoding/json"
-
 	"fmt"
-	fastjson "github.com/goccy/go-json"
 	"os"
 	"strings"
 	"time"
@@ -69,16 +67,31 @@ type Session struct {
 	Scope        Scope     `json:"scope"`
 	Sparse       []string  `json:"sparse,omitempty"`
 	Generated    []string  `json:"generated,omitempty"`
-	DoD          []string  `json:"dod,omitempty"`
-	DoDTimeout   int       `json:"dod_timeout,omitempty"`
-	SkipDoD      bool      `json:"skip_dod,omitempty"`
-	Strict       bool      `json:"strict,omitempty"`
-	Log          string    `json:"log,omitempty"`
+	// GeneratedBlobs holds the git blob id of each file agentmine wrote
+	// into the worktree (prompt, memory snapshot, context file), by path,
+	// as written: verification exempts a generated path only while its
+	// content is still this.
+	GeneratedBlobs map[string]string `json:"generated_blobs,omitempty"`
+	DoD            []string          `json:"dod,omitempty"`
+	DoDTimeout     int               `json:"dod_timeout,omitempty"`
+	SkipDoD        bool              `json:"skip_dod,omitempty"`
+	Strict         bool              `json:"strict,omitempty"`
+	Log            string            `json:"log,omitempty"`
 	// ClaimRemote is the remote the task was claimed on, if any.
 	ClaimRemote string `json:"claim_remote,omitempty"`
 	// Repo is the identity (RepoID) of the repository whose process
 	// supervises the session; empty in sessions recorded before it existed.
 	Repo string `json:"repo,omitempty"`
+	// Seal is the supervisor's commitment (seal.go), recorded before the
+	// worker starts; nil in manual sessions and in sessions recorded before
+	// seals existed, whose outcome lines are taken as they are.
+	Seal *Seal `json:"seal,omitempty"`
+	// WorkerPid and WorkerStart identify the worker's own process (the
+	// client), which leads its own session and process group: recorded by
+	// the supervisor when it starts the worker, so that whoever finds the
+	// session lost can end what is left of it.
+	WorkerPid   int    `json:"worker_pid,omitempty"`
+	WorkerStart uint64 `json:"worker_start,omitempty"`
 }
 
 // Outcome is one line of a session's outcome note.
@@ -106,6 +119,9 @@ type Outcome struct {
 	// Usage is what the client reported about tokens and cost in its
 	// machine-readable output; nil when it reported nothing.
 	Usage *Usage `json:"usage,omitempty"`
+	// Supervisor proves that the sealing supervisor wrote the line; nil in
+	// lines written by anyone else (session end, worker done).
+	Supervisor *Supervisor `json:"supervisor,omitempty"`
 }
 
 // Usage is the tokens and cost a client reported for one run.
@@ -217,8 +233,14 @@ type Record struct {
 	Root string
 	// Commit is the current tip of the session ref.
 	Commit string
-	// Outcome is the last recorded outcome, nil if none.
+	// Outcome is the session's verdict, nil if none (selectOutcome): for a
+	// sealed session the line its supervisor wrote, marked with a
+	// forged-outcome violation when other lines claim otherwise; else the
+	// latest line.
 	Outcome *Outcome
+	// Forged lists the outcome lines rejected as forged; they are named in
+	// Outcome's violations too when there is an Outcome.
+	Forged []Forgery
 }
 
 // LoadAll reads every session and its outcome with batched git calls.
@@ -276,26 +298,10 @@ func attachOutcomes(ctx context.Context, st *gitstore.Store, recs []Record) erro
 	if err != nil {
 		return err
 	}
-	parallel.For(len(recs), func(i int) { recs[i].Outcome = lastOutcome(notes[recs[i].Root]) })
+	parallel.For(len(recs), func(i int) {
+		recs[i].Outcome, recs[i].Forged = selectOutcome(recs[i].Session.Seal, notes[recs[i].Root])
+	})
 	return nil
-}
-
-// lastOutcome picks the latest outcome line (by finish time, then by the
-// line's text, so every clone agrees after notes were merged in any order).
-func lastOutcome(lines []string) *Outcome {
-	var best *Outcome
-	bestLine := ""
-	for _, l := range lines {
-		var o Outcome
-		if fastjson.Unmarshal([]byte(l), &o) != nil || o.V == 0 || o.V > SchemaVersion {
-			continue
-		}
-		if best == nil || o.Finished.After(best.Finished) || o.Finished.Equal(best.Finished) && l > bestLine {
-			oc := o
-			best, bestLine = &oc, l
-		}
-	}
-	return best
 }
 
 // Get reads one session (any unique id prefix) with its outcome.

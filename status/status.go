@@ -15,9 +15,16 @@ import (
 // Status is a derived task status.
 type Status string
 
-// The statuses, in the priority order of design §4.
+// The statuses, in the priority order of design §4 (Tainted added above
+// Done: a session whose work reached the base with a broken scope verdict
+// must never read as done).
 const (
-	Cancelled  Status = "cancelled"
+	Cancelled Status = "cancelled"
+	// Tainted: some session's commits reached the base although its scope
+	// verdict has violations (a worker that moved the base, or re-pointed
+	// its task's base at its own branch, or work merged by hand past a
+	// broken verdict). It is not done: blocked tasks keep waiting.
+	Tainted    Status = "tainted"
 	Done       Status = "done"
 	InProgress Status = "in_progress"
 	Review     Status = "review"
@@ -27,7 +34,7 @@ const (
 )
 
 // All lists every status, for validation and board ordering.
-var All = []Status{Open, InProgress, Review, DoDFailed, Failed, Done, Cancelled}
+var All = []Status{Open, InProgress, Review, DoDFailed, Failed, Tainted, Done, Cancelled}
 
 // Valid reports whether s names a status (or one of the derived filters
 // "ready" and "blocked").
@@ -64,13 +71,26 @@ type Attempt struct {
 	ScopeValid bool
 	// Verified is true when a scope verdict exists.
 	Verified bool
+	// Acceptable: the scope verdict is invalid only through violations a
+	// person may accept when merging (main-checkout changes). Such work
+	// that reached the base was merged by someone who took them on, so it
+	// is done, not tainted.
+	Acceptable bool
 	// Merged: the session produced at least one commit and its tip is an
 	// ancestor of the base.
 	Merged bool
 	// Reason is a short text explaining a failure (client's own words, the
 	// first violation, the failing DoD command).
 	Reason string
+	// Forged names outcome lines of the session that its supervisor did
+	// not write (sessions.ForgedReason); "" when there are none. They are
+	// never the verdict: a session that exited 0 with one is dod_failed.
+	Forged string
 }
+
+// broken reports whether the attempt's scope verdict has violations that no
+// one accepted: such work reaching the base makes the task tainted.
+func (a Attempt) broken() bool { return a.Verified && !a.ScopeValid && !a.Acceptable }
 
 // Facts holds every task's attempts, keyed by canonical task id.
 type Facts struct {
@@ -122,15 +142,24 @@ func own(t tasks.Task, attempts []Attempt) Result {
 		}
 		return Result{Status: Cancelled, Reason: reason}
 	}
-	for _, a := range attempts {
-		if a.Merged {
-			return Result{Status: Done, Reason: "session " + short(a.Session) + " reached the base", Session: a.Session}
-		}
-	}
 	var current []Attempt
 	for _, a := range attempts {
 		if t.Reopened == nil || a.Started.After(t.Reopened.Time) || a.Started.Equal(t.Reopened.Time) && a.Live {
 			current = append(current, a)
+		}
+	}
+	// Work that reached the base past a broken scope verdict outranks any
+	// work that reached it properly, until someone reopens the task (an
+	// explicit decision, after looking at the base); it never makes the
+	// task done, reopened or not.
+	for _, a := range current {
+		if a.Merged && a.broken() {
+			return Result{Status: Tainted, Reason: withReason("session "+short(a.Session)+" reached the base without a valid verdict", a.Reason), Session: a.Session}
+		}
+	}
+	for _, a := range attempts {
+		if a.Merged && !a.broken() {
+			return Result{Status: Done, Reason: "session " + short(a.Session) + " reached the base", Session: a.Session}
 		}
 	}
 	for _, a := range current {
@@ -149,13 +178,15 @@ func own(t tasks.Task, attempts []Attempt) Result {
 	s := short(a.Session)
 	switch {
 	case a.Lost:
-		return Result{Status: Failed, Reason: "session " + s + " was lost (process gone, no outcome)", Session: a.Session}
+		return Result{Status: Failed, Reason: withReason("session "+s+" was lost (process gone, no outcome)", a.Forged), Session: a.Session}
 	case a.TimedOut:
-		return Result{Status: Failed, Reason: "session " + s + " timed out", Session: a.Session}
+		return Result{Status: Failed, Reason: withReason("session "+s+" timed out", a.Forged), Session: a.Session}
 	case a.Signal != "":
 		return Result{Status: Failed, Reason: withReason("session "+s+" ended by "+a.Signal, a.Reason), Session: a.Session}
 	case a.ExitCode != 0:
 		return Result{Status: Failed, Reason: withReason(fmt.Sprintf("session %s exited %d", s, a.ExitCode), a.Reason), Session: a.Session}
+	case a.Forged != "":
+		return Result{Status: DoDFailed, Reason: "session " + s + ": " + a.Forged, Session: a.Session}
 	case a.Verified && !a.ScopeValid && (a.DoD == "failed" || a.DoD == "timeout"):
 		return Result{Status: DoDFailed, Reason: withReason("session "+s+" broke its scope and its DoD "+a.DoD, a.Reason), Session: a.Session}
 	case a.Verified && !a.ScopeValid:

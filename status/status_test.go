@@ -36,8 +36,8 @@ func fact(n int, reason string) *tasks.Fact {
 }
 
 // TestResolveOwnStatus walks every row of the priority table of design §4
-// (cancelled > done > in_progress > review / dod_failed / failed of the
-// latest session > open), and the facts that decide between them.
+// (cancelled > tainted > done > in_progress > review / dod_failed / failed
+// of the latest session > open), and the facts that decide between them.
 func TestResolveOwnStatus(t *testing.T) {
 	passed := ended(0, "passed", true)
 	cases := []struct {
@@ -67,6 +67,37 @@ func TestResolveOwnStatus(t *testing.T) {
 		{name: "done survives a reopen", task: tasks.Task{Reopened: fact(5, "")},
 			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { passed(a); a.Merged = true })},
 			want:     Done, session: "a1000000"},
+		{name: "tainted: reached the base with a broken scope",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) {
+				ended(0, "passed", false)(a)
+				a.Merged, a.Reason = true, "ref-changed refs/heads/main (+1 more)"
+			})},
+			want: Tainted, session: "a1000000",
+			reasonHas: "session a1000000 reached the base without a valid verdict: ref-changed refs/heads/main (+1 more)"},
+		{name: "tainted beats work that reached the base properly",
+			attempts: []Attempt{
+				attempt("a1", 1, func(a *Attempt) { passed(a); a.Merged = true }),
+				attempt("a2", 2, func(a *Attempt) { ended(0, "failed", false)(a); a.Merged = true }),
+			},
+			want: Tainted, session: "a2000000"},
+		{name: "cancelled beats tainted", task: tasks.Task{Cancelled: fact(9, "")},
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { ended(0, "passed", false)(a); a.Merged = true })},
+			want:     Cancelled},
+		{name: "a reopen after the taint clears it", task: tasks.Task{Reopened: fact(5, "looked at main")},
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { ended(0, "passed", false)(a); a.Merged = true })},
+			want:     Open, reasonHas: "reopened by ada"},
+		{name: "reached the base with only accepted main-checkout changes is done",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) {
+				ended(0, "passed", false)(a)
+				a.Merged, a.Acceptable = true, true
+			})},
+			want: Done, session: "a1000000"},
+		{name: "reached the base with a failed DoD but a valid scope is done",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { ended(0, "failed", true)(a); a.Merged = true })},
+			want:     Done, session: "a1000000"},
+		{name: "reached the base without any scope verdict is done",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { a.Ended, a.Merged = true, true })},
+			want:     Done},
 		{name: "in progress: a live session",
 			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { a.Live = true })},
 			want:     InProgress, session: "a1000000", reasonHas: "is running"},
@@ -115,6 +146,19 @@ func TestResolveOwnStatus(t *testing.T) {
 		{name: "failed: lost",
 			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { a.Lost = true })},
 			want:     Failed, session: "a1000000", reasonHas: "was lost (process gone, no outcome)"},
+		{name: "dod_failed: a forged outcome line, however good the verdict looks",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { passed(a); a.Forged = "forged outcome line (x)" })},
+			want:     DoDFailed, session: "a1000000", reasonHas: "session a1000000: forged outcome line (x)"},
+		{name: "failed: a non-zero exit beats a forged line",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) {
+				ended(1, "", true)(a)
+				a.Forged = "forged outcome line (x)"
+				a.Reason = "forged outcome line (x); boom"
+			})},
+			want: Failed, session: "a1000000", reasonHas: "exited 1: forged outcome line (x); boom"},
+		{name: "failed: lost with only forged lines says so",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { a.Lost = true; a.Forged = "forged outcome line (x)" })},
+			want:     Failed, session: "a1000000", reasonHas: "was lost (process gone, no outcome): forged outcome line (x)"},
 		{name: "the latest session decides: failed after review",
 			attempts: []Attempt{attempt("a2", 2, ended(1, "", true)), attempt("a1", 1, passed)},
 			want:     Failed, session: "a2000000"},
@@ -170,6 +214,7 @@ func TestResolveBlockedReady(t *testing.T) {
 		open      = "0be00be00be00be00be0"
 		cancelled = "ca0ca0ca0ca0ca0ca0ca"
 		failed    = "fa1fa1fa1fa1fa1fa1fa"
+		tainted   = "7a17a17a17a17a17a17a"
 		missing   = "99999999999999999999"
 	)
 	merged := attempt("m1", 1, func(a *Attempt) { ended(0, "passed", true)(a); a.Merged = true })
@@ -187,6 +232,7 @@ func TestResolveBlockedReady(t *testing.T) {
 		{name: "an open blocker", blockers: []string{done, open}, want: Open, blocked: true, waiting: []string{open}},
 		{name: "a failed blocker", blockers: []string{failed}, want: Open, blocked: true, waiting: []string{failed}},
 		{name: "a cancelled blocker is not done", blockers: []string{cancelled}, want: Open, blocked: true, waiting: []string{cancelled}},
+		{name: "a tainted blocker is not done", blockers: []string{done, tainted}, want: Open, blocked: true, waiting: []string{tainted}},
 		{name: "an unknown blocker is not done", blockers: []string{missing}, want: Open, blocked: true, waiting: []string{missing}},
 		{name: "waiting is sorted", blockers: []string{open, failed, cancelled}, want: Open, blocked: true,
 			waiting: []string{open, cancelled, failed}},
@@ -203,11 +249,13 @@ func TestResolveBlockedReady(t *testing.T) {
 				open:      {Task: tasks.Task{ID: open}},
 				cancelled: {Task: tasks.Task{ID: cancelled, Cancelled: fact(1, "")}},
 				failed:    {Task: tasks.Task{ID: failed}},
+				tainted:   {Task: tasks.Task{ID: tainted}},
 			}}
 			f := Facts{Attempts: map[string][]Attempt{
-				taskID: c.own,
-				done:   {merged},
-				failed: {attempt("f1", 1, ended(1, "", true))},
+				taskID:  c.own,
+				done:    {merged},
+				failed:  {attempt("f1", 1, ended(1, "", true))},
+				tainted: {attempt("t1", 1, func(a *Attempt) { ended(0, "passed", false)(a); a.Merged = true })},
 			}}
 			res := Resolve(b, f)
 			r := res[taskID]
@@ -216,7 +264,7 @@ func TestResolveBlockedReady(t *testing.T) {
 					r.Status, r.Blocked, r.Ready, r.Waiting, c.want, c.blocked, c.ready, c.waiting)
 			}
 			// The blockers themselves resolve as the facts say.
-			for id, want := range map[string]Status{done: Done, open: Open, cancelled: Cancelled, failed: Failed} {
+			for id, want := range map[string]Status{done: Done, open: Open, cancelled: Cancelled, failed: Failed, tainted: Tainted} {
 				if got := res[id].Status; got != want {
 					t.Errorf("blocker %s: %s, want %s", id[:4], got, want)
 				}

@@ -20,10 +20,22 @@
 //     worktree of the tip in a temporary directory under the common git
 //     directory, with the same sparse patterns, runs the commands there and
 //     removes it: leftovers cannot make it pass, and cannot be lost.
-//   - The live record is evidence, not a precondition. When the watcher
-//     cannot watch everything (inotify limits, queue overflow) the run goes
-//     on, post-run verification still runs, and the verdict says the live
-//     record is incomplete.
+//   - The live record is evidence the verdict needs. When the watcher
+//     cannot watch everything (inotify limits, queue overflow, a watcher
+//     that did not start) the run goes on and post-run verification still
+//     runs, but a change made and undone in the gap cannot be ruled out, so
+//     the gap is a violation (watch-overflow, watch-incomplete) unless
+//     nothing missed could have been one: only the worktree's own files
+//     were unwatched (the git internals and the worktree's surroundings
+//     have their own kernel queue) and the scope lets the worker write all
+//     of them. Verdict.LiveGap says which. A worker run outside agentmine
+//     (session end) has no live record by design, and that is not held
+//     against it.
+//   - A committed path is judged as a path too: names git refuses to check
+//     out are bad-path violations (badpath.go), and a committed symbolic
+//     link is judged by where it leads (links.go).
+//   - Generated files are exempt only as agentmine wrote them, byte for
+//     byte (generated.go).
 //   - The watcher sees only the worktree and the extra locations it is
 //     given (DefaultExtras: the repository's hooks, config and info
 //     directory, the worktree's own config and info, the directory holding

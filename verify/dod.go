@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -85,6 +86,22 @@ type DoDOptions struct {
 // Skipped returns the result of a DoD that was not run, with the reason.
 func Skipped(reason string) DoDResult {
 	return DoDResult{Status: DoDSkipped, Reason: reason}
+}
+
+// NotRun returns the result of a DoD that could not run at all (its
+// checkout of the tip failed, say, because the tip holds a path git
+// refuses): failed, with err's first line as the reason. A DoD that did not
+// run never passes, and its result always says why.
+func NotRun(err error) DoDResult {
+	reason := "the DoD could not run"
+	if err != nil {
+		msg := err.Error()
+		if i := strings.IndexByte(msg, '\n'); i >= 0 {
+			msg = msg[:i]
+		}
+		reason += ": " + msg
+	}
+	return DoDResult{Status: DoDFailed, Reason: reason}
 }
 
 // RunDoD runs the Definition of Done against the committed tip of a worker's

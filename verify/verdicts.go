@@ -64,6 +64,33 @@ type Summary struct {
 	// Explained names the first failed fact (Explain); it is decoded only
 	// for lines where something failed.
 	Explained string
+	// Acceptable is true when the scope verdict is invalid only because of
+	// violations a person may accept when merging (AcceptableViolation).
+	Acceptable bool
+}
+
+// MainCheckoutChanged is the violation type of a change in the main
+// checkout during a supervised run: nothing tells the worker's writes there
+// from a person's, so it blocks merge until a person accepts it.
+const MainCheckoutChanged = "main-checkout-changed"
+
+// AcceptableViolation reports whether a violation type is one a person may
+// accept explicitly (`merge --accept-main-changes`): work that reached the
+// base with only such violations was merged by a person who took them on.
+func AcceptableViolation(typ string) bool { return typ == MainCheckoutChanged }
+
+// OnlyAcceptable reports whether the scope verdict has violations and all of
+// them are acceptable ones.
+func (v Verdicts) OnlyAcceptable() bool {
+	if !v.HasScope || v.Scope.Valid || len(v.Scope.Violations) == 0 {
+		return false
+	}
+	for _, x := range v.Scope.Violations {
+		if !AcceptableViolation(x.Type) {
+			return false
+		}
+	}
+	return true
 }
 
 // Summarize reads an outcome's verdict summary, decoding the full verdicts
@@ -76,12 +103,13 @@ func Summarize(o *sessions.Outcome) Summary {
 		sum := Summary{Verified: true, ScopeValid: *o.ScopeValid, DoD: o.DoDStatus}
 		if !sum.ScopeValid || (sum.DoD != "passed" && sum.DoD != "skipped") {
 			// only failed lines need the reason, so only they are decoded
-			sum.Explained = ParseVerdicts(o).Explain()
+			v := ParseVerdicts(o)
+			sum.Explained, sum.Acceptable = v.Explain(), v.OnlyAcceptable()
 		}
 		return sum
 	}
 	v := ParseVerdicts(o)
-	return Summary{Verified: v.HasScope, ScopeValid: v.Scope.Valid, DoD: v.DoD.Status, Explained: v.Explain()}
+	return Summary{Verified: v.HasScope, ScopeValid: v.Scope.Valid, DoD: v.DoD.Status, Explained: v.Explain(), Acceptable: v.OnlyAcceptable()}
 }
 
 // Failed names what failed in a session that exited 0: "scope violations",
@@ -103,7 +131,8 @@ func (v Verdicts) Failed() string {
 const NoCommitReason = "no commits beyond the base"
 
 // Explain names the first fact that failed: a scope violation, a failing
-// DoD command, or the DoD result's own reason (a worker that made no commit).
+// DoD command, the DoD result's own reason (a worker that made no commit, a
+// DoD that could not run), or a DoD that never ran.
 func (v Verdicts) Explain() string {
 	if v.HasScope && !v.Scope.Valid && len(v.Scope.Violations) > 0 {
 		x := v.Scope.Violations[0]
@@ -127,5 +156,12 @@ func (v Verdicts) Explain() string {
 	if v.DoD.Status != "passed" && v.DoD.Status != "skipped" && v.DoD.Reason != "" {
 		return v.DoD.Reason
 	}
+	if v.HasScope && v.DoD.Status == "" {
+		return NoDoDReason
+	}
 	return ""
 }
+
+// NoDoDReason explains a verdict without a DoD result: the run was judged
+// for its scope, and the DoD never ran.
+const NoDoDReason = "the DoD did not run"

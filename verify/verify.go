@@ -36,6 +36,24 @@ const (
 	// ViolationPermissionRestored: a file or directory that was made
 	// read-only is writable again.
 	ViolationPermissionRestored = "permission-restored"
+	// ViolationSymlinkEscape: a committed symbolic link leads out of the
+	// repository, into .git, or to a path outside the write scope.
+	ViolationSymlinkEscape = "symlink-escape"
+	// ViolationBadPath: a committed path is one git refuses to check out
+	// (a .git component in any spelling a file system takes for it, "." or
+	// "..", an empty component, a path beyond a symbolic link).
+	ViolationBadPath = "bad-path"
+	// ViolationWatchOverflow: the watcher's kernel queue overflowed, and
+	// nothing proves that a change made and undone meanwhile was allowed.
+	ViolationWatchOverflow = "watch-overflow"
+	// ViolationWatchIncomplete: the watcher missed part of the run for
+	// another reason (it could not start, a watch limit, a location it
+	// could not watch), with the same lack of proof.
+	ViolationWatchIncomplete = "watch-incomplete"
+	// ViolationGeneratedModified: a path under one agentmine generates was
+	// committed or changed, is not byte-identical to what agentmine wrote,
+	// and the scope does not let the worker write it.
+	ViolationGeneratedModified = "generated-modified"
 
 	// WarningUncommitted: a change inside the write scope was left
 	// uncommitted. It is flagged but does not invalidate the verdict: only
@@ -43,10 +61,15 @@ const (
 	// cannot reach the base branch.
 	WarningUncommitted = "uncommitted"
 	// WarningGeneratedCommitted: the worker committed a file agentmine
-	// generated (prompt, context file, memory snapshot).
+	// generated (prompt, context file, memory snapshot), byte-identical to
+	// what agentmine wrote.
 	WarningGeneratedCommitted = "generated-committed"
 	// WarningHeadMoved: the worktree's HEAD is not the branch tip judged.
 	WarningHeadMoved = "head-moved"
+	// WarningLeftoverProcesses: processes of the worker were still running
+	// when its own process ended; they were ended before verification, so
+	// whatever they changed is judged like the rest.
+	WarningLeftoverProcesses = "leftover-processes"
 )
 
 // Violation is one finding of the verification.
@@ -90,8 +113,17 @@ type Input struct {
 	Scope scope.Spec
 	// Generated lists repository-relative paths agentmine wrote into the
 	// worktree (a trailing "/" or a directory path covers everything
-	// beneath). They are never blamed on the worker.
+	// beneath). The watcher does not watch them; what is in them at the
+	// end is judged against GeneratedBlobs.
 	Generated []string
+	// GeneratedBlobs holds the git blob id of every file agentmine wrote
+	// under Generated, by path, as it wrote it. A file there that still has
+	// that content is never blamed on the worker (committing it is only a
+	// warning); anything else beneath a generated path (other content, a
+	// new file, a link, a committed change to a file of the base) is judged
+	// by the scope and is a generated-modified violation where the scope
+	// does not allow it.
+	GeneratedBlobs map[string]string
 	// Sparse holds the sparse-checkout patterns as applied; nil skips the
 	// sparse-checkout checks.
 	Sparse []string
@@ -120,7 +152,26 @@ type Verdict struct {
 	// LiveIncomplete says the live record may miss changes; LiveReason why.
 	LiveIncomplete bool   `json:"live_incomplete,omitempty"`
 	LiveReason     string `json:"live_reason,omitempty"`
+	// LiveGap says how an incomplete live record was judged: LiveGapProved,
+	// LiveGapUnproved or LiveGapUnsupervised; "" when it was complete.
+	LiveGap string `json:"live_gap,omitempty"`
 }
+
+// How an incomplete live record was judged (Verdict.LiveGap).
+const (
+	// LiveGapProved: only the worktree's own files may have been missed,
+	// and the scope lets the worker write every one of them (write "**",
+	// nothing excluded), so nothing missed can have been a violation. The
+	// gap is a warning.
+	LiveGapProved = "proved"
+	// LiveGapUnproved: something the worker may not touch could have been
+	// changed and undone unseen; the gap is a violation (watch-overflow or
+	// watch-incomplete).
+	LiveGapUnproved = "unproved"
+	// LiveGapUnsupervised: no watcher ran, by design (a worker run outside
+	// agentmine); the verdict rests on post-run verification alone.
+	LiveGapUnsupervised = "unsupervised"
+)
 
 // Check verifies everything a worker changed against its scope: the diff
 // from the base commit to the tip (so committing cannot hide a change) plus
@@ -152,7 +203,7 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 	if tipRev == "" {
 		tipRev = "HEAD"
 	}
-	revs, err := g.Lines(ctx, "rev-parse", "--show-toplevel", in.Base+"^{commit}", tipRev+"^{commit}", "HEAD^{commit}")
+	revs, err := g.Lines(ctx, "rev-parse", "--show-object-format", "--show-toplevel", in.Base+"^{commit}", tipRev+"^{commit}", "HEAD^{commit}")
 	if err != nil {
 		var ge *gitcmd.Error
 		if errors.As(err, &ge) && strings.Contains(ge.Stderr, "not a git repository") {
@@ -160,9 +211,11 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 		}
 		return Verdict{}, exitcode.New(exitcode.NotFound, fmt.Errorf("verify: resolve base %q and tip %q: %w", in.Base, tipRev, err), "")
 	}
-	if len(revs) != 4 {
+	if len(revs) != 5 {
 		return Verdict{}, fmt.Errorf("verify: unexpected rev-parse output %q", revs)
 	}
+	objectFormat := revs[0]
+	revs = revs[1:]
 	if filepath.Clean(revs[0]) != filepath.Clean(wt) {
 		if real, err := filepath.EvalSymlinks(wt); err != nil || filepath.Clean(real) != filepath.Clean(revs[0]) {
 			return Verdict{}, exitcode.New(exitcode.State, fmt.Errorf("verify: %s is not the top of a worktree (top is %s)", in.Worktree, revs[0]), "")
@@ -180,8 +233,11 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 		sparseOut                  []byte
 		diffErr, statusErr, lsErr  error
 		sparseErr                  error
+		baseFiles                  []treeFile
+		genFiles                   []generatedFile
+		genErr                     error
 	)
-	wg.Add(3)
+	wg.Add(4)
 	go func() {
 		defer wg.Done()
 		diffOut, diffErr = g.Run(ctx, "diff", "--raw", "-z", "-M", "--no-abbrev", "--no-ext-diff", "--no-textconv", base, tip, "--")
@@ -196,14 +252,19 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 		defer wg.Done()
 		lsTree, lsErr = g.Run(ctx, "ls-tree", "-r", "-z", "--full-tree", base)
 		if lsErr == nil {
-			files := parseLsTree(lsTree)
-			paths := make([]string, len(files))
-			for i, f := range files {
+			baseFiles = parseLsTree(lsTree)
+			paths := make([]string, len(baseFiles))
+			for i, f := range baseFiles {
 				paths[i] = f.path
 			}
 			bc.classifyAll(paths)
-			bc.checkBaseFiles(files)
+			bc.checkBaseFiles(baseFiles)
 		}
+	}()
+	// So are the generated files: what is under a generated path now.
+	go func() {
+		defer wg.Done()
+		genFiles, genErr = readGenerated(wt, in.Generated, objectFormat)
 	}()
 	if in.Sparse != nil {
 		wg.Add(1)
@@ -216,7 +277,7 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 	for _, e := range []struct {
 		what string
 		err  error
-	}{{"diff base..tip", diffErr}, {"status", statusErr}, {"list base tree", lsErr}} {
+	}{{"diff base..tip", diffErr}, {"status", statusErr}, {"list base tree", lsErr}, {"read generated files", genErr}} {
 		if e.err != nil {
 			return Verdict{}, fmt.Errorf("verify: %s: %w", e.what, e.err)
 		}
@@ -228,8 +289,8 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 
 	// Classify every path of interest in one batch.
 	var paths []string
-	for _, ch := range committed {
-		paths = append(paths, ch.Path, ch.OldPath)
+	for _, e := range committed {
+		paths = append(paths, e.Path, e.OldPath)
 	}
 	for _, ch := range uncommitted {
 		paths = append(paths, ch.Path, ch.OldPath)
@@ -239,18 +300,43 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 	}
 	c.classifyAll(paths)
 
-	for _, ch := range committed {
-		if c.gen.match(ch.Path) {
-			if ch.Status != "D" {
-				c.warn(WarningGeneratedCommitted, ch.Path, "committed a file agentmine generated")
+	for _, e := range committed {
+		ch := e.Change
+		if c.gen.match(ch.Path) || ch.OldPath != "" && c.gen.match(ch.OldPath) {
+			if c.generatedAsWritten(e) {
+				c.warn(WarningGeneratedCommitted, ch.Path, "committed a file agentmine generated, unchanged")
+				continue
 			}
+			v.Changed = append(v.Changed, ch)
+			c.judgeGeneratedChange(e)
 			continue
 		}
 		v.Changed = append(v.Changed, ch)
 		c.judgeChange(ch, "committed")
 	}
+	if err := c.checkTree(ctx, g, newTipTree(baseFiles, committed)); err != nil {
+		return Verdict{}, fmt.Errorf("verify: %w", err)
+	}
+	// What is under the generated paths in the worktree is judged by its
+	// content, not by git status: generated files are ignored or marked
+	// assume-unchanged, so git would not show a change to them.
+	for _, f := range genFiles {
+		if c.in.GeneratedBlobs[f.path] == f.blob && f.blob != "" {
+			continue
+		}
+		ch := Change{Path: f.path, Status: "M"}
+		if _, recorded := c.in.GeneratedBlobs[f.path]; !recorded {
+			ch.Status, ch.Untracked = "A", true
+		}
+		v.Changed = append(v.Changed, ch)
+		v.Uncommitted = append(v.Uncommitted, f.path)
+		if c.judgeGenerated(f.path, "uncommitted: "+f.why(c.in.GeneratedBlobs)) {
+			c.warn(WarningUncommitted, f.path, "left uncommitted: "+f.why(c.in.GeneratedBlobs))
+		}
+	}
 	for _, ch := range uncommitted {
 		if c.gen.match(ch.Path) && (ch.OldPath == "" || c.gen.match(ch.OldPath)) {
+			// Judged above by content.
 			continue
 		}
 		v.Changed = append(v.Changed, ch)
@@ -292,6 +378,7 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 		v.LiveEvents = in.Live.Total
 		v.LiveIncomplete = in.Live.Incomplete
 		v.LiveReason = in.Live.Reason
+		v.LiveGap = c.checkLiveGap(*in.Live)
 	}
 	v.Violations = append(v.Violations, c.violations...)
 	v.Warnings = c.warnings
@@ -428,6 +515,7 @@ func (c *checker) warn(typ, p, reason string) {
 
 type treeFile struct {
 	mode string
+	obj  string
 	path string
 }
 
@@ -440,11 +528,11 @@ func parseLsTree(out []byte) []treeFile {
 			continue
 		}
 		meta := rec[:tab]
-		sp := bytes.IndexByte(meta, ' ')
-		if sp < 0 || !bytes.HasPrefix(meta[sp+1:], []byte("blob")) {
+		f := bytes.Fields(meta)
+		if len(f) != 3 || !bytes.Equal(f[1], []byte("blob")) {
 			continue // submodules (commit) are not files in the worktree
 		}
-		files = append(files, treeFile{mode: string(meta[:sp]), path: string(rec[tab+1:])})
+		files = append(files, treeFile{mode: string(f[0]), obj: string(f[2]), path: string(rec[tab+1:])})
 	}
 	return files
 }
@@ -598,8 +686,8 @@ func (g generated) match(p string) bool {
 }
 
 // parseRawDiff parses `git diff --raw -z` output.
-func parseRawDiff(out []byte) []Change {
-	var changes []Change
+func parseRawDiff(out []byte) []diffEntry {
+	var changes []diffEntry
 	fields := bytes.Split(out, []byte{0})
 	for i := 0; i < len(fields); i++ {
 		meta := string(fields[i])
@@ -612,7 +700,7 @@ func parseRawDiff(out []byte) []Change {
 			continue
 		}
 		st := parts[4][:1]
-		ch := Change{Status: st, Committed: true}
+		ch := diffEntry{Change: Change{Status: st, Committed: true}, mode: parts[1], blob: parts[3]}
 		if parts[0] != parts[1] && parts[0] != "000000" && parts[1] != "000000" {
 			ch.OldMode, ch.NewMode = parts[0], parts[1]
 		}

@@ -80,6 +80,30 @@ type Record struct {
 	// Incomplete is set when the record may miss changes; Reason says why.
 	Incomplete bool   `json:"incomplete,omitempty"`
 	Reason     string `json:"reason,omitempty"`
+	// OutsideIncomplete is set when what may be missing includes the extra
+	// locations (git internals, the directory beside the worktree) or the
+	// worktree's .git file, not only the worktree's own files: the watcher
+	// did not run, an extra location could not be watched, or the queue
+	// that watches them overflowed.
+	OutsideIncomplete bool `json:"outside_incomplete,omitempty"`
+	// Unsupervised marks the record of a run nobody watched by design (a
+	// worker run outside agentmine, ended with `session end`): the verdict
+	// rests on post-run verification alone and says so, without holding
+	// the missing record against the run.
+	Unsupervised bool `json:"unsupervised,omitempty"`
+}
+
+// Unsupervised returns the live record of a run that no watcher saw by
+// design, with the reason.
+func Unsupervised(reason string) *Record {
+	return &Record{Incomplete: true, Unsupervised: true, Reason: reason}
+}
+
+// NotWatched returns the live record of a supervised run whose watcher
+// could not start: everything may be missing, and Check holds that against
+// the run.
+func NotWatched(reason string) *Record {
+	return &Record{Incomplete: true, OutsideIncomplete: true, Reason: reason}
 }
 
 // Extra is a location outside the worktree to watch (not recursively).
@@ -125,11 +149,21 @@ type WatchOptions struct {
 // during the run are watched and scanned at once (files written into them
 // before their watch existed are reported as scanned creates), and a kernel
 // queue overflow triggers a rescan. The worktree's .git is never watched.
+//
+// Two inotify instances, each with its own kernel queue, keep the two kinds
+// of location apart: one watches the worktree's directories, the other the
+// extra locations and the worktree's .git file. A worker that floods the
+// worktree with changes overflows only the first queue, so the record can
+// still vouch for the git internals and the worktree's surroundings
+// (Record.OutsideIncomplete stays unset), and a scope that lets the worker
+// write every path of the worktree then proves that nothing it may not do
+// was missed.
 type Watcher struct {
 	root  string
 	opts  WatchOptions
 	start time.Time
-	fsw   *fsnotify.Watcher
+	fsw   *fsnotify.Watcher // the worktree's directories
+	fsx   *fsnotify.Watcher // the extra locations and the worktree's .git file
 
 	mu       sync.Mutex
 	watched  map[string]bool // absolute directories under root
@@ -141,7 +175,8 @@ type Watcher struct {
 	reasons  []string
 
 	barrierDir string
-	barrier    chan struct{}
+	barrier    chan struct{} // a barrier event came through fsw
+	barrierX   chan struct{} // a barrier event came through fsx
 	stopOnce   sync.Once
 	done       chan struct{}
 	final      Record
@@ -184,17 +219,23 @@ func StartWatch(ctx context.Context, root string, opts WatchOptions) (*Watcher, 
 		extraDir: map[string][]Extra{},
 		touched:  map[string]*touchAcc{},
 		barrier:  make(chan struct{}, 1),
+		barrierX: make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
 	fsw, err := fsnotify.NewBufferedWatcher(4096)
 	if err != nil {
-		w.incomplete(fmt.Sprintf("cannot start the file watcher (%v); nothing was recorded live", err))
+		w.incompleteOutside(fmt.Sprintf("cannot start the file watcher (%v); nothing was recorded live", err))
 		close(w.done)
 		return w, nil
 	}
 	w.fsw = fsw
+	if fsx, err := fsnotify.NewBufferedWatcher(1024); err != nil {
+		w.incompleteOutside(fmt.Sprintf("cannot start the watcher of the git internals and the worktree's surroundings (%v)", err))
+	} else {
+		w.fsx = fsx
+	}
 	if dir, err := os.MkdirTemp("", "agentmine-watch-*"); err == nil {
-		if err := fsw.Add(dir); err == nil {
+		if err := fsw.Add(dir); err == nil && (w.fsx == nil || w.fsx.Add(dir) == nil) {
 			w.barrierDir = dir
 		} else {
 			os.Remove(dir)
@@ -202,8 +243,16 @@ func StartWatch(ctx context.Context, root string, opts WatchOptions) (*Watcher, 
 	}
 	w.mu.Lock()
 	w.addTree(w.root, false)
-	for _, e := range opts.Extra {
-		w.addExtra(e)
+	if w.fsx != nil {
+		for _, e := range opts.Extra {
+			w.addExtra(e)
+		}
+		dotgit := filepath.Join(w.root, ".git")
+		if fi, err := os.Lstat(dotgit); err == nil && fi.Mode().IsRegular() {
+			if err := w.fsx.Add(dotgit); err != nil {
+				w.incompleteOutside(fmt.Sprintf("cannot watch the worktree's .git file: %v", err))
+			}
+		}
 	}
 	w.mu.Unlock()
 	go w.loop(ctx)
@@ -222,9 +271,9 @@ func (w *Watcher) addExtra(e Extra) {
 		dir = filepath.Dir(p)
 	}
 	if _, ok := w.extraDir[dir]; !ok {
-		if err := w.fsw.Add(dir); err != nil {
+		if err := w.fsx.Add(dir); err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
-				w.incomplete(fmt.Sprintf("cannot watch %s: %v", dir, err))
+				w.incompleteOutside(fmt.Sprintf("cannot watch %s: %v", dir, err))
 			}
 			return
 		}
@@ -316,6 +365,40 @@ func (w *Watcher) rel(p string) string {
 	return filepath.ToSlash(r)
 }
 
+// incompleteOutside marks the record incomplete for a gap that may cover
+// the extra locations too. Called with mu held (or before the loop runs).
+func (w *Watcher) incompleteOutside(reason string) {
+	w.rec.OutsideIncomplete = true
+	w.incomplete(reason)
+}
+
+// rescanExtras records the entries of the extra locations changed since the
+// run started, after their queue overflowed. Called with mu held.
+func (w *Watcher) rescanExtras() {
+	for dir, extras := range w.extraDir {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, d := range entries {
+			info, err := d.Info()
+			if err != nil || info.ModTime().Before(w.start) {
+				continue
+			}
+			for _, x := range extras {
+				if x.Path != dir && d.Name() != filepath.Base(x.Path) && d.Name() != filepath.Base(x.Path)+".lock" {
+					continue
+				}
+				w.record(Event{Time: time.Now(), Op: OpWrite, Path: filepath.ToSlash(filepath.Join(dir, d.Name())), Kind: x.Kind, Dir: d.IsDir(), Scanned: true}, x.Skip)
+				break
+			}
+		}
+	}
+	if info, err := os.Lstat(filepath.Join(w.root, ".git")); err == nil && !info.ModTime().Before(w.start) {
+		w.recordLocked(Event{Time: time.Now(), Op: OpWrite, Path: ".git", Scanned: true})
+	}
+}
+
 func (w *Watcher) incomplete(reason string) {
 	w.rec.Incomplete = true
 	for _, r := range w.reasons {
@@ -328,26 +411,55 @@ func (w *Watcher) incomplete(reason string) {
 
 func (w *Watcher) loop(ctx context.Context) {
 	defer close(w.done)
+	events, errs := w.fsw.Events, w.fsw.Errors
+	var xEvents chan fsnotify.Event
+	var xErrs chan error
+	if w.fsx != nil {
+		xEvents, xErrs = w.fsx.Events, w.fsx.Errors
+	}
+	// Both instances are closed together by Stop; the loop ends when the
+	// worktree's is.
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case ev, ok := <-w.fsw.Events:
+		case ev, ok := <-events:
 			if !ok {
 				return
 			}
-			w.handle(ev)
-		case err, ok := <-w.fsw.Errors:
+			w.handle(ev, false)
+		case err, ok := <-errs:
 			if !ok {
 				return
 			}
 			w.mu.Lock()
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
 				w.rec.Overflows++
-				w.incomplete("the kernel event queue overflowed; changes made and undone during the overflow may be missing")
+				w.incomplete("the kernel event queue of the worktree overflowed; changes made and undone during the overflow may be missing")
 				w.rescan()
 			} else {
 				w.incomplete(fmt.Sprintf("watcher error: %v", err))
+			}
+			w.mu.Unlock()
+			w.flush()
+		case ev, ok := <-xEvents:
+			if !ok {
+				xEvents = nil
+				continue
+			}
+			w.handle(ev, true)
+		case err, ok := <-xErrs:
+			if !ok {
+				xErrs = nil
+				continue
+			}
+			w.mu.Lock()
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				w.rec.Overflows++
+				w.incompleteOutside("the kernel event queue of the git internals and the worktree's surroundings overflowed; changes made and undone there during the overflow may be missing")
+				w.rescanExtras()
+			} else {
+				w.incompleteOutside(fmt.Sprintf("watcher error: %v", err))
 			}
 			w.mu.Unlock()
 			w.flush()
@@ -375,13 +487,17 @@ func opNames(op fsnotify.Op) []string {
 	return names
 }
 
-func (w *Watcher) handle(ev fsnotify.Event) {
+func (w *Watcher) handle(ev fsnotify.Event, fromExtras bool) {
 	now := time.Now()
 	dir := filepath.Dir(ev.Name)
 	if w.barrierDir != "" && dir == w.barrierDir {
 		if ev.Has(fsnotify.Create) {
+			ch := w.barrier
+			if fromExtras {
+				ch = w.barrierX
+			}
 			select {
-			case w.barrier <- struct{}{}:
+			case ch <- struct{}{}:
 			default:
 			}
 		}
@@ -462,7 +578,12 @@ func (w *Watcher) record(e Event, skip func(string) bool) {
 	acc := w.touched[key]
 	if acc == nil {
 		if len(w.touched) >= w.opts.MaxPaths {
-			w.incomplete(fmt.Sprintf("more than %d distinct paths changed; later ones were not recorded", w.opts.MaxPaths))
+			reason := fmt.Sprintf("more than %d distinct paths changed; later ones were not recorded", w.opts.MaxPaths)
+			if e.Kind != KindWorktree || e.Path == ".git" {
+				w.incompleteOutside(reason)
+			} else {
+				w.incomplete(reason)
+			}
 			return
 		}
 		acc = &touchAcc{t: Touch{Path: e.Path, Kind: e.Kind, First: e.Time}, ops: map[string]bool{}, skip: skip}
@@ -481,6 +602,9 @@ func (w *Watcher) Stop() Record {
 	w.stopOnce.Do(func() {
 		if w.fsw != nil {
 			w.drain()
+			if w.fsx != nil {
+				w.fsx.Close()
+			}
 			w.fsw.Close()
 			<-w.done
 		}
@@ -533,34 +657,51 @@ func (w *Watcher) Stop() Record {
 	return w.final
 }
 
-// drain waits until every event queued before now has been handled.
+// drain waits until every event queued before now has been handled, in
+// both queues: a barrier file created in a directory both instances watch
+// must come through each of them.
 func (w *Watcher) drain() {
 	if w.barrierDir == "" {
 		w.mu.Lock()
-		w.incomplete("no barrier directory; the last changes before the stop may be missing")
+		w.incompleteOutside("no barrier directory; the last changes before the stop may be missing")
 		w.mu.Unlock()
 		return
 	}
 	// A barrier file written while the kernel queue is still full is lost
 	// with the overflow, so write new ones until one comes through.
 	deadline := time.After(10 * time.Second)
-	for {
+	gotW, gotX := false, w.fsx == nil
+	for !gotW || !gotX {
 		f, err := os.CreateTemp(w.barrierDir, "barrier-*")
 		if err != nil {
+			w.mu.Lock()
+			w.incompleteOutside(fmt.Sprintf("cannot write a barrier file (%v); the last changes before the stop may be missing", err))
+			w.mu.Unlock()
 			return
 		}
 		f.Close()
-		select {
-		case <-w.barrier:
-			return
-		case <-w.done:
-			return
-		case <-time.After(200 * time.Millisecond):
-		case <-deadline:
-			w.mu.Lock()
-			w.incomplete("the watcher did not catch up before the stop; the last changes may be missing")
-			w.mu.Unlock()
-			return
+		tick := time.After(200 * time.Millisecond)
+	wait:
+		for !gotW || !gotX {
+			select {
+			case <-w.barrier:
+				gotW = true
+			case <-w.barrierX:
+				gotX = true
+			case <-w.done:
+				return
+			case <-tick:
+				break wait
+			case <-deadline:
+				w.mu.Lock()
+				if !gotX {
+					w.incompleteOutside("the watcher did not catch up before the stop; the last changes may be missing")
+				} else {
+					w.incomplete("the watcher did not catch up before the stop; the last changes in the worktree may be missing")
+				}
+				w.mu.Unlock()
+				return
+			}
 		}
 	}
 }

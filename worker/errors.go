@@ -14,6 +14,9 @@ var (
 	ErrStarting = errors.New("task is being started by another process")
 	// ErrCancelled: the task is cancelled.
 	ErrCancelled = errors.New("task is cancelled")
+	// ErrTainted: some session's work reached the base without a valid
+	// verdict; someone must look at the base and reopen the task first.
+	ErrTainted = errors.New("task reached the base without a valid verdict")
 	// ErrRunning: a session of the task is live.
 	ErrRunning = errors.New("task is already running")
 	// ErrLeftover: a finished session's worktree is still where the next
@@ -23,6 +26,10 @@ var (
 	ErrSessionLive = errors.New("session is still running")
 	// ErrNotEnded: a manual session has no recorded outcome yet.
 	ErrNotEnded = errors.New("session has not ended")
+	// ErrWorktreeInUse: a live process that is not provably the session's
+	// uses the worktree (its working directory, an open or mapped file);
+	// RefusedError.Pid names it.
+	ErrWorktreeInUse = errors.New("worktree is in use")
 )
 
 // RefusedError is a refusal to act on a task or session in its current
@@ -33,7 +40,9 @@ type RefusedError struct {
 	Reason  error
 	Task    string
 	Session string
-	Err     error
+	// Pid is the process concerned, for ErrWorktreeInUse; 0 otherwise.
+	Pid int
+	Err error
 }
 
 func (e *RefusedError) Error() string { return e.Err.Error() }

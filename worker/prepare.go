@@ -25,6 +25,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/tasks"
+	"github.com/git-agentmine/git-agentmine/verify"
 	"github.com/git-agentmine/git-agentmine/worktree"
 )
 
@@ -129,6 +130,8 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		return nil, &RefusedError{Reason: ErrCancelled, Task: short, Err: fmt.Errorf("task %s is cancelled", short)}
 	case status.Done:
 		return nil, exitcode.New(exitcode.State, fmt.Errorf("task %s is done (%s)", short, res.Reason), "")
+	case status.Tainted:
+		return nil, &RefusedError{Reason: ErrTainted, Task: short, Err: fmt.Errorf("task %s is tainted: %s", short, res.Reason)}
 	case status.InProgress:
 		return nil, &RefusedError{Reason: ErrRunning, Task: short, Err: fmt.Errorf("task %s is already running (%s)", short, res.Reason)}
 	}
@@ -159,7 +162,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		if !o.Replace {
 			return nil, &RefusedError{Reason: ErrLeftover, Task: short, Err: fmt.Errorf("a worktree from an earlier session of task %s is still at %s", short, wtPath)}
 		}
-		if err := e.removeLeftover(ctx, wtPath); err != nil {
+		if err := e.removeLeftover(ctx, wtPath, short, b.SessionsOf(taskID)); err != nil {
 			return nil, err
 		}
 	}
@@ -244,6 +247,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 			return nil, err
 		}
 	}
+	st.RecordWorktree(gitstore.JournalWorktreeAdd, wtPath)
 	wt, err := worktree.Create(ctx, worktree.Options{Repo: e.Top, Path: wtPath, Branch: sess.Branch, Base: baseCommit, Scope: spec})
 	if err != nil {
 		return nil, fmt.Errorf("preparing the worktree for task %s: %w", short, err)
@@ -266,12 +270,17 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		return nil, fmt.Errorf("writing the prompt: %w", err)
 	}
 	generated := []string{PromptRel, MemoryRel}
-	_ = memPaths
 	ctxFiles, err := writeContextFiles(ctx, st, wtPath, client, promptText)
 	if err != nil {
 		return nil, err
 	}
 	generated = append(generated, ctxFiles...)
+	// What was written, byte for byte: only that is exempt from the scope.
+	written := append(append([]string{PromptRel}, memPaths...), ctxFiles...)
+	blobs, err := verify.GeneratedBlobs(ctx, wtPath, written)
+	if err != nil {
+		return nil, err
+	}
 	if err := ignoreGenerated(ctx, st, wtPath, wt.GitDir, generated); err != nil {
 		return nil, err
 	}
@@ -287,6 +296,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		s.ClientVersion = clientVersion
 		s.Sparse = wt.Patterns
 		s.Generated = generated
+		s.GeneratedBlobs = blobs
 		s.Command = cmd.Argv
 		s.CommandEnv = cmd.Env
 		s.CommandStdin = cmd.Stdin
@@ -299,9 +309,23 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		PromptFile: promptFile, Command: cmd, Client: client, Claimed: claimedOn, ClaimNote: claimNote}, nil
 }
 
-// removeLeftover removes a finished session's worktree for --replace.
-func (e *Env) removeLeftover(ctx context.Context, path string) error {
+// removeLeftover removes a finished session's worktree for --replace,
+// after ending what its sessions left running; like Done, it refuses when
+// a process that is not theirs still uses it.
+func (e *Env) removeLeftover(ctx context.Context, path, task string, recs []sessions.Record) error {
+	for _, r := range recs {
+		if r.Session.Worktree != path {
+			continue
+		}
+		if _, err := e.EndProcesses(ctx, r); err != nil {
+			return err
+		}
+	}
+	if err := refuseInUse(path, task, ""); err != nil {
+		return err
+	}
 	// The branch stays: it holds the earlier attempt's commits.
+	e.St.RecordWorktree(gitstore.JournalWorktreeRemove, path)
 	if err := worktree.Remove(ctx, e.Top, path, "", true); err != nil {
 		return fmt.Errorf("removing the leftover worktree: %w", err)
 	}

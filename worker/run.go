@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/board"
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/scope"
 	"github.com/git-agentmine/git-agentmine/sessions"
@@ -40,6 +43,23 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			fmt.Fprintf(opts.Progress, format+"\n", a...)
 		}
 	}
+	// The seal comes first: nothing of the worker runs before the session
+	// records who alone can write its verdict.
+	nonce, sealed, err := e.sealRun(ctx, rec, say)
+	if err != nil {
+		if errors.Is(err, sessions.ErrAlreadySealed) {
+			return sessions.Outcome{}, exitcode.New(exitcode.State, err, "")
+		}
+		out := sessions.Outcome{ExitCode: 127, Finished: time.Now().UTC(), Reason: firstLine(err.Error()), By: "agentmine " + s.Mode}
+		jctx := context.WithoutCancel(ctx)
+		defer e.releaseClaim(jctx, rec)
+		if rerr := sessions.RecordOutcome(jctx, e.St, rec, &out); rerr != nil {
+			return out, rerr
+		}
+		return out, fmt.Errorf("session %s could not start: %w", s.ID[:8], err)
+	}
+	rec.Session, rec.Root = sealed.Session, sealed.Root
+	s = rec.Session
 	spec := specOf(s)
 	generated := s.Generated
 	ignore := func(rel string) bool { return isGenerated(rel, generated) }
@@ -72,16 +92,18 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			}
 		}
 	}
-	mainBefore := snapshotCheckout(ctx, e.St.Git().In(e.Top))
+	main := e.startMainCheckout(ctx, s)
+	refs := e.watchRefs(ctx, rec, say)
 	watcher, werr := verify.StartWatch(ctx, s.Worktree, wopts)
 	if werr != nil {
 		say("warning: live watcher unavailable: %v", werr)
 	}
 	var res launch.Result
 	var startErr error
+	reaper := launch.NewReaper()
 	proc, startErr = launch.Start(ctx, launch.Spec{Argv: s.Command, Dir: s.Worktree, Env: e.workerEnv(rec),
 		Stdin: s.CommandStdin, LogPath: s.Log, Tee: opts.Tee, Timeout: time.Duration(s.Timeout) * time.Second,
-		Grace: time.Duration(s.Grace) * time.Second, Stalls: stallsOf(s)})
+		Grace: time.Duration(s.Grace) * time.Second, Stalls: stallsOf(s), Marker: markerOf(s), Reaper: reaper})
 	if startErr == nil {
 		strict.Lock()
 		strict.proc = proc
@@ -90,7 +112,15 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		}
 		strict.Unlock()
 		say("worker started: pid %d, timeout %ds, log %s", proc.Pid(), s.Timeout, s.Log)
+		if amended, err := e.recordWorker(ctx, sealed, proc); err != nil {
+			say("warning: %v", err)
+		} else {
+			sealed = amended
+		}
 		res = proc.Wait()
+		if len(res.Leftovers) > 0 {
+			say("ended %s the worker left running", LeftoverText(res.Leftovers))
+		}
 	} else {
 		now := time.Now()
 		res = launch.Result{ExitCode: 127, Started: now, Finished: now}
@@ -100,7 +130,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		r := watcher.Stop()
 		live = &r
 	} else {
-		live = liveMissing(fmt.Sprintf("watcher could not start: %v", werr))
+		live = verify.NotWatched(fmt.Sprintf("watcher could not start: %v", werr))
 	}
 	// Judge in a context that survives the Ctrl-C that may have ended the run.
 	jctx := context.WithoutCancel(ctx)
@@ -150,17 +180,23 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	if startErr == nil {
 		say("worker ended: exit %d%s", out.ExitCode, sigText(out.Signal, out.TimedOut))
 	}
-	mainAfter := snapshotCheckout(jctx, e.St.Git().In(e.Top))
-	if err := e.judge(jctx, rec, spec, live, checkoutWarnings(mainBefore, mainAfter), &out, say); err != nil {
+	main.end(jctx)
+	if err := e.judgeContained(jctx, reaper, rec, spec, live, main, res.Leftovers, &out, say); err != nil {
 		say("warning: %v", err)
 		if out.Reason == "" {
 			out.Reason = firstLine(err.Error())
 		}
 	}
+	e.checkRefs(jctx, rec, refs, &out)
+	// After the refs: the seal check may restore the session document,
+	// on agentmine's own behalf once the registration has ended.
+	foreign := e.checkSeal(jctx, sealed, &out, say)
+	out.Supervisor = nonce.Proof(*sealed.Session.Seal)
 	defer e.releaseClaim(jctx, rec)
 	if err := sessions.RecordOutcome(jctx, e.St, rec, &out); err != nil {
 		return out, err
 	}
+	out = readerVerdict(sealed.Session.Seal, foreign, out)
 	if startErr != nil {
 		// Recorded as failed; the caller still learns why, with its exit code.
 		return out, fmt.Errorf("session %s could not start: %w", s.ID[:8], startErr)
@@ -191,7 +227,7 @@ func (e *Env) CheckStartable(ctx context.Context, rec sessions.Record) error {
 
 // judge verifies the changes against the scope and runs the DoD, filling in
 // the outcome. Verification errors are reported, never a false success.
-func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, live *verify.Record, extra []verify.Violation, out *sessions.Outcome, say func(string, ...any)) error {
+func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, live *verify.Record, main *mainCheckout, out *sessions.Outcome, say func(string, ...any)) error {
 	s := rec.Session
 	g := e.St.Git().In(e.Top)
 	tip, err := g.Output(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+s.Branch)
@@ -209,11 +245,14 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 	}
 	say("verifying the changes against the scope…")
 	verdict, err := verify.Check(ctx, verify.Input{Worktree: s.Worktree, Base: s.BaseCommit, Tip: tip, Scope: spec,
-		Generated: s.Generated, Sparse: s.Sparse, Permissions: true, Live: live})
+		Generated: s.Generated, GeneratedBlobs: s.GeneratedBlobs, Sparse: s.Sparse, Permissions: true, Live: live})
 	if err != nil {
 		return fmt.Errorf("verifying session %s: %w", s.ID[:8], err)
 	}
-	verdict.Warnings = append(verdict.Warnings, extra...)
+	mv, mw := main.findings(ctx, s.Worktree, verdict.Changed)
+	verdict.Violations = append(verdict.Violations, mv...)
+	verdict.Warnings = append(verdict.Warnings, mw...)
+	verdict.Valid = len(verdict.Violations) == 0
 	for _, c := range verdict.Changed {
 		out.Artifacts = append(out.Artifacts, c.Path)
 	}
@@ -236,6 +275,9 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 		say("running the Definition of Done (%d %s)…", len(s.DoD), n)
 		dod, err = verify.RunDoD(ctx, e.Top, tip, s.Sparse, s.DoD, verify.DoDOptions{Timeout: time.Duration(s.DoDTimeout) * time.Second})
 		if err != nil {
+			// A DoD that could not run did not pass: record why, so that
+			// neither status nor merge is left with an empty DoD verdict.
+			verify.Verdicts{Scope: verdict, HasScope: true, DoD: verify.NotRun(err)}.Record(out)
 			return fmt.Errorf("running the DoD: %w", err)
 		}
 	}
@@ -256,7 +298,7 @@ func (e *Env) watchExtras(ctx context.Context, s sessions.Session) []verify.Extr
 	if err != nil {
 		return nil
 	}
-	return extras
+	return e.excuseJournaledWorktrees(extras, time.Now())
 }
 
 func (e *Env) workerEnv(rec sessions.Record) []string {
@@ -320,23 +362,50 @@ func firstLine(s string) string {
 	return s
 }
 
-// Done ends a session's worktree: restores write permission, removes the
-// worktree, and deletes the branch only when its work reached the base (or
-// force). The session record stays.
-func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool) (branchDeleted bool, err error) {
+// DoneResult is what Done did.
+type DoneResult struct {
+	// BranchDeleted is set when the session's branch was deleted.
+	BranchDeleted bool
+	// Ended lists the processes of the session that were still running
+	// (its supervisor was killed, say) and were ended first.
+	Ended []launch.Proc
+}
+
+// Done ends a session's worktree: ends what is still running of the
+// session (EndProcesses), restores write permission, removes the worktree,
+// and deletes the branch only when its work reached the base (or force).
+// A worktree that a process which is not provably the session's still
+// uses (its working directory, an open or mapped file) is never removed:
+// that is an ErrWorktreeInUse refusal naming the process, and nothing is
+// changed. The session record stays.
+func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool) (DoneResult, error) {
+	var res DoneResult
 	s := rec.Session
 	live, _ := board.Liveness(rec, board.HereOf(e.St), time.Now())
 	switch {
 	case live && s.Mode != sessions.ModeManual:
-		return false, &RefusedError{Reason: ErrSessionLive, Task: s.Task[:8], Session: s.ID[:8], Err: fmt.Errorf("session %s is still running", s.ID[:8])}
+		return res, &RefusedError{Reason: ErrSessionLive, Task: s.Task[:8], Session: s.ID[:8], Err: fmt.Errorf("session %s is still running", s.ID[:8])}
 	case live && !force:
 		// A manual session without an outcome would stay in progress
 		// forever once its worktree is gone.
-		return false, &RefusedError{Reason: ErrNotEnded, Task: s.Task[:8], Session: s.ID[:8], Err: fmt.Errorf("session %s has not ended", s.ID[:8])}
-	case live:
+		return res, &RefusedError{Reason: ErrNotEnded, Task: s.Task[:8], Session: s.ID[:8], Err: fmt.Errorf("session %s has not ended", s.ID[:8])}
+	}
+	ended, err := e.EndProcesses(ctx, rec)
+	res.Ended = ended
+	if err != nil {
+		return res, err
+	}
+	_, statErr := os.Stat(s.Worktree)
+	exists := statErr == nil
+	if exists {
+		if err := refuseInUse(s.Worktree, s.Task[:8], s.ID[:8]); err != nil {
+			return res, err
+		}
+	}
+	if live {
 		out := sessions.Outcome{ExitCode: 1, Finished: time.Now().UTC(), Reason: "abandoned: worker done --force before an outcome was recorded", By: "worker done"}
 		if err := sessions.RecordOutcome(ctx, e.St, rec, &out); err != nil {
-			return false, err
+			return res, err
 		}
 		e.releaseClaim(ctx, rec)
 	}
@@ -344,25 +413,44 @@ func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool)
 	if merged || force {
 		branch = s.Branch
 	}
-	if _, err := os.Stat(s.Worktree); err == nil {
-		if err := worktree.Remove(ctx, e.Top, s.Worktree, branch, true); err != nil {
-			return false, err
+	if exists {
+		e.St.RecordWorktree(gitstore.JournalWorktreeRemove, s.Worktree)
+		if err := worktree.Remove(ctx, e.Top, s.Worktree, "", true); err != nil {
+			return res, err
 		}
-	} else if branch != "" {
+	}
+	if branch != "" {
+		// Through the store, so that the journal records the deletion
+		// (supervisors of running sessions must not hold it against their
+		// workers).
 		e.St.DeleteRef(ctx, "refs/heads/"+branch)
 	}
 	if branch != "" {
 		if _, err := e.St.Git().In(e.Top).Run(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch); err != nil {
-			return true, nil
+			res.BranchDeleted = true
 		}
 	}
-	return false, nil
+	return res, nil
+}
+
+// refuseInUse returns an ErrWorktreeInUse refusal (for task and session,
+// short ids) when a live process uses the worktree at path, nil otherwise.
+func refuseInUse(path, task, session string) error {
+	users, err := launch.UsersOf(path)
+	if err != nil {
+		return fmt.Errorf("checking what uses worktree %s: %w", path, err)
+	}
+	if len(users) == 0 {
+		return nil
+	}
+	who := users[0].String()
+	if len(users) > 1 {
+		who += fmt.Sprintf(" and %d more", len(users)-1)
+	}
+	return &RefusedError{Reason: ErrWorktreeInUse, Task: task, Session: session, Pid: users[0].Pid,
+		Err: fmt.Errorf("worktree %s is in use by a process that is not the session's: %s", path, who)}
 }
 
 func specOf(s sessions.Session) scope.Spec {
 	return scope.Spec{Read: s.Scope.Read, Write: s.Scope.Write, Exclude: s.Scope.Exclude}
-}
-
-func liveMissing(reason string) *verify.Record {
-	return &verify.Record{Incomplete: true, Reason: reason}
 }

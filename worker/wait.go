@@ -11,6 +11,7 @@ import (
 
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/verify"
 )
 
 // End records the outcome of a session whose worker was run by someone else
@@ -25,7 +26,7 @@ func (e *Env) End(ctx context.Context, rec sessions.Record, exit int, signal str
 	spec := specOf(rec.Session)
 	if rec.Session.Worktree != "" {
 		if _, err := os.Stat(rec.Session.Worktree); err == nil {
-			live := liveMissing("the worker ran outside agentmine's supervision: no live record")
+			live := verify.Unsupervised("the worker ran outside agentmine's supervision: no live record")
 			if err := e.judge(ctx, rec, spec, live, nil, &out, func(string, ...any) {}); err != nil {
 				out.Reason = firstLine(err.Error())
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +19,14 @@ import (
 // on main's first-parent history); the rest sit on side branches. Sessions
 // belong to another host and ended long ago, as on a shared board.
 func buildStatusFixture(tb testing.TB, repo string, tasks, perTask int) {
+	buildStatusFixtureWith(tb, repo, tasks, perTask, false)
+}
+
+// buildStatusFixtureWith is buildStatusFixture; with sealed, every session
+// is sealed and its line carries its supervisor's proof, and one session in
+// 50 also has a forged line (a later success without the proof), as after
+// this release.
+func buildStatusFixtureWith(tb testing.TB, repo string, tasks, perTask int, sealed bool) {
 	tb.Helper()
 	var in bytes.Buffer
 	const who = "Ada Author <ada@example.com> 1767323045 +0000"
@@ -65,8 +74,13 @@ func buildStatusFixture(tb testing.TB, repo string, tasks, perTask int) {
 	in.Reset()
 	base := marks[baseMark]
 	for i, x := range all {
-		doc := fmt.Sprintf(`{"v":1,"id":%q,"task":%q,"agent":"coder","client":"custom","mode":"detach","branch":%q,"base_ref":"main","base_commit":%q,"worktree":"/nowhere/task-%s","host":"elsewhere","pid":1,"timeout":300,"grace":10,"started":"2026-01-02T03:04:05Z","scope":{"read":null,"write":["src/**"],"exclude":null}}`+"\n",
-			x.id, x.task, x.branch, base, x.task[:8])
+		seal := ""
+		if sealed {
+			sum := sha256.Sum256([]byte(benchNonce(i)))
+			seal = fmt.Sprintf(`,"seal":{"sha256":"%x","host":"elsewhere","pid":1,"pid_start":7}`, sum)
+		}
+		doc := fmt.Sprintf(`{"v":1,"id":%q,"task":%q,"agent":"coder","client":"custom","mode":"detach","branch":%q,"base_ref":"main","base_commit":%q,"worktree":"/nowhere/task-%s","host":"elsewhere","pid":1,"timeout":300,"grace":10,"started":"2026-01-02T03:04:05Z","scope":{"read":null,"write":["src/**"],"exclude":null}%s}`+"\n",
+			x.id, x.task, x.branch, base, x.task[:8], seal)
 		fmt.Fprintf(&in, "commit refs/agentmine/sessions/%s\nmark :%d\ncommitter %s\ndata 13\nsession start\nM 100644 inline session.json\ndata %d\n%s\n", x.id, mark, who, len(doc), doc)
 		all[i].rootMark = mark
 		mark++
@@ -77,7 +91,14 @@ func buildStatusFixture(tb testing.TB, repo string, tasks, perTask int) {
 		if i%7 == 1 {
 			exit = 1
 		}
-		line := fmt.Sprintf(`{"v":1,"session":%q,"exit_code":%d,"timed_out":false,"finished":"2026-01-02T04:04:05Z","tip":%q,"artifacts":["f"],"recorded_by":"bench","scope_valid":true,"dod_status":"passed","scope":{"valid":true,"tip":"","violations":[],"changed":[],"live_events":0},"dod":{"status":"passed"},"commits":1}`+"\n", x.id, exit, marks[x.tipMark])
+		proof := ""
+		if sealed {
+			proof = fmt.Sprintf(`,"supervisor":{"host":"elsewhere","pid":1,"pid_start":7,"nonce":"%x"}`, benchNonce(i))
+		}
+		line := fmt.Sprintf(`{"v":1,"session":%q,"exit_code":%d,"timed_out":false,"finished":"2026-01-02T04:04:05Z","tip":%q,"artifacts":["f"],"recorded_by":"bench","scope_valid":true,"dod_status":"passed","scope":{"valid":true,"tip":"","violations":[],"changed":[],"live_events":0},"dod":{"status":"passed"},"commits":1%s}`+"\n", x.id, exit, marks[x.tipMark], proof)
+		if sealed && i%50 == 0 {
+			line += fmt.Sprintf(`{"v":1,"session":%q,"exit_code":0,"timed_out":false,"finished":"2099-01-01T00:00:00Z","tip":%q,"artifacts":[],"recorded_by":"agentmine detach","scope_valid":true,"dod_status":"passed","scope":{"valid":true,"violations":[]},"dod":{"status":"passed"},"commits":1}`+"\n", x.id, marks[x.tipMark])
+		}
 		fmt.Fprintf(&in, "N inline :%d\ndata %d\n%s\n", x.rootMark, len(line), line)
 	}
 	fastImport(tb, repo, &in)
@@ -103,6 +124,30 @@ func BenchmarkStatus10kTasks30kSessions(b *testing.B) {
 	b.ReportMetric(float64(ours.Milliseconds())/float64(b.N), "agentmine-ms/op")
 	b.ReportMetric(float64(raw.Milliseconds())/float64(b.N), "raw-git-ms/op")
 	b.ReportMetric(float64(ours)/float64(raw), "ratio")
+}
+
+// BenchmarkStatus10kTasks30kSealedSessions is the same with every session
+// sealed, its line carrying the proof, and one in 50 with a forged line:
+// what judging the seals costs.
+func BenchmarkStatus10kTasks30kSealedSessions(b *testing.B) {
+	useBuiltBinary(b)
+	repo := gittest.Init(b)
+	buildStatusFixtureWith(b, repo, 10000, 3, true)
+	timeCmd(b, repo, "git", "agentmine", "status", "--json") // warm caches
+	var ours, raw time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ours += timeCmd(b, repo, "git", "agentmine", "status", "--json")
+		raw += timeCmd(b, repo, "git", "for-each-ref", "--merged", "main", "refs/heads/")
+	}
+	b.ReportMetric(float64(ours.Milliseconds())/float64(b.N), "agentmine-ms/op")
+	b.ReportMetric(float64(raw.Milliseconds())/float64(b.N), "raw-git-ms/op")
+	b.ReportMetric(float64(ours)/float64(raw), "ratio")
+}
+
+// benchNonce is the fixture's nonce of session i: 32 bytes.
+func benchNonce(i int) string {
+	return fmt.Sprintf("%032d", i)
 }
 
 // fastImport feeds in to `git fast-import --quiet` with args in repo.

@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"github.com/git-agentmine/git-agentmine/sessions"
-	"sort"
 	"time"
 
-	"github.com/git-agentmine/git-agentmine/board"
+	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/output"
+	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/status"
+	"github.com/git-agentmine/git-agentmine/verify"
 )
 
 // StatusCmd is `status`: the board for people.
@@ -22,58 +22,13 @@ func (c *StatusCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	j := boardJSON{V: output.SchemaVersion, Counts: map[string]int{}, Running: []sessionJSON{}, Review: []taskJSON{}, Failures: []taskJSON{}}
-	for _, s := range status.All {
-		j.Counts[string(s)] = 0
-	}
-	var failed []string
-	for _, id := range v.Board.IDs {
-		r := v.Status[id]
-		j.Counts[string(r.Status)]++
-		if r.Ready {
-			j.Ready++
-		}
-		if r.Blocked && r.Status == status.Open {
-			j.Blocked++
-		}
-		switch r.Status {
-		case status.Review:
-			tj := v.taskJSON(id)
-			tj.Usage = taskUsage(a.sessions, id)
-			j.Review = append(j.Review, tj)
-		case status.Failed, status.DoDFailed:
-			failed = append(failed, id)
-		}
-	}
-	finished := func(id string) time.Time {
-		var t time.Time
-		for _, s := range a.sessions {
-			if s.Session.Task == id && s.Outcome != nil && s.Outcome.Finished.After(t) {
-				t = s.Outcome.Finished
-			}
-		}
-		return t
-	}
-	sort.SliceStable(failed, func(i, k int) bool { return finished(failed[i]).After(finished(failed[k])) })
-	if len(failed) > c.Failures {
-		failed = failed[:c.Failures]
-	}
-	for _, id := range failed {
-		tj := v.taskJSON(id)
-		tj.Usage = taskUsage(a.sessions, id)
-		j.Failures = append(j.Failures, tj)
-	}
-	for _, s := range a.sessions {
-		if live, _ := board.Liveness(s, a.here(), time.Now()); live {
-			j.Running = append(j.Running, toSessionJSON(a, s, 1))
-		}
-	}
+	j := contract.NewBoard(v.Loaded, c.Failures, time.Now())
 	if a.G.JSON {
 		return a.P.PrintJSON(j)
 	}
 	p := a.P
 	p.Printf("%s\n", p.Paint(output.Bold, "Tasks"))
-	for _, s := range []status.Status{status.Open, status.InProgress, status.Review, status.DoDFailed, status.Failed, status.Done, status.Cancelled} {
+	for _, s := range status.All {
 		extra := ""
 		if s == status.Open {
 			extra = fmt.Sprintf("  (%d ready, %d blocked)", j.Ready, j.Blocked)
@@ -93,6 +48,7 @@ func (c *StatusCmd) Run(a *App) error {
 	}
 	for _, t := range j.Review {
 		p.Printf("  %s %s%s\n", p.Paint(output.Yellow, t.ShortID), t.Title, usageSuffix(t.Usage))
+		printTaskFindings(a, t)
 	}
 	p.Printf("\n%s\n", p.Paint(output.Bold, "Recent failures"))
 	if len(j.Failures) == 0 {
@@ -100,8 +56,23 @@ func (c *StatusCmd) Run(a *App) error {
 	}
 	for _, t := range j.Failures {
 		p.Printf("  %s %s %s%s\n    %s\n", p.Paint(output.Yellow, t.ShortID), p.Paint(statusColor(status.Status(t.Status)), t.Status), t.Title, usageSuffix(t.Usage), t.StatusReason)
+		printTaskFindings(a, t)
 	}
 	return nil
+}
+
+// boardFindings is how many findings the board shows under one task;
+// task show lists them all.
+const boardFindings = 5
+
+// printTaskFindings prints the violations and warnings of the task's
+// latest session under it on the board.
+func printTaskFindings(a *App, t taskJSON) {
+	r := latestRecord(a, t.ID)
+	if r == nil || r.Outcome == nil {
+		return
+	}
+	printFindings(a.P, "    ", verify.ParseVerdicts(r.Outcome), boardFindings, "git agentmine task show "+t.ShortID)
 }
 
 // usageSuffix renders a task's summed usage after its title.

@@ -576,38 +576,51 @@ func jsonFields(t reflect.Type) []string {
 }
 
 // outputTypeFields reads the JSON field names of every struct type declared
-// in json.go, the file that holds all the CLI's --json output types, so
-// that a new output type is checked without being listed here.
+// in json.go, the file that holds the CLI's own --json output types, and in
+// package contract, which holds the documents the CLI shares with the MCP
+// server, so that a new output type is checked without being listed here.
 func outputTypeFields(t *testing.T) map[string][]string {
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "json.go", nil, 0)
+	files := []string{"json.go"}
+	shared, err := filepath.Glob("../../contract/*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string][]string{}
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok {
-			continue
+	for _, f := range shared {
+		if !strings.HasSuffix(f, "_test.go") {
+			files = append(files, f)
 		}
-		for _, sp := range g.Specs {
-			ts, ok := sp.(*ast.TypeSpec)
+	}
+	out := map[string][]string{}
+	for _, file := range files {
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
 			if !ok {
 				continue
 			}
-			st, ok := ts.Type.(*ast.StructType)
-			if !ok {
-				continue
-			}
-			out[ts.Name.Name] = []string{}
-			for _, fl := range st.Fields.List {
-				if fl.Tag == nil {
+			for _, sp := range g.Specs {
+				ts, ok := sp.(*ast.TypeSpec)
+				if !ok {
 					continue
 				}
-				raw, _ := strconv.Unquote(fl.Tag.Value)
-				name, _, _ := strings.Cut(reflect.StructTag(raw).Get("json"), ",")
-				if name != "" && name != "-" {
-					out[ts.Name.Name] = append(out[ts.Name.Name], name)
+				st, ok := ts.Type.(*ast.StructType)
+				if !ok {
+					continue
+				}
+				out[ts.Name.Name] = []string{}
+				for _, fl := range st.Fields.List {
+					if fl.Tag == nil {
+						continue
+					}
+					raw, _ := strconv.Unquote(fl.Tag.Value)
+					name, _, _ := strings.Cut(reflect.StructTag(raw).Get("json"), ",")
+					if name != "" && name != "-" {
+						out[ts.Name.Name] = append(out[ts.Name.Name], name)
+					}
 				}
 			}
 		}
@@ -633,15 +646,16 @@ func TestJSONDocCoversOutputs(t *testing.T) {
 		}
 	}
 	local := outputTypeFields(t)
-	for _, want := range []string{"runJSON", "sessionJSON", "boardJSON", "settingJSON", "taskJSON", "memoryJSON", "workerCommandJSON"} {
+	for _, want := range []string{"RunJSON", "SessionJSON", "BoardJSON", "settingJSON", "TaskJSON", "MemoryJSON", "workerCommandJSON"} {
 		if len(local[want]) == 0 {
-			t.Fatalf("json.go has no JSON fields for %s: the reader is broken (found %d types)", want, len(local))
+			t.Fatalf("json.go and package contract have no JSON fields for %s: the reader is broken (found %d types)", want, len(local))
 		}
 	}
 	for typ, fields := range local {
 		check(typ, fields)
 	}
 	for _, v := range []any{merge.Result{}, replica.Report{}, memory.ImportResult{}, sessions.Outcome{},
+		sessions.Seal{}, sessions.Supervisor{}, sessions.Forgery{},
 		verify.Verdict{}, verify.Violation{}, verify.Change{}, verify.DoDResult{}, verify.CommandResult{}} {
 		typ := reflect.TypeOf(v)
 		fields := jsonFields(typ)

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/verify"
 )
@@ -11,6 +14,16 @@ type sessionInfo = sessionJSON
 
 // latestSession returns the latest session of a task for --json output.
 func latestSession(a *App, v *view, id string) *sessionInfo {
+	best := latestRecord(a, id)
+	if best == nil {
+		return nil
+	}
+	j := toSessionJSON(a, *best, 0)
+	return &j
+}
+
+// latestRecord returns the latest session of a task, nil when it has none.
+func latestRecord(a *App, id string) *sessions.Record {
 	var best *sessions.Record
 	for i := range a.sessions {
 		r := &a.sessions[i]
@@ -21,11 +34,40 @@ func latestSession(a *App, v *view, id string) *sessionInfo {
 			best = r
 		}
 	}
-	if best == nil {
-		return nil
+	return best
+}
+
+// printFindings prints a scope verdict's violations, then its warnings,
+// one a line under indent, each with its type, path and reason:
+//
+//	violation main-checkout-changed README.md: changed in the main checkout …
+//	warning   uncommitted src/x.go: left uncommitted: untracked
+//
+// limit > 0 prints at most limit findings, then how many more there are
+// and the command that lists them all (seeAll).
+func printFindings(p *output.Printer, indent string, vd verify.Verdicts, limit int, seeAll string) {
+	type finding struct {
+		kind, color string
+		x           verify.Violation
 	}
-	j := toSessionJSON(a, *best, 0)
-	return &j
+	var all []finding
+	for _, x := range vd.Scope.Violations {
+		all = append(all, finding{"violation", output.Red, x})
+	}
+	for _, x := range vd.Scope.Warnings {
+		all = append(all, finding{"warning  ", output.Yellow, x})
+	}
+	for i, f := range all {
+		if limit > 0 && i == limit {
+			p.Printf("%s… %d more: %s\n", indent, len(all)-limit, seeAll)
+			return
+		}
+		what := f.x.Type
+		if f.x.Path != "" {
+			what += " " + f.x.Path
+		}
+		p.Printf("%s%s %s: %s\n", indent, p.Paint(f.color, f.kind), what, f.x.Reason)
+	}
 }
 
 // printSessionSummary prints the latest session's facts under a task.
@@ -36,17 +78,26 @@ func printSessionSummary(a *App, v *view, id string) {
 	}
 	p := a.P
 	p.Printf("\n  Latest session %s (%s, agent %s): %s\n", j.ShortID, j.State, j.Agent, j.Branch)
+	if j.Mode == sessions.ModeManual {
+		p.Printf("    manual: its outcome is the orchestrator's report (session end), not a supervised verdict\n")
+	}
 	if o := j.Outcome; o != nil {
 		vd := verify.ParseVerdicts(o)
 		p.Printf("    exit %d%s, DoD %s, scope %s\n", o.ExitCode, sigWords(*o), orDash(vd.DoD.Status), scopeWord(vd))
-		for _, x := range vd.Scope.Violations {
-			p.Printf("    violation %s %s: %s\n", x.Type, x.Path, x.Reason)
+		printFindings(p, "    ", vd, 0, "")
+		if w := liveGapWords(vd.Scope); w != "" {
+			p.Printf("    live record: %s\n", w)
 		}
 		if r := outcomeReason(*o, vd); r != "" {
 			p.Printf("    reason: %s\n", r)
 		}
 		if o.Usage != nil {
 			p.Printf("    usage: %s\n", o.Usage)
+		}
+	} else {
+		// No verdict: lines that claimed one were forged.
+		for _, f := range j.Forged {
+			p.Printf("    violation %s: outcome line recorded_by %q, finished %s: %s\n", sessions.ForgedOutcome, f.By, f.Finished.UTC().Format(time.RFC3339), f.Reason)
 		}
 	}
 }
@@ -58,4 +109,16 @@ func outcomeReason(o sessions.Outcome, v verify.Verdicts) string {
 		return o.Reason
 	}
 	return v.Explain()
+}
+
+// liveGapWords says how an incomplete live record was judged, or "" when
+// there is nothing to say (a complete record, a run nobody watched).
+func liveGapWords(v verify.Verdict) string {
+	switch v.LiveGap {
+	case verify.LiveGapProved:
+		return "incomplete (" + v.LiveReason + "), proved harmless: the scope lets the worker write every path of the worktree"
+	case verify.LiveGapUnproved:
+		return "incomplete (" + v.LiveReason + "), not proved harmless: a change made and undone meanwhile cannot be ruled out"
+	}
+	return ""
 }

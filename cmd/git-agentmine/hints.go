@@ -68,6 +68,8 @@ func typedHint(err error) string {
 		return workerHint(e)
 	case *merge.VerdictError:
 		return "see why: git agentmine task show " + e.Task + "; run it again with: git agentmine worker run " + e.Task + " --exec --replace"
+	case *merge.MainCheckoutError:
+		return "if you made these changes yourself, merge with: git agentmine merge " + e.Task + " --accept-main-changes (see them: git agentmine task show " + e.Task + ")"
 	case *merge.RefusedError:
 		switch e.Reason {
 		case merge.ErrNoSession:
@@ -86,12 +88,16 @@ func workerHint(e *worker.RefusedError) string {
 		return "see it with: git agentmine task show " + e.Task
 	case worker.ErrCancelled:
 		return "reopen it first: git agentmine task reopen " + e.Task
+	case worker.ErrTainted:
+		return "look at what reached the base, then reopen the task to run it again: git agentmine task reopen " + e.Task
 	case worker.ErrRunning:
 		return "wait for it (git agentmine worker wait " + e.Task + ") or stop it (git agentmine worker stop " + e.Task + ")"
 	case worker.ErrLeftover:
 		return "remove it with: git agentmine worker done " + e.Task + " (or pass --replace)"
 	case worker.ErrSessionLive:
 		return "stop it first: git agentmine worker stop " + e.Task
+	case worker.ErrWorktreeInUse:
+		return fmt.Sprintf("end that process (kill %d) or leave the worktree, then run again: git agentmine worker done %s", e.Pid, e.Task)
 	case worker.ErrNotEnded:
 		return "record its outcome first (git agentmine session end " + e.Session + " --exit-code N), or pass --force to abandon it"
 	}

@@ -16,7 +16,7 @@ import (
 // no next step in the CLI (the testscripts reach most of them, not all:
 // a lost race for the task lock, a live --exec session).
 func TestEveryRefusalHasAHint(t *testing.T) {
-	for _, r := range []error{worker.ErrStarting, worker.ErrCancelled, worker.ErrRunning, worker.ErrLeftover, worker.ErrSessionLive, worker.ErrNotEnded} {
+	for _, r := range []error{worker.ErrStarting, worker.ErrCancelled, worker.ErrTainted, worker.ErrRunning, worker.ErrLeftover, worker.ErrSessionLive, worker.ErrNotEnded, worker.ErrWorktreeInUse} {
 		err := fmt.Errorf("task 1a2b: %w", &worker.RefusedError{Reason: r, Task: "1a2b", Session: "5e55105e", Err: errors.New("refused")})
 		if h := hintFor(err); !strings.Contains(h, "git agentmine ") || !strings.Contains(h, "1a2b") && !strings.Contains(h, "5e55105e") {
 			t.Errorf("worker refusal %q: hint %q names no command with the id", r, h)
@@ -30,6 +30,13 @@ func TestEveryRefusalHasAHint(t *testing.T) {
 		if h := hintFor(err); !strings.Contains(h, "git agentmine worker ") || !strings.Contains(h, "1a2b") {
 			t.Errorf("merge refusal %q: hint %q", r, h)
 		}
+	}
+	err := fmt.Errorf("not merging task 1a2b: %w", &merge.MainCheckoutError{Task: "1a2b", Session: "5e55105e", Paths: []string{"README.md"}})
+	if h := hintFor(err); !strings.Contains(h, "git agentmine merge 1a2b --accept-main-changes") {
+		t.Errorf("main-checkout refusal: hint %q", h)
+	}
+	if exitcode.Of(err) != exitcode.Failed || err.Error() != "not merging task 1a2b: session 5e55105e: the main checkout changed during its run: README.md" {
+		t.Errorf("main-checkout refusal: %q, exit code %d", err, exitcode.Of(err))
 	}
 }
 

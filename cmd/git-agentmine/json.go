@@ -4,18 +4,30 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/agents"
+	"github.com/git-agentmine/git-agentmine/contract"
+	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/memory"
-	"github.com/git-agentmine/git-agentmine/merge"
 	"github.com/git-agentmine/git-agentmine/replica"
-	"github.com/git-agentmine/git-agentmine/sessions"
-	"github.com/git-agentmine/git-agentmine/tasks"
 )
 
 // The --json outputs of the commands, in one place: docs/json.md documents
-// every field of every struct type in this file, and docs_test.go checks
-// that it does. Types of other packages printed as they are (merge.Result,
-// replica.Report, sessions.Outcome, verify.Verdict, memory.ImportResult)
-// are embedded or referenced from here; the test checks those it names.
+// every field of every struct type in this file and in package contract,
+// and docs_test.go checks that it does. The documents the MCP server
+// returns too (tasks, sessions, the board, memories, runs, merges) live in
+// package contract and are named here by their old names. Types of other
+// packages printed as they are (merge.Result, replica.Report,
+// sessions.Outcome, verify.Verdict, memory.ImportResult) are embedded or
+// referenced from here; the test checks those it names.
+
+// The documents shared with the MCP server (package contract).
+type (
+	taskJSON    = contract.TaskJSON
+	sessionJSON = contract.SessionJSON
+	boardJSON   = contract.BoardJSON
+	memoryJSON  = contract.MemoryJSON
+	runJSON     = contract.RunJSON
+	mergeJSON   = contract.MergeJSON
+)
 
 // agentJSON is the --json form of an agent (docs/json.md).
 type agentJSON struct {
@@ -33,17 +45,6 @@ type agentJSON struct {
 	Valid       bool             `json:"valid"`
 	Problems    []agents.Problem `json:"problems"`
 	Error       string           `json:"error,omitempty"`
-}
-
-// boardJSON is `status --json`: the board.
-type boardJSON struct {
-	V        int            `json:"v"`
-	Counts   map[string]int `json:"counts"`
-	Ready    int            `json:"ready"`
-	Blocked  int            `json:"blocked"`
-	Running  []sessionJSON  `json:"running"`
-	Review   []taskJSON     `json:"review"`
-	Failures []taskJSON     `json:"recent_failures"`
 }
 
 // settingJSON is one setting of `config show --json` and where it came from.
@@ -74,24 +75,6 @@ type excludeJSON struct {
 	Added   bool   `json:"added"`
 }
 
-// memoryJSON is the --json form of a memory (docs/json.md).
-type memoryJSON struct {
-	V        int          `json:"v"`
-	ID       string       `json:"id"`
-	ShortID  string       `json:"short_id"`
-	Category string       `json:"category"`
-	Title    string       `json:"title"`
-	Summary  string       `json:"summary"`
-	Content  string       `json:"content"`
-	Status   string       `json:"status"`
-	Tags     []string     `json:"tags"`
-	Task     string       `json:"task"`
-	Path     string       `json:"path"`
-	Created  memory.Stamp `json:"created"`
-	Updated  memory.Stamp `json:"updated"`
-	Commit   string       `json:"commit"`
-}
-
 // treeNode is one task of `task tree --json`, with its children.
 type treeNode struct {
 	V         int        `json:"v"`
@@ -113,89 +96,29 @@ type logJSON struct {
 	Message string    `json:"message"`
 }
 
-// taskJSON is the --json form of a task (docs/json.md).
-type taskJSON struct {
-	V            int          `json:"v"`
-	ID           string       `json:"id"`
-	ShortID      string       `json:"short_id"`
-	Title        string       `json:"title"`
-	Status       string       `json:"status"`
-	StatusReason string       `json:"status_reason"`
-	Blocked      bool         `json:"blocked"`
-	Ready        bool         `json:"ready"`
-	WaitingOn    []string     `json:"waiting_on"`
-	Description  string       `json:"description"`
-	Type         string       `json:"type"`
-	Priority     string       `json:"priority"`
-	Parent       string       `json:"parent"`
-	BlockedBy    []string     `json:"blocked_by"`
-	Labels       []string     `json:"labels"`
-	Assignee     string       `json:"assignee"`
-	DoD          []string     `json:"dod"`
-	Base         string       `json:"base"`
-	Acceptance   []string     `json:"acceptance"`
-	Created      tasks.Stamp  `json:"created"`
-	Updated      tasks.Stamp  `json:"updated"`
-	Cancelled    *tasks.Fact  `json:"cancelled"`
-	Reopened     *tasks.Fact  `json:"reopened"`
-	Commit       string       `json:"commit"`
-	Session      string       `json:"session,omitempty"`
-	Extra        *sessionInfo `json:"latest_session,omitempty"`
-	// Usage sums the usage every session of the task reported.
-	Usage *sessions.Usage `json:"usage,omitempty"`
-}
-
-// runJSON is `worker run --json`: the session and, after --exec, its outcome.
-type runJSON struct {
-	V        int               `json:"v"`
-	Session  string            `json:"session"`
-	Task     string            `json:"task"`
-	Agent    string            `json:"agent"`
-	Client   string            `json:"client"`
-	Branch   string            `json:"branch"`
-	Worktree string            `json:"worktree"`
-	Prompt   string            `json:"prompt_file"`
-	Command  []string          `json:"command"`
-	Mode     string            `json:"mode"`
-	Pid      int               `json:"pid,omitempty"`
-	Log      string            `json:"log"`
-	Outcome  *sessions.Outcome `json:"outcome,omitempty"`
-	Status   string            `json:"status,omitempty"`
-}
-
-// sessionJSON is the --json form of a session (session list/show, worker status).
-type sessionJSON struct {
-	V        int               `json:"v"`
-	ID       string            `json:"id"`
-	ShortID  string            `json:"short_id"`
-	Task     string            `json:"task"`
-	Agent    string            `json:"agent"`
-	Client   string            `json:"client"`
-	Version  string            `json:"client_version,omitempty"`
-	Mode     string            `json:"mode"`
-	Branch   string            `json:"branch"`
-	BaseRef  string            `json:"base_ref"`
-	Base     string            `json:"base_commit"`
-	Worktree string            `json:"worktree"`
-	Host     string            `json:"host"`
-	Pid      int               `json:"pid,omitempty"`
-	Started  time.Time         `json:"started"`
-	Timeout  int               `json:"timeout"`
-	State    string            `json:"state"`
-	Elapsed  float64           `json:"elapsed_seconds"`
-	Log      string            `json:"log"`
-	Tail     []string          `json:"log_tail,omitempty"`
-	Outcome  *sessions.Outcome `json:"outcome"`
-}
-
 // doneJSON is one element of `worker done --json`.
 type doneJSON struct {
-	V             int    `json:"v"`
-	Session       string `json:"session"`
-	Task          string `json:"task"`
-	Worktree      string `json:"worktree"`
-	Branch        string `json:"branch"`
-	BranchDeleted bool   `json:"branch_deleted"`
+	V              int        `json:"v"`
+	Session        string     `json:"session"`
+	Task           string     `json:"task"`
+	Worktree       string     `json:"worktree"`
+	Branch         string     `json:"branch"`
+	BranchDeleted  bool       `json:"branch_deleted"`
+	EndedProcesses []procJSON `json:"ended_processes,omitempty"`
+}
+
+// procJSON is a process agentmine ended.
+type procJSON struct {
+	Pid     int    `json:"pid"`
+	Command string `json:"command"`
+}
+
+func procsJSON(ps []launch.Proc) []procJSON {
+	var out []procJSON
+	for _, p := range ps {
+		out = append(out, procJSON{Pid: p.Pid, Command: p.Command})
+	}
+	return out
 }
 
 // settingOneJSON is `config show KEY --json`.
@@ -248,12 +171,6 @@ type memoryExportEntryJSON struct {
 type memoryImportJSON struct {
 	V     int                   `json:"v"`
 	Files []memory.ImportResult `json:"files"`
-}
-
-// mergeJSON is `merge --json`.
-type mergeJSON struct {
-	V int `json:"v"`
-	merge.Result
 }
 
 // syncJSON is `sync`, `push` and `pull --json`.

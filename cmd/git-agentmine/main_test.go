@@ -51,12 +51,14 @@ func TestScripts(t *testing.T) {
 // still runs every other scenario.
 func slowScripts() map[string]string {
 	return map[string]string{
-		"worker_faults":      "real workers timing out, ignoring SIGTERM and crashing, each waited for",
-		"worker_misbehave":   "real workers breaking their scope in every way, each run and checked",
-		"worker_exec":        "real workers launched, timed out and waited for",
-		"worker_stop_wait":   "real workers stopped through their grace period, and waited for",
-		"worker_other_clone": "a worker in a second clone held until released, then waited for",
-		"sync_claims":        "clones racing for claims with real workers that sleep",
+		"worker_faults":         "real workers timing out, ignoring SIGTERM and crashing, each waited for",
+		"worker_misbehave":      "real workers breaking their scope in every way, each run and checked",
+		"worker_exec":           "real workers launched, timed out and waited for",
+		"worker_stop_wait":      "real workers stopped through their grace period, and waited for",
+		"worker_other_clone":    "a worker in a second clone held until released, then waited for",
+		"sync_claims":           "clones racing for claims with real workers that sleep",
+		"worker_lost_processes": "detached supervisors killed, what their workers left ended through the grace period",
+		"worker_refs_meanwhile": "a worker held until released while agentmine merges around it, then waited for",
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/memory"
@@ -28,18 +29,7 @@ type MemoryCmd struct {
 	Import  MemoryImportCmd  `cmd:"" help:"Read memories back from files written by export."`
 }
 
-func memJSON(b *memory.Bank, id string) memoryJSON {
-	e := b.Memories[id]
-	m := e.Memory
-	name, _ := memory.FileName(m)
-	tags := m.Tags
-	if tags == nil {
-		tags = []string{}
-	}
-	return memoryJSON{V: output.SchemaVersion, ID: id, ShortID: b.ShortID(id), Category: m.Category, Title: m.Title,
-		Summary: m.Summary, Content: m.Content, Status: m.Status, Tags: tags, Task: m.Task,
-		Path: memory.SnapshotDir + "/" + name, Created: m.Created, Updated: m.Updated, Commit: e.Commit}
-}
+func memJSON(b *memory.Bank, id string) memoryJSON { return contract.NewMemory(b, id) }
 
 // loadBank reads the Memory Bank, warning about refs that cannot be read.
 func loadBank(a *App) (*gitstore.Store, *memory.Bank, error) {

@@ -11,6 +11,7 @@ import (
 type MergeCmd struct {
 	ID           string `arg:"" help:"Task id."`
 	AllowSkipped bool   `name:"allow-skipped" help:"Merge although the session's DoD was skipped."`
+	AcceptMain   bool   `name:"accept-main-changes" help:"Merge although the main checkout changed during the run: you made those changes (recorded in the merge commit)."`
 }
 
 // Run merges the task's latest session if its facts allow it.
@@ -19,12 +20,12 @@ func (c *MergeCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	res, err := merge.Task(a.Ctx, env.St, env.Cfg.Base, c.ID, merge.Options{AllowSkipped: c.AllowSkipped})
+	res, err := merge.Task(a.Ctx, env.St, env.Cfg.Base, c.ID, merge.Options{AllowSkipped: c.AllowSkipped, AcceptMainChanges: c.AcceptMain})
 	if err != nil {
 		return err
 	}
 	if a.G.JSON {
-		return a.P.PrintJSON(mergeJSON{output.SchemaVersion, res})
+		return a.P.PrintJSON(mergeJSON{V: output.SchemaVersion, Result: res})
 	}
 	if a.G.Quiet {
 		a.P.Printf("%s\n", res.Commit)
@@ -35,5 +36,8 @@ func (c *MergeCmd) Run(a *App) error {
 		return nil
 	}
 	a.P.Printf("merged task %s (session %s) into %s: %s\n", res.Task[:8], res.Session[:8], strings.TrimPrefix(res.Base, "refs/heads/"), res.Commit[:12])
+	if len(res.Accepted) > 0 {
+		a.P.Printf("accepted as yours, recorded in the merge commit: main-checkout changes of %s\n", strings.Join(res.Accepted, ", "))
+	}
 	return nil
 }

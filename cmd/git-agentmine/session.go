@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/verify"
+	"github.com/git-agentmine/git-agentmine/worker"
 )
 
 // SessionCmd groups the session commands, for orchestrators that run
@@ -77,6 +79,9 @@ func (c *SessionEndCmd) Run(a *App) error {
 	if rec.Outcome != nil {
 		return exitcode.New(exitcode.State, fmt.Errorf("session %s already ended (exit %d)", rec.Session.ID[:8], rec.Outcome.ExitCode), "")
 	}
+	if err := endable(a, env, rec, *c.ExitCode, sig); err != nil {
+		return err
+	}
 	out, err := env.End(a.Ctx, rec, *c.ExitCode, sig, c.Artifacts, c.SkipDoD)
 	if err != nil {
 		return err
@@ -89,6 +94,26 @@ func (c *SessionEndCmd) Run(a *App) error {
 		return nil // recording a failure succeeded
 	}
 	return err
+}
+
+// endable refuses to end a supervised session by hand while its
+// supervisor runs (the supervisor records the outcome), and to report
+// success for a sealed one at all: only its supervisor's verdict can make
+// it pass, any other line claiming success is a forged outcome.
+func endable(a *App, env *worker.Env, rec sessions.Record, exit int, sig string) error {
+	s := rec.Session
+	if s.Mode == sessions.ModeManual {
+		return nil
+	}
+	if live, _ := board.Liveness(rec, board.HereOf(env.St), time.Now()); live {
+		return exitcode.New(exitcode.State, fmt.Errorf("session %s is supervised (mode %s) and still running: its supervisor records the outcome", s.ID[:8], s.Mode),
+			"stop it with: git agentmine worker stop "+s.Task[:8])
+	}
+	if s.Seal != nil && exit == 0 && sig == "" {
+		return exitcode.New(exitcode.State, fmt.Errorf("session %s was sealed by its supervisor: only the supervisor's verdict can report success", s.ID[:8]),
+			"record the failure with --exit-code N, or run the task again")
+	}
+	return nil
 }
 
 var signalNames = map[string]syscall.Signal{"SIGHUP": syscall.SIGHUP, "SIGINT": syscall.SIGINT, "SIGQUIT": syscall.SIGQUIT,
@@ -180,9 +205,7 @@ func (c *SessionShowCmd) Run(a *App) error {
 		}
 		v := verify.ParseVerdicts(o)
 		a.P.Printf("scope    %s\n", scopeWord(v))
-		for _, x := range v.Scope.Violations {
-			a.P.Printf("  - %s %s: %s\n", x.Type, x.Path, x.Reason)
-		}
+		printFindings(a.P, "  ", v, 0, "")
 		a.P.Printf("dod      %s\n", orDash(v.DoD.Status))
 		for _, cr := range v.DoD.Commands {
 			a.P.Printf("  - `%s` exit %d\n", cr.Cmd, cr.ExitCode)

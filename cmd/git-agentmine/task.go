@@ -2,12 +2,11 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/board"
-	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/sessions"
@@ -60,7 +59,7 @@ func (c *TaskAddCmd) Run(a *App) error {
 
 // TaskListCmd is `task list`.
 type TaskListCmd struct {
-	Status   string `short:"s" help:"Only this status (open, in_progress, review, dod_failed, failed, done, cancelled, ready, blocked)."`
+	Status   string `short:"s" help:"Only this status (open, in_progress, review, dod_failed, failed, tainted, done, cancelled, ready, blocked)."`
 	Type     string `short:"t" help:"Only this type."`
 	Priority string `short:"p" help:"Only this priority."`
 	Label    string `help:"Only tasks with this label."`
@@ -71,46 +70,18 @@ type TaskListCmd struct {
 
 // Run lists tasks.
 func (c *TaskListCmd) Run(a *App) error {
-	if c.Status != "" && !status.Valid(c.Status) {
-		return exitcode.New(exitcode.Usage, fmt.Errorf("unknown status %q", c.Status), "use one of: open, in_progress, review, dod_failed, failed, done, cancelled, ready, blocked")
-	}
-	if c.Type != "" {
-		if err := tasks.ValidateType(c.Type); err != nil {
-			return err
-		}
-	}
-	if c.Priority != "" {
-		if err := tasks.ValidatePriority(c.Priority); err != nil {
-			return err
-		}
+	f := contract.TaskFilter{Status: c.Status, Type: c.Type, Priority: c.Priority, Label: c.Label,
+		Assignee: c.Assignee, Parent: c.Parent, HideClosed: !c.All && !a.G.JSON}
+	if err := f.Check(); err != nil {
+		return err
 	}
 	v, err := loadView(a)
 	if err != nil {
 		return err
 	}
-	parent := ""
-	if c.Parent != "" {
-		if parent, err = v.Board.Resolve(c.Parent); err != nil {
-			return err
-		}
-	}
-	var ids []string
-	for _, id := range v.Board.IDs {
-		t := v.Board.Tasks[id].Task
-		r := v.Status[id]
-		switch {
-		case c.Status == "ready" && !r.Ready,
-			c.Status == "blocked" && !r.Blocked,
-			c.Status != "" && c.Status != "ready" && c.Status != "blocked" && string(r.Status) != c.Status,
-			c.Status == "" && !c.All && !a.G.JSON && (r.Status == status.Done || r.Status == status.Cancelled),
-			c.Type != "" && t.Type != c.Type,
-			c.Priority != "" && t.Priority != c.Priority,
-			c.Label != "" && !contains(t.Labels, c.Label),
-			c.Assignee != "" && t.Assignee != c.Assignee,
-			parent != "" && t.Parent != parent:
-			continue
-		}
-		ids = append(ids, id)
+	ids, err := f.Select(v.Loaded)
+	if err != nil {
+		return err
 	}
 	if err := printTasks(a, v, ids); err != nil {
 		return err
@@ -146,25 +117,7 @@ func (c *TaskReadyCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	var ids []string
-	for _, id := range v.Board.IDs {
-		if v.Status[id].Ready {
-			ids = append(ids, id)
-		}
-	}
-	sort.SliceStable(ids, func(i, j int) bool {
-		return priorityRank(v.Board.Tasks[ids[i]].Task.Priority) > priorityRank(v.Board.Tasks[ids[j]].Task.Priority)
-	})
-	return printTasks(a, v, ids)
-}
-
-func priorityRank(p string) int {
-	for i, x := range tasks.Priorities {
-		if x == p {
-			return i
-		}
-	}
-	return -1
+	return printTasks(a, v, contract.Ready(v.Loaded))
 }
 
 // TaskShowCmd is `task show`.
@@ -394,6 +347,8 @@ type view struct {
 	Board  *tasks.Board
 	Status map[string]status.Result
 	Store  *gitstore.Store
+	// Loaded is the whole board Board and Status come from.
+	Loaded *board.Board
 }
 
 // loadView reads every task and resolves statuses in one batch, warning
@@ -416,35 +371,15 @@ func loadView(a *App) (*view, error) {
 	a.sessions = b.Sessions
 	here := b.Here
 	a.where = &here
-	return &view{Board: b.Tasks, Status: b.Status, Store: st}, nil
+	return &view{Board: b.Tasks, Status: b.Status, Store: st, Loaded: b}, nil
 }
 
 // taskUsage sums the usage the task's sessions reported (nil if none did).
 func taskUsage(recs []sessions.Record, id string) *sessions.Usage {
-	var sum *sessions.Usage
-	for _, r := range recs {
-		if r.Session.Task != id || r.Outcome == nil || r.Outcome.Usage == nil {
-			continue
-		}
-		if sum == nil {
-			sum = &sessions.Usage{}
-		}
-		*sum = sum.Add(*r.Outcome.Usage)
-	}
-	return sum
+	return contract.TaskUsage(recs, id)
 }
 
-func (v *view) taskJSON(id string) taskJSON {
-	e := v.Board.Tasks[id]
-	t := e.Task
-	r := v.Status[id]
-	return taskJSON{V: output.SchemaVersion, ID: id, ShortID: v.Board.ShortID(id), Title: t.Title,
-		Status: string(r.Status), StatusReason: r.Reason, Blocked: r.Blocked, Ready: r.Ready,
-		WaitingOn: nonNil(r.Waiting), Description: t.Description, Type: t.Type, Priority: t.Priority,
-		Parent: t.Parent, BlockedBy: nonNil(t.BlockedBy), Labels: nonNil(t.Labels), Assignee: t.Assignee,
-		DoD: nonNil(t.DoD), Base: t.Base, Acceptance: nonNil(t.Acceptance), Created: t.Created, Updated: t.Updated,
-		Cancelled: t.Cancelled, Reopened: t.Reopened, Commit: e.Commit, Session: r.Session}
-}
+func (v *view) taskJSON(id string) taskJSON { return contract.NewTask(v.Loaded, id) }
 
 func nonNil[T any](s []T) []T {
 	if s == nil {
@@ -470,7 +405,7 @@ func statusColor(s status.Status) string {
 		return output.Cyan
 	case status.Review:
 		return output.Blue
-	case status.DoDFailed, status.Failed:
+	case status.DoDFailed, status.Failed, status.Tainted:
 		return output.Red
 	case status.Cancelled:
 		return output.Gray

@@ -1,16 +1,15 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/launch"
-	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/verify"
@@ -77,8 +76,7 @@ func (c *WorkerRunCmd) Run(a *App) error {
 		a.P.Notef("claimed task %s on %s\n", p.Rec.Session.Task[:8], p.Claimed)
 	}
 	s := p.Rec.Session
-	j := runJSON{V: output.SchemaVersion, Session: s.ID, Task: s.Task, Agent: s.Agent, Client: s.Client,
-		Branch: s.Branch, Worktree: s.Worktree, Prompt: p.PromptFile, Command: s.Command, Mode: s.Mode, Log: s.Log}
+	j := contract.NewRun(s, p.PromptFile)
 	if !c.Exec {
 		if a.G.JSON {
 			return a.P.PrintJSON(j)
@@ -96,19 +94,8 @@ func (c *WorkerRunCmd) Run(a *App) error {
 		return nil
 	}
 	if c.Detach {
-		if err := env.CheckStartable(a.Ctx, p.Rec); err != nil {
-			return err
-		}
-		argv := []string{a.Args0, "-C", env.Top, "worker", "supervise", s.ID}
-		pid, start, err := launch.Detach(a.Ctx, argv, env.Top, nil, s.Log+".supervisor")
+		pid, err := env.StartDetached(a.Ctx, p, supervisorArgv(a.Args0, env.Top, s.ID))
 		if err != nil {
-			sessions.RecordOutcome(context.WithoutCancel(a.Ctx), env.St, p.Rec, &sessions.Outcome{ExitCode: 127,
-				Finished: time.Now().UTC(), Reason: "could not start the supervisor: " + err.Error(), By: "agentmine detach"})
-			return fmt.Errorf("starting the detached supervisor: %w", err)
-		}
-		if _, err := sessions.Update(a.Ctx, env.St, s.ID, "session detached: supervisor started", func(x *sessions.Session) {
-			x.Pid, x.PidStart = pid, start
-		}); err != nil {
 			return err
 		}
 		j.Pid = pid
@@ -144,6 +131,14 @@ func (c *WorkerRunCmd) Run(a *App) error {
 	return err
 }
 
+// supervisorArgv is the command line of a detached supervisor for a
+// session: this program (self), in the repository top, running the hidden
+// `worker supervise`. worker run --detach and the MCP server's worker_start
+// start it.
+func supervisorArgv(self, top, session string) []string {
+	return []string{self, "-C", top, "worker", "supervise", session}
+}
+
 // reportOutcome prints a finished run and maps it to the exit code: 0 when
 // the run can go to review, 124 on timeout, 130 when interrupted, else 1.
 func reportOutcome(a *App, env *worker.Env, j runJSON, out sessions.Outcome) error {
@@ -172,6 +167,7 @@ func reportOutcome(a *App, env *worker.Env, j runJSON, out sessions.Outcome) err
 			a.P.Printf(" — %s", r)
 		}
 		a.P.Printf("\n")
+		printFindings(a.P, "  ", v, 0, "")
 	}
 	switch {
 	case out.TimedOut:

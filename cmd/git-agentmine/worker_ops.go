@@ -13,11 +13,11 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/git-agentmine/git-agentmine/board"
+	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/sessions"
-	"github.com/git-agentmine/git-agentmine/verify"
 	"github.com/git-agentmine/git-agentmine/worker"
 )
 
@@ -76,30 +76,11 @@ func latestOf(a *App, env *worker.Env, ids []string, liveOnly bool) (*board.Boar
 }
 
 func sessionState(a *App, r sessions.Record) string {
-	live, lost := board.Liveness(r, a.here(), time.Now())
-	switch {
-	case live:
-		return "running"
-	case lost:
-		return "lost"
-	}
-	return "ended"
+	return contract.SessionState(r, a.here(), time.Now())
 }
 
 func toSessionJSON(a *App, r sessions.Record, tail int) sessionJSON {
-	s := r.Session
-	j := sessionJSON{V: output.SchemaVersion, ID: s.ID, ShortID: s.ID[:8], Task: s.Task, Agent: s.Agent, Client: s.Client,
-		Version: s.ClientVersion, Mode: s.Mode, Branch: s.Branch, BaseRef: s.BaseRef, Base: s.BaseCommit, Worktree: s.Worktree, Host: s.Host,
-		Pid: s.Pid, Started: s.Started, Timeout: s.Timeout, State: sessionState(a, r), Log: s.Log, Outcome: r.Outcome}
-	end := time.Now()
-	if r.Outcome != nil {
-		end = r.Outcome.Finished
-	}
-	j.Elapsed = end.Sub(s.Started).Round(time.Second).Seconds()
-	if tail > 0 {
-		j.Tail, _ = launch.Tail(s.Log, tail)
-	}
-	return j
+	return contract.NewSession(r, a.here(), time.Now(), tail)
 }
 
 // WorkerStatusCmd is `worker status`.
@@ -231,27 +212,7 @@ func (c *WorkerWaitCmd) Run(a *App) error {
 // sessionVerdict names what a finished session means for its task; merged
 // says its work reached the base.
 func sessionVerdict(a *App, r sessions.Record, merged bool) string {
-	o := r.Outcome
-	if o == nil {
-		if sessionState(a, r) == "lost" {
-			return "failed (lost)"
-		}
-		return "running"
-	}
-	v := verify.ParseVerdicts(o)
-	switch {
-	case o.TimedOut:
-		return "failed (timeout)"
-	case o.Signal != "":
-		return "failed (" + o.Signal + ")"
-	case o.ExitCode != 0:
-		return fmt.Sprintf("failed (exit %d)", o.ExitCode)
-	case merged:
-		return "done (merged)"
-	case v.Failed() != "":
-		return "dod_failed (" + v.Failed() + ")"
-	}
-	return "review"
+	return contract.Verdict(r, sessionState(a, r), merged)
 }
 
 // WorkerLogsCmd is `worker logs`.
@@ -377,7 +338,18 @@ func (c *WorkerStopCmd) Run(a *App) error {
 		live, _ := board.Liveness(r, a.here(), time.Now())
 		switch {
 		case !live:
-			a.P.Notef("session %s of task %s is not running\n", s.ID[:8], s.Task[:8])
+			// Its supervisor may be gone while its worker runs on: end
+			// whatever is left of it.
+			ended, err := env.EndProcesses(a.Ctx, r)
+			if len(ended) > 0 {
+				a.P.Notef("session %s of task %s was lost; ended %s it left running\n", s.ID[:8], s.Task[:8], worker.LeftoverText(ended))
+			}
+			if err != nil {
+				return err
+			}
+			if len(ended) == 0 {
+				a.P.Notef("session %s of task %s is not running\n", s.ID[:8], s.Task[:8])
+			}
 		case s.Mode == sessions.ModeManual:
 			if _, err := env.End(a.Ctx, r, 128+int(syscall.SIGTERM), "SIGTERM", nil, true); err != nil {
 				return err
@@ -446,16 +418,20 @@ func (c *WorkerDoneCmd) Run(a *App) error {
 				merged = true
 			}
 		}
-		deleted, err := env.Done(a.Ctx, r, merged, c.Force)
+		res, err := env.Done(a.Ctx, r, merged, c.Force)
+		if len(res.Ended) > 0 {
+			a.P.Notef("ended %s of session %s that were still running\n", worker.LeftoverText(res.Ended), r.Session.ID[:8])
+		}
 		if err != nil {
 			return err
 		}
 		kept := "kept branch " + r.Session.Branch + " (not merged; --force deletes it)"
-		if deleted {
+		if res.BranchDeleted {
 			kept = "deleted branch " + r.Session.Branch
 		}
 		done = append(done, doneJSON{V: output.SchemaVersion, Session: r.Session.ID, Task: r.Session.Task,
-			Worktree: r.Session.Worktree, Branch: r.Session.Branch, BranchDeleted: deleted})
+			Worktree: r.Session.Worktree, Branch: r.Session.Branch, BranchDeleted: res.BranchDeleted,
+			EndedProcesses: procsJSON(res.Ended)})
 		if a.G.Quiet {
 			a.P.Printf("%s\n", r.Session.ID)
 		} else if !a.G.JSON {

@@ -105,3 +105,32 @@ func TestCommitFilesCommitsExactlyThem(t *testing.T) {
 		t.Errorf("on disk: %q", got)
 	}
 }
+
+// TestNormalUser: a command run as the normal user has its uid and HOME,
+// reaches a directory given to it, and is stopped by a read-only directory
+// as root would not be.
+func TestNormalUser(t *testing.T) {
+	u := NormalUser(t)
+	dir := filepath.Join(t.TempDir(), "work")
+	if err := os.MkdirAll(filepath.Join(dir, "locked"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	u.Give(t, dir)
+	if err := os.Chmod(filepath.Join(dir, "locked"), 0o555); err != nil {
+		t.Fatal(err)
+	}
+	if got := u.Run(t, dir, "id", "-u"); got != fmt.Sprint(u.UID) {
+		t.Errorf("id -u = %s, want %d", got, u.UID)
+	}
+	if got := u.Run(t, dir, "sh", "-c", `echo "$HOME" && touch "$HOME/x" && touch mine`); got != u.Home {
+		t.Errorf("HOME = %s, want %s", got, u.Home)
+	}
+	if _, err := u.Try(dir, "mkdir", "locked/sub"); err == nil || !strings.Contains(err.Error(), "Permission denied") {
+		t.Errorf("mkdir in a read-only directory as %s: %v", u.Name, err)
+	}
+	if u.Switch {
+		if got := u.Run(t, dir, "id", "-G"); got != fmt.Sprint(u.GID) {
+			t.Errorf("groups %q, want only %d", got, u.GID)
+		}
+	}
+}

@@ -1,0 +1,137 @@
+// Package contract owns the JSON documents git agentmine hands to programs:
+// the --json output of its commands and the results of its MCP tools
+// (docs/json.md documents every field), and how each is filled from the
+// board, the sessions and the Memory Bank. The command line and the MCP
+// server print the same types built by the same functions, and the MCP
+// tools' output schemas are generated from these types, so the two front
+// ends cannot drift apart.
+package contract
+
+import (
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/memory"
+	"github.com/git-agentmine/git-agentmine/merge"
+	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/tasks"
+)
+
+// TaskJSON is the --json form of a task (docs/json.md).
+type TaskJSON struct {
+	V            int          `json:"v"`
+	ID           string       `json:"id"`
+	ShortID      string       `json:"short_id"`
+	Title        string       `json:"title"`
+	Status       string       `json:"status"`
+	StatusReason string       `json:"status_reason"`
+	Blocked      bool         `json:"blocked"`
+	Ready        bool         `json:"ready"`
+	WaitingOn    []string     `json:"waiting_on"`
+	Description  string       `json:"description"`
+	Type         string       `json:"type"`
+	Priority     string       `json:"priority"`
+	Parent       string       `json:"parent"`
+	BlockedBy    []string     `json:"blocked_by"`
+	Labels       []string     `json:"labels"`
+	Assignee     string       `json:"assignee"`
+	DoD          []string     `json:"dod"`
+	Base         string       `json:"base"`
+	Acceptance   []string     `json:"acceptance"`
+	Created      tasks.Stamp  `json:"created"`
+	Updated      tasks.Stamp  `json:"updated"`
+	Cancelled    *tasks.Fact  `json:"cancelled"`
+	Reopened     *tasks.Fact  `json:"reopened"`
+	Commit       string       `json:"commit"`
+	Session      string       `json:"session,omitempty"`
+	Extra        *SessionJSON `json:"latest_session,omitempty"`
+	// Usage sums the usage every session of the task reported.
+	Usage *sessions.Usage `json:"usage,omitempty"`
+}
+
+// SessionJSON is the --json form of a session (session list/show, worker
+// status, and a task's latest session).
+type SessionJSON struct {
+	V        int               `json:"v"`
+	ID       string            `json:"id"`
+	ShortID  string            `json:"short_id"`
+	Task     string            `json:"task"`
+	Agent    string            `json:"agent"`
+	Client   string            `json:"client"`
+	Version  string            `json:"client_version,omitempty"`
+	Mode     string            `json:"mode"`
+	Branch   string            `json:"branch"`
+	BaseRef  string            `json:"base_ref"`
+	Base     string            `json:"base_commit"`
+	Worktree string            `json:"worktree"`
+	Host     string            `json:"host"`
+	Pid      int               `json:"pid,omitempty"`
+	Started  time.Time         `json:"started"`
+	Timeout  int               `json:"timeout"`
+	State    string            `json:"state"`
+	Elapsed  float64           `json:"elapsed_seconds"`
+	Log      string            `json:"log"`
+	Tail     []string          `json:"log_tail,omitempty"`
+	Outcome  *sessions.Outcome `json:"outcome"`
+	// Sealed: the outcome is a supervised verdict (the supervisor sealed
+	// the session); false for manual sessions, whose outcome is an
+	// orchestrator's report, and for sessions recorded before seals.
+	Sealed bool               `json:"sealed"`
+	Forged []sessions.Forgery `json:"forged,omitempty"`
+
+	// WorkerPid is the worker's own pid, as its supervisor recorded it.
+	WorkerPid int `json:"worker_pid,omitempty"`
+}
+
+// BoardJSON is `status --json`: the board.
+type BoardJSON struct {
+	V        int            `json:"v"`
+	Counts   map[string]int `json:"counts"`
+	Ready    int            `json:"ready"`
+	Blocked  int            `json:"blocked"`
+	Running  []SessionJSON  `json:"running"`
+	Review   []TaskJSON     `json:"review"`
+	Failures []TaskJSON     `json:"recent_failures"`
+}
+
+// MemoryJSON is the --json form of a memory (docs/json.md).
+type MemoryJSON struct {
+	V        int          `json:"v"`
+	ID       string       `json:"id"`
+	ShortID  string       `json:"short_id"`
+	Category string       `json:"category"`
+	Title    string       `json:"title"`
+	Summary  string       `json:"summary"`
+	Content  string       `json:"content"`
+	Status   string       `json:"status"`
+	Tags     []string     `json:"tags"`
+	Task     string       `json:"task"`
+	Path     string       `json:"path"`
+	Created  memory.Stamp `json:"created"`
+	Updated  memory.Stamp `json:"updated"`
+	Commit   string       `json:"commit"`
+}
+
+// RunJSON is `worker run --json`: the session and, after --exec, its
+// outcome.
+type RunJSON struct {
+	V        int               `json:"v"`
+	Session  string            `json:"session"`
+	Task     string            `json:"task"`
+	Agent    string            `json:"agent"`
+	Client   string            `json:"client"`
+	Branch   string            `json:"branch"`
+	Worktree string            `json:"worktree"`
+	Prompt   string            `json:"prompt_file"`
+	Command  []string          `json:"command"`
+	Mode     string            `json:"mode"`
+	Pid      int               `json:"pid,omitempty"`
+	Log      string            `json:"log"`
+	Outcome  *sessions.Outcome `json:"outcome,omitempty"`
+	Status   string            `json:"status,omitempty"`
+}
+
+// MergeJSON is `merge --json`.
+type MergeJSON struct {
+	V int `json:"v"`
+	merge.Result
+}

@@ -1,0 +1,435 @@
+package gitstore
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The journal is agentmine's record of its own writes, so that a supervisor
+// comparing the refs before and after its worker's run can tell them from
+// the worker's. Every ref write agentmine makes goes through Transact, and
+// Transact appends one line per written ref to <common dir>/agentmine/journal
+// just before it runs `git update-ref --stdin` (before, so that a supervisor
+// never sees a new ref value whose line is not there yet; a transaction that
+// then fails leaves a line describing a change that did not happen, which can
+// only ever excuse that exact change). Each line says on whose behalf the
+// write was made: a process that runs inside a supervised worker's process
+// tree (see onBehalf) writes for that session — those writes are the
+// worker's, never agentmine's own.
+//
+// The journal is local, disposable data like the logs: when it passes
+// JournalMaxBytes it is renamed to journal.1 (replacing the previous one), so
+// at most twice that is kept; readers read both. It is a plain file that any
+// process of the same user can write, a worker included: it records, it does
+// not prove. README's threat model says what follows from that.
+
+// JournalMaxBytes is the size past which the journal is rotated.
+const JournalMaxBytes = 8 << 20
+
+// JournalFile is the journal's name under <common dir>/agentmine/.
+const JournalFile = "journal"
+
+// Journal operations besides the ref verbs "create", "update" and "delete".
+const (
+	// JournalCheckout records that agentmine updated the files of a
+	// checkout (the gated merge following the base in a clean checkout).
+	JournalCheckout = "checkout"
+	// JournalWorktreeAdd and JournalWorktreeRemove record that agentmine
+	// created or removed a session's worktree (worker run, worker done),
+	// next to the worktrees of running workers.
+	JournalWorktreeAdd    = "worktree-add"
+	JournalWorktreeRemove = "worktree-remove"
+)
+
+// JournalEntry is one line of the journal.
+type JournalEntry struct {
+	// Time is when the write was about to be made (this machine's clock).
+	Time time.Time `json:"time"`
+	// Pid is the writing process.
+	Pid int `json:"pid"`
+	// Op is "create", "update" or "delete" for a ref, or JournalCheckout.
+	Op string `json:"op"`
+	// Ref is the full ref name written (ref operations).
+	Ref string `json:"ref,omitempty"`
+	// Checkout is the directory whose files were updated (JournalCheckout),
+	// or the worktree created or removed (JournalWorktreeAdd, …Remove).
+	Checkout string `json:"checkout,omitempty"`
+	// Old and New are the object ids before and after ("" when the ref did
+	// not or does not exist); for a checkout, the commits it went from and
+	// to.
+	Old string `json:"old,omitempty"`
+	New string `json:"new,omitempty"`
+	// Session, when set, is the session whose supervised worker the writing
+	// process ran for: the write is that worker's, not agentmine's own.
+	Session string `json:"session,omitempty"`
+	// Cmd is the writing process's command line, shortened.
+	Cmd string `json:"cmd,omitempty"`
+}
+
+// Own reports whether agentmine made the write on its own behalf (not for a
+// supervised worker).
+func (e JournalEntry) Own() bool { return e.Session == "" }
+
+// journalPath is where the journal lives.
+func (s *Store) journalPath() string {
+	return filepath.Join(s.loc.CommonDir, "agentmine", JournalFile)
+}
+
+// journalRefs records the ref writes of a transaction about to run. A
+// failure is reported as a warning and never stops the write.
+func (s *Store) journalRefs(ops []RefOp) {
+	zero := s.zeroID()
+	norm := func(id string) string {
+		if id == zero {
+			return ""
+		}
+		return id
+	}
+	var es []JournalEntry
+	for _, op := range ops {
+		e := JournalEntry{Op: op.Verb, Ref: op.Ref}
+		switch op.Verb {
+		case "create":
+			e.New = norm(op.New)
+		case "update":
+			e.Old, e.New = norm(op.Old), norm(op.New)
+		case "delete":
+			e.Old = norm(op.Old)
+		default:
+			continue // verify writes nothing
+		}
+		es = append(es, e)
+	}
+	s.appendJournal(es)
+}
+
+// RecordCheckout records that agentmine updated the files of the checkout in
+// dir from commit from to commit to (a gated merge whose base is checked out
+// there), so that whoever compares that checkout before and after a run can
+// excuse the paths that differ between the two commits.
+func (s *Store) RecordCheckout(dir, from, to string) {
+	s.appendJournal([]JournalEntry{{Op: JournalCheckout, Checkout: dir, Old: from, New: to}})
+}
+
+// RecordWorktree records that agentmine is about to create (op
+// JournalWorktreeAdd) or remove (JournalWorktreeRemove) the worktree at dir,
+// so that the supervisors of workers running next to it can excuse what
+// their watchers see of it.
+func (s *Store) RecordWorktree(op, dir string) {
+	s.appendJournal([]JournalEntry{{Op: op, Checkout: dir}})
+}
+
+// appendJournal stamps the entries and appends them in one write.
+func (s *Store) appendJournal(es []JournalEntry) {
+	if len(es) == 0 {
+		return
+	}
+	now := time.Now().UTC()
+	pid := os.Getpid()
+	session := s.onBehalf()
+	cmd := commandLine()
+	var b bytes.Buffer
+	for _, e := range es {
+		e.Time, e.Pid, e.Session, e.Cmd = now, pid, session, cmd
+		line, err := json.Marshal(e)
+		if err != nil {
+			s.journalWarn(err)
+			return
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if err := appendRotating(s.journalPath(), b.Bytes(), JournalMaxBytes); err != nil {
+		s.journalWarn(err)
+	}
+}
+
+// journalWarn reports a journal failure once per store: the ref write goes
+// on, but a supervisor running at the same time may hold it against its
+// worker.
+func (s *Store) journalWarn(err error) {
+	s.journalWarnOnce.Do(func() {
+		fmt.Fprintf(os.Stderr, "warning: recording agentmine's ref writes in the journal: %v\n", err)
+	})
+}
+
+// appendRotating appends data to the file at path with one write, first
+// renaming the file to path.1 when it has grown past max bytes. The rename
+// happens under an exclusive lock and only if path is still the file that
+// was opened, so two writers never rotate twice.
+func appendRotating(path string, data []byte, max int64) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	open := func() (*os.File, error) { return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) }
+	f, err := open()
+	if err != nil {
+		return err
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		rotate(f, fi, path)
+		// Whoever rotated, the file at path is now the fresh one. (A
+		// writer that opened the old file before the rename appends to
+		// path.1, which readers still read.)
+		f.Close()
+		if f, err = open(); err != nil {
+			return err
+		}
+	}
+	defer f.Close()
+	_, err = f.Write(data)
+	return err
+}
+
+func rotate(f *os.File, opened os.FileInfo, path string) {
+	if err := flock(f, unix.LOCK_EX); err != nil {
+		return
+	}
+	defer flock(f, unix.LOCK_UN)
+	if cur, err := os.Stat(path); err == nil && os.SameFile(cur, opened) {
+		os.Rename(path, path+".1")
+	}
+}
+
+func flock(f *os.File, how int) error {
+	for {
+		err := unix.Flock(int(f.Fd()), how)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
+
+// ReadJournal returns the journal's entries stamped at or after since,
+// oldest file first and in file order within each. Lines that do not parse
+// (a torn write, or text no agentmine wrote) are skipped. A missing journal
+// is empty.
+func (s *Store) ReadJournal(since time.Time) ([]JournalEntry, error) {
+	var out []JournalEntry
+	for _, p := range []string{s.journalPath() + ".1", s.journalPath()} {
+		f, err := os.Open(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the ref journal: %w", err)
+		}
+		es, err := parseJournal(f, since)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("reading the ref journal %s: %w", p, err)
+		}
+		out = append(out, es...)
+	}
+	return out, nil
+}
+
+func parseJournal(r io.Reader, since time.Time) ([]JournalEntry, error) {
+	var out []JournalEntry
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		var e JournalEntry
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Op == "" || e.Time.Before(since) {
+			continue
+		}
+		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil && !errors.Is(err, bufio.ErrTooLong) {
+		return out, err
+	}
+	return out, nil
+}
+
+// commandLine is this process's command line for the journal: the program's
+// base name and its arguments, cut to a readable length.
+func commandLine() string {
+	if len(os.Args) == 0 {
+		return ""
+	}
+	args := append([]string{filepath.Base(os.Args[0])}, os.Args[1:]...)
+	c := strings.Join(args, " ")
+	if len(c) > 200 {
+		c = c[:200] + "…"
+	}
+	return c
+}
+
+// WatchedRefs lists the refs a supervisor watches during a run, by full
+// name, with the object each points at: the branches and tags (any of them
+// may be a task's base), agentmine's entities under refs/agentmine/, and
+// the notes refs, except the staging notes a sync fetches into
+// (refs/notes/agentmine-remote/…), which sync overwrites from the remote
+// before it reads them. One for-each-ref; no object is read.
+func (s *Store) WatchedRefs(ctx context.Context) (map[string]string, error) {
+	lines, err := s.git.Lines(ctx, "for-each-ref", "--format=%(objectname) %(refname)",
+		"refs/heads/", "refs/tags/", RefRoot, "refs/notes/")
+	if err != nil {
+		return nil, fmt.Errorf("listing the refs: %w", err)
+	}
+	m := make(map[string]string, len(lines))
+	for _, l := range lines {
+		id, ref, ok := strings.Cut(l, " ")
+		if !ok || strings.HasPrefix(ref, NotesRef+"-remote/") {
+			continue
+		}
+		m[ref] = id
+	}
+	return m, nil
+}
+
+// errNotSupervisor is returned for a process that is not a registered
+// supervisor.
+var errNotSupervisor = errors.New("not a registered supervisor")
+
+// procInfo is what the journal needs of /proc/<pid>/stat.
+type procInfo struct {
+	ppid  int
+	start uint64
+}
+
+// readProc reads the parent and start time of pid from /proc/<pid>/stat.
+// The command name (field 2) is in parentheses and may itself hold spaces
+// and parentheses, so fields are counted from the last ')'.
+func readProc(pid int) (procInfo, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return procInfo{}, err
+	}
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return procInfo{}, errors.New("malformed /proc stat line")
+	}
+	f := strings.Fields(string(data[i+1:]))
+	// f[0] is field 3 (state): field k is f[k-3].
+	if len(f) < 20 {
+		return procInfo{}, errors.New("malformed /proc stat line")
+	}
+	var p procInfo
+	if _, err := fmt.Sscan(f[4-3], &p.ppid); err != nil {
+		return procInfo{}, err
+	}
+	if _, err := fmt.Sscan(f[22-3], &p.start); err != nil {
+		return procInfo{}, err
+	}
+	return p, nil
+}
+
+// supervisorsDir holds one file per running supervisor of this repository.
+func (s *Store) supervisorsDir() string {
+	return filepath.Join(s.loc.CommonDir, "agentmine", "supervisors")
+}
+
+// RegisterSupervisor marks this process as the supervisor of session until
+// release is called: agentmine processes started anywhere below it (the
+// worker and whatever it starts, the DoD commands) then journal their writes
+// as made for that session. The mark is a file named after the pid that
+// holds the process's start time, so a recycled pid never matches.
+func (s *Store) RegisterSupervisor(session string) (release func(), err error) {
+	pid := os.Getpid()
+	me, err := readProc(pid)
+	if err != nil {
+		return func() {}, fmt.Errorf("registering the supervisor: %w", err)
+	}
+	dir := s.supervisorsDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return func() {}, fmt.Errorf("registering the supervisor: %w", err)
+	}
+	path := filepath.Join(dir, fmt.Sprint(pid))
+	content := fmt.Sprintf("%d %s\n", me.start, session)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		return func() {}, fmt.Errorf("registering the supervisor: %w", err)
+	}
+	return func() {
+		if b, err := os.ReadFile(path); err == nil && string(b) == content {
+			os.Remove(path)
+		}
+	}, nil
+}
+
+// supervisorSession returns the session that the process pid (started at
+// start) is registered as supervising.
+func (s *Store) supervisorSession(pid int, start uint64) (string, error) {
+	b, err := os.ReadFile(filepath.Join(s.supervisorsDir(), fmt.Sprint(pid)))
+	if err != nil {
+		return "", errNotSupervisor
+	}
+	var st uint64
+	var session string
+	if _, err := fmt.Sscan(string(b), &st, &session); err != nil || st != start || session == "" {
+		return "", errNotSupervisor
+	}
+	return session, nil
+}
+
+// SessionEnv is the environment variable that names the session a worker
+// runs for; the supervisor sets it in the worker's environment.
+const SessionEnv = "AGENTMINE_SESSION"
+
+// onBehalf returns the session whose supervised worker this process runs
+// for, "" when it runs on agentmine's own behalf. It is worked out once per
+// store, from cheap reads only (no git process): this process's own
+// environment names the session (SessionEnv); else, walking up the parent
+// chain from the parent (never this process itself, so a supervisor's own
+// writes are its own), the first ancestor that is a registered supervisor of
+// this repository (RegisterSupervisor), or whose initial environment names
+// a session, decides. A worker's processes reparent to their supervisor
+// when their own parent exits only where the supervisor is a child
+// subreaper; a process that leaves the tree altogether (a service manager,
+// another login) is not recognised.
+func (s *Store) onBehalf() string {
+	s.behalfOnce.Do(func() {
+		if v := os.Getenv(SessionEnv); v != "" {
+			s.behalf = v
+			return
+		}
+		pid := os.Getppid()
+		for hops := 0; pid > 1 && hops < 256; hops++ {
+			p, err := readProc(pid)
+			if err != nil {
+				return
+			}
+			if sess, err := s.supervisorSession(pid, p.start); err == nil {
+				s.behalf = sess
+				return
+			}
+			if sess := environSession(pid); sess != "" {
+				s.behalf = sess
+				return
+			}
+			pid = p.ppid
+		}
+	})
+	return s.behalf
+}
+
+// OnBehalf returns the session this process works for when it runs inside
+// a supervised worker's process tree (its ref writes are then that worker's),
+// or "" when it acts on agentmine's own behalf.
+func (s *Store) OnBehalf() string { return s.onBehalf() }
+
+// environSession reads SessionEnv from the initial environment of pid, ""
+// when it is not set or cannot be read (another user's process).
+func environSession(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return ""
+	}
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte(SessionEnv+"=")); ok && len(v) > 0 {
+			return string(v)
+		}
+	}
+	return ""
+}
