@@ -137,3 +137,19 @@ func FuzzOutcomeLines(f *testing.F) {
 		}
 	})
 }
+
+// TestParseLineBrokenKeys parses, one after the other, outcome lines whose
+// key ends in a lone backslash (here in the nested usage object) and others
+// that leave different bytes in the fast decoder's reused buffers: the fast
+// decoder read past the end of the first kind and panicked, so one line a
+// worker appended to its note crashed every command that reads outcomes.
+func TestParseLineBrokenKeys(t *testing.T) {
+	lines := []string{`{"v":1,"usage":{"\`, `{"v":1,"usage":{"input_tokens":12345678,"output_tokens":99999999999}}`,
+		`{"\`, `{"v":1,"usage":{"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa":1}}`, `{"v":1,"usage":{"\u`}
+	for i := 0; i < 50000; i++ {
+		l := lines[i%len(lines)]
+		if _, ok := sessions.ParseLine(l); ok && strings.Contains(l, `"\`) {
+			t.Fatalf("ParseLine(%q) accepted broken JSON", l)
+		}
+	}
+}

@@ -34,7 +34,10 @@ const (
 // schema version this binary does not know, are not outcomes.
 func ParseLine(l string) (Outcome, bool) {
 	var o Outcome
-	if fastjson.Unmarshal([]byte(l), &o) != nil || o.V == 0 || o.V > SchemaVersion {
+	// The fast decoder must never see broken JSON: a key ending in a lone
+	// backslash makes it read past the end of the line and panic, and any
+	// worker can append such a line to its note.
+	if !json.Valid([]byte(l)) || fastjson.Unmarshal([]byte(l), &o) != nil || o.V == 0 || o.V > SchemaVersion {
 		return Outcome{}, false
 	}
 	return o, true
