@@ -83,3 +83,31 @@ func HintOf(err error) string {
 	}
 	return ""
 }
+
+// FindHint searches err's tree as errors.As does (depth first, an outer
+// error before what it wraps) for the first error with advice: typed(e)
+// when it is not "" (a front end's own words for the core's typed errors,
+// naming its commands or tools), or the hint of an *Error. typed is asked
+// about each error alone, never about its chain.
+func FindHint(err error, typed func(error) string) string {
+	if err == nil {
+		return ""
+	}
+	if h := typed(err); h != "" {
+		return h
+	}
+	if x, ok := err.(*Error); ok && x.Hint != "" {
+		return x.Hint
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return FindHint(u.Unwrap(), typed)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if h := FindHint(e, typed); h != "" {
+				return h
+			}
+		}
+	}
+	return ""
+}

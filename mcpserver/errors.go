@@ -33,26 +33,7 @@ func toolError(err error) *mcp.CallToolResult {
 // as errors.As does: a typed error of the core known here, whose next step
 // is a tool, or a hint the core gave (which names no command).
 func hintFor(err error) string {
-	if err == nil {
-		return ""
-	}
-	if h := typedHint(err); h != "" {
-		return h
-	}
-	if x, ok := err.(*exitcode.Error); ok && x.Hint != "" {
-		return x.Hint
-	}
-	switch u := err.(type) {
-	case interface{ Unwrap() error }:
-		return hintFor(u.Unwrap())
-	case interface{ Unwrap() []error }:
-		for _, e := range u.Unwrap() {
-			if h := hintFor(e); h != "" {
-				return h
-			}
-		}
-	}
-	return ""
+	return exitcode.FindHint(err, typedHint)
 }
 
 // typedHint is the advice for one of the core's typed errors, "" for any

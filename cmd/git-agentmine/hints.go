@@ -20,26 +20,7 @@ import (
 // a typed error known here, or an *exitcode.Error with a hint (the core's
 // hints that name no command, such as "pass --force").
 func hintFor(err error) string {
-	if err == nil {
-		return ""
-	}
-	if h := typedHint(err); h != "" {
-		return h
-	}
-	if x, ok := err.(*exitcode.Error); ok && x.Hint != "" {
-		return x.Hint
-	}
-	switch u := err.(type) {
-	case interface{ Unwrap() error }:
-		return hintFor(u.Unwrap())
-	case interface{ Unwrap() []error }:
-		for _, e := range u.Unwrap() {
-			if h := hintFor(e); h != "" {
-				return h
-			}
-		}
-	}
-	return ""
+	return exitcode.FindHint(err, typedHint)
 }
 
 // typedHint is the advice for one error of the core's typed errors, ""
