@@ -22,9 +22,7 @@ import (
 // scenarios stay the one place to change. Run as a normal user already,
 // TestScripts is that run, and this test skips.
 func TestAttacksAsNormalUser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slow: every attack scenario run again as a normal user")
-	}
+	gittest.SkipShort(t, "every attack scenario run again as a normal user")
 	u := gittest.NormalUser(t)
 	if !u.Switch {
 		t.Skipf("the tests run as %s, a normal user: TestScripts runs the attack scenarios as that user", u.Name)
