@@ -76,8 +76,10 @@ func readCacheFile(path string) ([]byte, os.FileInfo) {
 	if err != nil {
 		return nil, nil
 	}
-	raw, err := io.ReadAll(f)
-	if err != nil {
+	// One read of the whole file: growing a buffer as io.ReadAll does
+	// copied a cache of tens of megabytes over and over.
+	raw := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, raw); err != nil {
 		return nil, nil
 	}
 	return raw, fi

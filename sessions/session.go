@@ -260,13 +260,15 @@ func LoadAll(ctx context.Context, st *gitstore.Store) ([]Record, []error, error)
 		s.ID = docs[i].ID
 		recs[i] = Record{Session: s, Commit: docs[i].Commit}
 	})
-	var out []Record
-	for i, r := range recs {
+	// Compact in place: a Record is large, and growing a second slice
+	// record by record copied the whole board several times over.
+	out := recs[:0]
+	for i := range recs {
 		if errs[i] != nil {
 			problems = append(problems, errs[i])
 			continue
 		}
-		out = append(out, r)
+		out = append(out, recs[i])
 	}
 	if err := attachOutcomes(ctx, st, out); err != nil {
 		return nil, nil, err
