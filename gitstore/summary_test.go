@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
@@ -61,5 +62,40 @@ func TestNotesOfMatchesReadNotes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestShortIDListsOnlyNeighbours: ShortID, which lists only the refs that
+// share an id's first digits, gives what ShortIDs over every id gives,
+// with ids that share no, some and long prefixes.
+func TestShortIDListsOnlyNeighbours(t *testing.T) {
+	ctx := context.Background()
+	dir := objRepo(t)
+	s := objOpen(t, dir)
+	k := Kind{Dir: "things", File: "thing.json", Noun: "thing", Version: 1}
+	head := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "HEAD"))
+	ids := []string{"abcd000000000000000a", "abcd000000000000000b", "abcd100000000000000c", "abce200000000000000d",
+		"0123456789abcdef0123", "ffff000000000000000e", "abcd0000000000000100"}
+	var in strings.Builder
+	for _, id := range ids {
+		fmt.Fprintf(&in, "create %s %s\n", k.Ref(id), head)
+	}
+	gittest.GitInput(t, dir, strings.NewReader(in.String()), "update-ref", "--stdin")
+	sorted := append([]string(nil), ids...)
+	sort.Strings(sorted)
+	want := ShortIDs(sorted)
+	for _, refs := range []string{"loose", "packed"} {
+		if refs == "packed" {
+			gittest.Git(t, dir, "pack-refs", "--all")
+		}
+		for _, id := range ids {
+			got, err := s.ShortID(ctx, k, id)
+			if err != nil || got != want[id] {
+				t.Fatalf("%s refs: ShortID(%s) = %q, %v; want %q", refs, id, got, err, want[id])
+			}
+		}
+	}
+	if _, err := s.ShortID(ctx, k, "not hex"); err == nil {
+		t.Fatal("ShortID accepted a malformed id")
 	}
 }

@@ -461,24 +461,22 @@ func printTasks(a *App, v *view, ids []string) error {
 // short id are current). verb, when set, is printed to stderr first.
 func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 	if verb != "" && !a.G.JSON && (a.G.Quiet || verb != "unchanged" && verb != "already cancelled") {
-		// After a change only the short id is printed: it needs every id,
-		// not every document and session (one for-each-ref, not a board).
-		ids, err := st.IDs(a.Ctx, tasks.Kind)
+		if a.G.Quiet {
+			// Scripts store what -q prints: the full id stays unique
+			// however many tasks come later. Nothing else is printed
+			// (quiet), so nothing else is read.
+			a.P.Printf("%s\n", prefix)
+			return nil
+		}
+		// After a change only the short id is printed: it needs the ids
+		// that share its first digits, not every document and session
+		// (one for-each-ref of a few refs, not a board).
+		short, err := st.ShortID(a.Ctx, tasks.Kind, prefix)
 		if err != nil {
 			return err
 		}
-		short := gitstore.ShortIDs(ids)[prefix]
-		if short == "" {
-			short = prefix
-		}
 		a.P.Notef("%s task %s\n", verb, short)
-		if a.G.Quiet {
-			// Scripts store what -q prints: the full id stays unique
-			// however many tasks come later.
-			a.P.Printf("%s\n", prefix)
-		} else {
-			a.P.Printf("%s\n", short)
-		}
+		a.P.Printf("%s\n", short)
 		return nil
 	}
 	// Statuses from session summaries; the one session this prints in
