@@ -19,8 +19,8 @@ func TestNotesOfMatchesReadNotes(t *testing.T) {
 	ctx := context.Background()
 	for _, n := range []int{3, 300} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			if n > 3 && testing.Short() {
-				t.Skip("slow: hundreds of notes")
+			if n > 3 {
+				gittest.SkipShort(t, "hundreds of notes, fanned out")
 			}
 			dir := objRepo(t)
 			var in bytes.Buffer

@@ -80,6 +80,7 @@ func addSession(t *testing.T, st *gitstore.Store, n int, o *Outcome) Record {
 // (missing, current, stale after every kind of change, corrupt, truncated,
 // foreign), LoadSummaries answers exactly what reading git alone answers.
 func TestSummaryCacheIsChecked(t *testing.T) {
+	gittest.SkipShort(t, "a dozen cache states, each read from git and twice through the cache")
 	ctx := context.Background()
 	dir := gittest.NewRepo(t)
 	st := open(t, dir)
@@ -191,9 +192,7 @@ func TestSummaryNotWrittenBackAfterDrop(t *testing.T) {
 // one state the writer passed through (the outcomes present are exactly
 // those of the first k sessions), never a torn mix.
 func TestSummaryUnderConcurrentWriter(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slow: concurrent writer and readers")
-	}
+	gittest.SkipShort(t, "a writer and three readers racing over a dozen notes updates")
 	ctx := context.Background()
 	dir := gittest.NewRepo(t)
 	st := open(t, dir)
