@@ -18,6 +18,13 @@ fuzz time="10s" pick=".":
 bench:
     go test -run '^$' -bench . -benchtime 5x ./...
 
+# Run the scale benchmarks at 10,000 and 100,000 tasks (fixtures built with
+# git fast-import, several minutes on two cores): each prints its ratio to
+# raw git doing the same reads, the git processes each side starts and both
+# peak memories. Not part of `bench`: the 100k fixtures alone take minutes.
+bench-scale pick="100k|10k|Status":
+    AGENTMINE_BENCH_SCALE=1 go test -run '^$' -bench '{{pick}}' -benchtime 3x -timeout 60m ./cmd/git-agentmine
+
 # Static checks.
 lint:
     gofmt -l . | tee /dev/stderr | (! read)

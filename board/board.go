@@ -33,6 +33,21 @@ type Board struct {
 // time) and derives statuses. defaultBase is the base for sessions that
 // recorded none.
 func Load(ctx context.Context, st *gitstore.Store, defaultBase string) (*Board, error) {
+	return load(ctx, st, defaultBase, sessions.LoadAll)
+}
+
+// LoadSummary is Load with session summaries (sessions.Record.Summary,
+// served from a checked local cache) instead of whole session records:
+// the same statuses, counts and running sessions at a fraction of the
+// cost, for callers that derive statuses or list tasks and never print a
+// session's own document (its command, scope, artifacts or passing
+// verdicts).
+func LoadSummary(ctx context.Context, st *gitstore.Store, defaultBase string) (*Board, error) {
+	return load(ctx, st, defaultBase, sessions.LoadSummaries)
+}
+
+func load(ctx context.Context, st *gitstore.Store, defaultBase string,
+	loadSessions func(context.Context, *gitstore.Store) ([]sessions.Record, []error, error)) (*Board, error) {
 	var tb *tasks.Board
 	var terr error
 	done := make(chan struct{})
@@ -40,7 +55,7 @@ func Load(ctx context.Context, st *gitstore.Store, defaultBase string) (*Board, 
 		defer close(done)
 		tb, terr = tasks.Load(ctx, st)
 	}()
-	recs, problems, err := sessions.LoadAll(ctx, st)
+	recs, problems, err := loadSessions(ctx, st)
 	<-done
 	if terr != nil {
 		return nil, terr

@@ -129,8 +129,11 @@ func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []ses
 // base branch.
 func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []sessions.Record, defaultBase string) (map[string]bool, error) {
 	out := map[string]bool{}
-	byBase := map[string][]sessions.Record{}
-	for _, r := range recs {
+	// Pointers, not copies: a Record is large and there may be tens of
+	// thousands of them.
+	byBase := map[string][]*sessions.Record{}
+	for i := range recs {
+		r := &recs[i]
 		o := r.Outcome
 		if o == nil || o.Tip == "" || o.Tip == r.Session.BaseCommit {
 			continue
@@ -198,7 +201,7 @@ func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs [
 		for _, l := range lines {
 			mergedBranch[l] = true
 		}
-		var rest []sessions.Record
+		var rest []*sessions.Record
 		for _, r := range rs {
 			switch {
 			case branchTip[r.Session.Branch] != r.Outcome.Tip:

@@ -76,8 +76,10 @@ func readCacheFile(path string) ([]byte, os.FileInfo) {
 	if err != nil {
 		return nil, nil
 	}
-	raw, err := io.ReadAll(f)
-	if err != nil {
+	// One read of the whole file: growing a buffer as io.ReadAll does
+	// copied a cache of tens of megabytes over and over.
+	raw := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, raw); err != nil {
 		return nil, nil
 	}
 	return raw, fi
@@ -100,16 +102,22 @@ func stillCurrent(path string, prev os.FileInfo) bool {
 // seal, notes that are not in git), which a cache would otherwise keep
 // serving for as long as the refs they are keyed by do not move.
 func (s *Store) DropCaches(kinds ...Kind) error {
+	// The drop marker is replaced before and after the removals: a reader
+	// that saw an older marker (it may have read files removed below) does
+	// not write a summary made from them (WriteSummaries).
+	if err := s.markDropped(); err != nil {
+		return err
+	}
 	paths := []string{s.notesCachePath()}
 	for _, k := range kinds {
-		paths = append(paths, s.cachePath(k), s.rootsCachePath(k))
+		paths = append(paths, s.cachePath(k), s.rootsCachePath(k), s.summaryPath(k))
 	}
 	for _, p := range paths {
 		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("dropping the cache %s: %w", p, err)
 		}
 	}
-	return nil
+	return s.markDropped()
 }
 
 // writeCache replaces the cache atomically, unless the cache file prev

@@ -208,20 +208,34 @@ func (s *Store) appendNoteOnce(ctx context.Context, target string, line []byte) 
 // requests to one cat-file process, and the result is cached locally keyed by
 // the notes commit, so an unchanged notes ref costs one lookup.
 func (s *Store) ReadNotes(ctx context.Context, targets []string) (map[string][]string, error) {
+	out, _, err := s.ReadNotesAt(ctx, targets)
+	return out, err
+}
+
+// NoNotes is the notes commit ReadNotesAt reports when NotesRef does not
+// exist.
+const NoNotes = "none"
+
+// ReadNotesAt is ReadNotes, also returning the notes commit the lines were
+// read from (NoNotes when there is no notes ref).
+func (s *Store) ReadNotesAt(ctx context.Context, targets []string) (map[string][]string, string, error) {
 	out := map[string][]string{}
 	cf, err := startCatFile(ctx, s.git)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer cf.close()
 	head, err := cf.get(NotesRef)
-	if err != nil || head.missing {
-		return out, err
+	if err != nil {
+		return nil, "", err
+	}
+	if head.missing {
+		return out, NoNotes, nil
 	}
 	all, ok := s.readNotesCache(head.id)
 	if !ok {
 		if all, err = s.readNotesTree(cf, head); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		s.writeNotesCache(head.id, all)
 	}
@@ -230,7 +244,47 @@ func (s *Store) ReadNotes(ctx context.Context, targets []string) (map[string][]s
 			out[t] = lines
 		}
 	}
-	return out, nil
+	return out, head.id, nil
+}
+
+// NotesOf returns the note lines attached to one target (a commit id) in
+// NotesRef, reading only that note: the notes commit, then the note at
+// each fan-out depth git uses (none, ab/…, ab/cd/…) in one batch.
+func (s *Store) NotesOf(ctx context.Context, target string) ([]string, error) {
+	if len(target) < 6 {
+		return nil, fmt.Errorf("reading the note of %q: not a commit id", target)
+	}
+	cf, err := startCatFile(ctx, s.git)
+	if err != nil {
+		return nil, err
+	}
+	defer cf.close()
+	head, err := cf.get(NotesRef)
+	if err != nil || head.missing {
+		return nil, err
+	}
+	paths := []string{target, target[:2] + "/" + target[2:], target[:2] + "/" + target[2:4] + "/" + target[4:]}
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = head.id + ":" + p
+	}
+	objs, err := cf.getMany(names)
+	if err != nil {
+		return nil, err
+	}
+	// As readNotesTree does: the lines of every depth, shallowest first.
+	var lines []string
+	for _, o := range objs {
+		if o.missing || o.typ != "blob" {
+			continue
+		}
+		for _, l := range strings.Split(string(o.data), "\n") {
+			if strings.TrimSpace(l) != "" {
+				lines = append(lines, l)
+			}
+		}
+	}
+	return lines, nil
 }
 
 // readNotesTree reads every note of the notes commit head.

@@ -245,9 +245,16 @@ type Record struct {
 
 // LoadAll reads every session and its outcome with batched git calls.
 func LoadAll(ctx context.Context, st *gitstore.Store) ([]Record, []error, error) {
+	recs, problems, _, err := loadAll(ctx, st)
+	return recs, problems, err
+}
+
+// loadAll is LoadAll, also returning the notes commit the outcomes were
+// read from ("" when no session was read, so no note either).
+func loadAll(ctx context.Context, st *gitstore.Store) ([]Record, []error, string, error) {
 	docs, problems, err := st.List(ctx, Kind)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	recs := make([]Record, len(docs))
 	errs := make([]error, len(docs))
@@ -260,24 +267,28 @@ func LoadAll(ctx context.Context, st *gitstore.Store) ([]Record, []error, error)
 		s.ID = docs[i].ID
 		recs[i] = Record{Session: s, Commit: docs[i].Commit}
 	})
-	var out []Record
-	for i, r := range recs {
+	// Compact in place: a Record is large, and growing a second slice
+	// record by record copied the whole board several times over.
+	out := recs[:0]
+	for i := range recs {
 		if errs[i] != nil {
 			problems = append(problems, errs[i])
 			continue
 		}
-		out = append(out, r)
+		out = append(out, recs[i])
 	}
-	if err := attachOutcomes(ctx, st, out); err != nil {
-		return nil, nil, err
+	notesAt, err := attachOutcomes(ctx, st, out)
+	if err != nil {
+		return nil, nil, "", err
 	}
-	return out, problems, nil
+	return out, problems, notesAt, nil
 }
 
-// attachOutcomes finds each session's creation commit and reads its notes.
-func attachOutcomes(ctx context.Context, st *gitstore.Store, recs []Record) error {
+// attachOutcomes finds each session's creation commit and reads its notes;
+// it returns the notes commit read ("" when recs is empty).
+func attachOutcomes(ctx context.Context, st *gitstore.Store, recs []Record) (string, error) {
 	if len(recs) == 0 {
-		return nil
+		return "", nil
 	}
 	tips := make(map[string]string, len(recs))
 	for _, r := range recs {
@@ -285,7 +296,7 @@ func attachOutcomes(ctx context.Context, st *gitstore.Store, recs []Record) erro
 	}
 	roots, err := st.Roots(ctx, Kind, tips)
 	if err != nil {
-		return err
+		return "", err
 	}
 	var targets []string
 	for i := range recs {
@@ -294,14 +305,14 @@ func attachOutcomes(ctx context.Context, st *gitstore.Store, recs []Record) erro
 			targets = append(targets, recs[i].Root)
 		}
 	}
-	notes, err := st.ReadNotes(ctx, targets)
+	notes, notesAt, err := st.ReadNotesAt(ctx, targets)
 	if err != nil {
-		return err
+		return "", err
 	}
 	parallel.For(len(recs), func(i int) {
 		recs[i].Outcome, recs[i].Forged = selectOutcome(recs[i].Session.Seal, notes[recs[i].Root])
 	})
-	return nil
+	return notesAt, nil
 }
 
 // Get reads one session (any unique id prefix) with its outcome.
@@ -320,7 +331,7 @@ func Get(ctx context.Context, st *gitstore.Store, prefix string) (Record, error)
 	}
 	s.ID = id
 	recs := []Record{{Session: s, Commit: doc.Commit}}
-	if err := attachOutcomes(ctx, st, recs); err != nil {
+	if _, err := attachOutcomes(ctx, st, recs); err != nil {
 		return Record{}, err
 	}
 	return recs[0], nil

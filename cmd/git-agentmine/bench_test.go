@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -127,9 +129,17 @@ const rawTaskList = "git for-each-ref --format='%(objectname):task.json' refs/ag
 // run, as the ratio agentmine/raw. "warm" is the usual case, agentmine's
 // local list cache matching the refs; "cold" removes that cache before each
 // run, so agentmine reads every document from git as raw git does.
-func BenchmarkTaskList10k(b *testing.B) {
+func BenchmarkTaskList10k(b *testing.B) { benchTaskList(b, 10000) }
+
+// BenchmarkTaskList100k is BenchmarkTaskList10k at 100,000 tasks.
+func BenchmarkTaskList100k(b *testing.B) {
+	scaleOnly(b)
+	benchTaskList(b, 100000)
+}
+
+func benchTaskList(b *testing.B, n int) {
 	useBuiltBinary(b)
-	repo := benchRepo(b, 10000)
+	repo := benchRepo(b, n)
 	// The baseline must really read every document, not answer "missing".
 	check := exec.Command("sh", "-c", rawTaskList)
 	check.Dir = repo
@@ -137,37 +147,46 @@ func BenchmarkTaskList10k(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if got := bytes.Count(out, []byte(" blob ")); got != 10000 || bytes.Contains(out, []byte(" missing\n")) {
-		b.Fatalf("raw baseline read %d task documents, want 10000", got)
+	if got := bytes.Count(out, []byte(" blob ")); got != n || bytes.Contains(out, []byte(" missing\n")) {
+		b.Fatalf("raw baseline read %d task documents, want %d", got, n)
 	}
 	cache := filepath.Join(repo, ".git", "agentmine", "cache")
-	counter := newGitCounter(b)
-	for _, mode := range []string{"warm", "cold"} {
-		b.Run(mode, func(b *testing.B) {
-			// Warm the page cache (and, for "warm", the list cache).
-			timeCmd(b, repo, "git", "agentmine", "task", "list", "--json")
-			var ours, raw benchSides
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if mode == "cold" {
-					b.StopTimer()
-					if err := os.RemoveAll(cache); err != nil {
-						b.Fatal(err)
-					}
-					b.StartTimer()
-				}
-				ours.add(runTimed(b, repo, "git", "agentmine", "task", "list", "--json"))
-				raw.add(runTimed(b, repo, "sh", "-c", rawTaskList))
-			}
-			b.StopTimer()
-			reportRatio(b, ours, raw)
-			if mode == "cold" {
-				os.RemoveAll(cache)
-			}
-			b.ReportMetric(float64(counter.count(b, repo, "git-agentmine", "task", "list", "--json")), "agentmine-git-procs")
-			b.ReportMetric(float64(counter.count(b, repo, "sh", "-c", rawTaskList)), "raw-git-procs")
-		})
+	dropCache := func() {
+		if err := os.RemoveAll(cache); err != nil {
+			b.Fatal(err)
+		}
 	}
+	for _, cmd := range []string{"list", "ready"} {
+		for _, mode := range []string{"warm", "cold"} {
+			b.Run(cmd+"-"+mode, func(b *testing.B) {
+				var prepare func()
+				if mode == "cold" {
+					prepare = dropCache
+				}
+				compareCommands(b, repo, []string{"git", "agentmine", "task", cmd, "--json"}, rawTaskList, prepare)
+			})
+		}
+	}
+}
+
+// BenchmarkTaskShow10k reports `git agentmine task show <id> --json` in a
+// repository of 10,000 tasks against raw git reading that one task: one
+// rev-parse of its ref and one cat-file of its document.
+func BenchmarkTaskShow10k(b *testing.B) { benchTaskShow(b, 10000) }
+
+// BenchmarkTaskShow100k is BenchmarkTaskShow10k at 100,000 tasks.
+func BenchmarkTaskShow100k(b *testing.B) {
+	scaleOnly(b)
+	benchTaskShow(b, 100000)
+}
+
+func benchTaskShow(b *testing.B, n int) {
+	useBuiltBinary(b)
+	repo := benchRepo(b, n)
+	id := strings.TrimPrefix(gittest.Git(b, repo, "for-each-ref", "--count=1", "--format=%(refname)", "refs/agentmine/tasks/"), "refs/agentmine/tasks/")
+	id = strings.TrimSpace(id)
+	raw := fmt.Sprintf("git rev-parse refs/agentmine/tasks/%s && git cat-file -p refs/agentmine/tasks/%s:task.json", id, id)
+	compareCommands(b, repo, []string{"git", "agentmine", "task", "show", id, "--json"}, raw, nil)
 }
 
 // rawTaskAdd is what raw git does to store one task: write the document
@@ -184,9 +203,17 @@ printf 'start\ncreate refs/agentmine/tasks/%s %s\nprepare\ncommit\n' "$1" "$c" |
 // in a repository holding 10,000 tasks against raw git storing one task
 // document the same way (rawTaskAdd) in the same run, as the ratio
 // agentmine/raw.
-func BenchmarkTaskAdd10k(b *testing.B) {
+func BenchmarkTaskAdd10k(b *testing.B) { benchTaskAdd(b, 10000) }
+
+// BenchmarkTaskAdd100k is BenchmarkTaskAdd10k at 100,000 tasks.
+func BenchmarkTaskAdd100k(b *testing.B) {
+	scaleOnly(b)
+	benchTaskAdd(b, 100000)
+}
+
+func benchTaskAdd(b *testing.B, tasks int) {
 	useBuiltBinary(b)
-	repo := benchRepo(b, 10000)
+	repo := benchRepo(b, tasks)
 	timeCmd(b, repo, "git", "agentmine", "task", "list", "--json") // warm caches
 	n := 0
 	rawID := func() string {
@@ -196,22 +223,93 @@ func BenchmarkTaskAdd10k(b *testing.B) {
 	var ours, raw benchSides
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		ours.add(runTimed(b, repo, "git", "agentmine", "task", "add", "-q", fmt.Sprintf("bench add %d", i)))
-		raw.add(runTimed(b, repo, "sh", "-c", rawTaskAdd, "sh", rawID()))
+		ours.run(b, repo, "git", "agentmine", "task", "add", "-q", fmt.Sprintf("bench add %d", i))
+		raw.run(b, repo, "sh", "-c", rawTaskAdd, "sh", rawID())
 	}
 	b.StopTimer()
 	reportRatio(b, ours, raw)
+	b.ReportMetric(float64(ours.peakKB), "agentmine-peak-KiB")
+	b.ReportMetric(float64(raw.peakKB), "raw-peak-KiB")
 	counter := newGitCounter(b)
 	b.ReportMetric(float64(counter.count(b, repo, "git-agentmine", "task", "add", "-q", "counted")), "agentmine-git-procs")
 	b.ReportMetric(float64(counter.count(b, repo, "sh", "-c", rawTaskAdd, "sh", rawID())), "raw-git-procs")
 }
 
-// benchSides sums one side's wall-clock and CPU times over a benchmark.
-type benchSides struct{ wall, cpu time.Duration }
+// benchSides sums one side's wall-clock and CPU times over a benchmark and
+// keeps its peak resident memory.
+type benchSides struct {
+	wall, cpu time.Duration
+	peakKB    int64
+}
 
 func (s *benchSides) add(wall, cpu time.Duration) {
 	s.wall += wall
 	s.cpu += cpu
+}
+
+// runPeak runs name args in dir like runTimed and also returns the peak
+// resident memory in KiB of the process and of the children it waited for
+// (the kernel's ru_maxrss of the wait).
+func runPeak(b *testing.B, dir string, name string, args ...string) (wall, cpu time.Duration, peakKB int64) {
+	b.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("%s %v: %v: %s", name, args, err, stderr.String())
+	}
+	wall = time.Since(start)
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		peakKB = ru.Maxrss
+	}
+	return wall, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), peakKB
+}
+
+func (s *benchSides) run(b *testing.B, dir string, name string, args ...string) {
+	b.Helper()
+	wall, cpu, peak := runPeak(b, dir, name, args...)
+	s.add(wall, cpu)
+	s.peakKB = max(s.peakKB, peak)
+}
+
+// compareCommands runs ours (argv, run directly: e.g. git agentmine …) and
+// raw (a shell script of raw git doing the same reads) alternately b.N
+// times each in repo, after one warming run of each, and reports both
+// sides' times, the ratios, both peak memories, and how many git
+// processes one run of each starts (counted in an extra, untimed run).
+// prepare, when not nil, runs untimed before each of our runs.
+func compareCommands(b *testing.B, repo string, ours []string, raw string, prepare func()) {
+	b.Helper()
+	var warm benchSides
+	warm.run(b, repo, ours[0], ours[1:]...)
+	warm.run(b, repo, "sh", "-c", raw)
+	var o, r benchSides
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if prepare != nil {
+			b.StopTimer()
+			prepare()
+			b.StartTimer()
+		}
+		o.run(b, repo, ours[0], ours[1:]...)
+		r.run(b, repo, "sh", "-c", raw)
+	}
+	b.StopTimer()
+	reportRatio(b, o, r)
+	b.ReportMetric(float64(o.peakKB), "agentmine-peak-KiB")
+	b.ReportMetric(float64(r.peakKB), "raw-peak-KiB")
+	counter := newGitCounter(b)
+	if prepare != nil {
+		prepare()
+	}
+	args := ours[1:]
+	if ours[0] == "git" && len(args) > 0 && args[0] == "agentmine" {
+		args = args[1:]
+	}
+	b.ReportMetric(float64(counter.count(b, repo, "git-agentmine", args...)), "agentmine-git-procs")
+	b.ReportMetric(float64(counter.count(b, repo, "sh", "-c", raw)), "raw-git-procs")
 }
 
 // reportRatio reports both sides' mean wall-clock and CPU time per run and
@@ -235,4 +333,13 @@ func useBuiltBinary(b *testing.B) {
 		b.Fatalf("go build: %v: %s", err, out)
 	}
 	b.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// scaleOnly skips a benchmark whose fixture alone takes minutes unless
+// AGENTMINE_BENCH_SCALE is set, as `just bench-scale` does: `just bench`
+// stays short.
+func scaleOnly(b *testing.B) {
+	if os.Getenv("AGENTMINE_BENCH_SCALE") == "" {
+		b.Skip("a 100,000-task fixture: run with AGENTMINE_BENCH_SCALE=1 (just bench-scale)")
+	}
 }

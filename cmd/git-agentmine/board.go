@@ -18,7 +18,14 @@ type StatusCmd struct {
 
 // Run prints the board.
 func (c *StatusCmd) Run(a *App) error {
-	v, err := loadView(a)
+	// The JSON board holds no session's own document beyond the running
+	// ones, which summaries keep whole; the human board prints the
+	// findings of listed sessions, which need their full verdicts.
+	load := loadView
+	if a.G.JSON {
+		load = loadSummaryView
+	}
+	v, err := load(a)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -75,7 +76,7 @@ func (c *TaskListCmd) Run(a *App) error {
 	if err := f.Check(); err != nil {
 		return err
 	}
-	v, err := loadView(a)
+	v, err := loadSummaryView(a)
 	if err != nil {
 		return err
 	}
@@ -113,7 +114,7 @@ type TaskReadyCmd struct{}
 
 // Run lists ready tasks, highest priority first.
 func (c *TaskReadyCmd) Run(a *App) error {
-	v, err := loadView(a)
+	v, err := loadSummaryView(a)
 	if err != nil {
 		return err
 	}
@@ -354,11 +355,21 @@ type view struct {
 // loadView reads every task and resolves statuses in one batch, warning
 // about refs that cannot be read.
 func loadView(a *App) (*view, error) {
+	return loadViewWith(a, board.Load)
+}
+
+// loadSummaryView is loadView with session summaries (board.LoadSummary):
+// for commands that print statuses and tasks but no session's document.
+func loadSummaryView(a *App) (*view, error) {
+	return loadViewWith(a, board.LoadSummary)
+}
+
+func loadViewWith(a *App, load func(context.Context, *gitstore.Store, string) (*board.Board, error)) (*view, error) {
 	st, err := a.Store()
 	if err != nil {
 		return nil, err
 	}
-	b, err := board.Load(a.Ctx, st, "")
+	b, err := load(a.Ctx, st, "")
 	if err != nil {
 		return nil, err
 	}
@@ -450,33 +461,40 @@ func printTasks(a *App, v *view, ids []string) error {
 // short id are current). verb, when set, is printed to stderr first.
 func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 	if verb != "" && !a.G.JSON && (a.G.Quiet || verb != "unchanged" && verb != "already cancelled") {
-		// After a change only the short id is printed: it needs every id,
-		// not every document and session (one for-each-ref, not a board).
-		ids, err := st.IDs(a.Ctx, tasks.Kind)
+		if a.G.Quiet {
+			// Scripts store what -q prints: the full id stays unique
+			// however many tasks come later. Nothing else is printed
+			// (quiet), so nothing else is read.
+			a.P.Printf("%s\n", prefix)
+			return nil
+		}
+		// After a change only the short id is printed: it needs the ids
+		// that share its first digits, not every document and session
+		// (one for-each-ref of a few refs, not a board).
+		short, err := st.ShortID(a.Ctx, tasks.Kind, prefix)
 		if err != nil {
 			return err
 		}
-		short := gitstore.ShortIDs(ids)[prefix]
-		if short == "" {
-			short = prefix
-		}
 		a.P.Notef("%s task %s\n", verb, short)
-		if a.G.Quiet {
-			// Scripts store what -q prints: the full id stays unique
-			// however many tasks come later.
-			a.P.Printf("%s\n", prefix)
-		} else {
-			a.P.Printf("%s\n", short)
-		}
+		a.P.Printf("%s\n", short)
 		return nil
 	}
-	v, err := loadView(a)
+	// Statuses from session summaries; the one session this prints in
+	// full (the task's latest) is read whole on its own.
+	v, err := loadSummaryView(a)
 	if err != nil {
 		return err
 	}
 	id, err := v.Board.Resolve(prefix)
 	if err != nil {
 		return err
+	}
+	if r := latestRecord(a, id); r != nil {
+		whole, err := sessions.Whole(a.Ctx, st, *r)
+		if err != nil {
+			return fmt.Errorf("reading the latest session of task %s: %w", v.Board.ShortID(id), err)
+		}
+		*r = whole
 	}
 	if a.G.JSON {
 		j := v.taskJSON(id)
