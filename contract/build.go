@@ -95,7 +95,7 @@ func NewSession(r sessions.Record, here board.Here, now time.Time, tail int) Ses
 	j := SessionJSON{V: output.SchemaVersion, ID: s.ID, ShortID: s.ID[:8], Task: s.Task, Agent: s.Agent, Client: s.Client,
 		Version: s.ClientVersion, Mode: s.Mode, Branch: s.Branch, BaseRef: s.BaseRef, Base: s.BaseCommit, Worktree: s.Worktree, Host: s.Host,
 		Pid: s.Pid, Started: s.Started, Timeout: s.Timeout, State: SessionState(r, here, now), Log: s.Log, Outcome: r.Outcome,
-		Sealed: s.Seal != nil, Forged: r.Forged, WorkerPid: s.WorkerPid}
+		Sealed: s.Seal != nil, Forged: r.Forged, WorkerPid: s.WorkerPid, Isolation: s.Isolation}
 	end := now
 	if r.Outcome != nil {
 		end = r.Outcome.Finished

@@ -57,6 +57,25 @@ type settingJSON struct {
 	Git    string `json:"git"`
 }
 
+// doctorJSON is `doctor --json`: what isolation this machine can give.
+type doctorJSON struct {
+	V           int               `json:"v"`
+	Levels      []doctorLevelJSON `json:"levels"`
+	Default     string            `json:"default"`
+	Configured  string            `json:"configured,omitempty"`
+	Used        string            `json:"used,omitempty"`
+	LandlockABI int               `json:"landlock_abi"`
+	Bwrap       string            `json:"bwrap,omitempty"`
+}
+
+// doctorLevelJSON is one isolation level in doctorJSON.
+type doctorLevelJSON struct {
+	Level     string `json:"level"`
+	Available bool   `json:"available"`
+	Reason    string `json:"reason,omitempty"`
+	Gives     string `json:"gives"`
+}
+
 // initJSON is `init --json`.
 type initJSON struct {
 	V       int         `json:"v"`

@@ -77,6 +77,10 @@ func ScriptParams(t *testing.T, dir string) testscript.Params {
 			for k, v := range gittest.Vars(home) {
 				env.Setenv(k, v)
 			}
+			// The scenarios written before isolation levels run their workers
+			// at none: many workers write to $WORK on purpose (pid files,
+			// markers). Those about isolation set their level themselves.
+			env.Setenv("AGENTMINE_ISOLATION", "none")
 			// Workers and DoD run /bin/sh scripts.
 			env.Setenv("PATH", env.Getenv("PATH")+string(os.PathListSeparator)+"/usr/bin:/bin")
 			return nil
