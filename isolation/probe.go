@@ -20,7 +20,7 @@ import (
 
 // probeVersion is the version of the cached probe: a cache written by
 // another version is probed again.
-const probeVersion = 1
+const probeVersion = 2
 
 // Caps is what this machine can give, as Probe found it. A reason field
 // is empty when the level works here and says why not otherwise.
@@ -53,7 +53,7 @@ func (c Caps) Why(l Level) string {
 		return c.Bwrap
 	case Clone:
 		if c.Bwrap != "" {
-			return "needs bwrap, which " + c.Bwrap
+			return "it needs bwrap: " + c.Bwrap
 		}
 		return ""
 	}
@@ -73,7 +73,7 @@ func (c Caps) Default() Level {
 
 // ErrUnavailable is returned by Choose for a level the machine cannot give
 // without fallback.
-var ErrUnavailable = errors.New("isolation level not available on this machine")
+var ErrUnavailable = errors.New("is not available on this machine")
 
 // Choose resolves the level asked for into the one used here. Auto is the
 // Default. A level the machine cannot give is an error (exit code Config,
@@ -89,7 +89,7 @@ func (c Caps) Choose(want Level, fallback bool) (got Level, note string, err err
 		return want, "", nil
 	}
 	if !fallback {
-		return "", "", exitcode.New(exitcode.Config, fmt.Errorf("isolation level %s: %w: %s", want, ErrUnavailable, why),
+		return "", "", exitcode.New(exitcode.Config, fmt.Errorf("isolation level %s %w: %s", want, ErrUnavailable, why),
 			"see what this machine can give with: git agentmine doctor; or set fallback = true under the agent's [isolation]")
 	}
 	for i := rank(want) - 1; i >= 0; i-- {
@@ -159,13 +159,13 @@ func probeNow(ctx context.Context) Caps {
 	}
 	p, err := exec.LookPath("bwrap")
 	if err != nil {
-		c.Bwrap = "is not installed (Debian package bubblewrap)"
+		c.Bwrap = "bwrap is not installed (Debian package bubblewrap)"
 		return c
 	}
 	c.BwrapPath = p
 	tr, err := exec.LookPath("true")
 	if err != nil {
-		c.Bwrap = "cannot be tried: no true(1) in PATH"
+		c.Bwrap = "bwrap cannot be tried: no true(1) in PATH"
 		return c
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -183,7 +183,7 @@ func probeNow(ctx context.Context) Caps {
 		if msg == "" {
 			msg = err.Error()
 		}
-		c.Bwrap = "does not run here: " + msg
+		c.Bwrap = "bwrap does not run here: " + msg
 	}
 	return c
 }

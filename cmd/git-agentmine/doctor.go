@@ -32,7 +32,7 @@ func (c *DoctorCmd) Run(a *App) error {
 		}
 		p.Printf("  %-9s %s  %s\n", l.Level, mark, l.Gives)
 		if !l.Available {
-			p.Printf("            %s: %s\n", l.Level, l.Reason)
+			p.Printf("            %s\n", l.Reason)
 		}
 	}
 	if caps.LandlockABI > 0 {

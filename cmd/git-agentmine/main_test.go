@@ -59,6 +59,7 @@ func slowScripts() map[string]string {
 		"sync_claims":           "clones racing for claims with real workers that sleep",
 		"worker_lost_processes": "detached supervisors killed, what their workers left ended through the grace period",
 		"worker_refs_meanwhile": "a worker held until released while agentmine merges around it, then waited for",
+		"isolation_levels":      "real workers run in bubblewrap sandboxes and partial clones, and under Landlock",
 	}
 }
 
