@@ -141,7 +141,8 @@ func Verdict(r sessions.Record, state string, merged bool) string {
 // promptFile is the prompt the worker reads ("" when not known).
 func NewRun(s sessions.Session, promptFile string) RunJSON {
 	return RunJSON{V: output.SchemaVersion, Session: s.ID, Task: s.Task, Agent: s.Agent, Client: s.Client,
-		Branch: s.Branch, Worktree: s.Worktree, Prompt: promptFile, Command: s.Command, Mode: s.Mode, Log: s.Log}
+		Branch: s.Branch, Worktree: s.Worktree, Prompt: promptFile, Command: s.Command, Mode: s.Mode, Log: s.Log,
+		Isolation: s.Isolation}
 }
 
 // NewBoard is the board document: the count of tasks per status, the

@@ -131,6 +131,9 @@ type RunJSON struct {
 	Log      string            `json:"log"`
 	Outcome  *sessions.Outcome `json:"outcome,omitempty"`
 	Status   string            `json:"status,omitempty"`
+	// Isolation is the isolation level the worker runs at (nil for a
+	// manual session).
+	Isolation *sessions.Isolation `json:"isolation,omitempty"`
 }
 
 // MergeJSON is `merge --json`.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -143,5 +144,30 @@ func TestProbeCache(t *testing.T) {
 	}
 	if fresh := isolation.Probe(context.Background(), file, false); fresh.Probed.Equal(first.Probed) || fresh.Key != first.Key {
 		t.Errorf("a cache with another key was reused")
+	}
+}
+
+// TestLandlockWorkerCannotSignalItsSupervisor: the restricted worker
+// cannot signal a process outside its Landlock domain (kill -0 probes the
+// permission without sending anything), where the kernel scopes signals.
+func TestLandlockWorkerCannotSignalItsSupervisor(t *testing.T) {
+	caps := isolation.Probe(context.Background(), "", true)
+	if caps.Landlock != "" {
+		t.Skip("landlock: " + caps.Landlock)
+	}
+	if caps.LandlockABI < 6 {
+		t.Skipf("landlock ABI %d has no signal scoping (6+)", caps.LandlockABI)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(os.Getpid())
+	if out, err := exec.Command("sh", "-c", `kill -0 "$1"`, "sh", pid).CombinedOutput(); err != nil {
+		t.Fatalf("control: an unrestricted process cannot signal this one: %v %s", err, out)
+	}
+	out, err := exec.Command(self, isolation.HelperArg, "--rw", t.TempDir(), "--", "sh", "-c", `kill -0 "$1"`, "sh", pid).CombinedOutput()
+	if err == nil {
+		t.Fatalf("the restricted worker could signal its supervisor: %s", out)
 	}
 }

@@ -94,16 +94,24 @@ func RunHelper(args []string, stderr io.Writer) int {
 }
 
 // restrict applies the rules: read and execute everywhere, write only in
-// rw (directories that do not exist are skipped).
+// rw (directories that do not exist are skipped). Landlock also keeps the
+// worker from tracing processes outside its domain, so it cannot read its
+// supervisor's memory (the seal's nonce) even as root.
 func restrict(rw []string, noNet bool) error {
 	rules := []landlock.Rule{
 		landlock.RODirs("/").WithResolveUnix(),
 		landlock.RWDirs(rw...).IgnoreIfMissing().WithRefer().WithIoctlDev().WithResolveUnix(),
 	}
+	cfg := landlock.V9.BestEffort()
 	if noNet {
 		// Restrict also handles TCP bind and connect (ABI 4+), with no
-		// port allowed.
-		return landlock.V9.BestEffort().Restrict(rules...)
+		// port allowed, and the scopes below.
+		return cfg.Restrict(rules...)
 	}
-	return landlock.V9.BestEffort().RestrictPaths(rules...)
+	if err := cfg.RestrictPaths(rules...); err != nil {
+		return err
+	}
+	// Scoped (ABI 6+): no signals to processes outside the worker's
+	// domain (its supervisor) and no abstract UNIX sockets outside it.
+	return cfg.RestrictScoped()
 }
