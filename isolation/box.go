@@ -150,6 +150,16 @@ func (b *Box) Env() []string {
 	return nil
 }
 
+// HostEnv returns KEY=VALUE pairs that point agentmine, after the run, at
+// the files the worker wrote in its private HOME (a client's own logs):
+// HOME as the supervisor sees it. None at none.
+func (b *Box) HostEnv() []string {
+	if b.home == "" {
+		return nil
+	}
+	return []string{"HOME=" + b.home}
+}
+
 // Tip returns the commit the worker left its branch at when the branch is
 // kept apart from the repository during the run (bwrap: a private refs/heads;
 // clone: its own repository), "" when the worker wrote the branch in place

@@ -160,7 +160,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		}
 		if out.ExitCode != 0 || res.TimedOut {
 			// Some clients keep their reason in their own log files.
-			if r := launch.ClientLogReason(launch.Client(s.Client), e.workerEnv(rec), res.Started); r != "" {
+			if r := launch.ClientLogReason(launch.Client(s.Client), append(e.workerEnv(rec), box.HostEnv()...), res.Started); r != "" {
 				switch {
 				case res.TimedOut:
 					out.Reason = "timed out; the client's log says: " + r

@@ -178,8 +178,9 @@ func TestRealClientsAgainstModelServer(t *testing.T) {
 
 // TestRealClientsIsolated: Claude Code and Codex complete an in-scope edit
 // (the Edit script, judged as TestRealClientsAgainstModelServer judges
-// it) with the worker in a bubblewrap sandbox and in a partial clone of its
-// own, and the session records the level. The clients reach the scripted
+// it) with the worker restricted by Landlock (the default where the kernel
+// has it), in a bubblewrap sandbox and in a partial clone of its own, and
+// the session records the level. The clients reach the scripted
 // server on loopback, so the sandbox keeps the network (the default).
 func TestRealClientsIsolated(t *testing.T) {
 	if testing.Short() {
@@ -202,7 +203,7 @@ func TestRealClientsIsolated(t *testing.T) {
 			t.Errorf("%s is not installed in %s: run `npm install` there (.ci/run does): %v", c.binary, clients, err)
 			continue
 		}
-		for _, level := range []string{"bwrap", "clone"} {
+		for _, level := range []string{"landlock", "bwrap", "clone"} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
