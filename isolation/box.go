@@ -98,6 +98,12 @@ func Prepare(ctx context.Context, p Plan) (b *Box, err error) {
 		if p.Bwrap == "" {
 			return nil, errors.New("preparing bwrap isolation: no bwrap binary")
 		}
+		// The private refs/heads and its logs are mounted over these.
+		for _, d := range []string{filepath.Join(p.CommonDir, "refs", "heads"), filepath.Join(p.CommonDir, "logs", "refs", "heads")} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return nil, fmt.Errorf("preparing bwrap isolation: %w", err)
+			}
+		}
 		b.heads = filepath.Join(p.State, "heads")
 		if err := copyTree(filepath.Join(p.CommonDir, "refs", "heads"), b.heads); err != nil {
 			return nil, fmt.Errorf("preparing bwrap isolation: copying refs/heads: %w", err)
@@ -145,7 +151,7 @@ func (b *Box) Env() []string {
 	case Bwrap, Clone:
 		// The private HOME is mounted at the user's HOME, the private temp
 		// dir at /tmp.
-		return append([]string{"TMPDIR=/tmp"}, gitEnv...)
+		return append([]string{"HOME=" + b.sandboxHome(), "TMPDIR=/tmp"}, gitEnv...)
 	}
 	return nil
 }

@@ -38,9 +38,7 @@ func (b *Box) bwrapArgv(argv []string) []string {
 	if !within(p.CommonDir, p.MainTop) {
 		a = append(a, "--tmpfs", p.CommonDir)
 	}
-	if p.Home != "" {
-		a = append(a, "--bind", b.home, p.Home)
-	}
+	a = append(a, "--bind", b.home, b.sandboxHome())
 	switch p.Level {
 	case Bwrap:
 		objects := filepath.Join(p.CommonDir, "objects")
@@ -85,4 +83,18 @@ func within(path, dir string) bool {
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
+}
+
+// fallbackHome is where the private HOME is mounted when the user's HOME
+// is not an existing directory (the nobody account's /nonexistent): inside
+// the private /tmp, since the root is read-only.
+const fallbackHome = "/tmp/agentmine-home"
+
+// sandboxHome is the path the private HOME is mounted at in the sandbox:
+// the user's HOME, so that absolute paths into it keep working.
+func (b *Box) sandboxHome() string {
+	if st, err := os.Stat(b.p.Home); err == nil && st.IsDir() && b.p.Home != "/" {
+		return b.p.Home
+	}
+	return fallbackHome
 }

@@ -171,3 +171,46 @@ func TestLandlockWorkerCannotSignalItsSupervisor(t *testing.T) {
 		t.Fatalf("the restricted worker could signal its supervisor: %s", out)
 	}
 }
+
+// TestBwrapWithoutHome: a user whose HOME does not exist (the nobody
+// account's /nonexistent) still gets a sandbox, with its private HOME in
+// the private /tmp; the worker writes its worktree, and what it writes
+// next to it lands in the private /tmp, never on the host.
+func TestBwrapWithoutHome(t *testing.T) {
+	caps := isolation.Probe(context.Background(), "", false)
+	if caps.Why(isolation.Bwrap) != "" {
+		if caps.BwrapPath != "" {
+			t.Skip("the kernel refuses bubblewrap's namespaces: " + caps.Bwrap)
+		}
+		t.Fatalf("bwrap: %s (.ci/run installs bubblewrap)", caps.Bwrap)
+	}
+	root := t.TempDir()
+	wt, common, gitDir := filepath.Join(root, "wt"), filepath.Join(root, "git"), filepath.Join(root, "git", "worktrees", "wt")
+	for _, d := range []string{wt, gitDir, filepath.Join(common, "objects"), filepath.Join(common, "refs", "heads")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	box, err := isolation.Prepare(context.Background(), isolation.Plan{Level: isolation.Bwrap, Worktree: wt, GitDir: gitDir,
+		CommonDir: common, Branch: "b", Home: "/nonexistent-home-of-nobody", State: filepath.Join(root, "state"), Bwrap: caps.BwrapPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	argv := box.Command([]string{"sh", "-c", `echo "$HOME"; echo x > "$HOME/f" && echo y > ok; echo rc=$?; echo z > "$1/escape" 2>/dev/null; true`, "sh", root})
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), box.Env()...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sandboxed worker: %v\n%s", err, out)
+	}
+	if !strings.HasPrefix(string(out), "/tmp/agentmine-home\n") || !strings.HasSuffix(string(out), "rc=0\n") {
+		t.Errorf("the sandboxed worker said %q; want its HOME in /tmp, then rc=0", out)
+	}
+	if _, err := os.Stat(filepath.Join(wt, "ok")); err != nil {
+		t.Errorf("the worktree write did not land: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "escape")); err == nil {
+		t.Error("the worker wrote outside its worktree")
+	}
+}
