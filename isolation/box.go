@@ -39,6 +39,9 @@ type Plan struct {
 	Bwrap string
 	// Git runs git for the clone level.
 	Git gitcmd.Runner
+	// WriteBlob stores data as a blob in the repository and returns its
+	// id (the clone level's scope filter); the store's object writer.
+	WriteBlob func(ctx context.Context, data []byte) (string, error)
 }
 
 // Box is a prepared isolation for one run: Command wraps the worker's

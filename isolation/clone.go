@@ -1,7 +1,6 @@
 package isolation
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -27,8 +26,10 @@ func (b *Box) makeClone(ctx context.Context) error {
 		return fmt.Errorf("reading the worktree's sparse-checkout patterns: %w", err)
 	}
 	g := p.Git.In(p.Worktree)
-	out, err := g.RunInput(ctx, bytes.NewReader(patterns), "hash-object", "-w", "--stdin")
-	blob := strings.TrimSpace(string(out))
+	if p.WriteBlob == nil {
+		return fmt.Errorf("storing the scope filter: no object writer")
+	}
+	blob, err := p.WriteBlob(ctx, patterns)
 	if err != nil {
 		return fmt.Errorf("storing the scope filter: %w", err)
 	}

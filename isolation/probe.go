@@ -89,8 +89,7 @@ func (c Caps) Choose(want Level, fallback bool) (got Level, note string, err err
 		return want, "", nil
 	}
 	if !fallback {
-		return "", "", exitcode.New(exitcode.Config, fmt.Errorf("isolation level %s %w: %s", want, ErrUnavailable, why),
-			"see what this machine can give with: git agentmine doctor; or set fallback = true under the agent's [isolation]")
+		return "", "", exitcode.New(exitcode.Config, fmt.Errorf("isolation level %s %w: %s", want, ErrUnavailable, why), "")
 	}
 	for i := rank(want) - 1; i >= 0; i-- {
 		if c.Why(Levels[i]) == "" {
