@@ -150,7 +150,22 @@ func (b *Box) Command(argv []string) []string {
 func (b *Box) Env() []string {
 	switch b.p.Level {
 	case Landlock:
-		return append([]string{"HOME=" + b.home, "TMPDIR=" + b.tmp}, gitEnv...)
+		env := append([]string{"HOME=" + b.home, "TMPDIR=" + b.tmp}, gitEnv...)
+		// Variables that point into the real HOME (CODEX_HOME,
+		// XDG_CONFIG_HOME, …) point into the private one instead: the
+		// worker cannot write the real one.
+		if home := filepath.Clean(b.p.Home); home != "" && home != "/" && home != "." {
+			for _, kv := range os.Environ() {
+				k, v, _ := strings.Cut(kv, "=")
+				if k == "HOME" || k == "TMPDIR" || !filepath.IsAbs(v) {
+					continue
+				}
+				if rel, err := filepath.Rel(home, v); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && rel != "." {
+					env = append(env, k+"="+filepath.Join(b.home, rel))
+				}
+			}
+		}
+		return env
 	case Bwrap, Clone:
 		// The private HOME is mounted at the user's HOME, the private temp
 		// dir at /tmp.

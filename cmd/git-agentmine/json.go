@@ -42,9 +42,18 @@ type agentJSON struct {
 	Timeout     int              `json:"timeout"`
 	DoD         []string         `json:"dod"`
 	Scope       agents.Scope     `json:"scope"`
+	Isolation   agentIsolation   `json:"isolation"`
 	Valid       bool             `json:"valid"`
 	Problems    []agents.Problem `json:"problems"`
 	Error       string           `json:"error,omitempty"`
+}
+
+// agentIsolation is an agent's [isolation] with the project's setting
+// applied.
+type agentIsolation struct {
+	Level    string `json:"level"`
+	Fallback bool   `json:"fallback"`
+	Network  bool   `json:"network"`
 }
 
 // settingJSON is one setting of `config show --json` and where it came from.
