@@ -64,6 +64,10 @@ func (e *Env) chooseIsolation(ctx context.Context, ag agents.Agent) (*sessions.I
 	if err != nil {
 		return nil, exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
 	}
+	if lvl == isolation.None {
+		// Nothing to probe: none needs nothing of the machine.
+		return &sessions.Isolation{Requested: string(lvl), Level: string(lvl), Network: true}, nil
+	}
 	got, note, err := e.Capabilities(ctx, false).Choose(lvl, ag.Isolation.Fallback)
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", ag.Name, err)
