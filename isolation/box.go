@@ -58,8 +58,10 @@ type Box struct {
 
 // gitEnv keeps git from starting housekeeping that writes outside what a
 // worker may write (gc --auto, maintenance).
-var gitEnv = []string{"GIT_CONFIG_COUNT=2", "GIT_CONFIG_KEY_0=gc.auto", "GIT_CONFIG_VALUE_0=0",
-	"GIT_CONFIG_KEY_1=maintenance.auto", "GIT_CONFIG_VALUE_1=false"}
+func gitEnv() []string {
+	return []string{"GIT_CONFIG_COUNT=2", "GIT_CONFIG_KEY_0=gc.auto", "GIT_CONFIG_VALUE_0=0",
+		"GIT_CONFIG_KEY_1=maintenance.auto", "GIT_CONFIG_VALUE_1=false"}
+}
 
 // Prepare makes what level p.Level needs for one run. At None it makes
 // nothing. A failure removes what was made and says which step failed.
@@ -150,7 +152,7 @@ func (b *Box) Command(argv []string) []string {
 func (b *Box) Env() []string {
 	switch b.p.Level {
 	case Landlock:
-		env := append([]string{"HOME=" + b.home, "TMPDIR=" + b.tmp}, gitEnv...)
+		env := append([]string{"HOME=" + b.home, "TMPDIR=" + b.tmp}, gitEnv()...)
 		// Variables that point into the real HOME (CODEX_HOME,
 		// XDG_CONFIG_HOME, …) point into the private one instead: the
 		// worker cannot write the real one.
@@ -169,7 +171,7 @@ func (b *Box) Env() []string {
 	case Bwrap, Clone:
 		// The private HOME is mounted at the user's HOME, the private temp
 		// dir at /tmp.
-		return append([]string{"HOME=" + b.sandboxHome(), "TMPDIR=/tmp"}, gitEnv...)
+		return append([]string{"HOME=" + b.sandboxHome(), "TMPDIR=/tmp"}, gitEnv()...)
 	}
 	return nil
 }
@@ -228,12 +230,14 @@ func (b *Box) Close() error {
 // clientConfig lists what of HOME a worker's private HOME gets: git's own
 // configuration and the files the clients need to start and authenticate,
 // nothing else (no history, no caches, no other projects).
-var clientConfig = []string{
-	".gitconfig", ".config/git/config", ".config/git/ignore",
-	".claude.json", ".claude/settings.json", ".claude/.credentials.json",
-	".codex/config.toml", ".codex/auth.json",
-	".gemini/settings.json", ".gemini/oauth_creds.json", ".gemini/google_accounts.json",
-	".config/opencode/opencode.json", ".config/opencode/config.json", ".local/share/opencode/auth.json",
+func clientConfig() []string {
+	return []string{
+		".gitconfig", ".config/git/config", ".config/git/ignore",
+		".claude.json", ".claude/settings.json", ".claude/.credentials.json",
+		".codex/config.toml", ".codex/auth.json",
+		".gemini/settings.json", ".gemini/oauth_creds.json", ".gemini/google_accounts.json",
+		".config/opencode/opencode.json", ".config/opencode/config.json", ".local/share/opencode/auth.json",
+	}
 }
 
 // copyClientConfig copies clientConfig from home into dst, keeping modes.
@@ -241,7 +245,7 @@ func copyClientConfig(home, dst string) error {
 	if home == "" {
 		return nil
 	}
-	for _, rel := range clientConfig {
+	for _, rel := range clientConfig() {
 		src := filepath.Join(home, filepath.FromSlash(rel))
 		st, err := os.Stat(src)
 		if err != nil || !st.Mode().IsRegular() {
