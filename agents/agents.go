@@ -69,6 +69,35 @@ type Agent struct {
 	Timeout int      `toml:"timeout"`
 	DoD     []string `toml:"dod"`
 	Scope   Scope    `toml:"scope"`
+	// Isolation is the [isolation] table: how strongly the worker is kept
+	// to its worktree while it runs.
+	Isolation Isolation `toml:"isolation"`
+}
+
+// IsolationLevels lists the names an agent's [isolation] level may take;
+// "auto" (or no level) is the project's setting, else the strongest level
+// the machine gives without setup.
+var IsolationLevels = []string{"none", "landlock", "bwrap", "clone", "auto"}
+
+// Isolation is the [isolation] table of a definition.
+type Isolation struct {
+	// Level is one of IsolationLevels; "" means the project's setting.
+	Level string `toml:"level"`
+	// Fallback lets a run use the strongest weaker level when the machine
+	// cannot give Level (the level used is recorded); without it that is
+	// an error.
+	Fallback bool `toml:"fallback"`
+	// Network keeps the network at bwrap and clone (nil: true, since
+	// clients talk to their APIs).
+	Network *bool `toml:"network"`
+}
+
+// NetworkOr returns whether the worker keeps the network.
+func (i Isolation) NetworkOr(def bool) bool {
+	if i.Network != nil {
+		return *i.Network
+	}
+	return def
 }
 
 // ClientOr returns the agent's client, or def when the definition names none.
@@ -215,7 +244,7 @@ func read(top, name string) (Agent, error) {
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		return Agent{}, exitcode.New(exitcode.Config, fmt.Errorf("%s: unknown key %q", rel, und[0].String()),
-			"known keys: description, client, model, command, prompt_file, timeout, dod, [scope] read/write/exclude")
+			"known keys: description, client, model, command, prompt_file, timeout, dod, [scope] read/write/exclude, [isolation] level/fallback/network")
 	}
 	a.Name, a.File = name, rel
 	return a, nil
@@ -307,6 +336,9 @@ func Validate(top string, a Agent) []Problem {
 				add(l.key, "pattern %q leaves the repository (..)", p)
 			}
 		}
+	}
+	if a.Isolation.Level != "" && !slices.Contains(IsolationLevels, a.Isolation.Level) {
+		add("isolation.level", "unknown isolation level %q (known: %s)", a.Isolation.Level, strings.Join(IsolationLevels, ", "))
 	}
 	if a.Timeout < 0 {
 		add("timeout", "timeout must be >= 0 seconds, got %d", a.Timeout)

@@ -61,6 +61,7 @@ var Settings = []Setting{
 	{"default_agent", "AGENTMINE_DEFAULT_AGENT", "agentmine.defaultAgent", "agent used when neither --agent nor the task's assignee names one", "coder"},
 	{"client", "AGENTMINE_CLIENT", "agentmine.client", "client for agents that name none", "claude-code"},
 	{"remote", "AGENTMINE_REMOTE", "agentmine.remote", "remote used by sync", `"origin" if it exists, else none`},
+	{"isolation", "AGENTMINE_ISOLATION", "agentmine.isolation", "isolation level of workers whose agent sets none: none, landlock, bwrap, clone or auto", "auto (landlock where the kernel has it, else none)"},
 }
 
 // Defaults of the settings that have fixed ones.
@@ -71,6 +72,7 @@ const (
 	DefaultGrace        = 10 * time.Second
 	DefaultAgent        = "coder"
 	DefaultClient       = "claude-code"
+	DefaultIsolation    = "auto"
 )
 
 // Config is the effective project settings.
@@ -88,6 +90,9 @@ type Config struct {
 	Client       string
 	// Remote is the sync remote, "" when there is none.
 	Remote string
+	// Isolation is the isolation level of workers whose agent names none
+	// (one of agents.IsolationLevels).
+	Isolation string
 	// Sources maps each setting key to where its value came from.
 	Sources map[string]Source
 	// Origins maps each setting key to a precise origin for messages, e.g.
@@ -123,6 +128,8 @@ func (c Config) Value(key string) string {
 		return c.Client
 	case "remote":
 		return c.Remote
+	case "isolation":
+		return c.Isolation
 	}
 	return ""
 }
@@ -153,6 +160,7 @@ type fileConfig struct {
 	DefaultAgent *string `toml:"default_agent"`
 	Client       *string `toml:"client"`
 	Remote       *string `toml:"remote"`
+	Isolation    *string `toml:"isolation"`
 }
 
 func (f fileConfig) get(key string) (string, bool) {
@@ -185,6 +193,8 @@ func (f fileConfig) get(key string) (string, bool) {
 		return s(f.Client)
 	case "remote":
 		return s(f.Remote)
+	case "isolation":
+		return s(f.Isolation)
 	}
 	return "", false
 }
@@ -326,6 +336,8 @@ func fallback(o Options, key string) (raw string, src Source, origin string) {
 		return DefaultAgent, FromDefault, "default"
 	case "client":
 		return DefaultClient, FromDefault, "default"
+	case "isolation":
+		return DefaultIsolation, FromDefault, "default"
 	}
 	return "", FromDefault, "default"
 }
@@ -403,6 +415,11 @@ func (c *Config) set(key, raw string) error {
 			return fmt.Errorf("invalid remote %q", raw)
 		}
 		c.Remote = raw
+	case "isolation":
+		if !slices.Contains(agents.IsolationLevels, raw) {
+			return fmt.Errorf("unknown isolation level %q (known: %s)", raw, strings.Join(agents.IsolationLevels, ", "))
+		}
+		c.Isolation = raw
 	}
 	return nil
 }

@@ -95,7 +95,7 @@ func NewSession(r sessions.Record, here board.Here, now time.Time, tail int) Ses
 	j := SessionJSON{V: output.SchemaVersion, ID: s.ID, ShortID: s.ID[:8], Task: s.Task, Agent: s.Agent, Client: s.Client,
 		Version: s.ClientVersion, Mode: s.Mode, Branch: s.Branch, BaseRef: s.BaseRef, Base: s.BaseCommit, Worktree: s.Worktree, Host: s.Host,
 		Pid: s.Pid, Started: s.Started, Timeout: s.Timeout, State: SessionState(r, here, now), Log: s.Log, Outcome: r.Outcome,
-		Sealed: s.Seal != nil, Forged: r.Forged, WorkerPid: s.WorkerPid}
+		Sealed: s.Seal != nil, Forged: r.Forged, WorkerPid: s.WorkerPid, Isolation: s.Isolation}
 	end := now
 	if r.Outcome != nil {
 		end = r.Outcome.Finished
@@ -141,7 +141,8 @@ func Verdict(r sessions.Record, state string, merged bool) string {
 // promptFile is the prompt the worker reads ("" when not known).
 func NewRun(s sessions.Session, promptFile string) RunJSON {
 	return RunJSON{V: output.SchemaVersion, Session: s.ID, Task: s.Task, Agent: s.Agent, Client: s.Client,
-		Branch: s.Branch, Worktree: s.Worktree, Prompt: promptFile, Command: s.Command, Mode: s.Mode, Log: s.Log}
+		Branch: s.Branch, Worktree: s.Worktree, Prompt: promptFile, Command: s.Command, Mode: s.Mode, Log: s.Log,
+		Isolation: s.Isolation}
 }
 
 // NewBoard is the board document: the count of tasks per status, the

@@ -80,6 +80,9 @@ type SessionJSON struct {
 
 	// WorkerPid is the worker's own pid, as its supervisor recorded it.
 	WorkerPid int `json:"worker_pid,omitempty"`
+	// Isolation is the isolation level the worker ran under, as decided
+	// when the session was prepared; nil in manual sessions.
+	Isolation *sessions.Isolation `json:"isolation,omitempty"`
 }
 
 // BoardJSON is `status --json`: the board.
@@ -128,6 +131,9 @@ type RunJSON struct {
 	Log      string            `json:"log"`
 	Outcome  *sessions.Outcome `json:"outcome,omitempty"`
 	Status   string            `json:"status,omitempty"`
+	// Isolation is the isolation level the worker runs at (nil for a
+	// manual session).
+	Isolation *sessions.Isolation `json:"isolation,omitempty"`
 }
 
 // MergeJSON is `merge --json`.

@@ -92,6 +92,23 @@ type Session struct {
 	// session lost can end what is left of it.
 	WorkerPid   int    `json:"worker_pid,omitempty"`
 	WorkerStart uint64 `json:"worker_start,omitempty"`
+	// Isolation is the isolation the worker runs under, decided when the
+	// session is prepared for --exec; nil in manual sessions (agentmine
+	// does not run their worker) and in sessions recorded before it.
+	Isolation *Isolation `json:"isolation,omitempty"`
+}
+
+// Isolation is the isolation level of a session's worker, as a fact.
+type Isolation struct {
+	// Requested is what the agent or the project asked for: a level, or
+	// "auto" for the strongest level the machine gives without setup.
+	Requested string `json:"requested"`
+	// Level is the level used: none, landlock, bwrap or clone.
+	Level string `json:"level"`
+	// Network is whether the worker kept the network (bwrap, clone).
+	Network bool `json:"network"`
+	// Note says why Level is weaker than Requested (a fallback).
+	Note string `json:"note,omitempty"`
 }
 
 // Outcome is one line of a session's outcome note.

@@ -36,6 +36,10 @@ type Env struct {
 	Cfg config.Config
 	// Top is the top of the main worktree (worktrees, agents, config).
 	Top string
+	// Self is the git-agentmine binary, which restricts a worker with
+	// Landlock before running it; "" (a process that is not git-agentmine)
+	// makes the landlock level unavailable.
+	Self string
 }
 
 // NewEnv opens the configuration for st. flags holds command-line settings.
@@ -45,7 +49,7 @@ func NewEnv(st *gitstore.Store, flags map[string]string, getenv func(string) str
 	if err != nil {
 		return nil, err
 	}
-	return &Env{St: st, Cfg: cfg, Top: top}, nil
+	return &Env{St: st, Cfg: cfg, Top: top, Self: selfBinary()}, nil
 }
 
 // MainTop returns the main worktree's top: the parent of the common git dir
@@ -201,6 +205,8 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		DoD:   dod, DoDTimeout: int(e.Cfg.DoDTimeout / time.Second), SkipDoD: o.SkipDoD, Strict: o.Strict}
 	if mode == sessions.ModeManual {
 		sess.Pid, sess.PidStart = 0, 0
+	} else if sess.Isolation, err = e.chooseIsolation(ctx, ag); err != nil {
+		return nil, err
 	}
 	logDir, err := st.LocalDir("logs")
 	if err != nil {

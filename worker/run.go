@@ -99,11 +99,15 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		say("warning: live watcher unavailable: %v", werr)
 	}
 	var res launch.Result
-	var startErr error
 	reaper := launch.NewReaper()
-	proc, startErr = launch.Start(ctx, launch.Spec{Argv: s.Command, Dir: s.Worktree, Env: e.workerEnv(rec),
-		Stdin: s.CommandStdin, LogPath: s.Log, Tee: opts.Tee, Timeout: time.Duration(s.Timeout) * time.Second,
-		Grace: time.Duration(s.Grace) * time.Second, Stalls: stallsOf(s), Marker: markerOf(s), Reaper: reaper})
+	// The one place the worker's command is wrapped: its isolation level.
+	box, startErr := e.isolate(ctx, s)
+	if startErr == nil {
+		defer box.Close()
+		proc, startErr = launch.Start(ctx, launch.Spec{Argv: box.Command(s.Command), Dir: s.Worktree, Env: append(e.workerEnv(rec), box.Env()...),
+			Stdin: s.CommandStdin, LogPath: s.Log, Tee: opts.Tee, Timeout: time.Duration(s.Timeout) * time.Second,
+			Grace: time.Duration(s.Grace) * time.Second, Stalls: stallsOf(s), Marker: markerOf(s), Reaper: reaper})
+	}
 	if startErr == nil {
 		strict.Lock()
 		strict.proc = proc
@@ -118,8 +122,12 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			sealed = amended
 		}
 		res = proc.Wait()
+		res.Leftovers = sandboxed(box, res.Leftovers)
 		if len(res.Leftovers) > 0 {
 			say("ended %s the worker left running", LeftoverText(res.Leftovers))
+		}
+		if err := e.bringBack(context.WithoutCancel(ctx), box, s); err != nil {
+			say("warning: %v", err)
 		}
 	} else {
 		now := time.Now()
@@ -152,7 +160,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		}
 		if out.ExitCode != 0 || res.TimedOut {
 			// Some clients keep their reason in their own log files.
-			if r := launch.ClientLogReason(launch.Client(s.Client), e.workerEnv(rec), res.Started); r != "" {
+			if r := launch.ClientLogReason(launch.Client(s.Client), append(e.workerEnv(rec), box.HostEnv()...), res.Started); r != "" {
 				switch {
 				case res.TimedOut:
 					out.Reason = "timed out; the client's log says: " + r

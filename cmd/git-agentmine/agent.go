@@ -35,8 +35,9 @@ func agentView(top string, cfg config.Config, d agents.Agent) agentJSON {
 	return agentJSON{V: output.SchemaVersion, Name: d.Name, File: d.File, Description: d.Description,
 		Client: d.ClientOr(cfg.Client), Model: d.Model, Command: strs(d.Command), PromptFile: d.PromptPath(top),
 		Timeout: int(d.TimeoutOr(cfg.Timeout).Seconds()), DoD: strs(d.DoD),
-		Scope: agents.Scope{Read: strs(d.Scope.Read), Write: strs(d.Scope.Write), Exclude: strs(d.Scope.Exclude)},
-		Valid: len(ps) == 0, Problems: ps}
+		Scope:     agents.Scope{Read: strs(d.Scope.Read), Write: strs(d.Scope.Write), Exclude: strs(d.Scope.Exclude)},
+		Isolation: agentIsolation{Level: firstSet(d.Isolation.Level, cfg.Isolation), Fallback: d.Isolation.Fallback, Network: d.Isolation.NetworkOr(true)},
+		Valid:     len(ps) == 0, Problems: ps}
 }
 
 func brokenView(le *agents.LoadError) agentJSON {
@@ -208,6 +209,17 @@ func (c *AgentShowCmd) Run(a *App) error {
 	p.Printf("  scope read:    %s\n", strings.Join(read, ", "))
 	p.Printf("  scope write:   %s\n", strings.Join(v.Scope.Write, ", "))
 	p.Printf("  scope exclude: %s\n", strings.Join(v.Scope.Exclude, ", "))
+	iso := v.Isolation.Level
+	if d.Isolation.Level == "" {
+		iso += " (project default)"
+	}
+	if v.Isolation.Fallback {
+		iso += ", fallback"
+	}
+	if !v.Isolation.Network {
+		iso += ", no network"
+	}
+	p.Printf("  isolation:     %s\n", iso)
 	for _, pr := range v.Problems {
 		a.P.Warnf("%s", pr)
 	}
@@ -288,4 +300,14 @@ func (c *AgentValidateCmd) Run(a *App) error {
 		return exitcode.New(exitcode.Config, fmt.Errorf("%d of %s invalid", bad, plural(len(vs), "agent definition is", "agent definitions are")), "")
 	}
 	return nil
+}
+
+// firstSet returns the first non-empty string.
+func firstSet(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
 }

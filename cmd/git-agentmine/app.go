@@ -13,6 +13,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/isolation"
 	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/sessions"
 )
@@ -91,6 +92,12 @@ type exitPanic struct{ code int }
 // Main parses args, runs the command and returns the process exit code. It
 // prints an error once, as "error: …" with an optional "hint: …".
 func Main(ctx context.Context, args []string, io Stdio, getenv func(string) string) (code int) {
+	if len(args) > 0 && args[0] == isolation.HelperArg {
+		// Not a command: the worker's side of the landlock level, which
+		// restricts this process and execs the worker (never returns on
+		// success).
+		return isolation.RunHelper(args[1:], io.Err)
+	}
 	var cli CLI
 	parser, err := newParser(&cli, io)
 	if err != nil {

@@ -16,6 +16,7 @@ type CLI struct {
 	Mcp        McpCmd        `cmd:"" name:"mcp" help:"Serve this repository's tasks, workers and memory to an AI client as MCP tools over stdio."`
 	Demo       DemoCmd       `cmd:"" help:"Run the whole lifecycle in a throwaway repository (takes under a minute)."`
 	Config     ConfigCmd     `cmd:"" help:"Show the project settings and where each comes from."`
+	Doctor     DoctorCmd     `cmd:"" help:"Show what isolation levels this machine can give workers (probed afresh)."`
 	Sync       SyncCmd       `cmd:"" help:"Share state with a remote: fetch, merge entity by entity, push back."`
 	Push       PushCmd       `cmd:"" help:"Send local agentmine state that fast-forwards the remote."`
 	Pull       PullCmd       `cmd:"" help:"Fetch a remote's agentmine state and merge it locally."`

@@ -81,6 +81,9 @@ func printSessionSummary(a *App, v *view, id string) {
 	if j.Mode == sessions.ModeManual {
 		p.Printf("    manual: its outcome is the orchestrator's report (session end), not a supervised verdict\n")
 	}
+	if iso := j.Isolation; iso != nil {
+		p.Printf("    isolation: %s\n", isolationWords(*iso))
+	}
 	if o := j.Outcome; o != nil {
 		vd := verify.ParseVerdicts(o)
 		p.Printf("    exit %d%s, DoD %s, scope %s\n", o.ExitCode, sigWords(*o), orDash(vd.DoD.Status), scopeWord(vd))
@@ -121,4 +124,20 @@ func liveGapWords(v verify.Verdict) string {
 		return "incomplete (" + v.LiveReason + "), not proved harmless: a change made and undone meanwhile cannot be ruled out"
 	}
 	return ""
+}
+
+// isolationWords renders a session's isolation fact: "bwrap, no network",
+// "landlock (auto)", "none (fallback: …)".
+func isolationWords(iso sessions.Isolation) string {
+	w := iso.Level
+	if iso.Requested == "auto" {
+		w += " (auto)"
+	}
+	if !iso.Network && iso.Level != "none" {
+		w += ", no network"
+	}
+	if iso.Note != "" {
+		w += " — " + iso.Note
+	}
+	return w
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/agents"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/isolation"
 	"github.com/git-agentmine/git-agentmine/merge"
 	"github.com/git-agentmine/git-agentmine/replica"
 	"github.com/git-agentmine/git-agentmine/worker"
@@ -28,6 +29,9 @@ func hintFor(err error) string {
 func typedHint(err error) string {
 	if err == replica.ErrNoRemote {
 		return "set one with: git agentmine init --remote NAME (or git config agentmine.remote NAME), or name it: git agentmine sync NAME"
+	}
+	if err == isolation.ErrUnavailable {
+		return "see what this machine can give with: git agentmine doctor; or set fallback = true under the agent's [isolation]"
 	}
 	switch e := err.(type) {
 	case *gitstore.NotFoundError:

@@ -42,9 +42,18 @@ type agentJSON struct {
 	Timeout     int              `json:"timeout"`
 	DoD         []string         `json:"dod"`
 	Scope       agents.Scope     `json:"scope"`
+	Isolation   agentIsolation   `json:"isolation"`
 	Valid       bool             `json:"valid"`
 	Problems    []agents.Problem `json:"problems"`
 	Error       string           `json:"error,omitempty"`
+}
+
+// agentIsolation is an agent's [isolation] with the project's setting
+// applied.
+type agentIsolation struct {
+	Level    string `json:"level"`
+	Fallback bool   `json:"fallback"`
+	Network  bool   `json:"network"`
 }
 
 // settingJSON is one setting of `config show --json` and where it came from.
@@ -55,6 +64,25 @@ type settingJSON struct {
 	Origin string `json:"origin"`
 	Env    string `json:"env"`
 	Git    string `json:"git"`
+}
+
+// doctorJSON is `doctor --json`: what isolation this machine can give.
+type doctorJSON struct {
+	V           int               `json:"v"`
+	Levels      []doctorLevelJSON `json:"levels"`
+	Default     string            `json:"default"`
+	Configured  string            `json:"configured,omitempty"`
+	Used        string            `json:"used,omitempty"`
+	LandlockABI int               `json:"landlock_abi"`
+	Bwrap       string            `json:"bwrap,omitempty"`
+}
+
+// doctorLevelJSON is one isolation level in doctorJSON.
+type doctorLevelJSON struct {
+	Level     string `json:"level"`
+	Available bool   `json:"available"`
+	Reason    string `json:"reason,omitempty"`
+	Gives     string `json:"gives"`
 }
 
 // initJSON is `init --json`.

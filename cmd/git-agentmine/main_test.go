@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
+	"github.com/git-agentmine/git-agentmine/isolation"
 )
 
 // TestMain lets the test binary act as git-agentmine, so testscripts run
@@ -74,6 +76,7 @@ func slowScripts() map[string]string {
 		"memory_export_import":       "a Memory Bank exported and imported into a second repository",
 		"task_empty_clone":           "clones of a repository with and without agentmine refs",
 		"worker_refs_meanwhile":      "a worker held until released while agentmine merges around it, then waited for",
+		"isolation_levels":           "real workers run in bubblewrap sandboxes and partial clones, and under Landlock",
 	}
 }
 
@@ -95,6 +98,16 @@ func ScriptParams(t *testing.T, dir string) testscript.Params {
 			// Workers and DoD run /bin/sh scripts.
 			env.Setenv("PATH", env.Getenv("PATH")+string(os.PathListSeparator)+"/usr/bin:/bin")
 			return nil
+		},
+		// [bwrap-refused]: bubblewrap is installed but the kernel refuses
+		// its namespaces. Scenarios of the bwrap and clone levels skip
+		// only then: a missing bwrap fails them (.ci/run installs it).
+		Condition: func(cond string) (bool, error) {
+			if cond != "bwrap-refused" {
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			c := isolation.Probe(context.Background(), "", false)
+			return c.BwrapPath != "" && c.Bwrap != "", nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			// capture NAME: set $NAME to the last command's stdout, trimmed.

@@ -61,6 +61,10 @@ var allowed = map[string]map[string]bool{
 	"replica":  {"fetch": true, "push": true},
 	"worktree": {"branch": true, "worktree": true},
 	"demo":     {"commit": true},
+	// The clone isolation level fetches the worker's branch back from the
+	// worker's own repository: objects only (--no-write-fetch-head); the
+	// branch itself is moved through gitstore.
+	"isolation": {"fetch": true},
 }
 
 // alwaysWrites are sub-commands that write refs or objects whatever their

@@ -57,6 +57,11 @@ func Vars(home string) map[string]string {
 		"GIT_TERMINAL_PROMPT": "0",
 		"NO_COLOR":            "1",
 		"TZ":                  "UTC",
+		// Workers run at isolation level none unless a test asks for a
+		// level: the tests written before isolation levels have workers
+		// that write outside their worktree on purpose (pid files,
+		// markers, attacks that verification must catch).
+		"AGENTMINE_ISOLATION": "none",
 	}
 }
 

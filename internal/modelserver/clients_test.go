@@ -167,8 +167,58 @@ func TestRealClientsAgainstModelServer(t *testing.T) {
 				sem <- struct{}{}
 				defer func() { <-sem }()
 				t.Run(c.name+"/"+string(sc.script), func(t *testing.T) {
-					r := startClientRun(t, c, sc.script, bin, clients)
+					r := startClientRun(t, c, sc.script, bin, clients, "none")
 					sc.check(t, r)
+				})
+			}()
+		}
+	}
+	wg.Wait()
+}
+
+// TestRealClientsIsolated: Claude Code and Codex complete an in-scope edit
+// (the Edit script, judged as TestRealClientsAgainstModelServer judges
+// it) with the worker restricted by Landlock (the default where the kernel
+// has it), in a bubblewrap sandbox and in a partial clone of its own, and
+// the session records the level. The clients reach the scripted
+// server on loopback, so the sandbox keeps the network (the default).
+func TestRealClientsIsolated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real AI clients (minutes)")
+	}
+	if os.Getenv("AGENTMINE_SKIP_REAL_CLIENTS") != "" {
+		t.Skip("AGENTMINE_SKIP_REAL_CLIENTS is set")
+	}
+	bin := filepath.Dir(agentmineBin)
+	clients, err := filepath.Abs(clientBinDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, c := range realClients() {
+		if c.name != "claude" && c.name != "codex" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(clients, c.binary)); err != nil {
+			t.Errorf("%s is not installed in %s: run `npm install` there (.ci/run does): %v", c.binary, clients, err)
+			continue
+		}
+		for _, level := range []string{"landlock", "bwrap", "clone"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t.Run(c.name+"/"+level, func(t *testing.T) {
+					r := startClientRun(t, c, modelserver.Edit, bin, clients, level)
+					checkEdit(t, r)
+					var shown struct {
+						Session struct {
+							Isolation sessions.Isolation `json:"isolation"`
+						} `json:"latest_session"`
+					}
+					out := r.am("task", "show", r.task, "--json")
+					if err := json.Unmarshal([]byte(out), &shown); err != nil || shown.Session.Isolation.Level != level {
+						t.Fatalf("task show: isolation %+v (%v), want level %s\n%s", shown.Session.Isolation, err, level, out)
+					}
 				})
 			}()
 		}
@@ -196,7 +246,9 @@ type clientRun struct {
 	stderr string
 }
 
-func startClientRun(t *testing.T, c realClient, script modelserver.Script, bin, clients string) *clientRun {
+// startClientRun prepares and runs one scenario with the worker at the
+// isolation level given (the project's setting, AGENTMINE_ISOLATION).
+func startClientRun(t *testing.T, c realClient, script modelserver.Script, bin, clients, level string) *clientRun {
 	t.Helper()
 	root := t.TempDir()
 	home := filepath.Join(root, "home")
@@ -206,7 +258,8 @@ func startClientRun(t *testing.T, c realClient, script modelserver.Script, bin, 
 		"XDG_DATA_HOME="+filepath.Join(home, ".local", "share"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=Ada Author", "GIT_AUTHOR_EMAIL=ada@example.com",
 		"GIT_COMMITTER_NAME=Ada Author", "GIT_COMMITTER_EMAIL=ada@example.com", "NO_COLOR=1", "TZ=UTC",
-		"PATH="+bin+string(os.PathListSeparator)+clients+string(os.PathListSeparator)+os.Getenv("PATH"))
+		"PATH="+bin+string(os.PathListSeparator)+clients+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"AGENTMINE_ISOLATION="+level)
 	for _, k := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "CLAUDECODE",
 		"CLAUDE_CODE_ENTRYPOINT", "CODEX_HOME", "AGENTMINE_TIMEOUT"} {
 		r.env = append(r.env, k+"=")

@@ -1,0 +1,162 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/git-agentmine/git-agentmine/agents"
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/isolation"
+	"github.com/git-agentmine/git-agentmine/launch"
+	"github.com/git-agentmine/git-agentmine/sessions"
+)
+
+// binaryName is the name of agentmine's binary, which also acts as the
+// Landlock helper (isolation.HelperArg).
+const binaryName = "git-agentmine"
+
+// selfBinary returns the path of the git-agentmine binary this process
+// runs as, "" when this process is not git-agentmine (a test binary): the
+// Landlock level needs it to restrict the worker and not itself.
+func selfBinary() string {
+	if filepath.Base(os.Args[0]) == binaryName {
+		if p, err := exec.LookPath(os.Args[0]); err == nil {
+			if abs, err := filepath.Abs(p); err == nil {
+				return abs
+			}
+		}
+	}
+	if p, err := os.Executable(); err == nil && filepath.Base(p) == binaryName {
+		return p
+	}
+	return ""
+}
+
+// Capabilities returns what isolation this machine can give, probed once
+// and cached under the repository's local directory (fresh probes again).
+func (e *Env) Capabilities(ctx context.Context, fresh bool) isolation.Caps {
+	cache := ""
+	if dir, err := e.St.LocalDir(); err == nil {
+		cache = isolation.CacheFile(dir)
+	}
+	c := isolation.Probe(ctx, cache, fresh)
+	if e.Self == "" && c.Landlock == "" {
+		c.Landlock = "this process is not the git-agentmine binary, which restricts the worker"
+	}
+	return c
+}
+
+// chooseIsolation decides the isolation of a session prepared for --exec:
+// the agent's [isolation] level, else the configured one, else auto. A
+// level the machine cannot give is an error naming the agent, unless the
+// agent allows fallback.
+func (e *Env) chooseIsolation(ctx context.Context, ag agents.Agent) (*sessions.Isolation, error) {
+	want := ag.Isolation.Level
+	if want == "" {
+		want = e.Cfg.Isolation
+	}
+	lvl, err := isolation.ParseLevel(want)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
+	}
+	if lvl == isolation.None {
+		// Nothing to probe: none needs nothing of the machine.
+		return &sessions.Isolation{Requested: string(lvl), Level: string(lvl), Network: true}, nil
+	}
+	got, note, err := e.Capabilities(ctx, false).Choose(lvl, ag.Isolation.Fallback)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", ag.Name, err)
+	}
+	iso := &sessions.Isolation{Requested: string(lvl), Level: string(got), Network: true, Note: note}
+	if got == isolation.Bwrap || got == isolation.Clone {
+		iso.Network = ag.Isolation.NetworkOr(true)
+	}
+	return iso, nil
+}
+
+// isolate prepares the session's isolation for its run (a no-op box for
+// sessions without one or at none).
+func (e *Env) isolate(ctx context.Context, s sessions.Session) (*isolation.Box, error) {
+	lvl := isolation.None
+	net := true
+	if s.Isolation != nil {
+		lvl, net = isolation.Level(s.Isolation.Level), s.Isolation.Network
+	}
+	if lvl == isolation.None {
+		return isolation.Prepare(ctx, isolation.Plan{Level: isolation.None})
+	}
+	loc := e.St.Location()
+	gitDir, err := e.St.Git().In(s.Worktree).Output(ctx, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return nil, fmt.Errorf("preparing %s isolation: finding the worktree's git dir: %w", lvl, err)
+	}
+	state, err := e.St.LocalDir("isolation", s.ID)
+	if err != nil {
+		return nil, err
+	}
+	caps := e.Capabilities(ctx, false)
+	mainTop := ""
+	if filepath.Base(loc.CommonDir) == ".git" {
+		mainTop = e.Top
+	}
+	return isolation.Prepare(ctx, isolation.Plan{Level: lvl, Network: net, Worktree: s.Worktree, GitDir: gitDir,
+		CommonDir: loc.CommonDir, MainTop: mainTop, Branch: s.Branch, Home: os.Getenv("HOME"), State: state,
+		Self: e.Self, Bwrap: caps.BwrapPath, Git: e.St.Git(),
+		WriteBlob: func(ctx context.Context, data []byte) (string, error) { return e.St.WriteObject(ctx, "blob", data) }})
+}
+
+// bringBack moves the session's branch to where the worker left it when
+// the isolation kept the branch apart (bwrap, clone), through the store's
+// ref transaction, and refreshes the worktree's index at clone (the
+// worker committed in its own repository). It returns an error only when
+// the branch could not be brought back; the run is then judged on the
+// branch as it was.
+func (e *Env) bringBack(ctx context.Context, box *isolation.Box, s sessions.Session) error {
+	if l := box.Level(); l != isolation.Bwrap && l != isolation.Clone {
+		return nil
+	}
+	ref := "refs/heads/" + s.Branch
+	g := e.St.Git().In(s.Worktree)
+	cur, err := g.Output(ctx, "rev-parse", "--verify", "-q", ref)
+	if err != nil {
+		return fmt.Errorf("reading branch %s: %w", s.Branch, err)
+	}
+	tip, err := box.Tip(ctx, cur)
+	if err != nil || tip == "" {
+		return err
+	}
+	if err := e.St.Transact(ctx, []gitstore.RefOp{{Verb: "update", Ref: ref, New: tip, Old: cur}}); err != nil {
+		return fmt.Errorf("moving branch %s to the worker's commit %s: %w", s.Branch, tip[:12], err)
+	}
+	if box.Level() == isolation.Clone {
+		// The worktree's index still describes the base: make it describe
+		// the tip, leaving the files as the worker left them.
+		if _, err := g.Run(ctx, "reset", "-q", "--mixed", tip); err != nil {
+			return fmt.Errorf("refreshing the worktree's index after the worker's commits: %w", err)
+		}
+	}
+	return nil
+}
+
+// sandboxed drops from leftovers the sandbox's own init process at bwrap
+// and clone: bubblewrap's outer process reports the worker's exit while
+// the sandbox's first process is still being ended by the kernel, with
+// every process of its PID namespace. Nothing of the worker survives it.
+func sandboxed(box *isolation.Box, leftovers []launch.Proc) []launch.Proc {
+	if l := box.Level(); l != isolation.Bwrap && l != isolation.Clone {
+		return leftovers
+	}
+	var keep []launch.Proc
+	for _, p := range leftovers {
+		if p.Command == "[bwrap]" || strings.HasPrefix(p.Command, box.Bwrap()+" ") {
+			continue
+		}
+		keep = append(keep, p)
+	}
+	return keep
+}
