@@ -71,7 +71,7 @@ func (v *view) diff(rec sessions.Record) (*diffView, string) {
 		d.Truncated = true
 	}
 	var cur *fileDiff
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
 		if strings.HasPrefix(line, "diff --git ") {
 			cur = nil
 			// "diff --git a/P b/P": without renames both sides name the
