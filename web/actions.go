@@ -121,7 +121,8 @@ func (s *Server) startWorkerForm(v *view, id string, r *http.Request) error {
 		return err
 	}
 	p, err := env.Prepare(v.ctx, worker.RunOptions{Task: id, Agent: strings.TrimSpace(r.PostFormValue("agent")), Exec: true,
-		Detach: true, Timeout: time.Duration(timeout) * time.Second, SkipDoD: r.PostFormValue("skip_dod") == "1"})
+		Detach: true, Timeout: time.Duration(timeout) * time.Second, SkipDoD: r.PostFormValue("skip_dod") == "1",
+		Replace: r.PostFormValue("replace") == "1"})
 	if err != nil {
 		return err
 	}

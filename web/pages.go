@@ -601,7 +601,7 @@ func (s *Server) taskWith(w http.ResponseWriter, r *http.Request, code int, errT
 	tv.CanRun = !anyRunning && st != status.Done && st != status.Cancelled
 	tv.CanStop = anyRunning
 	tv.CanCancel = st != status.Cancelled && st != status.Done
-	tv.CanMerge = len(recs) > 0 && st != status.Done && st != status.Cancelled
+	tv.CanMerge = !anyRunning && len(recs) > 0 && st != status.Done && st != status.Cancelled
 	s.live.seen(len(indexSessions(b, now).running))
 	s.render(w, code, "task", tv)
 }
