@@ -127,7 +127,7 @@ func newBrowserFixture(t *testing.T) *browserFixture {
 		".agentmine/agents/manual.toml": "client = \"custom\"\ncommand = [\"true\"]\n[scope]\nwrite = [\"src/**\"]\n",
 		// talk echoes every line written to $TALK_FIFO until "quit".
 		".agentmine/agents/talk.toml": "client = \"custom\"\ntimeout = 600\ncommand = [\"sh\", \"-c\", \"while IFS= read -r l; do [ \\\"$l\\\" = quit ] && exit 0; printf '%s\\\\n' \\\"$l\\\"; done < \\\"$TALK_FIFO\\\"\"]\n[scope]\nwrite = [\"src/**\"]\n",
-		"src/a.txt": "a\n",
+		"src/a.txt":                   "a\n",
 	})
 	add := func(name string, args ...string) {
 		id, code := try(t, repo, nil, append([]string{"task", "add", "-q"}, args...)...)
