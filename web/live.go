@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -52,9 +53,16 @@ type live struct {
 	watching string
 }
 
-func newLive(common string, log io.Writer) *live {
+func newLive(common string, log io.Writer) *live { return newLiveWith(common, log, false) }
+
+// newLiveWith is newLive; poll forces the polling fallback.
+func newLiveWith(common string, log io.Writer, poll bool) *live {
 	l := &live{common: common, log: log, subs: map[chan uint64]struct{}{}, stop: make(chan struct{})}
-	w, err := fsnotify.NewWatcher()
+	var w *fsnotify.Watcher
+	err := errors.New("polling was asked for")
+	if !poll {
+		w, err = fsnotify.NewWatcher()
+	}
 	if err == nil {
 		err = l.watchTree(w, filepath.Join(common, "refs"))
 		if err == nil {
@@ -147,9 +155,13 @@ func (l *live) watch(w *fsnotify.Watcher) {
 
 // poll is the fallback without inotify: a fingerprint of the modification
 // times and sizes of packed-refs and of every directory under refs/ (a
-// ref written by rename changes its directory's time).
+// ref written by rename changes its directory's time). Each look stats the
+// directories found by the last walk; the tree is walked again (to find
+// new directories) only after something changed, because reading a
+// directory of 10,000 loose refs on every look is what costs.
 func (l *live) poll() {
-	last := l.fingerprint()
+	dirs := l.walkDirs()
+	last := l.fingerprint(dirs)
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
 	for {
@@ -157,28 +169,36 @@ func (l *live) poll() {
 		case <-l.stop:
 			return
 		case <-t.C:
-			if f := l.fingerprint(); f != last {
-				last = f
+			if f := l.fingerprint(dirs); f != last {
+				dirs = l.walkDirs()
+				last = l.fingerprint(dirs)
 				l.broadcast()
 			}
 		}
 	}
 }
 
-func (l *live) fingerprint() string {
-	var b strings.Builder
-	add := func(p string) {
-		if fi, err := os.Stat(p); err == nil {
-			fmt.Fprintf(&b, "%s %d %d\n", p, fi.ModTime().UnixNano(), fi.Size())
-		}
-	}
-	add(filepath.Join(l.common, "packed-refs"))
+// walkDirs lists the directories under refs/.
+func (l *live) walkDirs() []string {
+	var dirs []string
 	filepath.WalkDir(filepath.Join(l.common, "refs"), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
-			add(p)
+			dirs = append(dirs, p)
 		}
 		return nil
 	})
+	return dirs
+}
+
+func (l *live) fingerprint(dirs []string) string {
+	var b strings.Builder
+	for _, p := range append([]string{filepath.Join(l.common, "packed-refs")}, dirs...) {
+		if fi, err := os.Stat(p); err == nil {
+			fmt.Fprintf(&b, "%s %d %d\n", p, fi.ModTime().UnixNano(), fi.Size())
+		} else {
+			fmt.Fprintf(&b, "%s gone\n", p)
+		}
+	}
 	return b.String()
 }
 

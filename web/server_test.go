@@ -748,6 +748,13 @@ func logStreamResume(t *testing.T, f *fixture, ts *httptest.Server, c *http.Clie
 			t.Errorf("Last-Event-ID %s: %d", bad, res.StatusCode)
 		}
 	}
+	// An ended session that wrote no log: the stream just ends.
+	res = stream(t, c, ts.URL+"/sessions/"+f.sess["review"].Session.ID+"/log", "")
+	evs = readEvents(t, res.Body, 100)
+	res.Body.Close()
+	if len(evs) != 1 || evs[0].name != "end" || !strings.Contains(evs[0].data, `"verdict":"review"`) {
+		t.Errorf("stream of a session without a log: %+v", evs)
+	}
 	// A running session: lines appear as they are written.
 	run := f.sess["running"].Session
 	if err := os.WriteFile(run.Log, []byte("one\n"), 0o644); err != nil {
