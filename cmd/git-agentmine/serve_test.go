@@ -475,7 +475,7 @@ func waitListenGone(t *testing.T, addr string) {
 
 // TestServeRefusesRemoteAddr: a non-loopback --addr is a usage error
 // (exit 2, one error line and a hint) unless --allow-remote is given;
-// malformed addresses too.
+// malformed addresses too; an address in use is exit 6.
 func TestServeRefusesRemoteAddr(t *testing.T) {
 	repo := testRepo(t)
 	for _, addr := range []string{"0.0.0.0:0", ":0", "example.com:80", "nonsense"} {
@@ -484,5 +484,15 @@ func TestServeRefusesRemoteAddr(t *testing.T) {
 		if code != 2 || out != "" || !strings.HasPrefix(lines[0], "error: --addr ") {
 			t.Errorf("--addr %s: exit %d, stdout %q, stderr %q", addr, code, out, errs)
 		}
+	}
+	// An address in use: invalid state (6), one line naming it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	code, out, errs := docsMain(t, repo, "serve", "--addr", ln.Addr().String())
+	if code != 6 || out != "" || !strings.HasPrefix(errs, "error: listening on "+ln.Addr().String()+": ") || strings.Count(errs, "\n") != 1 {
+		t.Errorf("address in use: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
