@@ -621,9 +621,7 @@ var fixtureTests = []struct {
 // sessions, worktrees, DoD runs and a merge: about ten seconds) once, and
 // runs the page and action tests against one board of it.
 func TestFixture(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slow: builds sessions with worktrees, DoD runs and a merge")
-	}
+	gittest.SkipShort(t, "builds sessions with worktrees, DoD runs and a merge")
 	f := newFixture(t)
 	_, ts := serve(t, f.repo, false)
 	c := client(t, ts)

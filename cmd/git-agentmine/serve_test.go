@@ -280,9 +280,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 // a cross-site POST is refused, and a worker started from the page streams
 // its output live and resumes without gaps after the server restarts.
 func TestBrowserBoard(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slow: real workers, a served board and a headless browser")
-	}
+	gittest.SkipShort(t, "real workers, a served board and a headless browser")
 	bin := findBrowser(t)
 	f := newBrowserFixture(t)
 	srv := startServe(t, f.repo, "127.0.0.1:0", "TALK_FIFO="+f.fifo)
