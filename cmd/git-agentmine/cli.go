@@ -14,6 +14,7 @@ type CLI struct {
 	Merge      MergeCmd      `cmd:"" help:"Merge a task's latest session into its base, only if DoD passed and the scope held."`
 	Status     StatusCmd     `cmd:"" help:"Show the board: counts per status, running workers, review queue, recent failures."`
 	Mcp        McpCmd        `cmd:"" name:"mcp" help:"Serve this repository's tasks, workers and memory to an AI client as MCP tools over stdio."`
+	Serve      ServeCmd      `cmd:"" help:"Serve the web board: tasks, sessions, live worker output and actions, in the browser."`
 	Demo       DemoCmd       `cmd:"" help:"Run the whole lifecycle in a throwaway repository (takes under a minute)."`
 	Config     ConfigCmd     `cmd:"" help:"Show the project settings and where each comes from."`
 	Doctor     DoctorCmd     `cmd:"" help:"Show what isolation levels this machine can give workers (probed afresh)."`

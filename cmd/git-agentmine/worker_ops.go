@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -343,34 +342,19 @@ func (c *WorkerStopCmd) Run(a *App) error {
 	var wait []string
 	for _, r := range recs {
 		s := r.Session
-		live, _ := board.Liveness(r, a.here(), time.Now())
+		res, err := env.Stop(a.Ctx, r, a.here())
+		if len(res.Ended) > 0 {
+			a.P.Notef("session %s of task %s was lost; ended %s it left running\n", s.ID[:8], s.Task[:8], worker.LeftoverText(res.Ended))
+		}
+		if err != nil {
+			return err
+		}
 		switch {
-		case !live:
-			// Its supervisor may be gone while its worker runs on: end
-			// whatever is left of it.
-			ended, err := env.EndProcesses(a.Ctx, r)
-			if len(ended) > 0 {
-				a.P.Notef("session %s of task %s was lost; ended %s it left running\n", s.ID[:8], s.Task[:8], worker.LeftoverText(ended))
-			}
-			if err != nil {
-				return err
-			}
-			if len(ended) == 0 {
-				a.P.Notef("session %s of task %s is not running\n", s.ID[:8], s.Task[:8])
-			}
-		case s.Mode == sessions.ModeManual:
-			if _, err := env.End(a.Ctx, r, 128+int(syscall.SIGTERM), "SIGTERM", nil, true); err != nil {
-				return err
-			}
+		case res.NotRunning:
+			a.P.Notef("session %s of task %s is not running\n", s.ID[:8], s.Task[:8])
+		case res.Recorded:
 			a.P.Notef("recorded session %s as stopped (it was run by hand)\n", s.ID[:8])
-		case s.Host != a.here().Host:
-			return exitcode.New(exitcode.State, fmt.Errorf("session %s runs on another host (%s)", s.ID[:8], s.Host), "stop it there")
-		case !a.here().Judges(s):
-			return exitcode.New(exitcode.State, fmt.Errorf("session %s runs in another clone on this host", s.ID[:8]), "stop it there")
-		default:
-			if err := syscall.Kill(s.Pid, syscall.SIGTERM); err != nil {
-				return fmt.Errorf("stopping session %s (pid %d): %w", s.ID[:8], s.Pid, err)
-			}
+		case res.Signalled:
 			wait = append(wait, s.ID)
 			a.P.Notef("sent SIGTERM to session %s (pid %d)\n", s.ID[:8], s.Pid)
 		}

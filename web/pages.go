@@ -1,0 +1,702 @@
+package web
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/board"
+	"github.com/git-agentmine/git-agentmine/contract"
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/memory"
+	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/status"
+	"github.com/git-agentmine/git-agentmine/tasks"
+	"github.com/git-agentmine/git-agentmine/verify"
+	"github.com/git-agentmine/git-agentmine/worker"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// pages holds the parsed templates, one set per page (each page defines
+// the layout's "main" block).
+type pages struct {
+	t      map[string]*template.Template
+	static fs.FS
+}
+
+func newPages() (*pages, error) {
+	funcs := template.FuncMap{
+		"since": func(t time.Time) string { return ago(time.Since(t)) },
+		"when":  func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
+		"join":  strings.Join,
+		"short": func(id string) string {
+			if len(id) > 8 {
+				return id[:8]
+			}
+			return id
+		},
+		"dur": func(secs float64) string { return (time.Duration(secs) * time.Second).String() },
+		"ms":  func(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() },
+	}
+	p := &pages{t: map[string]*template.Template{}}
+	for _, name := range []string{"board", "task", "memory", "runs", "error"} {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html", "assets/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("parsing the %s page: %w", name, err)
+		}
+		p.t[name] = t
+	}
+	sub, err := fs.Sub(assets, "assets/static")
+	if err != nil {
+		return nil, err
+	}
+	p.static = sub
+	return p, nil
+}
+
+// ago renders a duration the way the board shows elapsed times.
+func ago(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// page is what every page's layout needs.
+type page struct {
+	Title    string
+	Nav      string
+	ReadOnly bool
+	CSRF     string
+	// Notice is a success message (fixed texts only: see notices), Error
+	// the one-line message of a refused action.
+	Notice string
+	Error  string
+	// Warnings name refs that could not be read; the rest is whole.
+	Warnings []string
+}
+
+// notices are the messages a redirect after an action may show: a fixed
+// set, so a crafted link cannot put words on the board.
+var notices = map[string]string{
+	"created":   "task created",
+	"run":       "worker started",
+	"stop":      "worker stopped",
+	"cancel":    "task cancelled",
+	"merge":     "merged into the base",
+	"merged-ok": "already merged",
+}
+
+func (s *Server) page(r *http.Request, title, nav string) page {
+	return page{Title: title, Nav: nav, ReadOnly: s.opts.ReadOnly, CSRF: s.csrf, Notice: notices[r.URL.Query().Get("did")]}
+}
+
+// view is one request's way into the repository: a store opened afresh
+// (settings and the clock are read per request, as every command reads
+// them), and the board read once.
+type view struct {
+	ctx context.Context
+	s   *Server
+	st  *gitstore.Store
+	b   *board.Board
+}
+
+func (s *Server) open(ctx context.Context) (*view, error) {
+	st, err := gitstore.Open(ctx, s.opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	return &view{ctx: ctx, s: s, st: st}, nil
+}
+
+// board reads every task and session and derives statuses (as task list
+// and status do).
+func (v *view) board(p *page) (*board.Board, error) {
+	if v.b != nil {
+		return v.b, nil
+	}
+	b, err := board.Load(v.ctx, v.st, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range b.TaskProblems {
+		p.Warnings = append(p.Warnings, "skipping unreadable task: "+e.Error())
+	}
+	for _, e := range b.SessionProblems {
+		p.Warnings = append(p.Warnings, "skipping unreadable session: "+e.Error())
+	}
+	v.b = b
+	return b, nil
+}
+
+func (v *view) env() (*worker.Env, error) { return worker.NewEnv(v.st, nil, v.s.opts.Getenv) }
+
+// render writes a page with the given status code.
+func (s *Server) render(w http.ResponseWriter, code int, name string, data any) {
+	var buf strings.Builder
+	if err := s.pages.t[name].Execute(&buf, data); err != nil {
+		http.Error(w, "500 internal error: rendering the "+name+" page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+	w.WriteHeader(code)
+	fmt.Fprint(w, buf.String())
+}
+
+// fail renders the error page for err with the HTTP status its exit code
+// maps to.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	p := s.page(r, "error", "")
+	p.Error = firstLine(err.Error())
+	s.render(w, httpStatus(err), "error", struct{ page }{p})
+}
+
+// httpStatus maps an error's exit code (docs/exit-codes.md) to an HTTP
+// status: usage 400, not found 404, a refusal by state or verdict 409,
+// configuration 500, anything else 500.
+func httpStatus(err error) int {
+	switch exitcode.Of(err) {
+	case exitcode.Usage:
+		return http.StatusBadRequest
+	case exitcode.NotFound:
+		return http.StatusNotFound
+	case exitcode.State, exitcode.Failed:
+		return http.StatusConflict
+	}
+	return http.StatusInternalServerError
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func (s *Server) static(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("file")
+	data, err := fs.ReadFile(s.pages.static, name)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	switch {
+	case strings.HasSuffix(name, ".js"):
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	case strings.HasSuffix(name, ".css"):
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	}
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Write(data)
+}
+
+// The board.
+
+// columns are the board's columns in order: each derived status has one,
+// except that failed, dod_failed and tainted share "failed" and open is
+// split into ready and blocked. Cancelled tasks are folded away below.
+var columns = []struct{ Key, Title string }{
+	{"ready", "Ready"}, {"blocked", "Blocked"}, {"in_progress", "In progress"},
+	{"review", "Review"}, {"failed", "Failed"}, {"done", "Done"},
+}
+
+// columnOf names the board column of a resolved status.
+func columnOf(r status.Result) string {
+	switch r.Status {
+	case status.Open:
+		if r.Blocked {
+			return "blocked"
+		}
+		return "ready"
+	case status.Failed, status.DoDFailed, status.Tainted:
+		return "failed"
+	}
+	return string(r.Status)
+}
+
+// columnLimit is how many cards a column shows unless all are asked for:
+// a board of ten thousand tasks stays quick to render and to scroll.
+const columnLimit = 200
+
+type boardView struct {
+	page
+	Columns   []column
+	Cancelled []card
+	Filter    filter
+	Labels    []string
+	Assignees []string
+	Parents   []option
+	Total     int
+	All       bool
+	// AllURL is this board with every card shown.
+	AllURL string
+}
+
+type option struct{ Value, Label string }
+
+type filter struct{ Label, Assignee, Parent string }
+
+func (f filter) any() bool { return f.Label != "" || f.Assignee != "" || f.Parent != "" }
+
+type column struct {
+	Key, Title string
+	Count      int
+	Cards      []card
+	Hidden     int
+}
+
+type card struct {
+	ID, Short, Title, Status, Reason, Priority, Type string
+	Labels                                           []string
+	Agent                                            string
+	Attempts                                         int
+	Running                                          bool
+	Elapsed                                          string
+	Timeout                                          int
+	Progress                                         *progress
+}
+
+// progress is a parent's children done out of all (cancelled children
+// left out), drawn as seed 003 draws it: ████████░░ 2/3.
+type progress struct {
+	Done, Total int
+	Percent     int
+	Bar         string
+}
+
+func newProgress(done, total int) *progress {
+	if total == 0 {
+		return nil
+	}
+	const width = 10
+	full := done * width / total
+	return &progress{Done: done, Total: total, Percent: done * 100 / total,
+		Bar: strings.Repeat("█", full) + strings.Repeat("░", width-full)}
+}
+
+// childProgress counts every parent's children, done and all (cancelled
+// ones left out), in one pass over the board.
+func childProgress(b *board.Board) map[string]*progress {
+	done, total := map[string]int{}, map[string]int{}
+	for _, id := range b.Tasks.IDs {
+		t := b.Tasks.Tasks[id].Task
+		if t.Parent == "" {
+			continue
+		}
+		r := b.Status[id]
+		if r.Status == status.Cancelled {
+			continue
+		}
+		total[t.Parent]++
+		if r.Status == status.Done {
+			done[t.Parent]++
+		}
+	}
+	out := make(map[string]*progress, len(total))
+	for id, n := range total {
+		out[id] = newProgress(done[id], n)
+	}
+	return out
+}
+
+// sessionIndex is every task's sessions, latest last, and the running
+// ones, from one pass over the board's sessions.
+type sessionIndex struct {
+	byTask  map[string][]sessions.Record
+	running map[string]sessions.Record
+}
+
+func indexSessions(b *board.Board, now time.Time) sessionIndex {
+	x := sessionIndex{byTask: map[string][]sessions.Record{}, running: map[string]sessions.Record{}}
+	for _, r := range b.Sessions {
+		x.byTask[r.Session.Task] = append(x.byTask[r.Session.Task], r)
+		if live, _ := board.Liveness(r, b.Here, now); live {
+			if cur, ok := x.running[r.Session.Task]; !ok || r.Session.Started.After(cur.Session.Started) {
+				x.running[r.Session.Task] = r
+			}
+		}
+	}
+	for _, rs := range x.byTask {
+		sort.SliceStable(rs, func(i, j int) bool { return rs[i].Session.Started.Before(rs[j].Session.Started) })
+	}
+	return x
+}
+
+func newCard(b *board.Board, x sessionIndex, kids map[string]*progress, id string, now time.Time) card {
+	t := b.Tasks.Tasks[id].Task
+	r := b.Status[id]
+	c := card{ID: id, Short: b.Tasks.ShortID(id), Title: t.Title, Status: string(r.Status), Reason: r.Reason,
+		Priority: t.Priority, Type: t.Type, Labels: t.Labels, Agent: t.Assignee, Attempts: len(x.byTask[id]),
+		Progress: kids[id]}
+	if rs := x.byTask[id]; len(rs) > 0 {
+		c.Agent = rs[len(rs)-1].Session.Agent
+	}
+	if rec, ok := x.running[id]; ok {
+		c.Running = true
+		c.Elapsed = ago(now.Sub(rec.Session.Started))
+		c.Timeout = rec.Session.Timeout
+	}
+	return c
+}
+
+func (s *Server) boardPage(w http.ResponseWriter, r *http.Request) {
+	s.boardWith(w, r, http.StatusOK, "")
+}
+
+// boardWith renders the board, with an error banner when an action from
+// it was refused.
+func (s *Server) boardWith(w http.ResponseWriter, r *http.Request, code int, errText string) {
+	p := s.page(r, "Board", "board")
+	p.Error = errText
+	v, err := s.open(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	b, err := v.board(&p)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	f := filter{Label: q.Get("label"), Assignee: q.Get("assignee"), Parent: q.Get("parent")}
+	if f.Parent != "" {
+		id, err := b.Tasks.Resolve(f.Parent)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		f.Parent = id
+	}
+	now := time.Now()
+	x := indexSessions(b, now)
+	kids := childProgress(b)
+	bv := boardView{page: p, Filter: f, All: q.Get("all") == "1"}
+	all := *r.URL
+	aq := all.Query()
+	aq.Set("all", "1")
+	all.RawQuery = aq.Encode()
+	bv.AllURL = all.RequestURI()
+	labels, assignees, parents := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	cols := map[string]*column{}
+	for _, c := range columns {
+		bv.Columns = append(bv.Columns, column{Key: c.Key, Title: c.Title})
+	}
+	for i := range bv.Columns {
+		cols[bv.Columns[i].Key] = &bv.Columns[i]
+	}
+	for _, id := range b.Tasks.IDs {
+		t := b.Tasks.Tasks[id].Task
+		for _, l := range t.Labels {
+			labels[l] = true
+		}
+		if t.Assignee != "" {
+			assignees[t.Assignee] = true
+		}
+		if t.Parent != "" {
+			parents[t.Parent] = true
+		}
+		if f.Label != "" && !contains(t.Labels, f.Label) || f.Assignee != "" && t.Assignee != f.Assignee ||
+			f.Parent != "" && t.Parent != f.Parent && id != f.Parent {
+			continue
+		}
+		bv.Total++
+		res := b.Status[id]
+		if res.Status == status.Cancelled {
+			bv.Cancelled = append(bv.Cancelled, newCard(b, x, kids, id, now))
+			continue
+		}
+		col := cols[columnOf(res)]
+		col.Count++
+		if !bv.All && len(col.Cards) >= columnLimit {
+			col.Hidden++
+			continue
+		}
+		col.Cards = append(col.Cards, newCard(b, x, kids, id, now))
+	}
+	for i := range bv.Columns {
+		sortCards(bv.Columns[i].Cards)
+	}
+	bv.Labels = sortedKeys(labels)
+	bv.Assignees = sortedKeys(assignees)
+	for _, id := range sortedKeys(parents) {
+		if e, ok := b.Tasks.Tasks[id]; ok {
+			bv.Parents = append(bv.Parents, option{Value: id, Label: b.Tasks.ShortID(id) + " " + e.Task.Title})
+		}
+	}
+	s.live.seen(len(x.running))
+	s.render(w, code, "board", bv)
+}
+
+// sortCards orders a column: highest priority first, then newest first.
+func sortCards(cs []card) {
+	rank := map[string]int{"critical": 0, "high": 1, "medium": 2, "low": 3}
+	sort.SliceStable(cs, func(i, j int) bool {
+		if rank[cs[i].Priority] != rank[cs[j].Priority] {
+			return rank[cs[i].Priority] < rank[cs[j].Priority]
+		}
+		return cs[i].Short < cs[j].Short
+	})
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// The task page.
+
+type taskView struct {
+	page
+	T        contract.TaskJSON
+	Parent   *taskLink
+	Blockers []taskLink
+	Children []taskLink
+	Progress *progress
+	Sessions []sessionView
+	History  []gitstore.LogEntry
+	// What the action buttons may offer.
+	CanRun, CanStop, CanCancel, CanMerge bool
+}
+
+type taskLink struct {
+	ID, Short, Title, Status string
+	// Missing: the id names no readable task.
+	Missing bool
+}
+
+func link(b *board.Board, id string) taskLink {
+	e, ok := b.Tasks.Tasks[id]
+	if !ok {
+		return taskLink{ID: id, Short: b.Tasks.ShortID(id), Missing: true}
+	}
+	return taskLink{ID: id, Short: b.Tasks.ShortID(id), Title: e.Task.Title, Status: string(b.Status[id].Status)}
+}
+
+// sessionView is one session with the facts that decided what it means.
+type sessionView struct {
+	contract.SessionJSON
+	Verdict  string
+	Running  bool
+	HasDoD   bool
+	DoD      verify.DoDResult
+	HasScope bool
+	Scope    verify.Verdict
+	Diff     *diffView
+	// DiffNote says why there is no diff (no tip recorded, too many
+	// sessions), "" when Diff is set.
+	DiffNote string
+}
+
+// diffSessions is how many of a task's latest sessions show their diff.
+const diffSessions = 5
+
+func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
+	s.taskWith(w, r, http.StatusOK, "")
+}
+
+// taskWith renders a task's page, with an error banner when an action on
+// it was refused.
+func (s *Server) taskWith(w http.ResponseWriter, r *http.Request, code int, errText string) {
+	p := s.page(r, "Task", "board")
+	p.Error = errText
+	v, err := s.open(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	b, err := v.board(&p)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	id, err := b.Tasks.Resolve(r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	now := time.Now()
+	tv := taskView{page: p, T: contract.NewTaskDetail(b, id, now)}
+	tv.Title = tv.T.ShortID + " " + tv.T.Title
+	t := b.Tasks.Tasks[id].Task
+	if t.Parent != "" {
+		l := link(b, t.Parent)
+		tv.Parent = &l
+	}
+	for _, bl := range t.BlockedBy {
+		tv.Blockers = append(tv.Blockers, link(b, bl))
+	}
+	done, total := 0, 0
+	for _, c := range b.Tasks.Children(id) {
+		l := link(b, c)
+		tv.Children = append(tv.Children, l)
+		if l.Status != string(status.Cancelled) {
+			total++
+			if l.Status == string(status.Done) {
+				done++
+			}
+		}
+	}
+	tv.Progress = newProgress(done, total)
+	recs := b.SessionsOf(id)
+	anyRunning := false
+	for i := len(recs) - 1; i >= 0; i-- {
+		rec := recs[i]
+		sj := contract.NewSession(rec, b.Here, now, 0)
+		sv := sessionView{SessionJSON: sj, Running: sj.State == "running",
+			Verdict: contract.Verdict(rec, sj.State, b.Merged(rec))}
+		if sv.Running {
+			anyRunning = true
+		}
+		if rec.Outcome != nil {
+			vd := verify.ParseVerdicts(rec.Outcome)
+			sv.HasScope, sv.Scope = vd.HasScope, vd.Scope
+			sv.HasDoD, sv.DoD = vd.DoD.Status != "", vd.DoD
+		}
+		if len(tv.Sessions) < diffSessions {
+			sv.Diff, sv.DiffNote = v.diff(rec)
+		} else {
+			sv.DiffNote = "only the latest sessions show their diff"
+		}
+		tv.Sessions = append(tv.Sessions, sv)
+	}
+	tv.History, err = v.st.Log(v.ctx, tasks.Kind, id)
+	if err != nil {
+		p.Warnings = append(p.Warnings, err.Error())
+	}
+	st := b.Status[id].Status
+	tv.CanRun = !anyRunning && st != status.Done && st != status.Cancelled
+	tv.CanStop = anyRunning
+	tv.CanCancel = st != status.Cancelled && st != status.Done
+	tv.CanMerge = !anyRunning && len(recs) > 0 && st != status.Done && st != status.Cancelled
+	s.live.seen(len(indexSessions(b, now).running))
+	s.render(w, code, "task", tv)
+}
+
+// The Memory Bank.
+
+type memoryView struct {
+	page
+	Groups []memoryGroup
+}
+
+type memoryGroup struct {
+	Category string
+	Memories []contract.MemoryJSON
+}
+
+func (s *Server) memoryPage(w http.ResponseWriter, r *http.Request) {
+	p := s.page(r, "Memory Bank", "memory")
+	v, err := s.open(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	bank, err := memory.Load(v.ctx, v.st)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	for _, e := range bank.Problems {
+		p.Warnings = append(p.Warnings, "skipping unreadable memory: "+e.Error())
+	}
+	var ms []memory.Memory
+	for _, id := range bank.IDs {
+		ms = append(ms, bank.Memories[id].Memory)
+	}
+	memory.Sort(ms)
+	mv := memoryView{page: p}
+	for _, m := range ms {
+		if len(mv.Groups) == 0 || mv.Groups[len(mv.Groups)-1].Category != m.Category {
+			mv.Groups = append(mv.Groups, memoryGroup{Category: m.Category})
+		}
+		g := &mv.Groups[len(mv.Groups)-1]
+		g.Memories = append(g.Memories, contract.NewMemory(bank, m.ID))
+	}
+	s.render(w, http.StatusOK, "memory", mv)
+}
+
+// Runs.
+
+type runsView struct {
+	page
+	// Tabs hold one log per running worker. A pipeline supervisor's run
+	// adds a tab of its own log before its workers' (see tab).
+	Tabs []tab
+}
+
+// tab is one live log on the Runs page.
+type tab struct {
+	// Kind is "worker" (a session's log); a supervisor's log will be
+	// "supervisor".
+	Kind    string
+	Name    string
+	TaskID  string
+	Task    string
+	Session contract.SessionJSON
+	LogURL  string
+}
+
+func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
+	p := s.page(r, "Runs", "runs")
+	v, err := s.open(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	b, err := v.board(&p)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	now := time.Now()
+	rv := runsView{page: p}
+	for _, rec := range b.Sessions {
+		if live, _ := board.Liveness(rec, b.Here, now); !live {
+			continue
+		}
+		sj := contract.NewSession(rec, b.Here, now, 0)
+		title := ""
+		if e, ok := b.Tasks.Tasks[rec.Session.Task]; ok {
+			title = e.Task.Title
+		}
+		rv.Tabs = append(rv.Tabs, tab{Kind: "worker", Name: sj.ShortID, TaskID: rec.Session.Task, Task: title,
+			Session: sj, LogURL: "/sessions/" + url.PathEscape(rec.Session.ID) + "/log"})
+	}
+	sort.SliceStable(rv.Tabs, func(i, j int) bool { return rv.Tabs[i].Session.Started.Before(rv.Tabs[j].Session.Started) })
+	s.live.seen(len(rv.Tabs))
+	s.render(w, http.StatusOK, "runs", rv)
+}

@@ -1,0 +1,258 @@
+// Package web owns git agentmine's web board: an HTTP server for one
+// repository that shows the board, each task with the facts that decided
+// its status, the Memory Bank and the running workers, streams session logs
+// live over Server-Sent Events, and pushes a change event to every open
+// page when refs/agentmine, the notes or a branch move. Everything it shows
+// is read through the packages the command line uses (board, contract,
+// sessions, memory), and every action (create a task, start, stop, cancel,
+// merge) calls the same functions the command line calls. Assets are
+// embedded; there is no database and no build step.
+//
+// Safety: every request needs the access token (in the URL once, then a
+// cookie); a state-changing request must be a POST from the board's own
+// origin carrying the form's CSRF value; a loopback server refuses Host
+// names that are not loopback (DNS rebinding); html/template escapes
+// everything a worker or a task's author controls, and log output reaches
+// the page as text with ANSI colour turned into class names.
+package web
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/git-agentmine/git-agentmine/gitstore"
+)
+
+// Options configure a server.
+type Options struct {
+	// Dir is a directory inside the repository to serve.
+	Dir string
+	// Getenv reads the environment (AGENTMINE_* settings); nil reads
+	// nothing.
+	Getenv func(string) string
+	// Supervisor returns the command line of a detached supervisor that
+	// runs a prepared session, given the repository's top and the
+	// session's id: starting a worker starts it and returns.
+	Supervisor func(top, session string) []string
+	// Token is the access token every request must carry (see Token).
+	Token string
+	// ReadOnly leaves every action out: no forms, and POSTs are refused.
+	ReadOnly bool
+	// Loopback: the server listens on a loopback address only, so a Host
+	// header naming anything else is a DNS-rebinding attempt and refused.
+	Loopback bool
+	// Log receives warnings (unreadable refs skipped, a watch that failed);
+	// nil drops them.
+	Log io.Writer
+}
+
+// Server is the web board of one repository.
+type Server struct {
+	opts  Options
+	pages *pages
+	live  *live
+	// cookie is the name of the cookie that carries the token: derived
+	// from the token, so that boards of two repositories served on one
+	// host do not overwrite each other's cookie.
+	cookie string
+	csrf   string
+	common string
+}
+
+// New checks that opts.Dir is inside a git repository and builds the
+// server. Call Close when done with it.
+func New(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Getenv == nil {
+		opts.Getenv = func(string) string { return "" }
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	if opts.Supervisor == nil && !opts.ReadOnly {
+		return nil, errors.New("web board: no supervisor command for starting workers")
+	}
+	if len(opts.Token) < 16 {
+		return nil, errors.New("web board: the access token is missing or too short")
+	}
+	st, err := gitstore.Open(ctx, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte("agentmine board cookie\x00" + opts.Token))
+	mac := hmac.New(sha256.New, []byte(opts.Token))
+	mac.Write([]byte("agentmine board csrf"))
+	s := &Server{opts: opts, cookie: "agentmine_" + hex.EncodeToString(sum[:4]),
+		csrf: hex.EncodeToString(mac.Sum(nil))[:32], common: st.Location().CommonDir}
+	s.pages, err = newPages()
+	if err != nil {
+		return nil, err
+	}
+	s.live = newLive(s.common, opts.Log)
+	return s, nil
+}
+
+// Close stops watching the repository for changes.
+func (s *Server) Close() { s.live.close() }
+
+// Handler is the board's HTTP handler: the routes behind the token check,
+// the Host check and, for POSTs, the cross-origin and CSRF checks.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.boardPage)
+	mux.HandleFunc("GET /tasks/{id}", s.taskPage)
+	mux.HandleFunc("GET /memory", s.memoryPage)
+	mux.HandleFunc("GET /runs", s.runsPage)
+	mux.HandleFunc("GET /sessions/{id}/log", s.logStream)
+	mux.HandleFunc("GET /events", s.events)
+	mux.HandleFunc("GET /static/{file}", s.static)
+	if !s.opts.ReadOnly {
+		mux.HandleFunc("POST /tasks", s.createTask)
+		mux.HandleFunc("POST /tasks/{id}/{action}", s.taskAction)
+	}
+	mux.HandleFunc("POST /", s.readOnlyRefusal)
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "403 forbidden: a cross-origin request may not change anything on this board", http.StatusForbidden)
+	}))
+	return s.checkHost(s.authenticate(cop.Handler(s.checkCSRF(mux))))
+}
+
+// checkHost refuses a loopback server's requests whose Host is not a
+// loopback name: a page on another site that re-points its own name at
+// 127.0.0.1 must not reach the board (it would not have the token's
+// cookie, but it could still probe the routes).
+func (s *Server) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.Loopback && !loopbackHost(r.Host) {
+			http.Error(w, "421 misdirected request: this board answers to loopback names only", http.StatusMisdirectedRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether a Host header names this machine's
+// loopback interface.
+func loopbackHost(host string) bool {
+	h, _, err := net.SplitHostPort(host)
+	if err != nil {
+		h = host
+	}
+	h = strings.Trim(h, "[]")
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// authenticate lets a request through when it carries the token, in its
+// cookie or in the query. A GET with the token in the query gets the
+// cookie and is redirected to the same address without it, so the token
+// does not stay in the address bar or in the history.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if q := r.URL.Query().Get("token"); q != "" && s.tokenOK(q) {
+			http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.opts.Token, Path: "/", HttpOnly: true,
+				SameSite: http.SameSiteStrictMode})
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				u := *r.URL
+				v := u.Query()
+				v.Del("token")
+				u.RawQuery = v.Encode()
+				http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		if c, err := r.Cookie(s.cookie); err == nil && s.tokenOK(c.Value) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintln(w, "401 unauthorized: this board needs its access token; open the address the serve command printed (it ends in ?token=…)")
+	})
+}
+
+func (s *Server) tokenOK(t string) bool {
+	return subtle.ConstantTimeCompare([]byte(t), []byte(s.opts.Token)) == 1
+}
+
+// checkCSRF refuses a POST whose form does not carry the board's CSRF
+// value: the page's own forms carry it, another site cannot read it.
+func (s *Server) checkCSRF(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+		got := r.PostFormValue("csrf")
+		if subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
+			http.Error(w, "403 forbidden: the form's CSRF value is missing or wrong; reload the page and try again", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) readOnlyRefusal(w http.ResponseWriter, r *http.Request) {
+	if s.opts.ReadOnly {
+		http.Error(w, "403 forbidden: this board is read-only (served with --read-only)", http.StatusForbidden)
+		return
+	}
+	http.NotFound(w, r)
+}
+
+// tokenFile is where the access token is kept, under the repository's
+// local agentmine directory.
+func tokenFile(commonDir string) string {
+	return filepath.Join(commonDir, "agentmine", "serve-token")
+}
+
+// Token returns the repository's board access token, creating it (32
+// random bytes, hex, in a file only its owner can read) on first use. The
+// same token survives restarts of the server, so that open pages and
+// bookmarks keep working; delete the file to change it.
+func Token(st *gitstore.Store) (string, error) {
+	path := tokenFile(st.Location().CommonDir)
+	if data, err := os.ReadFile(path); err == nil {
+		t := strings.TrimSpace(string(data))
+		if len(t) >= 32 {
+			return t, nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("reading the board's access token: %w", err)
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("making the board's access token: %w", err)
+	}
+	t := hex.EncodeToString(b[:])
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", fmt.Errorf("saving the board's access token: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(t+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("saving the board's access token: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("saving the board's access token: %w", err)
+	}
+	return t, nil
+}
