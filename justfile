@@ -2,7 +2,7 @@
 
 # Run the whole test suite (what CI runs).
 test:
-    go test ./...
+    go test -timeout 60m ./...
 
 # Run the fast subset for the edit loop: skips the slow tests (multi-process
 # races, large fixtures, the long worker scenarios); `test` runs them all.
