@@ -25,7 +25,6 @@ import (
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/launch"
-	"github.com/git-agentmine/git-agentmine/scope"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/worker"
 	"github.com/git-agentmine/git-agentmine/worktree"
@@ -274,7 +273,7 @@ func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
 		worktree.MakeWritable(wtPath)
 		worktree.Remove(jctx, env.Top, wtPath, "", true)
 	}()
-	if _, err := worktree.ApplyPermissions(wtPath, scope.Spec{Read: []string{"**"}}); err != nil {
+	if err := makeReadOnly(wtPath); err != nil {
 		ferr := finish(sessions.Outcome{ExitCode: 127, Reason: firstLine(err.Error())})
 		return nil, errors.Join(infra(fmt.Errorf("making its worktree read-only: %w", err)), ferr)
 	}
@@ -360,6 +359,43 @@ func readAnswer(path string) ([]byte, error) {
 		return nil, fmt.Errorf("its answer is larger than %d bytes", MaxOutputBytes)
 	}
 	return data, nil
+}
+
+// makeReadOnly takes every write bit off the files and directories under
+// root (symbolic links and the .git link file aside): a guard rail only,
+// which root and the owner can undo; changes finds what was changed.
+func makeReadOnly(root string) error {
+	var dirs []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 || p == filepath.Join(root, ".git") {
+			return nil
+		}
+		if d.IsDir() {
+			dirs = append(dirs, p)
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return os.Chmod(p, fi.Mode().Perm()&^0o222)
+	})
+	if err != nil {
+		return err
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		fi, err := os.Stat(dirs[i])
+		if err != nil {
+			return err
+		}
+		if err := os.Chmod(dirs[i], fi.Mode().Perm()&^0o222); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fileState is what a read-only worktree's entry must still be after a run.
