@@ -44,20 +44,23 @@ func (n Note) Markdown() string {
 			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", i+1, short(a.Session), cell(a.Agent),
 				exitText(a), orDash(a.DoD), orDash(a.Scope), orDash(a.Review), duration(a), usageText(a))
 		}
+		listed := false
 		for i, a := range n.Attempts {
 			if a.Reason == "" && len(a.ReviewReasons) == 0 {
 				continue
 			}
-			fmt.Fprintf(&b, "\n- attempt %d (%s)", i+1, short(a.Session))
+			var parts []string
 			if a.Reason != "" {
-				fmt.Fprintf(&b, ": %s", a.Reason)
+				parts = append(parts, a.Reason)
 			}
 			if len(a.ReviewReasons) > 0 {
-				fmt.Fprintf(&b, "; review %s by %s: %s", a.Review, a.Reviewer, strings.Join(a.ReviewReasons, "; "))
+				parts = append(parts, fmt.Sprintf("review %s by %s: %s", a.Review, a.Reviewer, strings.Join(a.ReviewReasons, "; ")))
 			}
-		}
-		if strings.HasSuffix(b.String(), ")") || !strings.HasSuffix(b.String(), "\n") {
-			b.WriteString("\n")
+			if !listed {
+				b.WriteString("\n")
+				listed = true
+			}
+			fmt.Fprintf(&b, "- attempt %d (%s): %s\n", i+1, short(a.Session), strings.Join(parts, "; "))
 		}
 	}
 	if n.Runs > 0 {

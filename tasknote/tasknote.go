@@ -186,9 +186,9 @@ func Build(ctx context.Context, st *gitstore.Store, b *board.Board, id string, o
 		n.Criteria = append(n.Criteria, Criterion{ID: tasks.CriterionID(i), Text: c, Met: met(i)})
 	}
 	if decider != nil && decider.Outcome != nil && decider.Outcome.Tip != "" && decider.Outcome.Tip != decider.Session.BaseCommit {
-		stat, err := st.Git().Output(ctx, "diff", "--stat=100", decider.Session.BaseCommit, decider.Outcome.Tip, "--")
+		stat, err := st.Git().Run(ctx, "diff", "--stat=100", decider.Session.BaseCommit, decider.Outcome.Tip, "--")
 		if err == nil {
-			n.DiffStat = stat
+			n.DiffStat = strings.TrimRight(string(stat), "\n")
 		}
 	}
 	n.Summary = o.Summary
