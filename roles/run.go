@@ -172,6 +172,13 @@ func PickAgent(top, role, name string) (agents.Agent, error) {
 // only this process can have written it) and returns the answer file's
 // content. Failures to produce an answer are *InfraError; a changed
 // worktree is *ChangedError; the session is recorded either way.
+//
+// The agent runs under launch.Start with a Reaper of its own: while it
+// runs, this process is a child subreaper, and when it ends, processes of
+// this process that left their session and carry no marker are taken for
+// the agent's leftovers and ended. Call Run from a process that has no
+// other such descendants (a detached worker supervisor started by the same
+// process would be one), or run it in a process of its own.
 func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
 	say := func(format string, a ...any) {
 		if req.Progress != nil {
