@@ -245,6 +245,12 @@ func TestRunFailuresAreTyped(t *testing.T) {
 	if !errors.As(err, &ce) || Retryable(err) || !strings.Contains(err.Error(), "modified src/app.txt") {
 		t.Fatalf("changed worktree: %v", err)
 	}
+	// One that commits in its detached worktree: no file changed, HEAD moved.
+	f.answering("reviewer", "reviewer", `{"verdict":"OK","reasons":[]}`, `git commit -q --allow-empty -m sneaky`)
+	_, err = Review(f.ctx, f.env, rec.Session.ID, ReviewOptions{})
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "moved HEAD from") {
+		t.Fatalf("moved HEAD: %v", err)
+	}
 	if notes() != before {
 		t.Fatalf("a failed review wrote on the session's note:\n%s", notes())
 	}

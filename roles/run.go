@@ -315,6 +315,9 @@ func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
 			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
 	}
 	changed, serr := changes(wtPath, before)
+	if head, err := st.Git().In(wtPath).Output(jctx, "rev-parse", "HEAD"); serr == nil && (err != nil || head != commit) {
+		changed = append(changed, "moved HEAD from "+short(commit)+" to "+short(head))
+	}
 	valid := serr == nil && len(changed) == 0
 	out.ScopeValid = &valid
 	if !valid {
