@@ -119,7 +119,7 @@ func (c *WorkerStatusCmd) Run(a *App) error {
 			title = t.Task.Title
 		}
 		a.P.Printf("%s %s %s  agent %s  pid %d  %s/%ds  %s\n", a.P.Paint(output.Yellow, j.ShortID),
-			b.Tasks.ShortID(r.Session.Task), title, agentLabel(r.Session), j.Pid, time.Duration(j.Elapsed*float64(time.Second)), j.Timeout, j.State)
+			b.Tasks.ShortID(r.Session.Task), title, agentLabel(j.Agent, j.Role), j.Pid, time.Duration(j.Elapsed*float64(time.Second)), j.Timeout, j.State)
 		for _, l := range j.Tail {
 			a.P.Printf("    %s\n", a.P.Paint(output.Gray, l))
 		}
@@ -229,11 +229,11 @@ func sessionVerdict(a *App, r sessions.Record, merged bool) string {
 
 // agentLabel names a session's agent, with the role of a planner's or
 // reviewer's run: "reviewer [reviewer]".
-func agentLabel(s sessions.Session) string {
-	if s.IsAttempt() {
-		return s.Agent
+func agentLabel(agent, role string) string {
+	if role == "" || role == "worker" {
+		return agent
 	}
-	return s.Agent + " [" + s.Role + "]"
+	return agent + " [" + role + "]"
 }
 
 // WorkerLogsCmd is `worker logs`.
