@@ -352,6 +352,25 @@ func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
 	return result, nil
 }
 
+// Unfence returns an answer without the one Markdown code fence some
+// clients wrap a JSON file's content in ("```json" … "```"); any other
+// answer is returned as it is.
+func Unfence(data []byte) []byte {
+	t := strings.TrimSpace(string(data))
+	if !strings.HasPrefix(t, "```") || !strings.HasSuffix(t, "```") || len(t) < 6 {
+		return data
+	}
+	body := strings.TrimSuffix(t, "```")
+	nl := strings.IndexByte(body, '\n')
+	if nl < 0 {
+		return data
+	}
+	if lang := strings.TrimSpace(body[3:nl]); lang != "" && lang != "json" {
+		return data
+	}
+	return []byte(strings.TrimSpace(body[nl+1:]))
+}
+
 func readAnswer(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -368,7 +387,7 @@ func readAnswer(path string) ([]byte, error) {
 	if len(data) > MaxOutputBytes {
 		return nil, fmt.Errorf("its answer is larger than %d bytes", MaxOutputBytes)
 	}
-	return data, nil
+	return Unfence(data), nil
 }
 
 // makeReadOnly takes every write bit off the files and directories under
