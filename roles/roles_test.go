@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
+	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/merge"
 	"github.com/git-agentmine/git-agentmine/plan"
 	"github.com/git-agentmine/git-agentmine/scaffold"
@@ -19,6 +21,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/tasks"
 	"github.com/git-agentmine/git-agentmine/worker"
+	"github.com/git-agentmine/git-agentmine/worktree"
 )
 
 // fixture is a repository with a worker agent (a script that commits a
@@ -370,4 +373,51 @@ func countTasks(t *testing.T, f *fixture) int {
 		t.Fatal(err)
 	}
 	return len(b.IDs)
+}
+
+func TestCleanLeftoversRemovesOnlyDeadRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("creates worktrees")
+	}
+	f := newFixture(t)
+	task := f.task("Greet")
+	repo, err := sessions.RepoID(f.env.St)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := os.Getpid()
+	selfStart, _ := launch.StartTime(self)
+	mk := func(name string, pid int, start uint64) string {
+		wt := filepath.Join(f.env.Cfg.WorktreeDir(f.dir), name)
+		if err := worktree.AddDetached(f.ctx, f.dir, wt, "HEAD", nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := makeReadOnly(wt); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := sessions.Create(f.ctx, f.env.St, sessions.Session{ID: gitstore.NewID(), Task: task.ID, Agent: "planner",
+			Role: sessions.RolePlanner, Mode: sessions.ModeExec, Worktree: wt, Host: sessions.Host(), Repo: repo,
+			Pid: pid, PidStart: start, Timeout: 300, Started: time.Now().UTC()}); err != nil {
+			t.Fatal(err)
+		}
+		return wt
+	}
+	dead := mk("planner-dead", self, selfStart+1) // this pid, another start time: a recycled pid
+	live := mk("planner-live", self, selfStart)
+	gone, err := CleanLeftovers(f.ctx, f.env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gone) != 1 || gone[0] != dead {
+		t.Fatalf("removed %v", gone)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Fatalf("dead run's worktree: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Fatalf("live run's worktree: %v", err)
+	}
+	if list := gittest.Git(t, f.dir, "worktree", "list"); strings.Contains(list, "planner-dead") {
+		t.Fatalf("still registered:\n%s", list)
+	}
 }

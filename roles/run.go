@@ -208,6 +208,11 @@ func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
 	if timeout <= 0 {
 		timeout = ag.TimeoutOr(env.Cfg.Timeout)
 	}
+	if gone, err := CleanLeftovers(ctx, env); err != nil {
+		say("warning: removing worktrees left by killed %s runs: %v", req.Role, err)
+	} else if len(gone) > 0 {
+		say("removed %d worktree(s) left by killed planner or reviewer runs", len(gone))
+	}
 	repoID, err := sessions.RepoID(st)
 	if err != nil {
 		return nil, err
