@@ -64,7 +64,17 @@ func (n Note) Markdown() string {
 		}
 	}
 	if n.Runs > 0 {
-		fmt.Fprintf(&b, "\nPlanner and reviewer runs: %d\n", n.Runs)
+		fmt.Fprintf(&b, "\nPlanner and reviewer runs: %d\n\n", n.Runs)
+		b.WriteString("| session | role | agent | exit | duration | reviewed | verdict |\n")
+		b.WriteString("|---------|------|-------|------|----------|----------|---------|\n")
+		for _, c := range n.Calls {
+			exit, dur := "running", "-"
+			if c.ExitCode != nil {
+				exit = fmt.Sprint(*c.ExitCode)
+				dur = (time.Duration(c.Seconds * float64(time.Second))).Round(100 * time.Millisecond).String()
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", short(c.Session), c.Role, cell(c.Agent), exit, dur, orDash(short(c.Reviews)), orDash(c.Verdict))
+		}
 	}
 	if n.Usage != nil {
 		fmt.Fprintf(&b, "\nUsage (all sessions): %s\n", n.Usage)

@@ -150,7 +150,7 @@ func TestNoteOfAttemptsAndReviews(t *testing.T) {
 	}
 	b3, _ := board.Load(ctx, st, "main")
 	n3, err := Build(ctx, st, b3, task.ID, Options{})
-	if err != nil || len(n3.Attempts) != 3 || n3.Runs != 1 || b3.Status[task.ID].Reason != b2.Status[task.ID].Reason {
+	if err != nil || len(n3.Attempts) != 3 || n3.Runs != 1 || len(n3.Calls) != 1 || n3.Calls[0].Role != "reviewer" || n3.Calls[0].ExitCode != nil || b3.Status[task.ID].Reason != b2.Status[task.ID].Reason {
 		t.Fatalf("with a reviewer run: %+v %v", n3, err)
 	}
 }
