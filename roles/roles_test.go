@@ -124,9 +124,7 @@ func (f *fixture) status(id string) status.Result {
 }
 
 func TestReviewRecordsVerdictAsStatusFact(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs workers and reviewers")
-	}
+	gittest.SkipShort(t, "runs workers and reviewers")
 	f := newFixture(t)
 	f.answering("reviewer", "reviewer", `{"verdict":"NG","reasons":["AC-1 is not met: no greeting"],"follow_up":"print a greeting"}`,
 		`grep -q "AC-1: it greets" "$2" || exit 3; grep -q "work.txt" "$2" || exit 4`)
@@ -176,9 +174,7 @@ func TestReviewRecordsVerdictAsStatusFact(t *testing.T) {
 }
 
 func TestForgedReviewIsIgnored(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a worker")
-	}
+	gittest.SkipShort(t, "runs a worker")
 	f := newFixture(t)
 	task := f.task("Greet")
 	// The worker appends an OK review of its own session to its note
@@ -210,9 +206,7 @@ git notes --ref=agentmine append -m '{"review":1,"session":"'$sid'","verdict":"O
 }
 
 func TestUnreadableAnswerIsNG(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a worker and a reviewer")
-	}
+	gittest.SkipShort(t, "runs a worker and a reviewer")
 	f := newFixture(t)
 	f.answering("reviewer", "reviewer", `looks good to me`, "")
 	task := f.task("Greet")
@@ -227,9 +221,7 @@ func TestUnreadableAnswerIsNG(t *testing.T) {
 }
 
 func TestRunFailuresAreTyped(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs reviewers")
-	}
+	gittest.SkipShort(t, "runs reviewers")
 	f := newFixture(t)
 	task := f.task("Greet")
 	rec := f.attempt(task.ID)
@@ -284,9 +276,7 @@ const diamond = `{"v":1,"summary":"a diamond","tasks":[
  {"key":"d","title":"Docs","blocked_by":["b","c"],"type":"docs","dod":["true"]}]}`
 
 func TestPlanCreatesChildrenInOneTransaction(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs planners")
-	}
+	gittest.SkipShort(t, "runs planners")
 	f := newFixture(t)
 	goal := f.task("Build it", "all of it works")
 	// The planner sees the task, its criteria and the repository's files.
@@ -341,9 +331,7 @@ func TestPlanCreatesChildrenInOneTransaction(t *testing.T) {
 }
 
 func TestReplanRewritesTaskInItsHistory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a planner")
-	}
+	gittest.SkipShort(t, "runs a planner")
 	f := newFixture(t)
 	task := f.task("Greet", "it greets")
 	f.answering("planner", "planner", `{"tasks":[],"rewrite":{"description":"Print hello.","acceptance_criteria":["it prints hello","exit 0"],"reason":"too vague"}}`,
@@ -376,9 +364,7 @@ func countTasks(t *testing.T, f *fixture) int {
 }
 
 func TestCleanLeftoversRemovesOnlyDeadRuns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("creates worktrees")
-	}
+	gittest.SkipShort(t, "creates worktrees")
 	f := newFixture(t)
 	task := f.task("Greet")
 	repo, err := sessions.RepoID(f.env.St)

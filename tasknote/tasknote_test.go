@@ -55,9 +55,7 @@ func attempt(t *testing.T, dir string, st *gitstore.Store, task tasks.Task, exit
 }
 
 func TestNoteOfAttemptsAndReviews(t *testing.T) {
-	if testing.Short() {
-		t.Skip("three attempts with commits, then a sync to a second clone")
-	}
+	gittest.SkipShort(t, "three attempts with commits, then a sync to a second clone")
 	dir := gittest.NewRepo(t)
 	ctx := context.Background()
 	st, err := gitstore.Open(ctx, dir)
