@@ -183,6 +183,9 @@ func gate(rec sessions.Record, task string, opts Options) (accepted []string, er
 	if len(rec.Forged) > 0 {
 		return nil, fail("session %s has a %s", s.ID[:8], sessions.ForgedReason(rec.Forged))
 	}
+	if len(rec.ForgedReviews) > 0 {
+		return nil, fail("session %s has a %s", s.ID[:8], sessions.ForgedReviewReason(rec.ForgedReviews))
+	}
 	switch {
 	case o.TimedOut:
 		return nil, fail("session %s timed out", s.ID[:8])
@@ -241,6 +244,13 @@ func gate(rec sessions.Record, task string, opts Options) (accepted []string, er
 	}
 	if noCommit {
 		return nil, fail("session %s made no commit: %s", s.ID[:8], verify.NoCommitReason)
+	}
+	if r := rec.Review; r != nil && !r.OK() {
+		why := strings.Join(r.Reasons, "; ")
+		if why == "" {
+			why = "no reason given"
+		}
+		return nil, fail("session %s was reviewed NG by %s: %s", s.ID[:8], r.Agent, why)
 	}
 	for _, x := range main {
 		what := x.Path

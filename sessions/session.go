@@ -96,6 +96,12 @@ type Session struct {
 	// session is prepared for --exec; nil in manual sessions (agentmine
 	// does not run their worker) and in sessions recorded before it.
 	Isolation *Isolation `json:"isolation,omitempty"`
+	// Role is the role of the agent the session ran (RolePlanner,
+	// RoleReviewer); "" is a worker. Planner and reviewer sessions are
+	// never attempts at their task: they never decide its status.
+	Role string `json:"role,omitempty"`
+	// Reviews is the session a reviewer session reviewed.
+	Reviews string `json:"reviews,omitempty"`
 }
 
 // Isolation is the isolation level of a session's worker, as a fact.
@@ -110,6 +116,16 @@ type Isolation struct {
 	// Note says why Level is weaker than Requested (a fallback).
 	Note string `json:"note,omitempty"`
 }
+
+// Roles a session can have besides a worker's.
+const (
+	RolePlanner  = "planner"
+	RoleReviewer = "reviewer"
+)
+
+// IsAttempt reports whether the session is a worker's attempt at its task
+// (not a planner's or reviewer's run): only attempts decide a task's status.
+func (s Session) IsAttempt() bool { return s.Role == "" || s.Role == "worker" }
 
 // Outcome is one line of a session's outcome note.
 type Outcome struct {
@@ -258,6 +274,10 @@ type Record struct {
 	// Forged lists the outcome lines rejected as forged; they are named in
 	// Outcome's violations too when there is an Outcome.
 	Forged []Forgery
+	// Review is the session's review (SelectReview), nil if none.
+	Review *Review
+	// ForgedReviews lists review lines rejected as unproven.
+	ForgedReviews []Forgery
 }
 
 // LoadAll reads every session and its outcome with batched git calls.
@@ -328,6 +348,7 @@ func attachOutcomes(ctx context.Context, st *gitstore.Store, recs []Record) (str
 	}
 	parallel.For(len(recs), func(i int) {
 		recs[i].Outcome, recs[i].Forged = selectOutcome(recs[i].Session.Seal, notes[recs[i].Root])
+		reviewOf(&recs[i], notes[recs[i].Root])
 	})
 	return notesAt, nil
 }
