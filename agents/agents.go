@@ -66,9 +66,13 @@ type Agent struct {
 	// working tree. Empty means PromptDir/<name>.md if it exists, else none.
 	PromptFile string `toml:"prompt_file"`
 	// Timeout is in seconds; 0 (or absent) means the project's default.
-	Timeout int      `toml:"timeout"`
-	DoD     []string `toml:"dod"`
-	Scope   Scope    `toml:"scope"`
+	Timeout int `toml:"timeout"`
+	// StallTimeout is in seconds: a worker with no output and no new commit
+	// for that long is stopped and its attempt fails as "stalled". 0 (or
+	// absent) means no stall detection.
+	StallTimeout int      `toml:"stall_timeout"`
+	DoD          []string `toml:"dod"`
+	Scope        Scope    `toml:"scope"`
 }
 
 // ClientOr returns the agent's client, or def when the definition names none.
@@ -215,7 +219,7 @@ func read(top, name string) (Agent, error) {
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		return Agent{}, exitcode.New(exitcode.Config, fmt.Errorf("%s: unknown key %q", rel, und[0].String()),
-			"known keys: description, client, model, command, prompt_file, timeout, dod, [scope] read/write/exclude")
+			"known keys: description, client, model, command, prompt_file, timeout, stall_timeout, dod, [scope] read/write/exclude")
 	}
 	a.Name, a.File = name, rel
 	return a, nil
@@ -310,6 +314,9 @@ func Validate(top string, a Agent) []Problem {
 	}
 	if a.Timeout < 0 {
 		add("timeout", "timeout must be >= 0 seconds, got %d", a.Timeout)
+	}
+	if a.StallTimeout < 0 {
+		add("stall_timeout", "stall_timeout must be >= 0 seconds, got %d", a.StallTimeout)
 	}
 	for i, c := range a.DoD {
 		if strings.TrimSpace(c) == "" {

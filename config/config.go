@@ -61,6 +61,7 @@ var Settings = []Setting{
 	{"default_agent", "AGENTMINE_DEFAULT_AGENT", "agentmine.defaultAgent", "agent used when neither --agent nor the task's assignee names one", "coder"},
 	{"client", "AGENTMINE_CLIENT", "agentmine.client", "client for agents that name none", "claude-code"},
 	{"remote", "AGENTMINE_REMOTE", "agentmine.remote", "remote used by sync", `"origin" if it exists, else none`},
+	{"max_workers", "AGENTMINE_MAX_WORKERS", "agentmine.maxWorkers", "workers `run` keeps running at once when --parallel is not given", "2"},
 }
 
 // Defaults of the settings that have fixed ones.
@@ -71,6 +72,7 @@ const (
 	DefaultGrace        = 10 * time.Second
 	DefaultAgent        = "coder"
 	DefaultClient       = "claude-code"
+	DefaultMaxWorkers   = 2
 )
 
 // Config is the effective project settings.
@@ -88,6 +90,9 @@ type Config struct {
 	Client       string
 	// Remote is the sync remote, "" when there is none.
 	Remote string
+	// MaxWorkers is how many workers `run` keeps running at once by
+	// default (at least 1).
+	MaxWorkers int
 	// Sources maps each setting key to where its value came from.
 	Sources map[string]Source
 	// Origins maps each setting key to a precise origin for messages, e.g.
@@ -123,6 +128,8 @@ func (c Config) Value(key string) string {
 		return c.Client
 	case "remote":
 		return c.Remote
+	case "max_workers":
+		return strconv.Itoa(c.MaxWorkers)
 	}
 	return ""
 }
@@ -153,6 +160,7 @@ type fileConfig struct {
 	DefaultAgent *string `toml:"default_agent"`
 	Client       *string `toml:"client"`
 	Remote       *string `toml:"remote"`
+	MaxWorkers   *int64  `toml:"max_workers"`
 }
 
 func (f fileConfig) get(key string) (string, bool) {
@@ -185,6 +193,8 @@ func (f fileConfig) get(key string) (string, bool) {
 		return s(f.Client)
 	case "remote":
 		return s(f.Remote)
+	case "max_workers":
+		return n(f.MaxWorkers)
 	}
 	return "", false
 }
@@ -326,6 +336,8 @@ func fallback(o Options, key string) (raw string, src Source, origin string) {
 		return DefaultAgent, FromDefault, "default"
 	case "client":
 		return DefaultClient, FromDefault, "default"
+	case "max_workers":
+		return strconv.Itoa(DefaultMaxWorkers), FromDefault, "default"
 	}
 	return "", FromDefault, "default"
 }
@@ -398,6 +410,12 @@ func (c *Config) set(key, raw string) error {
 			return fmt.Errorf("unknown client %q (known: %s)", raw, strings.Join(agents.Clients, ", "))
 		}
 		c.Client = raw
+	case "max_workers":
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 {
+			return fmt.Errorf("invalid max_workers %q: want a whole number, at least 1", raw)
+		}
+		c.MaxWorkers = n
 	case "remote":
 		if strings.ContainsAny(raw, " \t\r\n") {
 			return fmt.Errorf("invalid remote %q", raw)
