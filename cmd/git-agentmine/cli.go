@@ -11,6 +11,7 @@ type CLI struct {
 	Agent      AgentCmd      `cmd:"" help:"Inspect agent definitions in .agentmine/agents."`
 	Worker     WorkerCmd     `cmd:"" help:"Run agents on tasks in scoped worktrees and watch them."`
 	Session    SessionCmd    `cmd:"" help:"Record sessions run by an orchestrator itself."`
+	Run        RunCmd        `cmd:"" help:"Supervise a run: start ready tasks in parallel, retry with feedback, review, merge, until every target is settled."`
 	Merge      MergeCmd      `cmd:"" help:"Merge a task's latest session into its base, only if DoD passed and the scope held."`
 	Status     StatusCmd     `cmd:"" help:"Show the board: counts per status, running workers, review queue, recent failures."`
 	Mcp        McpCmd        `cmd:"" name:"mcp" help:"Serve this repository's tasks, workers and memory to an AI client as MCP tools over stdio."`

@@ -1,0 +1,917 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/git-agentmine/git-agentmine/board"
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/launch"
+	"github.com/git-agentmine/git-agentmine/merge"
+	"github.com/git-agentmine/git-agentmine/output"
+	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/status"
+	"github.com/git-agentmine/git-agentmine/tasks"
+	"github.com/git-agentmine/git-agentmine/worker"
+)
+
+// Verdict is a reviewer's answer about one session.
+type Verdict struct {
+	// Verdict is "OK" or "NG".
+	Verdict  string
+	Reasons  []string
+	FollowUp string
+	Reviewer string
+}
+
+// Hooks connect the loop to the reviewer and the Task Note writer; a nil
+// hook is skipped.
+type Hooks struct {
+	// Review runs the reviewer on a session that passed DoD and scope and
+	// records its verdict. An error for which Retryable is true is retried
+	// with backoff (at most 3 times) and is not an attempt.
+	Review func(ctx context.Context, rec sessions.Record) (Verdict, error)
+	// Reviewed returns the verdict recorded for a session, if any.
+	Reviewed func(b *board.Board, rec sessions.Record) (Verdict, bool)
+	// Retryable reports whether a review error is an infrastructure error.
+	Retryable func(err error) bool
+	// Note writes the Task Note of a task that is done or exhausted.
+	Note func(ctx context.Context, taskID string) error
+}
+
+// DefaultHooks connects the loop to the reviewer and Task Note of env's
+// repository.
+func DefaultHooks(env *worker.Env) Hooks {
+	return Hooks{}
+}
+
+// IsWorkerSession reports whether a session is a worker's attempt (planner
+// and reviewer runs are sessions too, but never attempts).
+func IsWorkerSession(s sessions.Session) bool {
+	return true
+}
+
+// StopOrphan stops the running workers of a run whose supervisor is gone
+// (SIGTERM to their session supervisors, as worker stop does), waits for
+// them, and records the run as stopped. It returns how many it stopped.
+func StopOrphan(ctx context.Context, env *worker.Env, r Record) (int, error) {
+	b, err := board.Load(ctx, env.St, env.Cfg.Base)
+	if err != nil {
+		return 0, err
+	}
+	var ids []string
+	for _, id := range r.Targets {
+		for _, rec := range b.SessionsOf(id) {
+			s := rec.Session
+			if live, _ := board.Liveness(rec, b.Here, time.Now()); !live || s.Mode == sessions.ModeManual || !b.Here.Judges(s) || s.Pid <= 0 {
+				continue
+			}
+			if err := syscall.Kill(s.Pid, syscall.SIGTERM); err == nil {
+				ids = append(ids, s.ID)
+			}
+		}
+	}
+	if len(ids) > 0 {
+		wctx, cancel := context.WithTimeout(ctx, env.Cfg.Grace+60*time.Second)
+		defer cancel()
+		if _, err := env.Wait(wctx, ids); err != nil {
+			return len(ids), fmt.Errorf("waiting for the stopped workers: %w", err)
+		}
+	}
+	reason := "stopped"
+	if cur, err := Get(ctx, env.St, r.Name); err == nil && cur.StopRequested != nil {
+		reason = "stopped by " + cur.StopRequested.Author
+		if cur.StopRequested.Reason != "" {
+			reason += ": " + cur.StopRequested.Reason
+		}
+	}
+	_, err = MarkEnded(ctx, env.St, r.Name, End{Time: time.Now().UTC(), Result: "stopped", Reason: reason, Total: len(r.Targets)})
+	return len(ids), err
+}
+
+// maxInfraRetries bounds the retries of start failures and reviewer
+// infrastructure errors of one task; they are not attempts.
+const maxInfraRetries = 3
+
+// Supervisor runs one run's loop.
+type Supervisor struct {
+	env    *worker.Env
+	st     *gitstore.Store
+	o      Options
+	hooks  Hooks
+	rec    Record
+	budget Budget
+	log    io.WriteCloser
+
+	// What this process has seen; all of it can be recomputed from refs
+	// after a restart, except the in-memory counts of failures that left
+	// no session behind.
+	live        map[string]sessions.Record // sessions live at the last look
+	prepFails   map[string]int             // task -> failed preparations (no session recorded)
+	reviewFails map[string]int             // session -> reviewer infrastructure errors
+	notBefore   map[string]time.Time       // task -> earliest next start/review (backoff)
+	conflicts   map[string][]string        // session -> paths its merge conflicted in
+	claimed     map[string]string          // task -> why another clone holds it
+	noted       map[string]bool            // task -> Task Note written
+	announced   map[string]bool            // session -> started event sent
+	stopReason  string
+	budgetStop  string
+	interrupted bool
+	mergeFails  map[string]int // task -> merges refused for other reasons than conflicts
+}
+
+// Start creates the run (or takes over the run of that name when its
+// supervisor died) and returns its supervisor, ready for Loop.
+func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Supervisor, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	budget, _ := ParseBudget(o.Budget)
+	st := env.St
+	if err := st.RequireCommits(ctx); err != nil {
+		return nil, err
+	}
+	b, err := board.Load(ctx, st, env.Cfg.Base)
+	if err != nil {
+		return nil, err
+	}
+	logDir, err := st.LocalDir("logs")
+	if err != nil {
+		return nil, err
+	}
+	repo, _ := sessions.RepoID(st)
+	pid := os.Getpid()
+	pstart, _ := launch.StartTime(pid)
+	now := gitstore.Stamp(st).Time
+	sup := Holder{Host: sessions.Host(), Repo: repo, Pid: pid, PidStart: pstart, Since: now}
+	s := &Supervisor{env: env, st: st, o: o, hooks: hooks, budget: budget,
+		live: map[string]sessions.Record{}, prepFails: map[string]int{}, reviewFails: map[string]int{},
+		notBefore: map[string]time.Time{}, conflicts: map[string][]string{}, claimed: map[string]string{},
+		noted: map[string]bool{}, announced: map[string]bool{}, mergeFails: map[string]int{}}
+
+	old, err := Get(ctx, st, o.Name)
+	exists := err == nil
+	if err != nil && exitcode.Of(err) != exitcode.NotFound {
+		return nil, err
+	}
+	if exists && old.Ended == nil {
+		if old.Alive() && old.Supervisor.Pid != pid {
+			return nil, exitcode.New(exitcode.State, fmt.Errorf("run %s is already running (pid %d on %s)", o.Name, old.Supervisor.Pid, old.Supervisor.Host),
+				"git agentmine run status "+o.Name+" shows it; run stop "+o.Name+" stops it")
+		}
+		if old.Supervisor.Host != sup.Host && old.Supervisor.Host != "" {
+			return nil, exitcode.New(exitcode.State, fmt.Errorf("run %s is supervised on another host (%s)", o.Name, old.Supervisor.Host), "")
+		}
+		// Take over: same targets and settings, attempts continue.
+		rec, err := update(ctx, st, o.Name, "run resumed", func(r *Record) error {
+			if r.Ended != nil || (r.Alive() && r.Supervisor.Pid != pid) {
+				return exitcode.New(exitcode.State, fmt.Errorf("run %s changed while taking it over", o.Name), "try again")
+			}
+			r.Supervisor = sup
+			r.Resumed++
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.rec = rec
+		s.o.Parallel, s.o.MaxLoops, s.o.Review, s.o.Merge = rec.Parallel, rec.MaxLoops, rec.Review, rec.Merge
+		s.budget, _ = ParseBudget(rec.Budget)
+	} else {
+		targets, err := resolveTargets(b, o.Targets)
+		if err != nil {
+			return nil, err
+		}
+		rec := Record{V: SchemaVersion, Name: o.Name, Targets: targets, Parallel: o.Parallel, MaxLoops: o.MaxLoops,
+			Review: o.Review, Merge: o.Merge, Budget: o.Budget, Started: now, Supervisor: sup,
+			Log: filepath.Join(logDir, "run-"+o.Name+".log")}
+		if o.Deadline > 0 {
+			d := now.Add(o.Deadline)
+			rec.Deadline = &d
+		}
+		if exists {
+			_, _, err = st.Update(ctx, Kind, o.Name, func(cur gitstore.Doc) (gitstore.Change, error) {
+				r, err := decode(cur.Data)
+				if err != nil {
+					return gitstore.Change{}, err
+				}
+				if r.Ended == nil {
+					return gitstore.Change{}, exitcode.New(exitcode.State, fmt.Errorf("run %s was started meanwhile", o.Name), "")
+				}
+				return gitstore.Change{Data: rec.encode(), Message: "run started again: " + o.Name}, nil
+			})
+		} else {
+			_, err = st.Create(ctx, Kind, o.Name, gitstore.Change{Data: rec.encode(), Message: "run started: " + o.Name})
+		}
+		if err != nil {
+			if errors.Is(err, gitstore.ErrConflict) {
+				return nil, exitcode.New(exitcode.State, fmt.Errorf("run %s was started by another process meanwhile", o.Name), "")
+			}
+			return nil, fmt.Errorf("recording run %s: %w", o.Name, err)
+		}
+		s.rec = rec
+	}
+	f, err := os.OpenFile(s.rec.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening the run log: %w", err)
+	}
+	s.log = f
+	if s.rec.Resumed > 0 && s.rec.Supervisor.Pid == pid {
+		fmt.Fprintf(s.log, "%s resumed by pid %d (take-over %d)\n", now.Local().Format("15:04:05"), pid, s.rec.Resumed)
+	}
+	return s, nil
+}
+
+// Record returns the run document as this supervisor holds it.
+func (s *Supervisor) Record() Record { return s.rec }
+
+// resolveTargets resolves the given prefixes and adds their descendants;
+// none means every task that is not done or cancelled.
+func resolveTargets(b *board.Board, prefixes []string) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	var add func(id string)
+	add = func(id string) {
+		if seen[id] {
+			return
+		}
+		seen[id] = true
+		out = append(out, id)
+		for _, c := range b.Tasks.Children(id) {
+			add(c)
+		}
+	}
+	if len(prefixes) == 0 {
+		for _, id := range b.Tasks.IDs {
+			switch b.Status[id].Status {
+			case status.Done, status.Cancelled:
+				continue
+			}
+			add(id)
+		}
+		if len(out) == 0 {
+			return nil, exitcode.New(exitcode.State, errors.New("nothing to run: every task is done or cancelled"), "git agentmine task add creates one")
+		}
+	}
+	for _, p := range prefixes {
+		id, err := b.Tasks.Resolve(p)
+		if err != nil {
+			return nil, err
+		}
+		add(id)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// taskState is what the loop knows of one target at one look.
+type taskState struct {
+	id       string
+	task     tasks.Task
+	res      status.Result
+	attempts []sessions.Record // worker attempts in this run (start failures excluded)
+	starts   int               // start failures since the last real attempt
+	lastFail *sessions.Record  // the latest start failure
+	latest   *sessions.Record  // the latest attempt
+}
+
+// IsStartFailure reports whether a session never got its worker started (a
+// client that is not installed, a supervisor that could not start): not an
+// attempt.
+func IsStartFailure(r sessions.Record) bool {
+	return r.Outcome != nil && r.Outcome.ExitCode == 127 && r.Session.WorkerPid == 0
+}
+
+func (s *Supervisor) stateOf(b *board.Board, id string) taskState {
+	ts := taskState{id: id, task: b.Tasks.Tasks[id].Task, res: b.Status[id]}
+	cutoff := s.rec.Started
+	if r := ts.task.Reopened; r != nil && r.Time.After(cutoff) {
+		cutoff = r.Time
+	}
+	for _, r := range b.SessionsOf(id) {
+		if r.Session.Started.Before(cutoff) {
+			continue
+		}
+		if !IsWorkerSession(r.Session) {
+			continue
+		}
+		r := r
+		if IsStartFailure(r) {
+			ts.starts++
+			ts.lastFail = &r
+			continue
+		}
+		ts.starts, ts.lastFail = 0, nil
+		ts.attempts = append(ts.attempts, r)
+		ts.latest = &ts.attempts[len(ts.attempts)-1]
+	}
+	return ts
+}
+
+// Loop runs the run to its end and returns its summary. A cancelled ctx
+// (Ctrl-C) stops the workers the run started and records why.
+func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
+	defer s.log.Close()
+	wake := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	watched := map[int]bool{}
+	var watchMu sync.Mutex
+	for {
+		if ctx.Err() != nil && s.stopReason == "" {
+			s.stopReason, s.interrupted = "interrupted", true
+		}
+		b, err := s.load(context.WithoutCancel(ctx))
+		if err != nil {
+			return Summary{}, err
+		}
+		if rec, err := Get(context.WithoutCancel(ctx), s.st, s.rec.Name); err == nil {
+			if rec.StopRequested != nil && s.stopReason == "" {
+				s.stopReason = "stopped by " + rec.StopRequested.Author
+				if rec.StopRequested.Reason != "" {
+					s.stopReason += ": " + rec.StopRequested.Reason
+				}
+			}
+			if rec.Supervisor.Pid != s.rec.Supervisor.Pid || rec.Supervisor.PidStart != s.rec.Supervisor.PidStart {
+				return Summary{}, exitcode.New(exitcode.State, fmt.Errorf("run %s was taken over by pid %d", s.rec.Name, rec.Supervisor.Pid), "")
+			}
+		}
+		if s.rec.Deadline != nil && time.Now().After(*s.rec.Deadline) && s.stopReason == "" {
+			s.stopReason = "deadline reached"
+		}
+		next, running, done := s.step(ctx, b)
+		if done {
+			return s.finish(context.WithoutCancel(ctx))
+		}
+		// Sleep until a running worker's supervisor exits, a backoff
+		// ends, or a while passes (sessions judged elsewhere, run stop).
+		watchMu.Lock()
+		for _, r := range running {
+			pid := r.Session.Pid
+			if pid > 0 && !watched[pid] && b.Here.Judges(r.Session) {
+				watched[pid] = true
+				go func() {
+					waitPid(pid)
+					watchMu.Lock()
+					delete(watched, pid)
+					watchMu.Unlock()
+					poke()
+				}()
+			}
+		}
+		watchMu.Unlock()
+		d := 2 * time.Second
+		if !next.IsZero() {
+			d = min(d, max(time.Until(next), 10*time.Millisecond))
+		}
+		t := time.NewTimer(d)
+		cancelled := ctx.Done()
+		if s.stopReason != "" {
+			cancelled = nil // stopping already: wait for the workers to end
+		}
+		select {
+		case <-wake:
+		case <-t.C:
+		case <-cancelled:
+		}
+		t.Stop()
+	}
+}
+
+// load reads the board. A session read without an outcome whose supervisor
+// exited before its liveness was checked looks lost although its outcome
+// was written in between: when a target has a lost session, the board is
+// read once more, after the exit, so only truly lost sessions stay lost.
+func (s *Supervisor) load(ctx context.Context) (*board.Board, error) {
+	b, err := board.Load(ctx, s.st, s.env.Cfg.Base)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range s.rec.Targets {
+		for _, a := range b.Facts.Attempts[id] {
+			if a.Lost && !a.Started.Before(s.rec.Started) {
+				return board.Load(ctx, s.st, s.env.Cfg.Base)
+			}
+		}
+	}
+	return b, nil
+}
+
+// step looks at every target once and acts: it reports the next time a
+// backoff ends (zero: none), the running sessions, and whether the run is
+// over.
+func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, running []sessions.Record, done bool) {
+	jctx := context.WithoutCancel(ctx)
+	now := time.Now()
+	// Sessions that ended since the last look.
+	nowLive := map[string]sessions.Record{}
+	for _, id := range s.rec.Targets {
+		for _, r := range b.SessionsOf(id) {
+			if live, _ := board.Liveness(r, b.Here, now); live {
+				nowLive[r.Session.ID] = r
+			}
+		}
+	}
+	for sid, r := range s.live {
+		if _, ok := nowLive[sid]; !ok {
+			res := b.Status[r.Session.Task]
+			reason := res.Reason
+			s.emit(Event{Event: EvEnded, Task: r.Session.Task, Title: b.Tasks.Tasks[r.Session.Task].Task.Title, Session: sid,
+				Status: string(res.Status), Reason: reason, Running: len(nowLive)})
+		}
+	}
+	s.live = nowLive
+	for _, r := range nowLive {
+		running = append(running, r)
+	}
+
+	if s.stopReason != "" {
+		if len(running) > 0 {
+			s.stopAll(jctx, b, running)
+			return time.Time{}, nil, false
+		}
+		return time.Time{}, nil, true
+	}
+	budgetOut := ""
+	if s.budget != (Budget{}) {
+		var u sessions.Usage
+		for _, id := range s.rec.Targets {
+			for _, r := range b.SessionsOf(id) {
+				if !r.Session.Started.Before(s.rec.Started) && r.Outcome != nil && r.Outcome.Usage != nil {
+					u = u.Add(*r.Outcome.Usage)
+				}
+			}
+		}
+		if over, why := s.budget.Exceeded(u); over {
+			budgetOut = why
+		}
+	}
+
+	var toStart []startReq
+	progressed := false // a merge may unblock dependents: look again at once
+	for _, id := range s.order(b) {
+		ts := s.stateOf(b, id)
+		if _, ok := s.claimed[id]; ok {
+			continue
+		}
+		switch {
+		case ts.res.Status == status.Done:
+			s.writeNote(jctx, id)
+			continue
+		case ts.res.Status == status.Cancelled, ts.task.Exhausted != nil && ts.res.Status != status.InProgress,
+			ts.res.Status == status.Tainted:
+			if ts.task.Exhausted != nil {
+				s.writeNote(jctx, id)
+			}
+			continue
+		case ts.res.Status == status.InProgress:
+			continue
+		case ts.res.Blocked:
+			continue
+		}
+		// Start failures: retried with backoff, never attempts.
+		if ts.starts > 0 && (ts.latest == nil || ts.lastFail.Session.Started.After(ts.latest.Session.Started)) {
+			if ts.starts >= maxInfraRetries {
+				s.exhaust(jctx, b, ts, fmt.Sprintf("could not start a worker %d times: %s", ts.starts, firstLine(ts.lastFail.Outcome.Reason)))
+				continue
+			}
+			at := ts.lastFail.Outcome.Finished.Add(s.o.Backoff << (ts.starts - 1))
+			if at.After(now) {
+				next = earliest(next, at)
+				continue
+			}
+		}
+		if at, ok := s.notBefore[id]; ok && at.After(now) {
+			next = earliest(next, at)
+			continue
+		}
+		var fb *Feedback
+		switch ts.res.Status {
+		case status.Review:
+			if ts.latest == nil || ts.latest.Session.ID != ts.res.Session {
+				// Passing work from before this run: judge it as it is.
+				rec, ok := b.Latest(id)
+				if !ok {
+					continue
+				}
+				ts.latest = &rec
+			}
+			v, reviewed, err := s.review(ctx, b, ts)
+			if err != nil {
+				next = earliest(next, s.notBefore[id])
+				continue
+			}
+			if reviewed && v.Verdict != "OK" {
+				fb = &Feedback{ReviewReasons: v.Reasons, FollowUp: v.FollowUp, Reviewer: v.Reviewer,
+					Status: "review NG", StatusReason: "the reviewer said NG"}
+				break
+			}
+			if !s.o.Merge {
+				continue // passed: waits for a person to merge
+			}
+			if paths, ok := s.conflicts[ts.latest.Session.ID]; ok {
+				fb = &Feedback{Conflicts: paths, Status: "merge conflict", StatusReason: "the base moved: merging conflicted"}
+				break
+			}
+			paths, merged := s.merge(jctx, b, ts)
+			if merged {
+				progressed = true
+				continue
+			}
+			if paths == nil {
+				next = earliest(next, s.notBefore[id])
+				continue // refused: the reason is in the log
+			}
+			fb = &Feedback{Conflicts: paths, Status: "merge conflict", StatusReason: "merging into the base conflicted"}
+		case status.Failed, status.DoDFailed:
+			fb = &Feedback{Status: string(ts.res.Status), StatusReason: ts.res.Reason}
+		case status.Open:
+			if len(ts.attempts) > 0 || ts.res.Reason != "no session yet" {
+				fb = &Feedback{Status: string(ts.res.Status), StatusReason: ts.res.Reason}
+			}
+		default:
+			continue
+		}
+		if len(ts.attempts) >= s.rec.MaxLoops {
+			why := fmt.Sprintf("%d of %d attempts used", len(ts.attempts), s.rec.MaxLoops)
+			if fb != nil && fb.StatusReason != "" {
+				why += "; last: " + fb.StatusReason
+			}
+			s.exhaust(jctx, b, ts, why)
+			continue
+		}
+		if fb != nil {
+			fb.Attempt, fb.MaxLoops = len(ts.attempts)+1, s.rec.MaxLoops
+			fb.Previous = ts.latest
+			fb.DiffStat = diffStat(jctx, s.st, ts.latest)
+		}
+		toStart = append(toStart, startReq{ts: ts, fb: fb})
+	}
+	if budgetOut != "" && len(toStart) > 0 {
+		// No new attempt starts; running ones finish.
+		s.budgetStop = budgetOut
+		toStart = nil
+	}
+	if free := s.rec.Parallel - len(running); free > 0 && len(toStart) > 0 {
+		if len(toStart) > free {
+			toStart = toStart[:free]
+		}
+		s.startAll(ctx, b, toStart)
+		return time.Time{}, running, false
+	}
+	// Nothing runs, nothing starts, no backoff is pending and nothing was
+	// merged: a blocked task whose blockers will never be done is settled.
+	if len(running) == 0 && len(toStart) == 0 && next.IsZero() && !progressed {
+		return next, nil, true
+	}
+	if progressed {
+		next = now // look again at once
+	}
+	return next, running, false
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// startable reports whether a blocked task can still start in this run:
+// every blocker not done is a target that is not settled as failed.
+func (s *Supervisor) startable(b *board.Board, id string, seen map[string]bool) bool {
+	if seen[id] {
+		return false
+	}
+	seen[id] = true
+	for _, w := range b.Status[id].Waiting {
+		e, ok := b.Tasks.Tasks[w]
+		if !ok || !slices.Contains(s.rec.Targets, w) {
+			if b.Status[w].Status == status.InProgress {
+				continue // someone else is working on it
+			}
+			return false
+		}
+		r := b.Status[w]
+		switch {
+		case r.Status == status.Cancelled, r.Status == status.Tainted, e.Task.Exhausted != nil && r.Status != status.InProgress:
+			return false
+		case !s.o.Merge && r.Status == status.Review:
+			return false // nobody merges it in this run
+		}
+		if _, ok := s.claimed[w]; ok {
+			return false
+		}
+		if r.Blocked && !s.startable(b, w, seen) {
+			return false
+		}
+	}
+	return true
+}
+
+// order lists the targets by priority (highest first), then creation.
+func (s *Supervisor) order(b *board.Board) []string {
+	rank := func(p string) int { return slices.Index(tasks.Priorities, p) }
+	ids := slices.Clone(s.rec.Targets)
+	ids = slices.DeleteFunc(ids, func(id string) bool { _, ok := b.Tasks.Tasks[id]; return !ok })
+	sort.SliceStable(ids, func(i, j int) bool {
+		a, c := b.Tasks.Tasks[ids[i]].Task, b.Tasks.Tasks[ids[j]].Task
+		if rank(a.Priority) != rank(c.Priority) {
+			return rank(a.Priority) > rank(c.Priority)
+		}
+		return a.Created.Time.Before(c.Created.Time)
+	})
+	return ids
+}
+
+type startReq struct {
+	ts taskState
+	fb *Feedback
+}
+
+// startAll starts the sessions at once (each through the same code as
+// `worker run --exec --detach`, claims included).
+func (s *Supervisor) startAll(ctx context.Context, b *board.Board, reqs []startReq) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, r := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if rec, ok := s.start(ctx, b, r); ok {
+				mu.Lock()
+				s.live[rec.Session.ID] = rec
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (s *Supervisor) start(ctx context.Context, b *board.Board, r startReq) (sessions.Record, bool) {
+	id := r.ts.id
+	o := worker.RunOptions{Task: id, Exec: true, Detach: true, Replace: true}
+	if r.fb != nil {
+		o.Feedback = r.fb.Text()
+	}
+	p, err := s.env.Prepare(ctx, o)
+	if err != nil {
+		s.prepFailed(ctx, b, r.ts, err)
+		return sessions.Record{}, false
+	}
+	delete(s.prepFails, id)
+	attempt := len(r.ts.attempts) + 1
+	ev := Event{Event: EvStarted, Task: id, Title: r.ts.task.Title, Session: p.Rec.Session.ID, Attempt: attempt, MaxLoops: s.rec.MaxLoops}
+	if r.fb != nil && attempt > 1 {
+		ev.Event = EvRetried
+		ev.Reason = r.fb.StatusReason
+	}
+	if p.ClaimNote != "" {
+		fmt.Fprintf(s.log, "%s task %s: %s\n", time.Now().Format("15:04:05"), short(id), p.ClaimNote)
+	}
+	if _, err := s.env.StartDetached(ctx, p, s.o.Supervisor(p.Rec.Session.ID)); err != nil {
+		// The session has a failed outcome (exit 127): a start failure,
+		// retried with backoff.
+		fmt.Fprintf(s.log, "%s task %s: %v\n", time.Now().Format("15:04:05"), short(id), err)
+		return sessions.Record{}, false
+	}
+	s.emit(ev)
+	return p.Rec, true
+}
+
+// prepFailed handles a preparation that recorded no session.
+func (s *Supervisor) prepFailed(ctx context.Context, b *board.Board, ts taskState, err error) {
+	id := ts.id
+	fmt.Fprintf(s.log, "%s task %s: %v\n", time.Now().Format("15:04:05"), short(id), err)
+	if errors.Is(err, worker.ErrClaimed) {
+		s.claimed[id] = firstLine(err.Error())
+		return
+	}
+	var re *worker.RefusedError
+	if errors.As(err, &re) && (errors.Is(err, worker.ErrRunning) || errors.Is(err, worker.ErrStarting)) {
+		return // another process is on it: look again later
+	}
+	switch exitcode.Of(err) {
+	case exitcode.Config, exitcode.NotFound, exitcode.Usage:
+		s.exhaust(context.WithoutCancel(ctx), b, ts, "cannot start: "+firstLine(err.Error()))
+		return
+	}
+	s.prepFails[id]++
+	if s.prepFails[id] >= maxInfraRetries {
+		s.exhaust(context.WithoutCancel(ctx), b, ts, fmt.Sprintf("could not prepare a worker %d times: %s", s.prepFails[id], firstLine(err.Error())))
+		return
+	}
+	s.notBefore[id] = time.Now().Add(s.o.Backoff << (s.prepFails[id] - 1))
+}
+
+// review returns the session's verdict, running the reviewer when it has
+// none yet. reviewed is false when the run does not review (or cannot).
+func (s *Supervisor) review(ctx context.Context, b *board.Board, ts taskState) (Verdict, bool, error) {
+	if !s.rec.Review || s.hooks.Review == nil {
+		return Verdict{}, false, nil
+	}
+	rec := *ts.latest
+	if s.hooks.Reviewed != nil {
+		if v, ok := s.hooks.Reviewed(b, rec); ok {
+			return v, true, nil
+		}
+	}
+	v, err := s.hooks.Review(ctx, rec)
+	if err != nil {
+		sid := rec.Session.ID
+		s.reviewFails[sid]++
+		fmt.Fprintf(s.log, "%s task %s: review of session %s failed: %v\n", time.Now().Format("15:04:05"), short(ts.id), short(sid), err)
+		if (s.hooks.Retryable == nil || s.hooks.Retryable(err)) && s.reviewFails[sid] < maxInfraRetries {
+			s.notBefore[ts.id] = time.Now().Add(s.o.Backoff << (s.reviewFails[sid] - 1))
+			return Verdict{}, false, err
+		}
+		// Given up on the reviewer: unreviewed work is NG.
+		v = Verdict{Verdict: "NG", Reasons: []string{"the review could not be run: " + firstLine(err.Error())}}
+	}
+	s.emit(Event{Event: EvReviewed, Task: ts.id, Title: ts.task.Title, Session: rec.Session.ID, Verdict: v.Verdict,
+		Reason: strings.Join(v.Reasons, "; "), Running: len(s.live)})
+	return v, true, nil
+}
+
+// merge lands the task's latest session. It returns the conflicting paths
+// on a conflict (nil on other refusals).
+func (s *Supervisor) merge(ctx context.Context, b *board.Board, ts taskState) (conflicts []string, merged bool) {
+	// A skipped DoD here means the task and its agent configure none: the
+	// run never skips one itself.
+	res, err := merge.Task(ctx, s.st, s.env.Cfg.Base, ts.id, merge.Options{AllowSkipped: true})
+	if err != nil {
+		var ce *merge.ConflictError
+		if errors.As(err, &ce) {
+			s.conflicts[ts.latest.Session.ID] = ce.Paths
+			fmt.Fprintf(s.log, "%s task %s: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
+			return ce.Paths, false
+		}
+		fmt.Fprintf(s.log, "%s task %s: not merged: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
+		s.mergeFails[ts.id]++
+		if s.mergeFails[ts.id] >= maxInfraRetries {
+			s.exhaust(ctx, b, ts, "could not merge: "+firstLine(err.Error()))
+			return nil, false
+		}
+		s.notBefore[ts.id] = time.Now().Add(s.o.Backoff << (s.mergeFails[ts.id] - 1))
+		return nil, false
+	}
+	s.emit(Event{Event: EvMerged, Task: ts.id, Title: ts.task.Title, Session: res.Session, Commit: res.Commit, Status: string(status.Done), Running: len(s.live)})
+	// The worktree is no longer needed; its branch is merged.
+	if rec, ok := b.Latest(ts.id); ok {
+		if _, err := s.env.Done(ctx, rec, true, false); err != nil {
+			fmt.Fprintf(s.log, "%s task %s: cleaning up: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
+		}
+	}
+	return nil, true
+}
+
+// exhaust records the exhausted fact and tells.
+func (s *Supervisor) exhaust(ctx context.Context, b *board.Board, ts taskState, why string) {
+	if _, _, err := tasks.Exhaust(ctx, s.st, ts.id, why); err != nil {
+		fmt.Fprintf(s.log, "%s task %s: recording exhausted: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
+		return
+	}
+	s.emit(Event{Event: EvExhausted, Task: ts.id, Title: ts.task.Title, Attempt: len(ts.attempts), MaxLoops: s.rec.MaxLoops,
+		Status: string(status.Failed), Reason: why, Running: len(s.live)})
+	s.writeNote(ctx, ts.id)
+}
+
+func (s *Supervisor) writeNote(ctx context.Context, id string) {
+	if s.hooks.Note == nil || s.noted[id] {
+		return
+	}
+	s.noted[id] = true
+	if err := s.hooks.Note(ctx, id); err != nil {
+		fmt.Fprintf(s.log, "%s task %s: writing the Task Note: %v\n", time.Now().Format("15:04:05"), short(id), err)
+	}
+}
+
+// stopAll sends SIGTERM to the supervisors of the running sessions that
+// this clone judges (as worker stop does); their outcomes record the stop.
+func (s *Supervisor) stopAll(ctx context.Context, b *board.Board, running []sessions.Record) {
+	for _, r := range running {
+		sess := r.Session
+		if sess.Mode == sessions.ModeManual || !b.Here.Judges(sess) || sess.Pid <= 0 {
+			continue
+		}
+		if s.announced["stop:"+sess.ID] {
+			continue
+		}
+		s.announced["stop:"+sess.ID] = true
+		fmt.Fprintf(s.log, "%s stopping session %s of task %s (%s)\n", time.Now().Format("15:04:05"), short(sess.ID), short(sess.Task), s.stopReason)
+		_ = syscall.Kill(sess.Pid, syscall.SIGTERM)
+	}
+}
+
+// finish records how the run ended and returns the summary.
+func (s *Supervisor) finish(ctx context.Context) (Summary, error) {
+	b, err := s.load(ctx)
+	if err != nil {
+		return Summary{}, err
+	}
+	sum := Summary{Run: s.rec.Name, Total: len(s.rec.Targets)}
+	for _, id := range s.order(b) {
+		ts := s.stateOf(b, id)
+		res := b.Status[id]
+		t := TaskSummary{ID: id, Title: ts.task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: len(ts.attempts)}
+		sum.Attempts += len(ts.attempts)
+		switch {
+		case res.Status == status.Done:
+			sum.Done++
+		case res.Status == status.Cancelled:
+			sum.Cancelled++
+		case res.Status == status.Review:
+			sum.Waiting++
+		case res.Status == status.Open && len(ts.attempts) == 0:
+			sum.NotStarted++
+			if why, ok := s.claimed[id]; ok {
+				t.Reason = why
+			} else if res.Blocked {
+				t.Reason = "never started: blocked by " + strings.Join(shortAll(res.Waiting), ", ")
+			}
+		default:
+			sum.Failed++
+		}
+		sum.Tasks = append(sum.Tasks, t)
+	}
+	sum.Result = "failed"
+	switch {
+	case sum.Done == sum.Total:
+		sum.Result = "done"
+	case s.stopReason != "" && !strings.HasPrefix(s.stopReason, "budget"):
+		sum.Result = "stopped"
+	}
+	sum.Reason = s.stopReason
+	if sum.Reason == "" && sum.Done < sum.Total {
+		sum.Reason = s.budgetStop
+	}
+	if sum.Reason == "" && sum.Waiting > 0 && !s.rec.Merge {
+		sum.Reason = fmt.Sprintf("%d passed, waiting to be merged (run with --merge, or git agentmine merge)", sum.Waiting)
+	}
+	if _, err := MarkEnded(ctx, s.st, s.rec.Name, End{Time: time.Now().UTC(), Result: sum.Result, Reason: sum.Reason,
+		Done: sum.Done, Total: sum.Total}); err != nil {
+		return sum, err
+	}
+	s.emit(Event{Event: EvFinished, Summary: &sum})
+	return sum, nil
+}
+
+// Interrupted reports whether the run ended because its context was
+// cancelled (Ctrl-C).
+func (s *Supervisor) Interrupted() bool { return s.interrupted }
+
+func shortAll(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = short(id)
+	}
+	return out
+}
+
+func (s *Supervisor) emit(e Event) {
+	e.V = output.SchemaVersion
+	e.Run = s.rec.Name
+	if e.Time.IsZero() {
+		e.Time = time.Now().UTC()
+	}
+	if e.Event != EvFinished && e.Running == 0 {
+		e.Running = len(s.live)
+	}
+	fmt.Fprintln(s.log, e.Line())
+	if s.o.Events != nil {
+		s.o.Events(e)
+	}
+}
+
+// waitPid returns when process pid has exited (at once if it is gone).
+func waitPid(pid int) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		_, err := unix.Poll(fds, -1)
+		if err != unix.EINTR {
+			return
+		}
+	}
+}
