@@ -1,0 +1,479 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
+	"github.com/git-agentmine/git-agentmine/pipeline"
+)
+
+// runWorkerScript is the scripted worker of the run tests: it reads its
+// behaviour from the prompt (the task's description holds BEHAVIOUR=…) and
+// records every start and end in $1/trace, so tests can check what ran at
+// the same time.
+const runWorkerScript = `#!/bin/sh
+trace="$1"; task="$2"
+p=.agentmine/prompt.md
+echo "start $task $(date +%s%N)" >> "$trace"
+sleep 0.3
+case "$(grep -o 'BEHAVIOUR=[a-z]*' $p | head -1)" in
+BEHAVIOUR=pass)
+  echo "work of $task" > "done-$task.txt" ;;
+BEHAVIOUR=dodfix)
+  # Passes only when the prompt quotes the DoD failure of the last attempt.
+  if grep -q 'DOD-42-FAIL' $p; then echo fixed > "fixed-$task.txt"; fi
+  echo "try of $task" > "try-$task.txt" ;;
+BEHAVIOUR=scope)
+  echo "outside" > "outside-$task.txt" ;;
+BEHAVIOUR=failonce)
+  if ! grep -q 'attempt 2 of' $p; then echo "end $task $(date +%s%N)" >> "$trace"; exit 3; fi
+  echo "second try of $task" > "done-$task.txt" ;;
+BEHAVIOUR=slow)
+  sleep 2; echo "slow work of $task" > "done-$task.txt" ;;
+esac
+git add -A . >/dev/null 2>&1
+git commit -qm "work on $task" >/dev/null 2>&1
+echo "end $task $(date +%s%N)" >> "$trace"
+exit 0
+`
+
+// runFixture is a repository with agents whose worker is runWorkerScript.
+type runFixture struct {
+	repo  string
+	trace string
+}
+
+func newRunFixture(t *testing.T) *runFixture {
+	t.Helper()
+	repo := testRepo(t)
+	run(t, repo, "git", "agentmine", "init")
+	dir := t.TempDir()
+	script := filepath.Join(dir, "worker.sh")
+	if err := os.WriteFile(script, []byte(runWorkerScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	trace := filepath.Join(dir, "trace")
+	agent := func(write string) string {
+		return fmt.Sprintf("client = \"custom\"\ncommand = [\"sh\", %q, %q, \"{task}\"]\ntimeout = 60\n[scope]\nwrite = [%s]\n", script, trace, write)
+	}
+	gittest.WriteFiles(t, repo, map[string]string{
+		".agentmine/agents/coder.toml":  agent(`"done-*", "fixed-*", "try-*"`),
+		".agentmine/agents/narrow.toml": agent(`"src/**"`),
+	})
+	gittest.Git(t, repo, "add", "-A")
+	gittest.Git(t, repo, "commit", "-qm", "agents")
+	return &runFixture{repo: repo, trace: trace}
+}
+
+// add creates a task and returns its id.
+func (f *runFixture) add(t *testing.T, title, behaviour string, args ...string) string {
+	t.Helper()
+	a := append([]string{"agentmine", "task", "add", title, "-q", "-d", "BEHAVIOUR=" + behaviour}, args...)
+	return run(t, f.repo, "git", a...)
+}
+
+// agentmine runs git agentmine in the repository and returns stdout,
+// stderr and the exit code.
+func agentmine(t *testing.T, dir string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"agentmine"}, args...)...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// runEvents parses --json event lines.
+func runEvents(t *testing.T, out string) []pipeline.Event {
+	t.Helper()
+	var evs []pipeline.Event
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var e pipeline.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("event line %q: %v", sc.Text(), err)
+		}
+		evs = append(evs, e)
+	}
+	return evs
+}
+
+// span is one worker process's run, from the trace.
+type span struct {
+	task       string
+	start, end int64
+}
+
+// spans reads the trace the scripted workers wrote.
+func (f *runFixture) spans(t *testing.T) []span {
+	t.Helper()
+	data, err := os.ReadFile(f.trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := map[string]int64{}
+	var out []span
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var what, task string
+		var at int64
+		if _, err := fmt.Sscan(l, &what, &task, &at); err != nil {
+			t.Fatalf("trace line %q: %v", l, err)
+		}
+		if what == "start" {
+			open[task] = at
+			continue
+		}
+		out = append(out, span{task: task, start: open[task], end: at})
+		delete(open, task)
+	}
+	if len(open) > 0 {
+		t.Fatalf("workers that never ended: %v", open)
+	}
+	return out
+}
+
+// sessionSpans reads every session's recorded start and end.
+func sessionSpans(t *testing.T, repo string) []span {
+	t.Helper()
+	var ss []struct {
+		ID      string    `json:"id"`
+		Task    string    `json:"task"`
+		Started time.Time `json:"started"`
+		Outcome *struct {
+			Finished time.Time `json:"finished"`
+		} `json:"outcome"`
+	}
+	if err := json.Unmarshal([]byte(run(t, repo, "git", "agentmine", "session", "list", "--json")), &ss); err != nil {
+		t.Fatal(err)
+	}
+	var out []span
+	for _, s := range ss {
+		if s.Outcome == nil {
+			t.Fatalf("session %s has no outcome", s.ID)
+		}
+		out = append(out, span{task: s.Task, start: s.Started.UnixNano(), end: s.Outcome.Finished.UnixNano()})
+	}
+	return out
+}
+
+// maxOverlap is the most spans open at one instant.
+func maxOverlap(spans []span) int {
+	type edge struct {
+		at   int64
+		open int
+	}
+	var es []edge
+	for _, s := range spans {
+		es = append(es, edge{s.start, 1}, edge{s.end, -1})
+	}
+	sort.Slice(es, func(i, j int) bool {
+		if es[i].at != es[j].at {
+			return es[i].at < es[j].at
+		}
+		return es[i].open < es[j].open // an end before a start at the same instant
+	})
+	n, most := 0, 0
+	for _, e := range es {
+		n += e.open
+		most = max(most, n)
+	}
+	return most
+}
+
+// sameTaskOverlap names a task two of whose spans overlap, or "".
+func sameTaskOverlap(spans []span) string {
+	by := map[string][]span{}
+	for _, s := range spans {
+		by[s.task] = append(by[s.task], s)
+	}
+	for task, ss := range by {
+		if maxOverlap(ss) > 1 {
+			return task
+		}
+	}
+	return ""
+}
+
+func taskStatus(t *testing.T, repo, id string) (string, string) {
+	t.Helper()
+	var j struct {
+		Status string `json:"status"`
+		Reason string `json:"status_reason"`
+	}
+	if err := json.Unmarshal([]byte(run(t, repo, "git", "agentmine", "task", "show", id, "--json")), &j); err != nil {
+		t.Fatal(err)
+	}
+	return j.Status, j.Reason
+}
+
+func sessionsOf(t *testing.T, repo, id string) int {
+	t.Helper()
+	var ss []json.RawMessage
+	if err := json.Unmarshal([]byte(run(t, repo, "git", "agentmine", "session", "list", "--task", id, "--json")), &ss); err != nil {
+		t.Fatal(err)
+	}
+	return len(ss)
+}
+
+// TestRunDiamondRetriesAndExhausts: a diamond of dependencies plus a task
+// that breaks its scope every time, run with --parallel 3 --merge
+// --max-loops 2. The DoD failure of attempt 1 reaches attempt 2's prompt
+// (which passes only then), the scope breaker ends exhausted and its
+// dependent never starts, merges happen in dependency order, and at no
+// instant more than 3 workers run.
+func TestRunDiamondRetriesAndExhausts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: a whole run of real workers")
+	}
+	f := newRunFixture(t)
+	a := f.add(t, "A root", "pass")
+	b := f.add(t, "B needs its DoD feedback", "dodfix", "--blocked-by", a, "--dod", `test -f fixed-*.txt || { echo "fixed file missing: DOD-$((6*7))-FAIL"; exit 1; }`)
+	c := f.add(t, "C", "pass", "--blocked-by", a)
+	d := f.add(t, "D joins", "pass", "--blocked-by", b, "--blocked-by", c)
+	e := f.add(t, "E breaks its scope", "scope", "--assignee", "narrow")
+	g := f.add(t, "G after E", "pass", "--blocked-by", e)
+	x := f.add(t, "X fails once", "failonce")
+
+	out, errOut, code := agentmine(t, f.repo, "run", "--parallel", "3", "--merge", "--max-loops", "2", "--json")
+	if code != 1 {
+		t.Fatalf("run exit %d, want 1 (E exhausted)\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	evs := runEvents(t, out)
+	want := map[string]string{a: "done", b: "done", c: "done", d: "done", e: "failed", g: "open", x: "done"}
+	for id, st := range want {
+		if got, why := taskStatus(t, f.repo, id); got != st {
+			t.Errorf("task %s: status %s (%s), want %s\n%s", id[:8], got, why, st, out)
+		}
+	}
+	if _, why := taskStatus(t, f.repo, e); !strings.Contains(why, "exhausted: 2 of 2 attempts used") {
+		t.Errorf("E's reason %q does not say it is exhausted", why)
+	}
+	if n := sessionsOf(t, f.repo, g); n != 0 {
+		t.Errorf("G (blocked by exhausted E) had %d sessions, want none", n)
+	}
+	for id, n := range map[string]int{a: 1, b: 2, c: 1, d: 1, e: 2, x: 2} {
+		if got := sessionsOf(t, f.repo, id); got != n {
+			t.Errorf("task %s: %d sessions, want %d", id[:8], got, n)
+		}
+	}
+	// The second prompt of B quoted the DoD failure; E's quoted the scope violation.
+	var retried []pipeline.Event
+	for _, ev := range evs {
+		if ev.Event == pipeline.EvRetried {
+			retried = append(retried, ev)
+		}
+	}
+	if len(retried) != 3 {
+		t.Errorf("%d retried events, want 3 (B, E, X): %+v", len(retried), retried)
+	}
+	for _, ev := range retried {
+		if ev.Attempt != 2 || ev.MaxLoops != 2 {
+			t.Errorf("retried event %+v: want attempt 2 of 2", ev)
+		}
+	}
+	// Merges in dependency order: A before B and C, both before D.
+	order := strings.Fields(run(t, f.repo, "git", "log", "--first-parent", "--reverse", "--format=%s", "main"))
+	pos := map[string]int{}
+	for i, w := range order {
+		for _, id := range []string{a, b, c, d, x} {
+			if strings.TrimSuffix(w, ":") == id[:8] {
+				pos[id] = i
+			}
+		}
+	}
+	if len(pos) != 5 {
+		t.Fatalf("merge commits found for %d of 5 tasks in %q", len(pos), order)
+	}
+	if !(pos[a] < pos[b] && pos[a] < pos[c] && pos[b] < pos[d] && pos[c] < pos[d]) {
+		t.Errorf("merge order %v breaks the dependencies", order)
+	}
+	// At no instant more than 3 workers: from the sessions' recorded start
+	// and end, and from the workers' own trace.
+	if n := maxOverlap(sessionSpans(t, f.repo)); n > 3 {
+		t.Errorf("%d sessions were running at one instant, want at most 3", n)
+	}
+	if n := maxOverlap(f.spans(t)); n > 3 {
+		t.Errorf("%d workers ran at one instant, want at most 3", n)
+	}
+	if task := sameTaskOverlap(sessionSpans(t, f.repo)); task != "" {
+		t.Errorf("task %s had two attempts at once", task)
+	}
+	last := evs[len(evs)-1]
+	if last.Event != pipeline.EvFinished || last.Summary == nil || last.Summary.Done != 5 || last.Summary.Total != 7 || last.Summary.NotStarted != 1 {
+		t.Errorf("last event %+v, want finished with 5 of 7 done and 1 never started", last)
+	}
+}
+
+// TestRunFeedbackReachesThePrompt: the retry's prompt carries attempt k of
+// max, the failed DoD command with its output tail, and the previous diff
+// stat.
+func TestRunFeedbackReachesThePrompt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: real workers retried")
+	}
+	f := newRunFixture(t)
+	b := f.add(t, "B", "dodfix", "--dod", `test -f fixed-*.txt || { echo "fixed file missing: DOD-$((6*7))-FAIL"; exit 1; }`)
+	out, errOut, code := agentmine(t, f.repo, "run", b, "--max-loops", "2")
+	if code != 1 { // passed but not merged: not done
+		t.Fatalf("run exit %d\n%s\n%s", code, out, errOut)
+	}
+	if st, _ := taskStatus(t, f.repo, b); st != "review" {
+		t.Fatalf("status %s, want review", st)
+	}
+	if !strings.Contains(out, "waiting to be merged") {
+		t.Errorf("summary does not say the passed task waits for a merge:\n%s", out)
+	}
+	wt := filepath.Join(f.repo, ".agentmine", "worktrees", "task-"+b[:8], ".agentmine", "prompt.md")
+	prompt, err := os.ReadFile(wt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"This is attempt 2 of 2", "DoD command failed: `test -f fixed-*.txt", "DOD-42-FAIL", "Diff stat of the previous attempt", "try-" + b + ".txt"} {
+		if !strings.Contains(string(prompt), want) {
+			t.Errorf("the second prompt lacks %q:\n%s", want, prompt)
+		}
+	}
+}
+
+// TestRunBadInput: bad flags are one-line usage errors and nothing is
+// recorded.
+func TestRunBadInput(t *testing.T) {
+	repo := testRepo(t)
+	run(t, repo, "git", "agentmine", "init")
+	id := run(t, repo, "git", "agentmine", "task", "add", "one", "-q")
+	before := run(t, repo, "git", "for-each-ref")
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--parallel", "0"}, 2, "invalid --parallel 0"},
+		{[]string{"--parallel=-3"}, 2, "invalid --parallel -3"},
+		{[]string{"--max-loops=-1"}, 2, "invalid --max-loops -1"},
+		{[]string{"--max-loops", "-1"}, 2, "--max-loops"}, // kong's own words
+		{[]string{"--max-loops", "0"}, 2, "invalid --max-loops 0"},
+		{[]string{"--deadline=-5s"}, 2, "invalid --deadline"},
+		{[]string{"--budget", "lots"}, 2, "invalid --budget"},
+		{[]string{"--budget", "$-1"}, 2, "invalid --budget"},
+		{[]string{"--name", "bad name"}, 2, "invalid run name"},
+		{[]string{"nosuchtask"}, 2, "malformed task id"},
+		{[]string{"abcd1234"}, 5, "abcd1234"},
+	} {
+		out, errOut, code := agentmine(t, repo, append([]string{"run"}, c.args...)...)
+		lines := strings.Split(strings.TrimSpace(errOut), "\n")
+		if code != c.code || !strings.HasPrefix(lines[0], "error: ") || !strings.Contains(lines[0], c.msg) || out != "" {
+			t.Errorf("run %v: exit %d, stdout %q, stderr %q; want exit %d and one error naming %q", c.args, code, out, errOut, c.code, c.msg)
+		}
+	}
+	if after := run(t, repo, "git", "for-each-ref"); after != before {
+		t.Errorf("bad input changed refs:\nbefore %s\nafter %s", before, after)
+	}
+	if _, errOut, code := agentmine(t, repo, "run", "status", "nosuch"); code != 5 || !strings.Contains(errOut, "run nosuch not found") {
+		t.Errorf("run status nosuch: exit %d %q", code, errOut)
+	}
+	if _, errOut, code := agentmine(t, repo, "run", "stop", "nosuch"); code != 5 || !strings.Contains(errOut, "run nosuch not found") {
+		t.Errorf("run stop nosuch: exit %d %q", code, errOut)
+	}
+	run(t, repo, "git", "agentmine", "task", "cancel", id)
+	if _, errOut, code := agentmine(t, repo, "run"); code != 6 || !strings.Contains(errOut, "nothing to run") {
+		t.Errorf("run with every task cancelled: exit %d %q", code, errOut)
+	}
+	if got := run(t, repo, "git", "for-each-ref", "refs/agentmine/runs/"); got != "" {
+		t.Errorf("refused runs left records: %s", got)
+	}
+}
+
+// TestRunKilledAndResumed: the supervisor is SIGKILLed while workers run;
+// started again, it adopts them, finishes, never runs two attempts of a
+// task at once, and continues the attempt counts (X fails once and passes
+// on its second attempt, not a third).
+func TestRunKilledAndResumed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: real workers outliving a killed supervisor")
+	}
+	f := newRunFixture(t)
+	var ids []string
+	for i := 0; i < 3; i++ {
+		ids = append(ids, f.add(t, fmt.Sprintf("slow %d", i), "slow"))
+	}
+	x := f.add(t, "X fails once", "failonce")
+	cmd := exec.Command("git", "agentmine", "run", "--parallel", "2", "--max-loops", "2", "--merge", "--json", "--name", "k")
+	cmd.Dir = f.repo
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill the supervisor process (not git, not the workers) once two
+	// workers are started.
+	sc := bufio.NewScanner(stdout)
+	started := 0
+	for sc.Scan() && started < 2 {
+		if strings.Contains(sc.Text(), `"event":"started"`) {
+			started++
+		}
+	}
+	var rec pipeline.Record
+	json.Unmarshal([]byte(run(t, f.repo, "git", "agentmine", "run", "status", "k", "--json")), &rec)
+	if rec.Supervisor.Pid <= 0 {
+		t.Fatal("the run recorded no supervisor pid")
+	}
+	if err := syscall.Kill(rec.Supervisor.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	st := run(t, f.repo, "git", "agentmine", "run", "status", "k")
+	if !strings.Contains(st, "not running") {
+		t.Errorf("run status after SIGKILL:\n%s", st)
+	}
+	out, errOut, code := agentmine(t, f.repo, "run", "--name", "k", "--json")
+	if code != 0 {
+		t.Fatalf("resumed run exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, id := range append(ids, x) {
+		if s, why := taskStatus(t, f.repo, id); s != "done" {
+			t.Errorf("task %s: %s (%s)", id[:8], s, why)
+		}
+	}
+	for _, id := range ids {
+		if n := sessionsOf(t, f.repo, id); n != 1 {
+			t.Errorf("slow task %s: %d sessions, want 1 (adopted, not restarted)", id[:8], n)
+		}
+	}
+	if n := sessionsOf(t, f.repo, x); n != 2 {
+		t.Errorf("X: %d sessions, want 2 (the count went on)", n)
+	}
+	if task := sameTaskOverlap(sessionSpans(t, f.repo)); task != "" {
+		t.Errorf("task %s had two attempts at once", task)
+	}
+	if n := maxOverlap(sessionSpans(t, f.repo)); n > 2 {
+		t.Errorf("%d sessions at once, want at most 2", n)
+	}
+	json.Unmarshal([]byte(run(t, f.repo, "git", "agentmine", "run", "status", "k", "--json")), &rec)
+	if rec.Resumed != 1 || rec.Ended == nil || rec.Ended.Result != "done" {
+		t.Errorf("run record after the resume: resumed %d, ended %+v", rec.Resumed, rec.Ended)
+	}
+}
