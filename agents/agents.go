@@ -37,8 +37,22 @@ const PromptDir = ".agentmine/prompts"
 var Clients = []string{"claude-code", "codex", "aider", "gemini", "opencode", "custom"}
 
 // Placeholders lists the tokens a command argument may contain; they are
-// replaced when a worker is launched.
-var Placeholders = []string{"{prompt_file}", "{worktree}", "{task}"}
+// replaced when a worker is launched. {output_file} is for planners and
+// reviewers only: the file their answer must be written to.
+var Placeholders = []string{"{prompt_file}", "{worktree}", "{task}", "{output_file}"}
+
+// The roles an agent can have (the `role` key; "" means RoleWorker).
+// Workers change code in a scoped worktree; planners split a task into
+// children and reviewers judge a finished session, both in a read-only
+// worktree, answering with a JSON file.
+const (
+	RoleWorker   = "worker"
+	RolePlanner  = "planner"
+	RoleReviewer = "reviewer"
+)
+
+// Roles lists the accepted roles, in documentation order.
+var Roles = []string{RoleWorker, RolePlanner, RoleReviewer}
 
 // Scope is the [scope] table of a definition: doublestar globs matched
 // against repository-relative paths, with precedence exclude > write > read.
@@ -65,6 +79,8 @@ type Agent struct {
 	// PromptFile is the agent's instructions, relative to the top of the
 	// working tree. Empty means PromptDir/<name>.md if it exists, else none.
 	PromptFile string `toml:"prompt_file"`
+	// Role is one of Roles; empty means RoleWorker.
+	Role string `toml:"role"`
 	// Timeout is in seconds; 0 (or absent) means the project's default.
 	Timeout int `toml:"timeout"`
 	// StallTimeout is in seconds: a worker with no output and no new commit
@@ -81,6 +97,14 @@ func (a Agent) ClientOr(def string) string {
 		return a.Client
 	}
 	return def
+}
+
+// RoleOr returns the agent's role: RoleWorker when the definition names none.
+func (a Agent) RoleOr() string {
+	if a.Role == "" {
+		return RoleWorker
+	}
+	return a.Role
 }
 
 // TimeoutOr returns the agent's timeout, or def when it sets none.
@@ -219,7 +243,7 @@ func read(top, name string) (Agent, error) {
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		return Agent{}, exitcode.New(exitcode.Config, fmt.Errorf("%s: unknown key %q", rel, und[0].String()),
-			"known keys: description, client, model, command, prompt_file, timeout, stall_timeout, dod, [scope] read/write/exclude")
+			"known keys: description, client, role, model, command, prompt_file, timeout, stall_timeout, dod, [scope] read/write/exclude")
 	}
 	a.Name, a.File = name, rel
 	return a, nil
@@ -281,6 +305,9 @@ func Validate(top string, a Agent) []Problem {
 	if a.Client != "" && !slices.Contains(Clients, a.Client) {
 		add("client", "unknown client %q (known: %s)", a.Client, strings.Join(Clients, ", "))
 	}
+	if a.Role != "" && !slices.Contains(Roles, a.Role) {
+		add("role", "unknown role %q (known: %s)", a.Role, strings.Join(Roles, ", "))
+	}
 	if a.Client == "custom" && len(a.Command) == 0 {
 		add("command", "client custom needs a command (argv array)")
 	}
@@ -289,12 +316,15 @@ func Validate(top string, a Agent) []Problem {
 	}
 	for _, arg := range a.Command {
 		for _, tok := range placeholdersIn(arg) {
-			if !slices.Contains(Placeholders, tok) {
+			switch {
+			case !slices.Contains(Placeholders, tok):
 				add("command", "unknown placeholder %s (known: %s)", tok, strings.Join(Placeholders, " "))
+			case tok == "{output_file}" && a.RoleOr() == RoleWorker:
+				add("command", "placeholder {output_file} is only for planner and reviewer agents (set role)")
 			}
 		}
 	}
-	if len(a.Scope.Write) == 0 {
+	if len(a.Scope.Write) == 0 && a.RoleOr() == RoleWorker {
 		add("scope.write", "scope write must be explicit (list the paths the agent may change)")
 	}
 	for _, l := range []struct {

@@ -80,11 +80,14 @@ func (b *Board) SessionsOf(taskID string) []sessions.Record {
 	return out
 }
 
-// Latest returns the task's latest session; ok is false when it has none.
+// Latest returns the task's latest attempt (a worker's session; planner
+// and reviewer runs are not attempts); ok is false when it has none.
 func (b *Board) Latest(taskID string) (rec sessions.Record, ok bool) {
 	ss := b.SessionsOf(taskID)
-	if len(ss) == 0 {
-		return sessions.Record{}, false
+	for i := len(ss) - 1; i >= 0; i-- {
+		if ss[i].Session.IsAttempt() {
+			return ss[i], true
+		}
 	}
-	return ss[len(ss)-1], true
+	return sessions.Record{}, false
 }

@@ -103,6 +103,10 @@ func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []ses
 	}
 	for _, r := range recs {
 		s := r.Session
+		if !s.IsAttempt() {
+			// planner and reviewer runs never decide a task's status
+			continue
+		}
 		a := status.Attempt{Session: s.ID, Started: s.Started}
 		a.Live, a.Lost = Liveness(r, here, now)
 		a.Forged = sessions.ForgedReason(r.Forged)
@@ -118,6 +122,9 @@ func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []ses
 				a.Reason = v.Explained
 			}
 			a.Merged = merged[s.ID]
+			if rv := r.Review; rv != nil {
+				a.Review, a.Reviewer, a.ReviewReasons = rv.Verdict, rv.Agent, rv.Reasons
+			}
 		}
 		f.Attempts[s.Task] = append(f.Attempts[s.Task], a)
 	}

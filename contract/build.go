@@ -61,7 +61,7 @@ func LatestSession(recs []sessions.Record, id string, here board.Here, now time.
 	var best *sessions.Record
 	for i := range recs {
 		r := &recs[i]
-		if r.Session.Task != id {
+		if r.Session.Task != id || !r.Session.IsAttempt() {
 			continue
 		}
 		if best == nil || r.Session.Started.After(best.Session.Started) {

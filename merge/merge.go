@@ -242,6 +242,13 @@ func gate(rec sessions.Record, task string, opts Options) (accepted []string, er
 	if noCommit {
 		return nil, fail("session %s made no commit: %s", s.ID[:8], verify.NoCommitReason)
 	}
+	if r := rec.Review; r != nil && !r.OK() {
+		why := strings.Join(r.Reasons, "; ")
+		if why == "" {
+			why = "no reason given"
+		}
+		return nil, fail("session %s was reviewed NG by %s: %s", s.ID[:8], r.Agent, why)
+	}
 	for _, x := range main {
 		what := x.Path
 		if what == "" {

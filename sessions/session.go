@@ -95,7 +95,23 @@ type Session struct {
 	// session lost can end what is left of it.
 	WorkerPid   int    `json:"worker_pid,omitempty"`
 	WorkerStart uint64 `json:"worker_start,omitempty"`
+	// Role is the role of the agent the session ran (RolePlanner,
+	// RoleReviewer); "" is a worker. Planner and reviewer sessions are
+	// never attempts at their task: they never decide its status.
+	Role string `json:"role,omitempty"`
+	// Reviews is the session a reviewer session reviewed.
+	Reviews string `json:"reviews,omitempty"`
 }
+
+// Roles a session can have besides a worker's.
+const (
+	RolePlanner  = "planner"
+	RoleReviewer = "reviewer"
+)
+
+// IsAttempt reports whether the session is a worker's attempt at its task
+// (not a planner's or reviewer's run): only attempts decide a task's status.
+func (s Session) IsAttempt() bool { return s.Role == "" || s.Role == "worker" }
 
 // Outcome is one line of a session's outcome note.
 type Outcome struct {
@@ -244,6 +260,10 @@ type Record struct {
 	// Forged lists the outcome lines rejected as forged; they are named in
 	// Outcome's violations too when there is an Outcome.
 	Forged []Forgery
+	// Review is the session's review (SelectReview), nil if none.
+	Review *Review
+	// ForgedReviews lists review lines rejected as unproven.
+	ForgedReviews []Forgery
 }
 
 // LoadAll reads every session and its outcome with batched git calls.
@@ -303,6 +323,7 @@ func attachOutcomes(ctx context.Context, st *gitstore.Store, recs []Record) erro
 	}
 	parallel.For(len(recs), func(i int) {
 		recs[i].Outcome, recs[i].Forged = selectOutcome(recs[i].Session.Seal, notes[recs[i].Root])
+		reviewOf(&recs[i], notes[recs[i].Root])
 	})
 	return nil
 }

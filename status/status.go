@@ -7,6 +7,7 @@ package status
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/tasks"
@@ -82,6 +83,12 @@ type Attempt struct {
 	// Reason is a short text explaining a failure (client's own words, the
 	// first violation, the failing DoD command).
 	Reason string
+	// Review is the verdict of the session's review ("OK", "NG"), "" when
+	// it was not reviewed; Reviewer names who reviewed and ReviewReasons
+	// say why.
+	Review        string
+	Reviewer      string
+	ReviewReasons []string
 	// Forged names outcome lines of the session that its supervisor did
 	// not write (sessions.ForgedReason); "" when there are none. They are
 	// never the verdict: a session that exited 0 with one is dod_failed.
@@ -201,6 +208,12 @@ func own(t tasks.Task, attempts []Attempt) Result {
 	dod := a.DoD
 	if dod == "" {
 		dod = "not run"
+	}
+	switch a.Review {
+	case "NG":
+		return Result{Status: DoDFailed, Reason: withReason("session "+s+" reviewed NG by "+a.Reviewer, strings.Join(a.ReviewReasons, "; ")), Session: a.Session}
+	case "OK":
+		return Result{Status: Review, Reason: "session " + s + " exited 0, DoD " + dod + ", reviewed OK by " + a.Reviewer + ", not merged yet", Session: a.Session}
 	}
 	return Result{Status: Review, Reason: "session " + s + " exited 0, DoD " + dod + ", not merged yet", Session: a.Session}
 }

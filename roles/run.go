@@ -1,0 +1,478 @@
+// Package roles owns running planner and reviewer agents (design §1, seed
+// 003): an agent whose definition says role = "planner" or "reviewer" runs
+// through the same launch adapters, timeouts and logs as a worker, in a
+// read-only detached worktree of the commit it must look at, and hands its
+// answer back as a JSON file whose path its prompt names. Each run is a
+// session with the role recorded, visible like a worker's, but it is never
+// an attempt at its task. On top of Run sit the three things the loop asks
+// of these agents: a plan (Plan), a review of a finished session (Review)
+// and a replan after a review said NG (Replan).
+package roles
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/agents"
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/launch"
+	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/worker"
+	"github.com/git-agentmine/git-agentmine/worktree"
+)
+
+// OutputPlaceholder is replaced in a custom command by the path of the file
+// the agent must write its JSON answer to.
+const OutputPlaceholder = "{output_file}"
+
+// MaxOutputBytes bounds the answer file read back.
+const MaxOutputBytes = 4 << 20
+
+// Request is one run of a planner or reviewer agent.
+type Request struct {
+	// Role is agents.RolePlanner or agents.RoleReviewer.
+	Role string
+	// Agent names the agent; "" picks one with the role (PickAgent).
+	Agent string
+	// Task is the canonical id of the task the run is about.
+	Task string
+	// Commit is what the read-only worktree checks out (any commit-ish).
+	Commit string
+	// Prompt is the agent's prompt; Run appends where to write the answer.
+	Prompt string
+	// Reviews is the session a reviewer reviews ("" for a planner).
+	Reviews string
+	// Timeout overrides the agent's (then the project's) timeout.
+	Timeout time.Duration
+	// Tee receives the agent's output too; Progress one-line messages.
+	Tee, Progress io.Writer
+}
+
+// Result is a finished run.
+type Result struct {
+	// Session is the run's session record, with its outcome.
+	Session sessions.Record
+	// Agent is the definition that ran.
+	Agent agents.Agent
+	// Output is the JSON answer the agent wrote.
+	Output []byte
+	// OutputFile is where it was written.
+	OutputFile string
+}
+
+// ErrInfra matches every InfraError.
+var ErrInfra = errors.New("planner or reviewer run failed to produce an answer")
+
+// InfraError is a run that produced no answer for reasons a retry may
+// cure: the client could not be started, it failed or timed out, or it
+// wrote no answer file. The supervisor retries these with backoff; they
+// are never attempts at the task and never a verdict.
+type InfraError struct {
+	// Role and Agent say what ran; Session is its session ("" when none
+	// was recorded).
+	Role, Agent, Session string
+	Err                  error
+}
+
+func (e *InfraError) Error() string {
+	s := e.Role + " " + e.Agent
+	if e.Session != "" {
+		s += " (session " + short(e.Session) + ")"
+	}
+	return s + ": " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *InfraError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrInfra) true.
+func (e *InfraError) Is(target error) bool { return target == ErrInfra }
+
+// ExitCode is exitcode.Failed.
+func (e *InfraError) ExitCode() int { return exitcode.Failed }
+
+// Retryable reports whether err is an InfraError (a run worth retrying).
+func Retryable(err error) bool { return errors.Is(err, ErrInfra) }
+
+// ChangedError is a run that changed its read-only worktree: its answer is
+// not used. It is not retryable: the agent misbehaved.
+type ChangedError struct {
+	Role, Agent, Session string
+	// Paths lists what changed (a few).
+	Paths []string
+}
+
+func (e *ChangedError) Error() string {
+	return fmt.Sprintf("%s %s (session %s) changed its read-only worktree: %s; its answer is not used", e.Role, e.Agent, short(e.Session), strings.Join(e.Paths, ", "))
+}
+
+// ExitCode is exitcode.Failed.
+func (e *ChangedError) ExitCode() int { return exitcode.Failed }
+
+// NoAgentError says that no agent has the role a run needs.
+type NoAgentError struct{ Role string }
+
+func (e *NoAgentError) Error() string {
+	return fmt.Sprintf("no %s agent is defined (an agent under %s with role = %q)", e.Role, agents.Dir, e.Role)
+}
+
+// ExitCode is exitcode.NotFound.
+func (e *NoAgentError) ExitCode() int { return exitcode.NotFound }
+
+// PickAgent returns the agent named name, which must have the role, or
+// when name is "": the agent named like the role if it has the role, else
+// the first agent (by name) with it. No such agent is a NotFound error
+// that says how to define one.
+func PickAgent(top, role, name string) (agents.Agent, error) {
+	if name != "" {
+		a, err := agents.Get(top, name)
+		if err != nil {
+			return agents.Agent{}, err
+		}
+		if a.RoleOr() != role {
+			return agents.Agent{}, exitcode.New(exitcode.Config, fmt.Errorf("agent %s has role %s, not %s", name, a.RoleOr(), role),
+				"set role = \""+role+"\" in "+a.File+", or name a "+role+" agent")
+		}
+		return a, nil
+	}
+	defs, _, err := agents.Load(top)
+	if err != nil {
+		return agents.Agent{}, err
+	}
+	var found []agents.Agent
+	for _, a := range defs {
+		if a.RoleOr() == role {
+			if a.Name == role {
+				return a, nil
+			}
+			found = append(found, a)
+		}
+	}
+	if len(found) == 0 {
+		return agents.Agent{}, &NoAgentError{Role: role}
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].Name < found[j].Name })
+	return found[0], nil
+}
+
+// Run runs a planner or reviewer agent: it records a session with the
+// role, checks req.Commit out in a detached worktree made read-only,
+// launches the agent there like a worker (adapter or custom command,
+// timeout, process group, log), checks afterwards that nothing in the
+// worktree changed, removes the worktree, records the outcome (sealed, so
+// only this process can have written it) and returns the answer file's
+// content. Failures to produce an answer are *InfraError; a changed
+// worktree is *ChangedError; the session is recorded either way.
+func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
+	say := func(format string, a ...any) {
+		if req.Progress != nil {
+			fmt.Fprintf(req.Progress, format+"\n", a...)
+		}
+	}
+	if req.Role != agents.RolePlanner && req.Role != agents.RoleReviewer {
+		return nil, fmt.Errorf("running an agent: role %q is not planner or reviewer", req.Role)
+	}
+	st := env.St
+	ag, err := PickAgent(env.Top, req.Role, req.Agent)
+	if err != nil {
+		return nil, err
+	}
+	if probs := agents.Validate(env.Top, ag); len(probs) > 0 {
+		return nil, agents.ValidationError(ag.Name, probs)
+	}
+	client, err := launch.ParseClient(ag.ClientOr(env.Cfg.Client))
+	if err != nil {
+		return nil, exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
+	}
+	commit, err := st.Git().Output(ctx, "rev-parse", "--verify", "-q", "--end-of-options", req.Commit+"^{commit}")
+	if err != nil || commit == "" {
+		return nil, exitcode.New(exitcode.NotFound, fmt.Errorf("running %s %s: %q does not name a commit", req.Role, ag.Name, req.Commit), "")
+	}
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = ag.TimeoutOr(env.Cfg.Timeout)
+	}
+	repoID, err := sessions.RepoID(st)
+	if err != nil {
+		return nil, err
+	}
+	sid := gitstore.NewID()
+	dir, err := st.LocalDir("roles", sid)
+	if err != nil {
+		return nil, err
+	}
+	logDir, err := st.LocalDir("logs")
+	if err != nil {
+		return nil, err
+	}
+	wtPath := filepath.Join(env.Cfg.WorktreeDir(env.Top), req.Role+"-"+sid[:8])
+	promptFile := filepath.Join(dir, "prompt.md")
+	outFile := filepath.Join(dir, "answer.json")
+	prompt := strings.TrimRight(req.Prompt, "\n") + "\n\n## Your answer\n\n" +
+		"Write your answer as one JSON document to this file (create it; it is outside the\n" +
+		"repository, which is read-only for you):\n\n    " + outFile + "\n\n" +
+		"Do not change any file of the repository. Nothing but that JSON file is read.\n"
+	if err := os.WriteFile(promptFile, []byte(prompt), 0o644); err != nil {
+		return nil, fmt.Errorf("writing the %s prompt: %w", req.Role, err)
+	}
+	command := make([]string, len(ag.Command))
+	for i, a := range ag.Command {
+		command[i] = strings.ReplaceAll(a, OutputPlaceholder, outFile)
+	}
+	cmd, err := launch.Invocation{Client: client, Model: ag.Model, Command: command, PromptFile: promptFile,
+		Worktree: wtPath, Task: req.Task, Writable: []string{dir}}.Build()
+	if err != nil {
+		return nil, exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
+	}
+	pid := os.Getpid()
+	pstart, _ := launch.StartTime(pid)
+	sess := sessions.Session{ID: sid, Task: req.Task, Agent: ag.Name, Client: string(client), Mode: sessions.ModeExec,
+		Role: req.Role, Reviews: req.Reviews, BaseRef: req.Commit, BaseCommit: commit, Worktree: wtPath,
+		Host: sessions.Host(), Repo: repoID, Pid: pid, PidStart: pstart, Timeout: int(timeout / time.Second),
+		Grace: int(env.Cfg.Grace / time.Second), Started: time.Now().UTC(), Scope: sessions.Scope{Read: []string{"**"}, Write: []string{}, Exclude: []string{}},
+		Command: cmd.Argv, CommandEnv: cmd.Env, CommandStdin: cmd.Stdin, Log: filepath.Join(logDir, sid+".log")}
+	sess, root, err := sessions.Create(ctx, st, sess)
+	if err != nil {
+		return nil, err
+	}
+	rec := sessions.Record{Session: sess, Root: root}
+	infra := func(err error) error { return &InfraError{Role: req.Role, Agent: ag.Name, Session: sid, Err: err} }
+	seal, nonce, err := sessions.NewSeal(sessions.Host(), pid, pstart)
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := sessions.SealSession(ctx, st, sid, seal)
+	if err != nil {
+		return nil, err
+	}
+	rec.Session = sealed.Session
+	jctx := context.WithoutCancel(ctx)
+	finish := func(out sessions.Outcome) error {
+		out.By = "agentmine " + req.Role
+		out.Supervisor = nonce.Proof(seal)
+		if out.Finished.IsZero() {
+			out.Finished = time.Now().UTC()
+		}
+		return sessions.RecordOutcome(jctx, st, rec, &out)
+	}
+	st.RecordWorktree(gitstore.JournalWorktreeAdd, wtPath)
+	if err := worktree.AddDetached(ctx, env.Top, wtPath, commit, nil); err != nil {
+		ferr := finish(sessions.Outcome{ExitCode: 127, Reason: firstLine(err.Error())})
+		return nil, errors.Join(infra(fmt.Errorf("preparing its read-only worktree: %w", err)), ferr)
+	}
+	defer func() {
+		worktree.MakeWritable(wtPath)
+		worktree.Remove(jctx, env.Top, wtPath, "", true)
+	}()
+	if err := makeReadOnly(wtPath); err != nil {
+		ferr := finish(sessions.Outcome{ExitCode: 127, Reason: firstLine(err.Error())})
+		return nil, errors.Join(infra(fmt.Errorf("making its worktree read-only: %w", err)), ferr)
+	}
+	before, err := snapshot(wtPath)
+	if err != nil {
+		ferr := finish(sessions.Outcome{ExitCode: 127, Reason: firstLine(err.Error())})
+		return nil, errors.Join(infra(err), ferr)
+	}
+	proc, startErr := launch.Start(ctx, launch.Spec{Argv: cmd.Argv, Dir: wtPath, Env: cmd.Env, Stdin: cmd.Stdin,
+		LogPath: rec.Session.Log, Tee: req.Tee, Timeout: timeout, Grace: env.Cfg.Grace, Stalls: launch.StallPhrases(client)})
+	if startErr != nil {
+		ferr := finish(sessions.Outcome{ExitCode: 127, Reason: firstLine(startErr.Error())})
+		return nil, errors.Join(infra(fmt.Errorf("could not start: %w", startErr)), ferr)
+	}
+	say("%s %s started: pid %d, timeout %s, log %s", req.Role, ag.Name, proc.Pid(), timeout, rec.Session.Log)
+	if s, err := sessions.Update(ctx, st, sid, "session: "+req.Role+" started", func(s *sessions.Session) {
+		s.WorkerPid, s.WorkerStart = proc.Pid(), proc.StartTime()
+	}); err == nil {
+		rec.Session = s
+	}
+	res := proc.Wait()
+	out := sessions.Outcome{ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, Finished: res.Finished.UTC()}
+	tail, _ := launch.TailBytes(rec.Session.Log, 1<<20)
+	if v := launch.ReadVerdict(client, res.ExitCode, tail); v.Reason != "" {
+		out.Reason = v.Reason
+		if v.Failed && out.ExitCode == 0 {
+			out.ExitCode = 1
+		}
+	}
+	if u, ok := launch.ReadUsage(client, tail); ok {
+		out.Usage = &sessions.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
+	}
+	changed, serr := changes(wtPath, before)
+	valid := serr == nil && len(changed) == 0
+	out.ScopeValid = &valid
+	if !valid {
+		if serr != nil {
+			changed = []string{serr.Error()}
+		}
+		out.Reason = "changed its read-only worktree: " + strings.Join(changed, ", ")
+	}
+	answer, rerr := readAnswer(outFile)
+	if err := finish(out); err != nil {
+		return nil, err
+	}
+	if r, err := sessions.Get(jctx, st, sid); err == nil {
+		rec = r
+	}
+	result := &Result{Session: rec, Agent: ag, Output: answer, OutputFile: outFile}
+	say("%s %s ended: exit %d%s", req.Role, ag.Name, out.ExitCode, map[bool]string{true: " (timed out)"}[res.TimedOut])
+	switch {
+	case !valid:
+		return result, &ChangedError{Role: req.Role, Agent: ag.Name, Session: sid, Paths: changed}
+	case res.TimedOut:
+		return result, infra(fmt.Errorf("timed out after %s", timeout))
+	case out.ExitCode != 0:
+		why := fmt.Sprintf("exited %d", out.ExitCode)
+		if out.Reason != "" {
+			why += ": " + out.Reason
+		}
+		return result, infra(errors.New(why))
+	case rerr != nil:
+		return result, infra(rerr)
+	}
+	return result, nil
+}
+
+func readAnswer(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errors.New("it wrote no answer file")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading its answer: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxOutputBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading its answer: %w", err)
+	}
+	if len(data) > MaxOutputBytes {
+		return nil, fmt.Errorf("its answer is larger than %d bytes", MaxOutputBytes)
+	}
+	return data, nil
+}
+
+// makeReadOnly takes every write bit off the files and directories under
+// root (symbolic links and the .git link file aside): a guard rail only,
+// which root and the owner can undo; changes finds what was changed.
+func makeReadOnly(root string) error {
+	var dirs []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 || p == filepath.Join(root, ".git") {
+			return nil
+		}
+		if d.IsDir() {
+			dirs = append(dirs, p)
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return os.Chmod(p, fi.Mode().Perm()&^0o222)
+	})
+	if err != nil {
+		return err
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		fi, err := os.Stat(dirs[i])
+		if err != nil {
+			return err
+		}
+		if err := os.Chmod(dirs[i], fi.Mode().Perm()&^0o222); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fileState is what a read-only worktree's entry must still be after a run.
+type fileState struct {
+	mode  fs.FileMode
+	size  int64
+	mtime int64
+	link  string
+}
+
+// snapshot records every entry of the worktree (the .git link file aside).
+func snapshot(root string) (map[string]fileState, error) {
+	out := map[string]fileState{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if rel == ".git" {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		s := fileState{mode: fi.Mode(), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+		if d.IsDir() {
+			s.size, s.mtime = 0, 0
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			s.link, _ = os.Readlink(p)
+		}
+		out[filepath.ToSlash(rel)] = s
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the read-only worktree: %w", err)
+	}
+	return out, nil
+}
+
+// changes lists (at most five) paths that differ from the snapshot.
+func changes(root string, before map[string]fileState) ([]string, error) {
+	after, err := snapshot(root)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for p, a := range after {
+		b, ok := before[p]
+		switch {
+		case !ok:
+			out = append(out, "created "+p)
+		case a != b:
+			out = append(out, "modified "+p)
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			out = append(out, "removed "+p)
+		}
+	}
+	sort.Strings(out)
+	if len(out) > 5 {
+		out = append(out[:5], fmt.Sprintf("and %d more", len(out)-5))
+	}
+	return out, nil
+}
+
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
