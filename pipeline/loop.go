@@ -16,14 +16,17 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/git-agentmine/git-agentmine/agents"
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/merge"
 	"github.com/git-agentmine/git-agentmine/output"
+	"github.com/git-agentmine/git-agentmine/roles"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/status"
+	"github.com/git-agentmine/git-agentmine/tasknote"
 	"github.com/git-agentmine/git-agentmine/tasks"
 	"github.com/git-agentmine/git-agentmine/worker"
 )
@@ -44,25 +47,56 @@ type Hooks struct {
 	// records its verdict. An error for which Retryable is true is retried
 	// with backoff (at most 3 times) and is not an attempt.
 	Review func(ctx context.Context, rec sessions.Record) (Verdict, error)
-	// Reviewed returns the verdict recorded for a session, if any.
-	Reviewed func(b *board.Board, rec sessions.Record) (Verdict, bool)
 	// Retryable reports whether a review error is an infrastructure error.
 	Retryable func(err error) bool
-	// Note writes the Task Note of a task that is done or exhausted.
-	Note func(ctx context.Context, taskID string) error
+	// Replan hands a task reviewed NG back to a planner, when one is
+	// configured, and returns the ids of the child tasks it created.
+	Replan func(ctx context.Context, taskID string, reasons []string) ([]string, error)
+	// Note writes the Task Note of a task that is done, or exhausted (why
+	// is then the reason).
+	Note func(ctx context.Context, taskID, exhausted string) error
 }
 
-// DefaultHooks connects the loop to the reviewer and Task Note of env's
-// repository.
+// DefaultHooks connects the loop to the reviewer, planner and Task Note of
+// env's repository (package roles and tasknote).
 func DefaultHooks(env *worker.Env) Hooks {
-	return Hooks{}
+	return Hooks{
+		Review: func(ctx context.Context, rec sessions.Record) (Verdict, error) {
+			r, err := roles.Review(ctx, env, rec.Session.ID, roles.ReviewOptions{})
+			if err != nil {
+				return Verdict{}, err
+			}
+			return Verdict{Verdict: r.Review.Verdict, Reasons: r.Review.Reasons, FollowUp: r.Review.FollowUp, Reviewer: r.Review.Agent}, nil
+		},
+		Retryable: roles.Retryable,
+		Replan: func(ctx context.Context, taskID string, reasons []string) ([]string, error) {
+			if _, err := roles.PickAgent(env.Top, agents.RolePlanner, ""); err != nil {
+				return nil, nil // no planner configured: a new attempt with the reasons
+			}
+			p, err := roles.Replan(ctx, env, taskID, reasons, roles.PlanOptions{})
+			if err != nil {
+				return nil, err
+			}
+			var ids []string
+			for _, c := range p.Created {
+				ids = append(ids, c.ID)
+			}
+			return ids, nil
+		},
+		Note: func(ctx context.Context, taskID, exhausted string) error {
+			o := tasknote.Options{By: "agentmine run"}
+			if exhausted != "" {
+				o.State, o.Reason = "exhausted", exhausted
+			}
+			_, err := tasknote.WriteFor(ctx, env.St, env.Cfg.Base, taskID, o)
+			return err
+		},
+	}
 }
 
 // IsWorkerSession reports whether a session is a worker's attempt (planner
 // and reviewer runs are sessions too, but never attempts).
-func IsWorkerSession(s sessions.Session) bool {
-	return true
-}
+func IsWorkerSession(s sessions.Session) bool { return s.IsAttempt() }
 
 // StopOrphan stops the running workers of a run whose supervisor is gone
 // (SIGTERM to their session supervisors, as worker stop does), waits for
@@ -400,18 +434,30 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 // was written in between: when a target has a lost session, the board is
 // read once more, after the exit, so only truly lost sessions stay lost.
 func (s *Supervisor) load(ctx context.Context) (*board.Board, error) {
-	b, err := board.Load(ctx, s.st, s.env.Cfg.Base)
-	if err != nil {
-		return nil, err
+	for try := 0; ; try++ {
+		b, err := board.Load(ctx, s.st, s.env.Cfg.Base)
+		if err != nil || try == 3 || !s.suspectLost(b) {
+			return b, err
+		}
+		if try > 0 {
+			// Seen rarely under load: the outcome becomes visible a
+			// moment after the supervisor's exit.
+			time.Sleep(250 * time.Millisecond)
+		}
 	}
+}
+
+// suspectLost reports whether a session that was live at the last look
+// now looks lost.
+func (s *Supervisor) suspectLost(b *board.Board) bool {
 	for _, id := range s.rec.Targets {
 		for _, a := range b.Facts.Attempts[id] {
-			if a.Lost && !a.Started.Before(s.rec.Started) {
-				return board.Load(ctx, s.st, s.env.Cfg.Base)
+			if _, seen := s.live[a.Session]; a.Lost && seen {
+				return true
 			}
 		}
 	}
-	return b, nil
+	return false
 }
 
 // step looks at every target once and acts: it reports the next time a
@@ -424,6 +470,9 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 	nowLive := map[string]sessions.Record{}
 	for _, id := range s.rec.Targets {
 		for _, r := range b.SessionsOf(id) {
+			if !r.Session.IsAttempt() {
+				continue // a reviewer or planner run, waited for where it runs
+			}
 			if live, _ := board.Liveness(r, b.Here, now); live {
 				nowLive[r.Session.ID] = r
 			}
@@ -473,12 +522,12 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 		}
 		switch {
 		case ts.res.Status == status.Done:
-			s.writeNote(jctx, id)
+			s.writeNote(jctx, id, "")
 			continue
 		case ts.res.Status == status.Cancelled, ts.task.Exhausted != nil && ts.res.Status != status.InProgress,
 			ts.res.Status == status.Tainted:
 			if ts.task.Exhausted != nil {
-				s.writeNote(jctx, id)
+				s.writeNote(jctx, id, ts.task.Exhausted.Reason)
 			}
 			continue
 		case ts.res.Status == status.InProgress:
@@ -513,15 +562,14 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 				}
 				ts.latest = &rec
 			}
-			v, reviewed, err := s.review(ctx, b, ts)
-			if err != nil {
-				next = earliest(next, s.notBefore[id])
+			if s.rec.Review && ts.latest.Review == nil && s.hooks.Review != nil {
+				// Reviewed now; the verdict is a fact the next look reads.
+				if s.review(ctx, b, ts) {
+					progressed = true
+				} else {
+					next = earliest(next, s.notBefore[id])
+				}
 				continue
-			}
-			if reviewed && v.Verdict != "OK" {
-				fb = &Feedback{ReviewReasons: v.Reasons, FollowUp: v.FollowUp, Reviewer: v.Reviewer,
-					Status: "review NG", StatusReason: "the reviewer said NG"}
-				break
 			}
 			if !s.o.Merge {
 				continue // passed: waits for a person to merge
@@ -542,6 +590,12 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 			fb = &Feedback{Conflicts: paths, Status: "merge conflict", StatusReason: "merging into the base conflicted"}
 		case status.Failed, status.DoDFailed:
 			fb = &Feedback{Status: string(ts.res.Status), StatusReason: ts.res.Reason}
+			if l := ts.latest; l != nil && l.Session.ID == ts.res.Session && l.Review != nil && !l.Review.OK() {
+				fb.ReviewReasons, fb.FollowUp, fb.Reviewer = l.Review.Reasons, l.Review.FollowUp, l.Review.Agent
+				if len(ts.attempts) < s.rec.MaxLoops {
+					s.replan(jctx, ts, l)
+				}
+			}
 		case status.Open:
 			if len(ts.attempts) > 0 || ts.res.Reason != "no session yet" {
 				fb = &Feedback{Status: string(ts.res.Status), StatusReason: ts.res.Reason}
@@ -721,33 +775,59 @@ func (s *Supervisor) prepFailed(ctx context.Context, b *board.Board, ts taskStat
 	s.notBefore[id] = time.Now().Add(s.o.Backoff << (s.prepFails[id] - 1))
 }
 
-// review returns the session's verdict, running the reviewer when it has
-// none yet. reviewed is false when the run does not review (or cannot).
-func (s *Supervisor) review(ctx context.Context, b *board.Board, ts taskState) (Verdict, bool, error) {
-	if !s.rec.Review || s.hooks.Review == nil {
-		return Verdict{}, false, nil
-	}
+// review runs the reviewer on the task's latest session, which passed its
+// facts; the verdict is recorded on the session by the hook. It reports
+// whether a verdict was recorded. Infrastructure errors are retried with
+// backoff, at most maxInfraRetries times; then the task is exhausted.
+func (s *Supervisor) review(ctx context.Context, b *board.Board, ts taskState) bool {
 	rec := *ts.latest
-	if s.hooks.Reviewed != nil {
-		if v, ok := s.hooks.Reviewed(b, rec); ok {
-			return v, true, nil
-		}
-	}
 	v, err := s.hooks.Review(ctx, rec)
 	if err != nil {
 		sid := rec.Session.ID
 		s.reviewFails[sid]++
 		fmt.Fprintf(s.log, "%s task %s: review of session %s failed: %v\n", time.Now().Format("15:04:05"), short(ts.id), short(sid), err)
-		if (s.hooks.Retryable == nil || s.hooks.Retryable(err)) && s.reviewFails[sid] < maxInfraRetries {
-			s.notBefore[ts.id] = time.Now().Add(s.o.Backoff << (s.reviewFails[sid] - 1))
-			return Verdict{}, false, err
+		if s.hooks.Retryable != nil && !s.hooks.Retryable(err) || s.reviewFails[sid] >= maxInfraRetries {
+			s.exhaust(context.WithoutCancel(ctx), b, ts, fmt.Sprintf("the review of session %s could not run (%d tries): %s", short(sid), s.reviewFails[sid], firstLine(err.Error())))
+			return false
 		}
-		// Given up on the reviewer: unreviewed work is NG.
-		v = Verdict{Verdict: "NG", Reasons: []string{"the review could not be run: " + firstLine(err.Error())}}
+		s.notBefore[ts.id] = time.Now().Add(s.o.Backoff << (s.reviewFails[sid] - 1))
+		return false
 	}
 	s.emit(Event{Event: EvReviewed, Task: ts.id, Title: ts.task.Title, Session: rec.Session.ID, Verdict: v.Verdict,
 		Reason: strings.Join(v.Reasons, "; "), Running: len(s.live)})
-	return v, true, nil
+	return true
+}
+
+// replan hands an NG'd task back to the planner when one is configured
+// (seed 003: the instructions may be at fault): it may rewrite the task or
+// split it; children it creates join the run's targets. Once per reviewed
+// session; a planner that fails leaves the task as it was.
+func (s *Supervisor) replan(ctx context.Context, ts taskState, l *sessions.Record) {
+	if s.hooks.Replan == nil || s.noted["replan:"+l.Session.ID] {
+		return
+	}
+	s.noted["replan:"+l.Session.ID] = true
+	children, err := s.hooks.Replan(ctx, ts.id, l.Review.Reasons)
+	if err != nil {
+		fmt.Fprintf(s.log, "%s task %s: replan: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
+		return
+	}
+	fmt.Fprintf(s.log, "%s task %s: replanned after review NG (%d new child task(s))\n", time.Now().Format("15:04:05"), short(ts.id), len(children))
+	if len(children) == 0 {
+		return
+	}
+	rec, err := update(ctx, s.st, s.rec.Name, "run targets grew by a replan", func(r *Record) error {
+		for _, c := range children {
+			if !slices.Contains(r.Targets, c) {
+				r.Targets = append(r.Targets, c)
+			}
+		}
+		sort.Strings(r.Targets)
+		return nil
+	})
+	if err == nil {
+		s.rec.Targets = rec.Targets
+	}
 }
 
 // merge lands the task's latest session. It returns the conflicting paths
@@ -790,15 +870,15 @@ func (s *Supervisor) exhaust(ctx context.Context, b *board.Board, ts taskState, 
 	}
 	s.emit(Event{Event: EvExhausted, Task: ts.id, Title: ts.task.Title, Attempt: len(ts.attempts), MaxLoops: s.rec.MaxLoops,
 		Status: string(status.Failed), Reason: why, Running: len(s.live)})
-	s.writeNote(ctx, ts.id)
+	s.writeNote(ctx, ts.id, why)
 }
 
-func (s *Supervisor) writeNote(ctx context.Context, id string) {
+func (s *Supervisor) writeNote(ctx context.Context, id, exhausted string) {
 	if s.hooks.Note == nil || s.noted[id] {
 		return
 	}
 	s.noted[id] = true
-	if err := s.hooks.Note(ctx, id); err != nil {
+	if err := s.hooks.Note(ctx, id, exhausted); err != nil {
 		fmt.Fprintf(s.log, "%s task %s: writing the Task Note: %v\n", time.Now().Format("15:04:05"), short(id), err)
 	}
 }

@@ -12,11 +12,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/agents"
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/pipeline"
+	"github.com/git-agentmine/git-agentmine/roles"
 	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/worker"
 )
@@ -59,6 +61,11 @@ func (c *RunStartCmd) Run(a *App) error {
 	check := o
 	if err := check.Validate(); err != nil {
 		return err
+	}
+	if c.Review {
+		if _, err := roles.PickAgent(env.Top, agents.RoleReviewer, ""); err != nil {
+			return fmt.Errorf("run --review: %w", err)
+		}
 	}
 	if c.Detach {
 		return c.detach(a, env, check)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,8 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
 	"github.com/git-agentmine/git-agentmine/pipeline"
+	"github.com/git-agentmine/git-agentmine/tasknote"
 )
 
 // runWorkerScript is the scripted worker of the run tests: it reads its
@@ -40,6 +43,10 @@ BEHAVIOUR=scope)
 BEHAVIOUR=failonce)
   if ! grep -q 'attempt 2 of' $p; then echo "end $task $(date +%s%N)" >> "$trace"; exit 3; fi
   echo "second try of $task" > "done-$task.txt" ;;
+BEHAVIOUR=reviewfix)
+  # The reviewer says NG to a draft; the retry polishes only when its
+  # prompt carries the reviewer's reason.
+  if grep -q 'REVIEW-WANTS-POLISH' $p; then echo polished > "done-$task.txt"; else echo draft > "done-$task.txt"; fi ;;
 BEHAVIOUR=slow)
   sleep 2; echo "slow work of $task" > "done-$task.txt" ;;
 esac
@@ -47,6 +54,16 @@ git add -A . >/dev/null 2>&1
 git commit -qm "work on $task" >/dev/null 2>&1
 echo "end $task $(date +%s%N)" >> "$trace"
 exit 0
+`
+
+// runReviewerScript is the scripted reviewer: NG (with a reason the retry
+// must read) for a diff that adds a draft, OK otherwise.
+const runReviewerScript = `#!/bin/sh
+if grep -q '^+draft' "$1"; then
+  printf '{"verdict":"NG","reasons":["REVIEW-WANTS-POLISH: the text is a draft"],"follow_up":"polish it"}' > "$2"
+else
+  printf '{"verdict":"OK","reasons":[]}' > "$2"
+fi
 `
 
 // runFixture is a repository with agents whose worker is runWorkerScript.
@@ -65,12 +82,17 @@ func newRunFixture(t *testing.T) *runFixture {
 		t.Fatal(err)
 	}
 	trace := filepath.Join(dir, "trace")
+	reviewer := filepath.Join(dir, "reviewer.sh")
+	if err := os.WriteFile(reviewer, []byte(runReviewerScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	agent := func(write string) string {
 		return fmt.Sprintf("client = \"custom\"\ncommand = [\"sh\", %q, %q, \"{task}\"]\ntimeout = 60\n[scope]\nwrite = [%s]\n", script, trace, write)
 	}
 	gittest.WriteFiles(t, repo, map[string]string{
-		".agentmine/agents/coder.toml":  agent(`"done-*", "fixed-*", "try-*"`),
-		".agentmine/agents/narrow.toml": agent(`"src/**"`),
+		".agentmine/agents/coder.toml":    agent(`"done-*", "fixed-*", "try-*"`),
+		".agentmine/agents/narrow.toml":   agent(`"src/**"`),
+		".agentmine/agents/reviewer.toml": fmt.Sprintf("role = \"reviewer\"\nclient = \"custom\"\ncommand = [\"sh\", %q, \"{prompt_file}\", \"{output_file}\"]\ntimeout = 60\n", reviewer),
 	})
 	gittest.Git(t, repo, "add", "-A")
 	gittest.Git(t, repo, "commit", "-qm", "agents")
@@ -158,6 +180,7 @@ func sessionSpans(t *testing.T, repo string) []span {
 	var ss []struct {
 		ID      string    `json:"id"`
 		Task    string    `json:"task"`
+		Agent   string    `json:"agent"`
 		Started time.Time `json:"started"`
 		Outcome *struct {
 			Finished time.Time `json:"finished"`
@@ -168,6 +191,9 @@ func sessionSpans(t *testing.T, repo string) []span {
 	}
 	var out []span
 	for _, s := range ss {
+		if s.Agent == "reviewer" || s.Agent == "planner" {
+			continue // not workers
+		}
 		if s.Outcome == nil {
 			t.Fatalf("session %s has no outcome", s.ID)
 		}
@@ -226,13 +252,23 @@ func taskStatus(t *testing.T, repo, id string) (string, string) {
 	return j.Status, j.Reason
 }
 
+// sessionsOf counts the worker sessions of a task (reviewer and planner
+// runs are sessions too, but not attempts).
 func sessionsOf(t *testing.T, repo, id string) int {
 	t.Helper()
-	var ss []json.RawMessage
+	var ss []struct {
+		Agent string `json:"agent"`
+	}
 	if err := json.Unmarshal([]byte(run(t, repo, "git", "agentmine", "session", "list", "--task", id, "--json")), &ss); err != nil {
 		t.Fatal(err)
 	}
-	return len(ss)
+	n := 0
+	for _, s := range ss {
+		if s.Agent != "reviewer" && s.Agent != "planner" {
+			n++
+		}
+	}
+	return n
 }
 
 // TestRunDiamondRetriesAndExhausts: a diamond of dependencies plus a task
@@ -248,13 +284,13 @@ func TestRunDiamondRetriesAndExhausts(t *testing.T) {
 	f := newRunFixture(t)
 	a := f.add(t, "A root", "pass")
 	b := f.add(t, "B needs its DoD feedback", "dodfix", "--blocked-by", a, "--dod", `test -f fixed-*.txt || { echo "fixed file missing: DOD-$((6*7))-FAIL"; exit 1; }`)
-	c := f.add(t, "C", "pass", "--blocked-by", a)
+	c := f.add(t, "C reviewed NG once", "reviewfix", "--blocked-by", a)
 	d := f.add(t, "D joins", "pass", "--blocked-by", b, "--blocked-by", c)
 	e := f.add(t, "E breaks its scope", "scope", "--assignee", "narrow")
 	g := f.add(t, "G after E", "pass", "--blocked-by", e)
 	x := f.add(t, "X fails once", "failonce")
 
-	out, errOut, code := agentmine(t, f.repo, "run", "--parallel", "3", "--merge", "--max-loops", "2", "--json")
+	out, errOut, code := agentmine(t, f.repo, "run", "--parallel", "3", "--review", "--merge", "--max-loops", "2", "--json")
 	if code != 1 {
 		t.Fatalf("run exit %d, want 1 (E exhausted)\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -271,7 +307,7 @@ func TestRunDiamondRetriesAndExhausts(t *testing.T) {
 	if n := sessionsOf(t, f.repo, g); n != 0 {
 		t.Errorf("G (blocked by exhausted E) had %d sessions, want none", n)
 	}
-	for id, n := range map[string]int{a: 1, b: 2, c: 1, d: 1, e: 2, x: 2} {
+	for id, n := range map[string]int{a: 1, b: 2, c: 2, d: 1, e: 2, x: 2} {
 		if got := sessionsOf(t, f.repo, id); got != n {
 			t.Errorf("task %s: %d sessions, want %d", id[:8], got, n)
 		}
@@ -283,8 +319,39 @@ func TestRunDiamondRetriesAndExhausts(t *testing.T) {
 			retried = append(retried, ev)
 		}
 	}
-	if len(retried) != 3 {
-		t.Errorf("%d retried events, want 3 (B, E, X): %+v", len(retried), retried)
+	if len(retried) != 4 {
+		t.Errorf("%d retried events, want 4 (B, C, E, X): %+v", len(retried), retried)
+	}
+	// C: reviewed NG once with the reason, then OK.
+	var verdicts []string
+	for _, ev := range evs {
+		if ev.Event == pipeline.EvReviewed && ev.Task == c {
+			verdicts = append(verdicts, ev.Verdict+":"+ev.Reason)
+		}
+	}
+	if len(verdicts) != 2 || !strings.HasPrefix(verdicts[0], "NG:REVIEW-WANTS-POLISH") || verdicts[1] != "OK:" {
+		t.Errorf("C's reviews: %q, want NG with the reason, then OK", verdicts)
+	}
+	if got := run(t, f.repo, "git", "show", "main:done-"+c+".txt"); got != "polished" {
+		t.Errorf("C merged %q, want the polished retry", got)
+	}
+	// Each Task Note lists its attempts; E's says it is exhausted.
+	st, err := gitstore.Open(context.Background(), f.repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, n := range map[string]int{a: 1, b: 2, c: 2, e: 2, x: 2} {
+		note, err := tasknote.Read(context.Background(), st, id)
+		if err != nil {
+			t.Errorf("task %s: %v", id[:8], err)
+			continue
+		}
+		if len(note.Attempts) != n {
+			t.Errorf("task note of %s lists %d attempts, want %d", id[:8], len(note.Attempts), n)
+		}
+		if want := map[bool]string{true: "exhausted", false: "done"}[id == e]; note.State != want {
+			t.Errorf("task note of %s: state %q, want %q", id[:8], note.State, want)
+		}
 	}
 	for _, ev := range retried {
 		if ev.Attempt != 2 || ev.MaxLoops != 2 {
