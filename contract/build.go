@@ -28,7 +28,15 @@ func NewTask(b *board.Board, id string) TaskJSON {
 		WaitingOn: nonNil(r.Waiting), Description: t.Description, Type: t.Type, Priority: t.Priority,
 		Parent: t.Parent, BlockedBy: nonNil(t.BlockedBy), Labels: nonNil(t.Labels), Assignee: t.Assignee,
 		DoD: nonNil(t.DoD), Base: t.Base, Acceptance: nonNil(t.Acceptance), Created: t.Created, Updated: t.Updated,
-		Cancelled: t.Cancelled, Reopened: t.Reopened, Exhausted: t.Exhausted, Commit: e.Commit, Session: r.Session}
+		Cancelled: t.Cancelled, Reopened: t.Reopened, Exhausted: t.Exhausted, Commit: e.Commit, Session: r.Session, Criteria: criteria(t)}
+}
+
+func criteria(t tasks.Task) []Criterion {
+	out := make([]Criterion, len(t.Acceptance))
+	for i, c := range t.Acceptance {
+		out[i] = Criterion{ID: tasks.CriterionID(i), Text: c}
+	}
+	return out
 }
 
 // NewTaskDetail is the document of task id as task show prints it: the
@@ -37,6 +45,11 @@ func NewTaskDetail(b *board.Board, id string, now time.Time) TaskJSON {
 	j := NewTask(b, id)
 	j.Extra = LatestSession(b.Sessions, id, b.Here, now)
 	j.Usage = TaskUsage(b.Sessions, id)
+	for _, r := range b.Sessions {
+		if r.Session.ID == j.Session {
+			j.Review = r.Review
+		}
+	}
 	return j
 }
 
@@ -95,7 +108,8 @@ func NewSession(r sessions.Record, here board.Here, now time.Time, tail int) Ses
 	j := SessionJSON{V: output.SchemaVersion, ID: s.ID, ShortID: s.ID[:8], Task: s.Task, Agent: s.Agent, Client: s.Client,
 		Version: s.ClientVersion, Mode: s.Mode, Branch: s.Branch, BaseRef: s.BaseRef, Base: s.BaseCommit, Worktree: s.Worktree, Host: s.Host,
 		Pid: s.Pid, Started: s.Started, Timeout: s.Timeout, State: SessionState(r, here, now), Log: s.Log, Outcome: r.Outcome,
-		Sealed: s.Seal != nil, Forged: r.Forged, WorkerPid: s.WorkerPid}
+		Sealed: s.Seal != nil, Forged: r.Forged, WorkerPid: s.WorkerPid, Role: s.Role, Reviews: s.Reviews,
+		Review: r.Review, ForgedReviews: r.ForgedReviews}
 	end := now
 	if r.Outcome != nil {
 		end = r.Outcome.Finished

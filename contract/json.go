@@ -18,35 +18,46 @@ import (
 
 // TaskJSON is the --json form of a task (docs/json.md).
 type TaskJSON struct {
-	V            int          `json:"v"`
-	ID           string       `json:"id"`
-	ShortID      string       `json:"short_id"`
-	Title        string       `json:"title"`
-	Status       string       `json:"status"`
-	StatusReason string       `json:"status_reason"`
-	Blocked      bool         `json:"blocked"`
-	Ready        bool         `json:"ready"`
-	WaitingOn    []string     `json:"waiting_on"`
-	Description  string       `json:"description"`
-	Type         string       `json:"type"`
-	Priority     string       `json:"priority"`
-	Parent       string       `json:"parent"`
-	BlockedBy    []string     `json:"blocked_by"`
-	Labels       []string     `json:"labels"`
-	Assignee     string       `json:"assignee"`
-	DoD          []string     `json:"dod"`
-	Base         string       `json:"base"`
-	Acceptance   []string     `json:"acceptance"`
-	Created      tasks.Stamp  `json:"created"`
-	Updated      tasks.Stamp  `json:"updated"`
-	Cancelled    *tasks.Fact  `json:"cancelled"`
-	Reopened     *tasks.Fact  `json:"reopened"`
-	Exhausted    *tasks.Fact  `json:"exhausted,omitempty"`
-	Commit       string       `json:"commit"`
-	Session      string       `json:"session,omitempty"`
-	Extra        *SessionJSON `json:"latest_session,omitempty"`
+	V            int      `json:"v"`
+	ID           string   `json:"id"`
+	ShortID      string   `json:"short_id"`
+	Title        string   `json:"title"`
+	Status       string   `json:"status"`
+	StatusReason string   `json:"status_reason"`
+	Blocked      bool     `json:"blocked"`
+	Ready        bool     `json:"ready"`
+	WaitingOn    []string `json:"waiting_on"`
+	Description  string   `json:"description"`
+	Type         string   `json:"type"`
+	Priority     string   `json:"priority"`
+	Parent       string   `json:"parent"`
+	BlockedBy    []string `json:"blocked_by"`
+	Labels       []string `json:"labels"`
+	Assignee     string   `json:"assignee"`
+	DoD          []string `json:"dod"`
+	Base         string   `json:"base"`
+	Acceptance   []string `json:"acceptance"`
+	// Criteria are the acceptance criteria with their ids (AC-1, …).
+	Criteria  []Criterion  `json:"criteria"`
+	Created   tasks.Stamp  `json:"created"`
+	Updated   tasks.Stamp  `json:"updated"`
+	Cancelled *tasks.Fact  `json:"cancelled"`
+	Reopened  *tasks.Fact  `json:"reopened"`
+	Exhausted *tasks.Fact  `json:"exhausted,omitempty"`
+	Commit    string       `json:"commit"`
+	Session   string       `json:"session,omitempty"`
+	Extra     *SessionJSON `json:"latest_session,omitempty"`
 	// Usage sums the usage every session of the task reported.
 	Usage *sessions.Usage `json:"usage,omitempty"`
+	// Review is the review of the session that decided the status (task
+	// show only); nil when it was not reviewed.
+	Review *sessions.Review `json:"review,omitempty"`
+}
+
+// Criterion is an acceptance criterion with its id.
+type Criterion struct {
+	ID   string `json:"id"`
+	Text string `json:"text"`
 }
 
 // SessionJSON is the --json form of a session (session list/show, worker
@@ -81,6 +92,14 @@ type SessionJSON struct {
 
 	// WorkerPid is the worker's own pid, as its supervisor recorded it.
 	WorkerPid int `json:"worker_pid,omitempty"`
+	// Role is "planner" or "reviewer" for those runs, absent for a
+	// worker's; Reviews is the session a reviewer reviewed.
+	Role    string `json:"role,omitempty"`
+	Reviews string `json:"reviews,omitempty"`
+	// Review is the session's review, ForgedReviews the review lines
+	// rejected as unproven.
+	Review        *sessions.Review   `json:"review,omitempty"`
+	ForgedReviews []sessions.Forgery `json:"forged_reviews,omitempty"`
 }
 
 // BoardJSON is `status --json`: the board.

@@ -24,7 +24,7 @@ import (
 // The templates are real files, so that they read (and can be checked) as
 // the TOML and Markdown they become.
 //
-//go:embed templates/config.toml templates/coder.toml templates/coder.md
+//go:embed templates/config.toml templates/coder.toml templates/coder.md templates/planner.toml templates/planner.md templates/reviewer.toml templates/reviewer.md
 var templates embed.FS
 
 // File is one file to create: its path relative to the top of the working
@@ -54,6 +54,10 @@ func Files(base string) ([]File, error) {
 	for _, f := range []struct{ rel, tmpl string }{
 		{agents.Dir + "/coder.toml", "templates/coder.toml"},
 		{agents.PromptDir + "/coder.md", "templates/coder.md"},
+		{agents.Dir + "/planner.toml", "templates/planner.toml"},
+		{agents.PromptDir + "/planner.md", "templates/planner.md"},
+		{agents.Dir + "/reviewer.toml", "templates/reviewer.toml"},
+		{agents.PromptDir + "/reviewer.md", "templates/reviewer.md"},
 	} {
 		data, err := templates.ReadFile(f.tmpl)
 		if err != nil {

@@ -23,7 +23,8 @@ func TestFilesAreWhatTheirReadersAccept(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []string{config.File, agents.Dir + "/coder.toml", agents.PromptDir + "/coder.md"}
+		want := []string{config.File, agents.Dir + "/coder.toml", agents.PromptDir + "/coder.md",
+			agents.Dir + "/planner.toml", agents.PromptDir + "/planner.md", agents.Dir + "/reviewer.toml", agents.PromptDir + "/reviewer.md"}
 		if strings.Join(res.Created, " ") != strings.Join(want, " ") || len(res.Kept) != 0 {
 			t.Fatalf("created %v kept %v, want %v", res.Created, res.Kept, want)
 		}
@@ -35,11 +36,13 @@ func TestFilesAreWhatTheirReadersAccept(t *testing.T) {
 			t.Errorf("base %q: settings hold base=%q (set %v)", base, got, set)
 		}
 		defs, problems, err := agents.Load(top)
-		if err != nil || len(problems) != 0 || len(defs) != 1 || defs[0].Name != "coder" {
+		if err != nil || len(problems) != 0 || len(defs) != 3 || defs[0].Name != "coder" || defs[1].Role != agents.RolePlanner || defs[2].Role != agents.RoleReviewer {
 			t.Fatalf("agents: %v %v %v", defs, problems, err)
 		}
-		if ps := agents.Validate(top, defs[0]); len(ps) != 0 {
-			t.Errorf("the starter agent does not validate: %v", ps)
+		for _, d := range defs {
+			if ps := agents.Validate(top, d); len(ps) != 0 {
+				t.Errorf("the starter agent %s does not validate: %v", d.Name, ps)
+			}
 		}
 	}
 }
@@ -62,14 +65,14 @@ func TestWriteNeverOverwrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Created) != 2 || strings.Join(res.Kept, " ") != config.File {
+	if len(res.Created) != 6 || strings.Join(res.Kept, " ") != config.File {
 		t.Errorf("created %v kept %v", res.Created, res.Kept)
 	}
 	if data, _ := os.ReadFile(mine); string(data) != "base = \"trunk\"\n" {
 		t.Errorf("existing settings changed to %q", data)
 	}
 	again, err := Write(top, files)
-	if err != nil || len(again.Created) != 0 || len(again.Kept) != 3 {
+	if err != nil || len(again.Created) != 0 || len(again.Kept) != 7 {
 		t.Errorf("second write: %+v %v", again, err)
 	}
 }

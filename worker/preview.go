@@ -37,7 +37,14 @@ func (e *Env) ResolveAgent(flag string, t tasks.Task) (agents.Agent, error) {
 	if name == "" {
 		name = e.Cfg.DefaultAgent
 	}
-	return agents.Get(e.Top, name)
+	a, err := agents.Get(e.Top, name)
+	if err != nil {
+		return agents.Agent{}, err
+	}
+	if a.RoleOr() != agents.RoleWorker {
+		return agents.Agent{}, exitcode.New(exitcode.Config, fmt.Errorf("agent %s is a %s, not a worker: a worker run needs an agent with role worker", a.Name, a.RoleOr()), "")
+	}
+	return a, nil
 }
 
 // PreviewRun builds the prompt and command line for a task.

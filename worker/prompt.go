@@ -33,8 +33,8 @@ func BuildPrompt(top string, t tasks.Task, short string, ag agents.Agent, spec s
 	}
 	if len(t.Acceptance) > 0 {
 		b.WriteString("## Acceptance criteria\n\n")
-		for _, c := range t.Acceptance {
-			fmt.Fprintf(&b, "- [ ] %s\n", c)
+		for i, c := range t.Acceptance {
+			fmt.Fprintf(&b, "- [ ] %s: %s\n", tasks.CriterionID(i), c)
 		}
 		b.WriteString("\n")
 	}

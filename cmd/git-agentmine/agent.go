@@ -33,7 +33,7 @@ func agentView(top string, cfg config.Config, d agents.Agent) agentJSON {
 		ps = []agents.Problem{}
 	}
 	return agentJSON{V: output.SchemaVersion, Name: d.Name, File: d.File, Description: d.Description,
-		Client: d.ClientOr(cfg.Client), Model: d.Model, Command: strs(d.Command), PromptFile: d.PromptPath(top),
+		Role: d.RoleOr(), Client: d.ClientOr(cfg.Client), Model: d.Model, Command: strs(d.Command), PromptFile: d.PromptPath(top),
 		Timeout: int(d.TimeoutOr(cfg.Timeout).Seconds()), DoD: strs(d.DoD),
 		Scope: agents.Scope{Read: strs(d.Scope.Read), Write: strs(d.Scope.Write), Exclude: strs(d.Scope.Exclude)},
 		Valid: len(ps) == 0, Problems: ps}
@@ -125,7 +125,7 @@ func (c *AgentListCmd) Run(a *App) error {
 		a.P.Notef("no agents defined in %s (run: git agentmine init)\n", agents.Dir)
 		return nil
 	}
-	tb := a.P.NewTable("NAME", "CLIENT", "MODEL", "TIMEOUT", "WRITE", "STATE", "DESCRIPTION")
+	tb := a.P.NewTable("NAME", "ROLE", "CLIENT", "MODEL", "TIMEOUT", "WRITE", "STATE", "DESCRIPTION")
 	for _, v := range vs {
 		state, color := "ok", output.Green
 		switch {
@@ -142,8 +142,12 @@ func (c *AgentListCmd) Run(a *App) error {
 		if name == cfg.DefaultAgent {
 			name += "*"
 		}
-		tb.ColorRow([]string{output.Cyan, "", "", "", "", color, ""}, name, v.Client, v.Model, timeout,
-			strings.Join(v.Scope.Write, ","), state, v.Description)
+		write := strings.Join(v.Scope.Write, ",")
+		if v.Role != agents.RoleWorker && v.Error == "" {
+			write = "(read-only)"
+		}
+		tb.ColorRow([]string{output.Cyan, "", "", "", "", "", color, ""}, name, v.Role, v.Client, v.Model, timeout,
+			write, state, v.Description)
 	}
 	tb.Flush()
 	return nil

@@ -20,8 +20,10 @@ import (
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
 	"github.com/git-agentmine/git-agentmine/memory"
 	"github.com/git-agentmine/git-agentmine/merge"
+	"github.com/git-agentmine/git-agentmine/plan"
 	"github.com/git-agentmine/git-agentmine/replica"
 	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/tasknote"
 	"github.com/git-agentmine/git-agentmine/verify"
 )
 
@@ -655,7 +657,8 @@ func TestJSONDocCoversOutputs(t *testing.T) {
 		check(typ, fields)
 	}
 	for _, v := range []any{merge.Result{}, replica.Report{}, memory.ImportResult{}, sessions.Outcome{},
-		sessions.Seal{}, sessions.Supervisor{}, sessions.Forgery{},
+		sessions.Seal{}, sessions.Supervisor{}, sessions.Forgery{}, sessions.Review{},
+		tasknote.Note{}, tasknote.Attempt{}, tasknote.Criterion{}, plan.Plan{}, plan.Child{}, plan.Rewrite{},
 		verify.Verdict{}, verify.Violation{}, verify.Change{}, verify.DoDResult{}, verify.CommandResult{}} {
 		typ := reflect.TypeOf(v)
 		fields := jsonFields(typ)

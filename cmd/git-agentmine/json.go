@@ -7,7 +7,10 @@ import (
 	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/memory"
+	"github.com/git-agentmine/git-agentmine/plan"
 	"github.com/git-agentmine/git-agentmine/replica"
+	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/tasknote"
 )
 
 // The --json outputs of the commands, in one place: docs/json.md documents
@@ -35,6 +38,7 @@ type agentJSON struct {
 	Name        string           `json:"name"`
 	File        string           `json:"file"`
 	Description string           `json:"description"`
+	Role        string           `json:"role"`
 	Client      string           `json:"client"`
 	Model       string           `json:"model"`
 	Command     []string         `json:"command"`
@@ -219,4 +223,29 @@ type installManJSON struct {
 	// PATH without MANPATH: the page is in <bin>/../share/man/man1 of a
 	// PATH directory <bin> that holds git-agentmine.
 	Found bool `json:"found"`
+}
+
+// planJSON is `plan --json` and `task import --json`.
+type planJSON struct {
+	V       int    `json:"v"`
+	DryRun  bool   `json:"dry_run"`
+	Session string `json:"planner_session,omitempty"`
+	Summary string `json:"summary"`
+	// Plan is the plan as read.
+	Plan plan.Plan `json:"plan"`
+	// Created are the tasks created, in the plan's order.
+	Created []contract.TaskJSON `json:"created"`
+}
+
+// reviewJSON is `review --json`.
+type reviewJSON struct {
+	V      int              `json:"v"`
+	Task   string           `json:"task"`
+	Review *sessions.Review `json:"review"`
+}
+
+// taskNoteJSON is `task note --json`.
+type taskNoteJSON struct {
+	V int `json:"v"`
+	tasknote.Note
 }

@@ -25,6 +25,8 @@ type TaskCmd struct {
 	Ready  TaskReadyCmd  `cmd:"" help:"List open tasks whose blockers are all done."`
 	Tree   TaskTreeCmd   `cmd:"" help:"Show tasks as a parent/child tree with their blockers."`
 	Log    TaskLogCmd    `cmd:"" help:"Show a task's history from its commit chain."`
+	Import TaskImportCmd `cmd:"" help:"Create tasks from a plan JSON file or AgentRunner's task.yaml, all at once or not at all."`
+	Note   TaskNoteCmd   `cmd:"" help:"Print a task's Task Note: its attempts, reviews, criteria and final diff (Markdown)."`
 }
 
 // TaskAddCmd is `task add`.
@@ -39,7 +41,7 @@ type TaskAddCmd struct {
 	Assignee    string   `help:"Agent name or person."`
 	DoD         []string `name:"dod" sep:"none" help:"Definition-of-Done command (repeatable); overrides the agent's."`
 	Base        string   `help:"Base ref for this task's branches (default: the project base)."`
-	Acceptance  []string `sep:"none" help:"Acceptance criterion (repeatable)."`
+	Acceptance  []string `name:"criterion" aliases:"acceptance" sep:"none" help:"Acceptance criterion (repeatable; ids AC-1, AC-2, … in this order)."`
 }
 
 // Run creates the task.
@@ -150,7 +152,7 @@ type TaskUpdateCmd struct {
 	RemoveBlockedBy []string  `name:"remove-blocked-by" sep:"none" help:"Remove a blocker (repeatable)."`
 	DoD             *[]string `name:"dod" sep:"none" help:"Replace the DoD commands (repeatable)."`
 	ClearDoD        bool      `name:"clear-dod" help:"Remove the task's DoD commands (the agent's apply again)."`
-	Acceptance      *[]string `sep:"none" help:"Replace the acceptance criteria (repeatable)."`
+	Acceptance      *[]string `name:"criterion" aliases:"acceptance" sep:"none" help:"Replace the acceptance criteria (repeatable; renumbered AC-1, AC-2, …)."`
 }
 
 // Run applies the update.
@@ -381,6 +383,19 @@ func taskUsage(recs []sessions.Record, id string) *sessions.Usage {
 
 func (v *view) taskJSON(id string) taskJSON { return contract.NewTask(v.Loaded, id) }
 
+// review returns the review of session sid, nil if it has none.
+func (v *view) review(sid string) *sessions.Review {
+	if sid == "" {
+		return nil
+	}
+	for _, r := range v.Loaded.Sessions {
+		if r.Session.ID == sid {
+			return r.Review
+		}
+	}
+	return nil
+}
+
 func nonNil[T any](s []T) []T {
 	if s == nil {
 		return []T{}
@@ -482,6 +497,7 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 		j := v.taskJSON(id)
 		j.Extra = latestSession(a, v, id)
 		j.Usage = taskUsage(a.sessions, id)
+		j.Review = v.review(j.Session)
 		return a.P.PrintJSON(j)
 	}
 	if a.G.Quiet {
@@ -538,8 +554,17 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 	}
 	if len(t.Acceptance) > 0 {
 		p.Printf("\n  Acceptance criteria:\n")
-		for _, c := range t.Acceptance {
-			p.Printf("  - %s\n", c)
+		for i, c := range t.Acceptance {
+			p.Printf("  - %s: %s\n", tasks.CriterionID(i), c)
+		}
+	}
+	if rv := v.review(r.Session); rv != nil {
+		p.Printf("\n  review:    %s by %s at %s\n", rv.Verdict, rv.Agent, rv.Finished.Format(time.RFC3339))
+		for _, why := range rv.Reasons {
+			p.Printf("  - %s\n", why)
+		}
+		if rv.FollowUp != "" {
+			p.Printf("  follow-up: %s\n", rv.FollowUp)
 		}
 	}
 	printSessionSummary(a, v, id)
