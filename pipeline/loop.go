@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -58,30 +59,56 @@ type Hooks struct {
 }
 
 // DefaultHooks connects the loop to the reviewer, planner and Task Note of
-// env's repository (package roles and tasknote).
-func DefaultHooks(env *worker.Env) Hooks {
+// env's repository. Reviewers and planners run in a process of their own,
+// self(args...) (this program with those arguments): a process that
+// supervises an agent run ends, when the run is over, every descendant in
+// another session that started meanwhile (launch.Reaper), and the workers'
+// detached supervisors are the loop's descendants.
+func DefaultHooks(env *worker.Env, self func(args ...string) []string) Hooks {
 	return Hooks{
 		Review: func(ctx context.Context, rec sessions.Record) (Verdict, error) {
-			r, err := roles.Review(ctx, env, rec.Session.ID, roles.ReviewOptions{})
+			code, msg, err := runSelf(ctx, env, self("review", rec.Session.ID))
 			if err != nil {
 				return Verdict{}, err
 			}
-			return Verdict{Verdict: r.Review.Verdict, Reasons: r.Review.Reasons, FollowUp: r.Review.FollowUp, Reviewer: r.Review.Agent}, nil
+			if code != 0 && code != exitcode.Failed {
+				err := fmt.Errorf("reviewing session %s: %s", short(rec.Session.ID), msg)
+				switch code {
+				case exitcode.Usage, exitcode.Config, exitcode.NotFound:
+					return Verdict{}, exitcode.New(code, err, "")
+				}
+				return Verdict{}, &infraError{err}
+			}
+			got, err := sessions.Get(ctx, env.St, rec.Session.ID)
+			if err != nil {
+				return Verdict{}, err
+			}
+			if got.Review == nil {
+				return Verdict{}, &infraError{fmt.Errorf("reviewing session %s: no verdict was recorded (exit %d: %s)", short(rec.Session.ID), code, msg)}
+			}
+			r := got.Review
+			return Verdict{Verdict: r.Verdict, Reasons: r.Reasons, FollowUp: r.FollowUp, Reviewer: r.Agent}, nil
 		},
-		Retryable: roles.Retryable,
+		Retryable: func(err error) bool {
+			var ie *infraError
+			return errors.As(err, &ie)
+		},
 		Replan: func(ctx context.Context, taskID string, reasons []string) ([]string, error) {
 			if _, err := roles.PickAgent(env.Top, agents.RolePlanner, ""); err != nil {
 				return nil, nil // no planner configured: a new attempt with the reasons
 			}
-			p, err := roles.Replan(ctx, env, taskID, reasons, roles.PlanOptions{})
+			args := []string{"run", "replan", taskID}
+			for _, r := range reasons {
+				args = append(args, "--reason", r)
+			}
+			code, out, err := runSelf(ctx, env, self(args...))
 			if err != nil {
 				return nil, err
 			}
-			var ids []string
-			for _, c := range p.Created {
-				ids = append(ids, c.ID)
+			if code != 0 {
+				return nil, fmt.Errorf("replanning task %s: %s", short(taskID), out)
 			}
-			return ids, nil
+			return strings.Fields(out), nil
 		},
 		Note: func(ctx context.Context, taskID, exhausted string) error {
 			o := tasknote.Options{By: "agentmine run"}
@@ -92,6 +119,32 @@ func DefaultHooks(env *worker.Env) Hooks {
 			return err
 		},
 	}
+}
+
+// infraError is a reviewer or planner run that produced no answer: retried
+// with backoff.
+type infraError struct{ err error }
+
+func (e *infraError) Error() string { return e.err.Error() }
+func (e *infraError) Unwrap() error { return e.err }
+
+// runSelf runs argv in the repository and returns its exit code and, on
+// success its stdout, else the first line of its stderr (without
+// "error: ").
+func runSelf(ctx context.Context, env *worker.Env, argv []string) (int, string, error) {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = env.Top
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.ExitCode(), strings.TrimPrefix(firstLine(errb.String()), "error: "), nil
+	case err != nil:
+		return 0, "", fmt.Errorf("running %s: %w", filepath.Base(argv[0]), err)
+	}
+	return 0, strings.TrimSpace(out.String()), nil
 }
 
 // IsWorkerSession reports whether a session is a worker's attempt (planner
@@ -307,6 +360,12 @@ func resolveTargets(b *board.Board, prefixes []string) ([]string, error) {
 		}
 		add(id)
 	}
+	// A task split into children (a goal a planner split) is settled by
+	// them: only leaves get workers.
+	out = slices.DeleteFunc(out, func(id string) bool { return len(b.Tasks.Children(id)) > 0 })
+	if len(out) == 0 {
+		return nil, exitcode.New(exitcode.State, errors.New("nothing to run: the targets have no tasks without children"), "")
+	}
 	sort.Strings(out)
 	return out, nil
 }
@@ -519,6 +578,9 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 		ts := s.stateOf(b, id)
 		if _, ok := s.claimed[id]; ok {
 			continue
+		}
+		if len(b.Tasks.Children(id)) > 0 {
+			continue // split by a replan: its children are targets now
 		}
 		switch {
 		case ts.res.Status == status.Done:
@@ -906,8 +968,12 @@ func (s *Supervisor) finish(ctx context.Context) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	sum := Summary{Run: s.rec.Name, Total: len(s.rec.Targets)}
+	sum := Summary{Run: s.rec.Name}
 	for _, id := range s.order(b) {
+		if len(b.Tasks.Children(id)) > 0 {
+			continue // split by a replan: its children count instead
+		}
+		sum.Total++
 		ts := s.stateOf(b, id)
 		res := b.Status[id]
 		t := TaskSummary{ID: id, Title: ts.task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: len(ts.attempts)}

@@ -28,6 +28,31 @@ type RunCmd struct {
 	Start  RunStartCmd  `cmd:"" default:"withargs" help:"Run ready tasks in parallel until every target is done, failed or exhausted (the default subcommand)."`
 	Status RunStatusCmd `cmd:"" help:"Show runs: progress, attempts, running workers and the log."`
 	Stop   RunStopCmd   `cmd:"" help:"Stop a run and the workers it started, recording why."`
+	Replan RunReplanCmd `cmd:"" hidden:"" help:"Give a task reviewed NG back to the planner (the run supervisor's helper)."`
+}
+
+// RunReplanCmd is the hidden `run replan TASK --reason R...`: the run
+// supervisor runs planners in a process of their own (see
+// pipeline.DefaultHooks). It prints the ids of the children created.
+type RunReplanCmd struct {
+	Task    string   `arg:""`
+	Reasons []string `name:"reason" sep:"none"`
+}
+
+// Run replans the task.
+func (c *RunReplanCmd) Run(a *App) error {
+	env, err := workerEnv(a, nil)
+	if err != nil {
+		return err
+	}
+	p, err := roles.Replan(a.Ctx, env, c.Task, c.Reasons, roles.PlanOptions{})
+	if err != nil {
+		return err
+	}
+	for _, t := range p.Created {
+		a.P.Printf("%s\n", t.ID)
+	}
+	return nil
 }
 
 // RunStartCmd is `run [TASK...]`.
@@ -74,7 +99,9 @@ func (c *RunStartCmd) Run(a *App) error {
 	defer stop()
 	render := newRunRenderer(a)
 	o.Events = render.event
-	sup, err := pipeline.Start(ctx, env, o, pipeline.DefaultHooks(env))
+	sup, err := pipeline.Start(ctx, env, o, pipeline.DefaultHooks(env, func(args ...string) []string {
+		return append([]string{a.Args0, "-C", env.Top}, args...)
+	}))
 	if err != nil {
 		return err
 	}

@@ -282,19 +282,58 @@ func TestRunDiamondRetriesAndExhausts(t *testing.T) {
 		t.Skip("slow: a whole run of real workers")
 	}
 	f := newRunFixture(t)
-	a := f.add(t, "A root", "pass")
-	b := f.add(t, "B needs its DoD feedback", "dodfix", "--blocked-by", a, "--dod", `test -f fixed-*.txt || { echo "fixed file missing: DOD-$((6*7))-FAIL"; exit 1; }`)
-	c := f.add(t, "C reviewed NG once", "reviewfix", "--blocked-by", a)
-	d := f.add(t, "D joins", "pass", "--blocked-by", b, "--blocked-by", c)
-	e := f.add(t, "E breaks its scope", "scope", "--assignee", "narrow")
-	g := f.add(t, "G after E", "pass", "--blocked-by", e)
-	x := f.add(t, "X fails once", "failonce")
+	// The scripted planner splits the goal; asked again after C's NG
+	// review, it rewrites C's description (keeping its behaviour).
+	plan := `{"summary": "a diamond, a scope breaker and its dependent, one that fails once",
+  "tasks": [
+    {"key": "a", "title": "A root", "description": "BEHAVIOUR=pass"},
+    {"key": "b", "title": "B needs its DoD feedback", "description": "BEHAVIOUR=dodfix", "blocked_by": ["a"],
+     "dod": ["test -f fixed-*.txt || { echo \"fixed file missing: DOD-$((6*7))-FAIL\"; exit 1; }"]},
+    {"key": "c", "title": "C reviewed NG once", "description": "BEHAVIOUR=reviewfix", "blocked_by": ["a"],
+     "acceptance_criteria": ["the text is polished"]},
+    {"key": "d", "title": "D joins", "description": "BEHAVIOUR=pass", "blocked_by": ["b", "c"]},
+    {"key": "e", "title": "E breaks its scope", "description": "BEHAVIOUR=scope", "agent": "narrow"},
+    {"key": "g", "title": "G after E", "description": "BEHAVIOUR=pass", "blocked_by": ["e"]},
+    {"key": "x", "title": "X fails once", "description": "BEHAVIOUR=failonce"}]}`
+	replan := `{"tasks": [], "rewrite": {"description": "BEHAVIOUR=reviewfix (the reviewer wants it polished)", "reason": "the reviewer asked for polish"}}`
+	dir := t.TempDir()
+	gittest.WriteFiles(t, dir, map[string]string{"plan.json": plan, "replan.json": replan,
+		"planner.sh": "#!/bin/sh\nif grep -q REVIEW-WANTS-POLISH \"$1\"; then cp " + filepath.Join(dir, "replan.json") + " \"$2\"; else cp " + filepath.Join(dir, "plan.json") + " \"$2\"; fi\n"})
+	gittest.WriteFiles(t, f.repo, map[string]string{".agentmine/agents/planner.toml": fmt.Sprintf("role = \"planner\"\nclient = \"custom\"\ncommand = [\"sh\", %q, \"{prompt_file}\", \"{output_file}\"]\n", filepath.Join(dir, "planner.sh"))})
+	gittest.Git(t, f.repo, "add", "-A")
+	gittest.Git(t, f.repo, "commit", "-qm", "planner")
+	goal := run(t, f.repo, "git", "agentmine", "task", "add", "The goal", "-q")
+	run(t, f.repo, "git", "agentmine", "plan", goal)
+	var list []struct {
+		ID    string `json:"id"`
+		Title string `json:"title"`
+	}
+	if err := json.Unmarshal([]byte(run(t, f.repo, "git", "agentmine", "task", "list", "--json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, x := range list {
+		ids[x.Title[:1]] = x.ID
+	}
+	a, b, c, d, e, g, x := ids["A"], ids["B"], ids["C"], ids["D"], ids["E"], ids["G"], ids["X"]
+	if len(ids) != 8 {
+		t.Fatalf("the plan made %d tasks (with the goal), want 8: %v", len(ids), ids)
+	}
 
-	out, errOut, code := agentmine(t, f.repo, "run", "--parallel", "3", "--review", "--merge", "--max-loops", "2", "--json")
+	out, errOut, code := agentmine(t, f.repo, "run", goal, "--parallel", "3", "--review", "--merge", "--max-loops", "2", "--json")
 	if code != 1 {
 		t.Fatalf("run exit %d, want 1 (E exhausted)\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	evs := runEvents(t, out)
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := filepath.Glob(filepath.Join(f.repo, ".git", "agentmine", "logs", "*.supervisor"))
+			for _, l := range logs {
+				data, _ := os.ReadFile(l)
+				t.Logf("%s:\n%s", filepath.Base(l), data)
+			}
+		}
+	})
 	want := map[string]string{a: "done", b: "done", c: "done", d: "done", e: "failed", g: "open", x: "done"}
 	for id, st := range want {
 		if got, why := taskStatus(t, f.repo, id); got != st {
@@ -334,6 +373,10 @@ func TestRunDiamondRetriesAndExhausts(t *testing.T) {
 	}
 	if got := run(t, f.repo, "git", "show", "main:done-"+c+".txt"); got != "polished" {
 		t.Errorf("C merged %q, want the polished retry", got)
+	}
+	// The NG went back to the planner, which rewrote C (task history).
+	if log := run(t, f.repo, "git", "agentmine", "task", "log", c); !strings.Contains(log, "task replan") {
+		t.Errorf("C's history has no replan:\n%s", log)
 	}
 	// Each Task Note lists its attempts; E's says it is exhausted.
 	st, err := gitstore.Open(context.Background(), f.repo)
