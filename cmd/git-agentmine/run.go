@@ -342,38 +342,6 @@ type RunStatusCmd struct {
 	Log  int    `placeholder:"N" default:"5" help:"Log lines to show of a named run."`
 }
 
-// runStatusJSON is the --json form of a run (docs/json.md).
-type runStatusJSON struct {
-	pipeline.Record
-	// State is running, ended, or dead (no supervisor, not ended: start it again to resume).
-	State    string           `json:"state"`
-	Done     int              `json:"done"`
-	Total    int              `json:"total"`
-	Attempts int              `json:"attempts"`
-	Running  []runWorkerJSON  `json:"running"`
-	Statuses map[string]int   `json:"statuses"`
-	LogTail  []string         `json:"log_tail,omitempty"`
-	Tasks    []runTaskRowJSON `json:"tasks"`
-}
-
-// runWorkerJSON is one running worker of a run.
-type runWorkerJSON struct {
-	Session string    `json:"session"`
-	Task    string    `json:"task"`
-	Title   string    `json:"title"`
-	Started time.Time `json:"started"`
-	Pid     int       `json:"pid"`
-}
-
-// runTaskRowJSON is one target of a run.
-type runTaskRowJSON struct {
-	Task     string `json:"task"`
-	Title    string `json:"title"`
-	Status   string `json:"status"`
-	Reason   string `json:"reason"`
-	Attempts int    `json:"attempts"`
-}
-
 func newRunStatus(r pipeline.Record, b *board.Board) runStatusJSON {
 	j := runStatusJSON{Record: r, Total: len(r.Targets), Running: []runWorkerJSON{}, Statuses: map[string]int{}, Tasks: []runTaskRowJSON{}}
 	switch {
