@@ -587,3 +587,115 @@ func TestRunKilledAndResumed(t *testing.T) {
 		t.Errorf("run record after the resume: resumed %d, ended %+v", rec.Resumed, rec.Ended)
 	}
 }
+
+// TestRunTwoClonesClaim: two supervisors on two clones of one remote run
+// the same four tasks at the same moment; the claims on the remote let
+// each task start exactly once.
+func TestRunTwoClonesClaim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: two runs of real workers racing for claims")
+	}
+	f := newRunFixture(t)
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	gittest.Git(t, f.repo, "init", "-q", "--bare", remote)
+	gittest.Git(t, f.repo, "remote", "add", "origin", remote)
+	gittest.Git(t, f.repo, "push", "-q", "origin", "main")
+	run(t, f.repo, "git", "agentmine", "init", "--remote", "origin")
+	var ids []string
+	for i := 0; i < 4; i++ {
+		ids = append(ids, f.add(t, fmt.Sprintf("shared %d", i), "slow"))
+	}
+	run(t, f.repo, "git", "agentmine", "sync")
+	b := filepath.Join(t.TempDir(), "b")
+	gittest.Git(t, f.repo, "clone", "-q", "-b", "main", remote, b)
+	run(t, b, "git", "agentmine", "sync")
+	run(t, b, "git", "agentmine", "init", "--remote", "origin")
+
+	type result struct {
+		out, err string
+		code     int
+	}
+	res := make(chan result, 2)
+	for _, dir := range []string{f.repo, b} {
+		go func() {
+			out, errOut, code := agentmine(t, dir, "run", "--parallel", "4", "--json")
+			res <- result{out, errOut, code}
+		}()
+	}
+	started, refused := 0, 0
+	for i := 0; i < 2; i++ {
+		r := <-res
+		for _, e := range runEvents(t, r.out) {
+			if e.Event == pipeline.EvStarted || e.Event == pipeline.EvRetried {
+				started++
+			}
+			if e.Summary != nil {
+				for _, ts := range e.Summary.Tasks {
+					if strings.Contains(ts.Reason, "is claimed on origin by session") {
+						refused++
+					}
+				}
+			}
+		}
+		if r.code != 1 && r.code != 0 {
+			t.Errorf("run exit %d: %s", r.code, r.err)
+		}
+	}
+	if started != 4 {
+		t.Errorf("%d sessions started across both clones, want 4 (one per task)", started)
+	}
+	if refused == 0 {
+		t.Errorf("no supervisor was refused a claim: the race did not happen")
+	}
+	// Every session, from both clones, in one place.
+	run(t, b, "git", "agentmine", "sync")
+	run(t, f.repo, "git", "agentmine", "sync")
+	for _, id := range ids {
+		if n := sessionsOf(t, f.repo, id); n != 1 {
+			t.Errorf("task %s: %d sessions across both clones, want 1", id[:8], n)
+		}
+	}
+}
+
+// TestRunStallAndStartFailure: a worker that prints nothing and commits
+// nothing for its agent's stall_timeout is stopped and its attempt fails
+// as stalled; a worker whose client cannot be started is retried with
+// backoff (not an attempt) and the task ends exhausted after 3 tries.
+func TestRunStallAndStartFailure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: a stalled worker waited out and start failures backed off")
+	}
+	f := newRunFixture(t)
+	gittest.WriteFiles(t, f.repo, map[string]string{
+		".agentmine/agents/stuck.toml":   "client = \"custom\"\ncommand = [\"sleep\", \"60\"]\nstall_timeout = 1\n[scope]\nwrite = [\"**\"]\n",
+		".agentmine/agents/missing.toml": "client = \"custom\"\ncommand = [\"no-such-client-anywhere\"]\n[scope]\nwrite = [\"**\"]\n",
+	})
+	gittest.Git(t, f.repo, "add", "-A")
+	gittest.Git(t, f.repo, "commit", "-qm", "more agents")
+	stuck := f.add(t, "stuck", "none", "--assignee", "stuck")
+	missing := f.add(t, "missing", "none", "--assignee", "missing")
+	out, errOut, code := agentmine(t, f.repo, "run", "--max-loops", "1", "--parallel", "2", "--json")
+	if code != 1 {
+		t.Fatalf("run exit %d\n%s\n%s", code, out, errOut)
+	}
+	if st, why := taskStatus(t, f.repo, stuck); st != "failed" || !strings.Contains(why, "exhausted: 1 of 1 attempts used") || !strings.Contains(why, "stalled: no output and no new commit for 1s") {
+		t.Errorf("stuck: %s (%s), want failed, exhausted after a stalled attempt", st, why)
+	}
+	if st, why := taskStatus(t, f.repo, missing); st != "failed" || !strings.Contains(why, "could not start a worker 3 times") {
+		t.Errorf("missing: %s (%s), want exhausted after 3 start failures", st, why)
+	}
+	var sum *pipeline.Summary
+	for _, e := range runEvents(t, out) {
+		if e.Summary != nil {
+			sum = e.Summary
+		}
+	}
+	if sum == nil {
+		t.Fatal("no finished event")
+	}
+	for _, ts := range sum.Tasks {
+		if ts.ID == missing && ts.Attempts != 0 {
+			t.Errorf("start failures counted as %d attempts, want 0", ts.Attempts)
+		}
+	}
+}
