@@ -428,9 +428,6 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 	watched := map[int]bool{}
 	var watchMu sync.Mutex
 	for {
-		if ctx.Err() != nil && s.stopReason == "" {
-			s.stopReason, s.interrupted = "interrupted", true
-		}
 		b, err := s.load(context.WithoutCancel(ctx))
 		if err != nil {
 			return Summary{}, err
@@ -444,6 +441,15 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 			}
 			if rec.Supervisor.Pid != s.rec.Supervisor.Pid || rec.Supervisor.PidStart != s.rec.Supervisor.PidStart {
 				return Summary{}, exitcode.New(exitcode.State, fmt.Errorf("run %s was taken over by pid %d", s.rec.Name, rec.Supervisor.Pid), "")
+			}
+		}
+		if ctx.Err() != nil && s.stopReason == "" {
+			// SIGTERM (worker stop's signal, sent by run stop without a
+			// recorded reason) is a stop; Ctrl-C an interruption.
+			if errors.Is(context.Cause(ctx), launch.ErrStopRequested) {
+				s.stopReason = "stopped (SIGTERM)"
+			} else {
+				s.stopReason, s.interrupted = "interrupted", true
 			}
 		}
 		if s.rec.Deadline != nil && time.Now().After(*s.rec.Deadline) && s.stopReason == "" {

@@ -153,7 +153,7 @@ func (c *RunStartCmd) detach(a *App, env *worker.Env, o pipeline.Options) error 
 		return err
 	}
 	out := logDir + "/run-" + o.Name + ".out"
-	pid, _, err := launch.Detach(a.Ctx, argv, env.Top, nil, out)
+	pid, pstart, err := launch.Detach(a.Ctx, argv, env.Top, nil, out)
 	if err != nil {
 		return fmt.Errorf("starting the run's supervisor: %w", err)
 	}
@@ -173,7 +173,7 @@ func (c *RunStartCmd) detach(a *App, env *worker.Env, o pipeline.Options) error 
 			a.P.Printf("watch it with: git agentmine run status %s\n", r.Name)
 			return nil
 		}
-		if !launch.Alive(pid, 0) || time.Now().After(deadline) {
+		if !launch.Alive(pid, pstart) || time.Now().After(deadline) {
 			msg, _ := os.ReadFile(out)
 			return fmt.Errorf("the run's supervisor did not start: %s", firstLine(strings.TrimPrefix(string(msg), "error: ")))
 		}

@@ -468,6 +468,9 @@ func TestRunFeedbackReachesThePrompt(t *testing.T) {
 // TestRunBadInput: bad flags are one-line usage errors and nothing is
 // recorded.
 func TestRunBadInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: a dozen refused runs, each a process")
+	}
 	repo := testRepo(t)
 	run(t, repo, "git", "agentmine", "init")
 	id := run(t, repo, "git", "agentmine", "task", "add", "one", "-q")
@@ -697,5 +700,69 @@ func TestRunStallAndStartFailure(t *testing.T) {
 		if ts.ID == missing && ts.Attempts != 0 {
 			t.Errorf("start failures counted as %d attempts, want 0", ts.Attempts)
 		}
+	}
+}
+
+// TestRunDetachStatusStop: a run started with --detach is shown by run
+// status while it runs (its workers, its log), and run stop ends its
+// workers and records why.
+func TestRunDetachStatusStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: a background run of real workers, stopped")
+	}
+	f := newRunFixture(t)
+	gittest.WriteFiles(t, f.repo, map[string]string{
+		".agentmine/agents/sleeper.toml": "client = \"custom\"\ncommand = [\"sh\", \"-c\", \"echo working; sleep 60\"]\n[scope]\nwrite = [\"**\"]\n"})
+	gittest.Git(t, f.repo, "add", "-A")
+	gittest.Git(t, f.repo, "commit", "-qm", "sleeper")
+	for i := 0; i < 3; i++ {
+		f.add(t, fmt.Sprintf("sleeps %d", i), "none", "--assignee", "sleeper")
+	}
+	out := run(t, f.repo, "git", "agentmine", "run", "--detach", "--name", "bg", "--parallel", "2")
+	if !strings.Contains(out, "run bg running in the background") {
+		t.Fatalf("run --detach said: %s", out)
+	}
+	var st runStatusJSON
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		json.Unmarshal([]byte(run(t, f.repo, "git", "agentmine", "run", "status", "bg", "--json")), &st)
+		if len(st.Running) == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if st.State != "running" || len(st.Running) != 2 || st.Total != 3 || st.Parallel != 2 {
+		t.Fatalf("run status while running: state %s, %d running, %d targets", st.State, len(st.Running), st.Total)
+	}
+	text := run(t, f.repo, "git", "agentmine", "run", "status", "bg")
+	for _, want := range []string{"run bg: running (pid", "progress  0/3 done", "running   task", "log       "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("run status lacks %q:\n%s", want, text)
+		}
+	}
+	if _, errOut, code := agentmine(t, f.repo, "run", "--name", "bg"); code != 6 || !strings.Contains(errOut, "run bg is already running") {
+		t.Errorf("a second supervisor for bg: exit %d %q", code, errOut)
+	}
+	run(t, f.repo, "git", "agentmine", "run", "stop", "bg", "--reason", "enough for today")
+	json.Unmarshal([]byte(run(t, f.repo, "git", "agentmine", "run", "status", "bg", "--json")), &st)
+	if st.State != "ended" || st.Ended == nil || st.Ended.Result != "stopped" || !strings.Contains(st.Ended.Reason, "enough for today") || len(st.Running) != 0 {
+		t.Errorf("after run stop: state %s, ended %+v, %d running", st.State, st.Ended, len(st.Running))
+	}
+	var ss []struct {
+		Outcome *struct {
+			Signal string `json:"signal"`
+		} `json:"outcome"`
+	}
+	json.Unmarshal([]byte(run(t, f.repo, "git", "agentmine", "session", "list", "--json")), &ss)
+	if len(ss) != 2 {
+		t.Fatalf("%d sessions, want the 2 that ran", len(ss))
+	}
+	for _, s := range ss {
+		if s.Outcome == nil || s.Outcome.Signal != "SIGTERM" {
+			t.Errorf("a stopped worker's outcome: %+v, want SIGTERM", s.Outcome)
+		}
+	}
+	if _, errOut, code := agentmine(t, f.repo, "run", "stop", "bg"); code != 6 || !strings.Contains(errOut, "already ended") {
+		t.Errorf("stopping an ended run: exit %d %q", code, errOut)
 	}
 }
