@@ -95,4 +95,3 @@ func envInt(key string, def int) int {
 	}
 	return def
 }
-
