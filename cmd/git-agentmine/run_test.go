@@ -766,3 +766,42 @@ func TestRunDetachStatusStop(t *testing.T) {
 		t.Errorf("stopping an ended run: exit %d %q", code, errOut)
 	}
 }
+
+// TestRunBudget: once the usage the run's sessions reported reaches
+// --budget, no new attempt starts and the summary says why.
+func TestRunBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: real workers reporting usage")
+	}
+	f := newRunFixture(t)
+	// A worker that reports its usage the way Claude Code's JSON result does.
+	script := filepath.Join(t.TempDir(), "spender.sh")
+	gittest.WriteFiles(t, filepath.Dir(script), map[string]string{"spender.sh": `#!/bin/sh
+echo spent > "spent-$1.txt"; git add -A . >/dev/null 2>&1; git commit -qm spent >/dev/null 2>&1
+echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","usage":{"input_tokens":600,"output_tokens":500},"total_cost_usd":0.01}'
+`})
+	gittest.WriteFiles(t, f.repo, map[string]string{
+		".agentmine/agents/spender.toml": fmt.Sprintf("client = \"claude-code\"\ncommand = [\"sh\", %q, \"{task}\"]\n[scope]\nwrite = [\"spent-*\"]\n", script)})
+	gittest.Git(t, f.repo, "add", "-A")
+	gittest.Git(t, f.repo, "commit", "-qm", "spender")
+	for i := 0; i < 3; i++ {
+		f.add(t, fmt.Sprintf("spends %d", i), "none", "--assignee", "spender")
+	}
+	out, errOut, code := agentmine(t, f.repo, "run", "--parallel", "1", "--budget", "1000", "--json")
+	if code != 1 {
+		t.Fatalf("run exit %d\n%s\n%s", code, out, errOut)
+	}
+	started := 0
+	var sum *pipeline.Summary
+	for _, e := range runEvents(t, out) {
+		if e.Event == pipeline.EvStarted {
+			started++
+		}
+		if e.Summary != nil {
+			sum = e.Summary
+		}
+	}
+	if started != 1 || sum == nil || sum.Reason != "budget used: 1100 of 1000 tokens" || sum.NotStarted != 2 || sum.Result != "failed" {
+		t.Errorf("%d started, summary %+v; want 1 started and the budget named", started, sum)
+	}
+}
