@@ -579,6 +579,7 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 	}
 
 	var toStart []startReq
+	var toReview []taskState
 	progressed := false // a merge may unblock dependents: look again at once
 	for _, id := range s.order(b) {
 		ts := s.stateOf(b, id)
@@ -631,12 +632,9 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 				ts.latest = &rec
 			}
 			if s.rec.Review && ts.latest.Review == nil && s.hooks.Review != nil {
-				// Reviewed now; the verdict is a fact the next look reads.
-				if s.review(ctx, b, ts) {
-					progressed = true
-				} else {
-					next = earliest(next, s.notBefore[id])
-				}
+				// Reviewed after the starts below; the verdict is a fact
+				// the next look reads.
+				toReview = append(toReview, ts)
 				continue
 			}
 			if !s.o.Merge {
@@ -691,11 +689,32 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 		s.budgetStop = budgetOut
 		toStart = nil
 	}
+	started := false
 	if free := s.rec.Parallel - len(running); free > 0 && len(toStart) > 0 {
 		if len(toStart) > free {
 			toStart = toStart[:free]
 		}
 		s.startAll(ctx, b, toStart)
+		started = true
+	}
+	// Reviews run one at a time, after the starts, so that workers are
+	// not kept waiting for a reviewer; none once the budget is used.
+	if budgetOut == "" {
+		for _, ts := range toReview {
+			if ctx.Err() != nil {
+				break
+			}
+			if s.review(ctx, b, ts) {
+				progressed = true
+			} else {
+				next = earliest(next, s.notBefore[ts.id])
+			}
+		}
+	}
+	if started {
+		if progressed {
+			return now, running, false
+		}
 		return time.Time{}, running, false
 	}
 	// Nothing runs, nothing starts, no backoff is pending and nothing was
