@@ -59,6 +59,7 @@ func slowScripts() map[string]string {
 		"sync_claims":           "clones racing for claims with real workers that sleep",
 		"worker_lost_processes": "detached supervisors killed, what their workers left ended through the grace period",
 		"worker_refs_meanwhile": "a worker held until released while agentmine merges around it, then waited for",
+		"demo":                  "the whole lifecycle and then the loop (plan, run, review, retries, merges) with real workers",
 	}
 }
 
