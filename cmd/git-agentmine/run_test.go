@@ -47,6 +47,9 @@ BEHAVIOUR=reviewfix)
   # The reviewer says NG to a draft; the retry polishes only when its
   # prompt carries the reviewer's reason.
   if grep -q 'REVIEW-WANTS-POLISH' $p; then echo polished > "done-$task.txt"; else echo draft > "done-$task.txt"; fi ;;
+BEHAVIOUR=conflict)
+  # Both tasks of the conflict test write the same new file.
+  if grep -q 'conflicted in: shared.txt' $p; then echo "written by $task after the conflict" > shared.txt; else echo "written by $task" > shared.txt; fi ;;
 BEHAVIOUR=slow)
   sleep 2; echo "slow work of $task" > "done-$task.txt" ;;
 esac
@@ -90,7 +93,7 @@ func newRunFixture(t *testing.T) *runFixture {
 		return fmt.Sprintf("client = \"custom\"\ncommand = [\"sh\", %q, %q, \"{task}\"]\ntimeout = 60\n[scope]\nwrite = [%s]\n", script, trace, write)
 	}
 	gittest.WriteFiles(t, repo, map[string]string{
-		".agentmine/agents/coder.toml":    agent(`"done-*", "fixed-*", "try-*"`),
+		".agentmine/agents/coder.toml":    agent(`"done-*", "fixed-*", "try-*", "shared.txt"`),
 		".agentmine/agents/narrow.toml":   agent(`"src/**"`),
 		".agentmine/agents/reviewer.toml": fmt.Sprintf("role = \"reviewer\"\nclient = \"custom\"\ncommand = [\"sh\", %q, \"{prompt_file}\", \"{output_file}\"]\ntimeout = 60\n", reviewer),
 	})
@@ -803,5 +806,41 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","usage
 	}
 	if started != 1 || sum == nil || sum.Reason != "budget used: 1100 of 1000 tokens" || sum.NotStarted != 2 || sum.Result != "failed" {
 		t.Errorf("%d started, summary %+v; want 1 started and the budget named", started, sum)
+	}
+}
+
+// TestRunMergeConflictRetries: two tasks add the same file; the first
+// merges, the second conflicts and becomes a new attempt on the fresh
+// base whose prompt names the conflicting path, and then merges.
+func TestRunMergeConflictRetries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: real workers, merged and retried")
+	}
+	f := newRunFixture(t)
+	one := f.add(t, "one", "conflict")
+	two := f.add(t, "two", "conflict")
+	out, errOut, code := agentmine(t, f.repo, "run", "--parallel", "2", "--merge", "--max-loops", "2", "--json")
+	if code != 0 {
+		t.Fatalf("run exit %d\n%s\n%s", code, out, errOut)
+	}
+	var retried []pipeline.Event
+	for _, e := range runEvents(t, out) {
+		if e.Event == pipeline.EvRetried {
+			retried = append(retried, e)
+		}
+	}
+	if len(retried) != 1 || !strings.Contains(retried[0].Reason, "conflicted") {
+		t.Fatalf("retried events %+v, want one for the merge conflict", retried)
+	}
+	loser := retried[0].Task
+	if loser != one && loser != two {
+		t.Fatalf("retried task %s is neither", loser)
+	}
+	// The retry's worker saw the conflicting path in its prompt.
+	if got := run(t, f.repo, "git", "show", "main:shared.txt"); got != "written by "+loser+" after the conflict" {
+		t.Errorf("shared.txt on main is %q, want the retried task's, written after it read the conflict", got)
+	}
+	if n := sessionsOf(t, f.repo, loser); n != 2 {
+		t.Errorf("the retried task has %d sessions, want 2", n)
 	}
 }
