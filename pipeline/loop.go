@@ -735,38 +735,6 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// startable reports whether a blocked task can still start in this run:
-// every blocker not done is a target that is not settled as failed.
-func (s *Supervisor) startable(b *board.Board, id string, seen map[string]bool) bool {
-	if seen[id] {
-		return false
-	}
-	seen[id] = true
-	for _, w := range b.Status[id].Waiting {
-		e, ok := b.Tasks.Tasks[w]
-		if !ok || !slices.Contains(s.rec.Targets, w) {
-			if b.Status[w].Status == status.InProgress {
-				continue // someone else is working on it
-			}
-			return false
-		}
-		r := b.Status[w]
-		switch {
-		case r.Status == status.Cancelled, r.Status == status.Tainted, e.Task.Exhausted != nil && r.Status != status.InProgress:
-			return false
-		case !s.o.Merge && r.Status == status.Review:
-			return false // nobody merges it in this run
-		}
-		if _, ok := s.claimed[w]; ok {
-			return false
-		}
-		if r.Blocked && !s.startable(b, w, seen) {
-			return false
-		}
-	}
-	return true
-}
-
 // order lists the targets by priority (highest first), then creation.
 func (s *Supervisor) order(b *board.Board) []string {
 	rank := func(p string) int { return slices.Index(tasks.Priorities, p) }
