@@ -743,6 +743,9 @@ func TestRunDetachStatusStop(t *testing.T) {
 			t.Errorf("run status lacks %q:\n%s", want, text)
 		}
 	}
+	if board := run(t, f.repo, "git", "agentmine", "status"); !strings.Contains(board, "Runs\n  bg  running (pid ") || !strings.Contains(board, "0/3 done") {
+		t.Errorf("the board does not show the running run:\n%s", board)
+	}
 	if _, errOut, code := agentmine(t, f.repo, "run", "--name", "bg"); code != 6 || !strings.Contains(errOut, "run bg is already running") {
 		t.Errorf("a second supervisor for bg: exit %d %q", code, errOut)
 	}
