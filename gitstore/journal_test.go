@@ -206,6 +206,7 @@ func TestJournalOnBehalf(t *testing.T) {
 // TestJournalConcurrentWriters: processes writing at the same time each get
 // every line in whole.
 func TestJournalConcurrentWriters(t *testing.T) {
+	gittest.SkipShort(t, "real parallel writers")
 	dir, st := journalRepo(t)
 	const procs, writes = 4, 20
 	var wg sync.WaitGroup

@@ -211,6 +211,7 @@ func TestObjectsFromLinkedSparseWorktree(t *testing.T) {
 // objects through alternates, a commit whose parent lives only in the
 // alternate is written locally and the history is whole for git.
 func TestObjectsWithAlternates(t *testing.T) {
+	gittest.SkipShort(t, "a repository borrowing objects through alternates")
 	ctx := context.Background()
 	src := objRepo(t)
 	s := objOpen(t, src)
@@ -243,6 +244,7 @@ func TestObjectsWithAlternates(t *testing.T) {
 // TestObjectsSHA256Store: the store's whole write path works in a SHA-256
 // repository through git: create, update, list, notes.
 func TestObjectsSHA256Store(t *testing.T) {
+	gittest.SkipShort(t, "a SHA-256 repository round trip")
 	ctx := context.Background()
 	repo := objRepo(t, "--object-format=sha256")
 	s := objOpen(t, repo)
@@ -275,6 +277,7 @@ func TestObjectsSHA256Store(t *testing.T) {
 // TestIdxHas: the pack index lookup finds every object git packed, misses
 // one it did not, and answers false for a truncated or foreign index.
 func TestIdxHas(t *testing.T) {
+	gittest.SkipShort(t, "builds and repacks many objects")
 	repo := objRepo(t)
 	for i := 0; i < 40; i++ {
 		gittest.Git(t, repo, "commit", "-q", "--allow-empty", "-m", fmt.Sprint(i))

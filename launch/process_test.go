@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 func startSh(t *testing.T, ctx context.Context, script string, spec Spec) (*Process, string) {
@@ -168,6 +169,7 @@ exit 0`
 }
 
 func TestOutputFloodIsBounded(t *testing.T) {
+	gittest.SkipShort(t, "a worker flooding its output")
 	scrubEnv(t)
 	const total = 40_000_000
 	const bound = 1 << 20

@@ -142,6 +142,7 @@ func storeRaw(t *testing.T, dir, ref, data string) {
 }
 
 func TestUnreadableMemories(t *testing.T) {
+	gittest.SkipShort(t, "a repository per unreadable case")
 	st, dir := newRepo(t)
 	ctx := context.Background()
 	good, err := Add(ctx, st, New{Category: "rule", Title: "good"})
@@ -367,6 +368,7 @@ func TestWriteSnapshotAndPrompt(t *testing.T) {
 }
 
 func TestExportImport(t *testing.T) {
+	gittest.SkipShort(t, "a round trip through files and a second repository")
 	st, dir := newRepo(t)
 	ctx := context.Background()
 	task, _ := tasks.Add(ctx, st, tasks.New{Title: "t"})

@@ -127,6 +127,7 @@ func labelsOf(doc map[string]any) string {
 }
 
 func TestSyncTwoClonesMerge(t *testing.T) {
+	gittest.SkipShort(t, "two clones, every kind of concurrent edit, merged")
 	gittest.Scrub(t)
 	remote := syncRemote(t)
 	a, b := syncClone(t, remote), syncClone(t, remote)
@@ -201,6 +202,7 @@ func TestSyncTwoClonesMerge(t *testing.T) {
 
 // Two clones merging the same diverged pair write the same merge commit.
 func TestSyncMergeCommitIsDeterministic(t *testing.T) {
+	gittest.SkipShort(t, "the same merge made in two clones")
 	gittest.Scrub(t)
 	remote := syncRemote(t)
 	a, b := syncClone(t, remote), syncClone(t, remote)
@@ -262,6 +264,7 @@ func TestSyncBadRemote(t *testing.T) {
 }
 
 func TestSyncRemoteRefusesRefs(t *testing.T) {
+	gittest.SkipShort(t, "a remote whose hook refuses pushes")
 	gittest.Scrub(t)
 	remote := syncRemote(t)
 	a, b := syncClone(t, remote), syncClone(t, remote)
@@ -294,6 +297,7 @@ func TestSyncRemoteRefusesRefs(t *testing.T) {
 
 // The remote moves between fetch and push: the round is repeated.
 func TestSyncRemoteMovedMeanwhile(t *testing.T) {
+	gittest.SkipShort(t, "three clones and a remote moved during the sync")
 	gittest.Scrub(t)
 	remote := syncRemote(t)
 	a, b := syncClone(t, remote), syncClone(t, remote)
@@ -335,6 +339,7 @@ func TestSyncRemoteMovedMeanwhile(t *testing.T) {
 }
 
 func TestSyncSkipsNewerSchemaAndCorruptDocs(t *testing.T) {
+	gittest.SkipShort(t, "corrupt and newer documents across clones")
 	gittest.Scrub(t)
 	remote := syncRemote(t)
 	a, b := syncClone(t, remote), syncClone(t, remote)
@@ -398,6 +403,7 @@ func TestSyncSkipsNewerSchemaAndCorruptDocs(t *testing.T) {
 }
 
 func TestSyncSameTitleOnTwoClones(t *testing.T) {
+	gittest.SkipShort(t, "two clones syncing the same tasks")
 	gittest.Scrub(t)
 	remote := syncRemote(t)
 	a, b := syncClone(t, remote), syncClone(t, remote)
@@ -414,6 +420,7 @@ func TestSyncSameTitleOnTwoClones(t *testing.T) {
 }
 
 func TestSyncNotes(t *testing.T) {
+	gittest.SkipShort(t, "note unions across clones over several rounds")
 	gittest.Scrub(t)
 	remote := syncRemote(t)
 	a, b := syncClone(t, remote), syncClone(t, remote)
@@ -453,6 +460,7 @@ func TestSyncNotes(t *testing.T) {
 }
 
 func TestSyncPushAndPullHalves(t *testing.T) {
+	gittest.SkipShort(t, "two clones pushing and pulling in turns")
 	gittest.Scrub(t)
 	remote := syncRemote(t)
 	a, b := syncClone(t, remote), syncClone(t, remote)
@@ -586,6 +594,7 @@ func TestClaim(t *testing.T) {
 // A local writer moves an entity between the push and the local update:
 // the local compare-and-swap fails, the round repeats and merges the edit.
 func TestSyncLocalMovedMeanwhile(t *testing.T) {
+	gittest.SkipShort(t, "local refs moved during the sync")
 	gittest.Scrub(t)
 	remote := syncRemote(t)
 	a, b := syncClone(t, remote), syncClone(t, remote)

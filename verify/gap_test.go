@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 	"github.com/git-agentmine/git-agentmine/scope"
 )
 
@@ -15,6 +16,7 @@ import (
 // the worktree's files were missed and the scope lets the worker write all
 // of them; a run nobody watched by design is neither.
 func TestCheckLiveGap(t *testing.T) {
+	gittest.SkipShort(t, "a watched worker run per gap case")
 	everything := scope.Spec{Write: []string{"**"}}
 	cases := []struct {
 		name    string
@@ -81,6 +83,7 @@ func TestCheckLiveGap(t *testing.T) {
 // that the overflow happens whatever the machine's speed; the attack
 // scenario attack_watch_overflow overflows a real, unheld watcher.
 func TestOverflowHidesTransientExcludedFile(t *testing.T) {
+	gittest.SkipShort(t, "floods the watcher until its queue overflows")
 	f := newFixture(t)
 	limit := 16384
 	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events"); err == nil {
@@ -166,6 +169,7 @@ func TestOverflowHidesTransientExcludedFile(t *testing.T) {
 // overflows the queue of the extra locations; then no scope proves
 // anything.
 func TestOverflowOutsideWorktree(t *testing.T) {
+	gittest.SkipShort(t, "floods the watcher until its queue overflows")
 	f := newFixture(t)
 	limit := 16384
 	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events"); err == nil {

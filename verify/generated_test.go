@@ -41,6 +41,7 @@ func TestCheckGeneratedCommittedAsWritten(t *testing.T) {
 }
 
 func TestCheckGeneratedModified(t *testing.T) {
+	gittest.SkipShort(t, "a worktree and a worker run per generated-file case")
 	cases := []struct {
 		name, script, path, reason string
 	}{
@@ -69,6 +70,7 @@ func TestCheckGeneratedModified(t *testing.T) {
 // TestCheckGeneratedDeletedIsNoFinding: removing a generated file from the
 // worktree changes nothing that could be merged.
 func TestCheckGeneratedDeletedIsNoFinding(t *testing.T) {
+	gittest.SkipShort(t, "a worktree and a worker run per case")
 	f := newFixture(t)
 	v := f.run(t, `rm -f .agentmine/prompt.md`)
 	if !v.Valid || len(v.Warnings) != 0 {
@@ -79,6 +81,7 @@ func TestCheckGeneratedDeletedIsNoFinding(t *testing.T) {
 // TestCheckGeneratedPathInWriteScope: beneath a generated path, what the
 // scope lets the worker write is the worker's to change.
 func TestCheckGeneratedPathInWriteScope(t *testing.T) {
+	gittest.SkipShort(t, "a worktree and a worker run per case")
 	f := newFixture(t)
 	f.spec = scope.Spec{Write: []string{"src/**", ".agentmine/memory/**"}, Exclude: f.spec.Exclude}
 	v := f.run(t, `mkdir -p .agentmine/memory && echo note > .agentmine/memory/note.md && git add -f .agentmine/memory/note.md && git commit -q -m note`)
@@ -97,6 +100,7 @@ func TestCheckGeneratedPathInWriteScope(t *testing.T) {
 // TestCheckGeneratedWithoutRecord: a session that recorded no blobs exempts
 // nothing; the files agentmine wrote are then judged like the worker's.
 func TestCheckGeneratedWithoutRecord(t *testing.T) {
+	gittest.SkipShort(t, "a worktree and a worker run per case")
 	f := newFixture(t)
 	f.blobs = nil
 	v := f.run(t, `true`)
@@ -108,6 +112,7 @@ func TestCheckGeneratedWithoutRecord(t *testing.T) {
 // no finding, and a committed change to it is judged as a change to a file
 // of the base.
 func TestCheckTrackedContextFile(t *testing.T) {
+	gittest.SkipShort(t, "a worktree and a worker run per case")
 	setup := func(t *testing.T) *fixture {
 		f := newFixture(t)
 		full := filepath.Join(f.wt, "README.md")

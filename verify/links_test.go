@@ -152,6 +152,7 @@ func (f *fixture) checkTip(t *testing.T, tip string) Verdict {
 }
 
 func TestCheckCommittedSymlinks(t *testing.T) {
+	gittest.SkipShort(t, "a worktree and a worker run per symlink")
 	f := newFixture(t)
 	v := f.run(t, `
 ln -s ../config/app.env src/env
@@ -181,6 +182,7 @@ git add src && git commit -q -m links
 // TestCheckHonestSymlinks: links that stay in the write scope are fine,
 // wherever they point from.
 func TestCheckHonestSymlinks(t *testing.T) {
+	gittest.SkipShort(t, "a worktree and a worker run per symlink")
 	f := newFixture(t)
 	v := f.run(t, `
 ln -s app.go src/alias.go
@@ -207,6 +209,7 @@ git add src && git commit -q -m links
 // TestCheckSymlinkThroughBaseLink: a link that reaches its target through
 // a link already in the base is judged by where it ends.
 func TestCheckSymlinkThroughBaseLink(t *testing.T) {
+	gittest.SkipShort(t, "a worktree and a worker run per case")
 	gittest.Scrub(t)
 	repo := newRepo(t, map[string]string{"src/a.go": "package a\n", "docs/x.md": "x\n"})
 	sh(t, repo, `ln -s /usr/share vendor && ln -s ../docs src/docs-in-src && git add -A && git commit -q -m links`)
@@ -230,6 +233,7 @@ func fixtureSpec() scope.Spec {
 // TestCheckCraftedTreePaths: a tree written with mktree can hold paths the
 // index would never take; each is a bad-path violation.
 func TestCheckCraftedTreePaths(t *testing.T) {
+	gittest.SkipShort(t, "a crafted tree per bad path")
 	f := newFixture(t)
 	tip := commitTree(t, f.wt, f.base, map[string]treeEntry{
 		"src/.git/hooks/post-checkout": {"100755", "#!/bin/sh\necho owned\n"},
@@ -257,6 +261,7 @@ func TestCheckCraftedTreePaths(t *testing.T) {
 // TestCheckPathBeyondSymlink: a tree holding "src/l" as a link and
 // "src/l/x" as a file cannot be checked out.
 func TestCheckPathBeyondSymlink(t *testing.T) {
+	gittest.SkipShort(t, "a worktree and a worker run per case")
 	f := newFixture(t)
 	tip := commitTree(t, f.wt, f.base, map[string]treeEntry{
 		"src/l":   {"120000", "util"},

@@ -179,6 +179,7 @@ func TestCreateFixture(t *testing.T) {
 }
 
 func TestLaterMergeAndCheckoutKeepScope(t *testing.T) {
+	gittest.SkipShort(t, "merges and checkouts in a scoped worktree")
 	repo := newRepo(t)
 	res := create(t, repo, "2", fixtureSpec())
 	wt := res.Path
@@ -349,6 +350,7 @@ func TestCreateWithSubmodule(t *testing.T) {
 }
 
 func TestRemove(t *testing.T) {
+	gittest.SkipShort(t, "a worktree created and removed per case, with a process holding one")
 	ctx := context.Background()
 	repo := newRepo(t)
 
@@ -535,6 +537,7 @@ func TestWriteFile(t *testing.T) {
 // once, as a supervisor starting ready tasks does: git's locks on the shared
 // config and refs must not make any of them fail.
 func TestCreateConcurrently(t *testing.T) {
+	gittest.SkipShort(t, "real parallel worktree creation")
 	repo := newRepo(t)
 	const n = 8
 	errs := make(chan error, n)

@@ -47,19 +47,33 @@ func TestScripts(t *testing.T) {
 }
 
 // slowScripts names the scenarios `go test -short` skips, each with why it
-// is slow: together they take most of the scripts' time, and the edit loop
-// still runs every other scenario.
+// is slow. The edit loop keeps one quick scenario per command family (init,
+// agent, config, task, memory, sync, worker, session); the full suite runs
+// them all.
 func slowScripts() map[string]string {
 	return map[string]string{
-		"worker_faults":         "real workers timing out, ignoring SIGTERM and crashing, each waited for",
-		"worker_misbehave":      "real workers breaking their scope in every way, each run and checked",
-		"worker_exec":           "real workers launched, timed out and waited for",
-		"worker_stop_wait":      "real workers stopped through their grace period, and waited for",
-		"worker_other_clone":    "a worker in a second clone held until released, then waited for",
-		"sync_claims":           "clones racing for claims with real workers that sleep",
-		"worker_lost_processes": "detached supervisors killed, what their workers left ended through the grace period",
-		"worker_refs_meanwhile": "a worker held until released while agentmine merges around it, then waited for",
-		"demo":                  "the whole lifecycle and then the loop (plan, run, review, retries, merges) with real workers",
+		"worker_faults":              "real workers timing out, ignoring SIGTERM and crashing, each waited for",
+		"worker_misbehave":           "real workers breaking their scope in every way, each run and checked",
+		"worker_exec":                "real workers launched, timed out and waited for",
+		"worker_stop_wait":           "real workers stopped through their grace period, and waited for",
+		"worker_other_clone":         "a worker in a second clone held until released, then waited for",
+		"sync_claims":                "clones racing for claims with real workers that sleep",
+		"worker_lost_processes":      "detached supervisors killed, what their workers left ended through the grace period",
+		"merge_gate":                 "a worker, a DoD and a gated merge per refusal case",
+		"demo":                       "the whole demo: init, tasks, three workers, merges, then the loop (plan, run, review, retries)",
+		"session_manual":             "manual sessions opened, committed to, ended and judged",
+		"sync_claims_default_remote": "clones claiming through a shared remote",
+		"sync_remote_base":           "clones syncing against a moving remote base",
+		"memory_concurrent":          "real parallel memory writers",
+		"worker_strict":              "strict-mode workers stopped at their first breach and waited for",
+		"task_errors":                "every task command's refusals, each a full command run",
+		"memory_bad_input":           "every memory command's refusals, each a full command run",
+		"agent_bad_input":            "every agent definition refusal, each a full command run",
+		"worker_lost":                "detached supervisors killed and their sessions found lost",
+		"memory_corrupt_refs":        "memory refs corrupted one way after another",
+		"memory_export_import":       "a Memory Bank exported and imported into a second repository",
+		"task_empty_clone":           "clones of a repository with and without agentmine refs",
+		"worker_refs_meanwhile":      "a worker held until released while agentmine merges around it, then waited for",
 	}
 }
 

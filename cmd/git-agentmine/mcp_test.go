@@ -197,6 +197,7 @@ func (c *mcpClient) follow(session string) string {
 // (returning while it runs) and followed with session_output until it
 // ends, its verdict, a merge, and the refused merge of a dod_failed one.
 func TestMCPServerDrivesWorkers(t *testing.T) {
+	gittest.SkipShort(t, "real workers started and waited for through MCP")
 	repo := mcpRepo(t)
 	release := filepath.Join(t.TempDir(), "release")
 	c := startMCP(t, repo, "MCP_TEST_RELEASE="+release)
@@ -315,6 +316,7 @@ func TestMCPServerDrivesWorkers(t *testing.T) {
 // code's name and number, and at most a hint; nothing in the repository
 // changes; and the server keeps serving.
 func TestMCPBadInput(t *testing.T) {
+	gittest.SkipShort(t, "a server session per bad input")
 	repo := mcpRepo(t)
 	buildTaskFixture(t, repo, 3) // ids 0000…: "0000" is an ambiguous prefix
 	c := startMCP(t, repo)

@@ -18,6 +18,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/verify"
 	"github.com/git-agentmine/git-agentmine/worker"
 )
 
@@ -120,6 +121,13 @@ func (c *WorkerStatusCmd) Run(a *App) error {
 		}
 		a.P.Printf("%s %s %s  agent %s  pid %d  %s/%ds  %s\n", a.P.Paint(output.Yellow, j.ShortID),
 			b.Tasks.ShortID(r.Session.Task), title, j.Agent, j.Pid, time.Duration(j.Elapsed*float64(time.Second)), j.Timeout, j.State)
+		if o := r.Outcome; o != nil {
+			// An ended session (with -a) says why, in the client's own
+			// words where it gave any, as task show does.
+			if why := outcomeReason(*o, verify.ParseVerdicts(o)); why != "" {
+				a.P.Printf("    reason: %s\n", why)
+			}
+		}
 		for _, l := range j.Tail {
 			a.P.Printf("    %s\n", a.P.Paint(output.Gray, l))
 		}
