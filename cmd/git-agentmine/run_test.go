@@ -281,9 +281,7 @@ func sessionsOf(t *testing.T, repo, id string) int {
 // dependent never starts, merges happen in dependency order, and at no
 // instant more than 3 workers run.
 func TestRunDiamondRetriesAndExhausts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slow: a whole run of real workers")
-	}
+	gittest.SkipShort(t, "a whole run of real workers")
 	f := newRunFixture(t)
 	// The scripted planner splits the goal; asked again after C's NG
 	// review, it rewrites C's description (keeping its behaviour).
@@ -441,9 +439,7 @@ func TestRunDiamondRetriesAndExhausts(t *testing.T) {
 // max, the failed DoD command with its output tail, and the previous diff
 // stat.
 func TestRunFeedbackReachesThePrompt(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slow: real workers retried")
-	}
+	gittest.SkipShort(t, "real workers retried")
 	f := newRunFixture(t)
 	b := f.add(t, "B", "dodfix", "--dod", `test -f fixed-*.txt || { echo "fixed file missing: DOD-$((6*7))-FAIL"; exit 1; }`)
 	out, errOut, code := agentmine(t, f.repo, "run", b, "--max-loops", "2")
@@ -471,9 +467,7 @@ func TestRunFeedbackReachesThePrompt(t *testing.T) {
 // TestRunBadInput: bad flags are one-line usage errors and nothing is
 // recorded.
 func TestRunBadInput(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slow: a dozen refused runs, each a process")
-	}
+	gittest.SkipShort(t, "a dozen refused runs, each a process")
 	repo := testRepo(t)
 	run(t, repo, "git", "agentmine", "init")
 	id := run(t, repo, "git", "agentmine", "task", "add", "one", "-q")
@@ -524,9 +518,7 @@ func TestRunBadInput(t *testing.T) {
 // task at once, and continues the attempt counts (X fails once and passes
 // on its second attempt, not a third).
 func TestRunKilledAndResumed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slow: real workers outliving a killed supervisor")
-	}
+	gittest.SkipShort(t, "real workers outliving a killed supervisor")
 	f := newRunFixture(t)
 	var ids []string
 	for i := 0; i < 3; i++ {
@@ -598,9 +590,7 @@ func TestRunKilledAndResumed(t *testing.T) {
 // the same four tasks at the same moment; the claims on the remote let
 // each task start exactly once.
 func TestRunTwoClonesClaim(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slow: two runs of real workers racing for claims")
-	}
+	gittest.SkipShort(t, "two runs of real workers racing for claims")
 	f := newRunFixture(t)
 	remote := filepath.Join(t.TempDir(), "remote.git")
 	gittest.Git(t, f.repo, "init", "-q", "--bare", remote)
@@ -668,9 +658,7 @@ func TestRunTwoClonesClaim(t *testing.T) {
 // as stalled; a worker whose client cannot be started is retried with
 // backoff (not an attempt) and the task ends exhausted after 3 tries.
 func TestRunStallAndStartFailure(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slow: a stalled worker waited out and start failures backed off")
-	}
+	gittest.SkipShort(t, "a stalled worker waited out and start failures backed off")
 	f := newRunFixture(t)
 	gittest.WriteFiles(t, f.repo, map[string]string{
 		".agentmine/agents/stuck.toml":   "client = \"custom\"\ncommand = [\"sleep\", \"60\"]\nstall_timeout = 1\n[scope]\nwrite = [\"**\"]\n",
@@ -710,9 +698,7 @@ func TestRunStallAndStartFailure(t *testing.T) {
 // status while it runs (its workers, its log), and run stop ends its
 // workers and records why.
 func TestRunDetachStatusStop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slow: a background run of real workers, stopped")
-	}
+	gittest.SkipShort(t, "a background run of real workers, stopped")
 	f := newRunFixture(t)
 	gittest.WriteFiles(t, f.repo, map[string]string{
 		".agentmine/agents/sleeper.toml": "client = \"custom\"\ncommand = [\"sh\", \"-c\", \"echo working; sleep 60\"]\n[scope]\nwrite = [\"**\"]\n"})
@@ -776,9 +762,7 @@ func TestRunDetachStatusStop(t *testing.T) {
 // TestRunBudget: once the usage the run's sessions reported reaches
 // --budget, no new attempt starts and the summary says why.
 func TestRunBudget(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slow: real workers reporting usage")
-	}
+	gittest.SkipShort(t, "real workers reporting usage")
 	f := newRunFixture(t)
 	// A worker that reports its usage the way Claude Code's JSON result does.
 	script := filepath.Join(t.TempDir(), "spender.sh")
@@ -816,9 +800,7 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","usage
 // merges, the second conflicts and becomes a new attempt on the fresh
 // base whose prompt names the conflicting path, and then merges.
 func TestRunMergeConflictRetries(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slow: real workers, merged and retried")
-	}
+	gittest.SkipShort(t, "real workers, merged and retried")
 	f := newRunFixture(t)
 	one := f.add(t, "one", "conflict")
 	two := f.add(t, "two", "conflict")
