@@ -52,17 +52,21 @@ func timeRun(b *testing.B, repo string, p int) time.Duration {
 }
 
 // BenchmarkRunPipeline measures the supervisor against plain `worker run
-// --exec` in the same run: AGENTMINE_BENCH_RUN_TASKS no-op tasks (default
-// 200) run one after another with worker run, then by `run --parallel 8`;
-// then AGENTMINE_BENCH_RUN_SMALL tasks (default 24) by run with N = 1, 2, 4
-// and 8, for the throughput and the supervisor's own cost per task (N=1
-// against worker run). Run with -benchtime=1x: one pass takes minutes.
+// --exec` in the same run: AGENTMINE_BENCH_RUN_SEQ no-op tasks (default
+// 200) run one after another with worker run, then
+// AGENTMINE_BENCH_RUN_TASKS (default 200) by `run --parallel 8`; then
+// AGENTMINE_BENCH_RUN_SMALL tasks (default 24) by run with N = 1, 2, 4 and
+// 8, for the throughput and the supervisor's own cost per task (N=1
+// against worker run). The ratio is per task, so a smaller sequential
+// sample on a busy machine still compares. Run with -benchtime=1x: one
+// pass takes many minutes.
 func BenchmarkRunPipeline(b *testing.B) {
 	useBuiltBinary(b)
 	n := envInt("AGENTMINE_BENCH_RUN_TASKS", 200)
+	nseq := envInt("AGENTMINE_BENCH_RUN_SEQ", 200)
 	small := envInt("AGENTMINE_BENCH_RUN_SMALL", 24)
 	for i := 0; i < b.N; i++ {
-		repo, ids := benchRunRepo(b, n)
+		repo, ids := benchRunRepo(b, nseq)
 		start := time.Now()
 		for _, id := range ids {
 			cmd := exec.Command("git", "agentmine", "worker", "run", id, "--exec", "-q")
@@ -74,10 +78,13 @@ func BenchmarkRunPipeline(b *testing.B) {
 		seq := time.Since(start)
 		repo8, _ := benchRunRepo(b, n)
 		par := timeRun(b, repo8, 8)
+		seqPer := float64(seq.Milliseconds()) / float64(nseq)
+		parPer := float64(par.Milliseconds()) / float64(n)
 		b.ReportMetric(seq.Seconds(), "sequential-s")
 		b.ReportMetric(par.Seconds(), "run-p8-s")
-		b.ReportMetric(seq.Seconds()/par.Seconds(), "speedup")
-		b.ReportMetric(float64(seq.Milliseconds())/float64(n), "worker-run-ms/task")
+		b.ReportMetric(seqPer/parPer, "speedup-per-task")
+		b.ReportMetric(seqPer, "worker-run-ms/task")
+		b.ReportMetric(parPer, "run-p8-ms/task")
 		for _, p := range []int{1, 2, 4, 8} {
 			r, _ := benchRunRepo(b, small)
 			d := timeRun(b, r, p)
