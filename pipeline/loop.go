@@ -758,23 +758,38 @@ type startReq struct {
 // startAll starts the sessions at once (each through the same code as
 // `worker run --exec --detach`, claims included).
 func (s *Supervisor) startAll(ctx context.Context, b *board.Board, reqs []startReq) {
+	type result struct {
+		rec sessions.Record
+		ev  Event
+		err error // from the preparation: no session was recorded
+		ok  bool
+	}
+	res := make([]result, len(reqs))
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	for _, r := range reqs {
+	for i, r := range reqs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if rec, ok := s.start(ctx, b, r); ok {
-				mu.Lock()
-				s.live[rec.Session.ID] = rec
-				mu.Unlock()
-			}
+			res[i].rec, res[i].ev, res[i].ok, res[i].err = s.start(ctx, r)
 		}()
 	}
 	wg.Wait()
+	// The loop's own state changes here, in one goroutine.
+	for i, r := range res {
+		switch {
+		case r.err != nil:
+			s.prepFailed(ctx, b, reqs[i].ts, r.err)
+		case r.ok:
+			delete(s.prepFails, reqs[i].ts.id)
+			s.live[r.rec.Session.ID] = r.rec
+			s.emit(r.ev)
+		}
+	}
 }
 
-func (s *Supervisor) start(ctx context.Context, b *board.Board, r startReq) (sessions.Record, bool) {
+// start prepares a session and hands it to a detached supervisor. It
+// changes nothing of the loop's state (it runs next to other starts).
+func (s *Supervisor) start(ctx context.Context, r startReq) (sessions.Record, Event, bool, error) {
 	id := r.ts.id
 	o := worker.RunOptions{Task: id, Exec: true, Detach: true, Replace: true}
 	if r.fb != nil {
@@ -782,10 +797,8 @@ func (s *Supervisor) start(ctx context.Context, b *board.Board, r startReq) (ses
 	}
 	p, err := s.env.Prepare(ctx, o)
 	if err != nil {
-		s.prepFailed(ctx, b, r.ts, err)
-		return sessions.Record{}, false
+		return sessions.Record{}, Event{}, false, err
 	}
-	delete(s.prepFails, id)
 	attempt := len(r.ts.attempts) + 1
 	ev := Event{Event: EvStarted, Task: id, Title: r.ts.task.Title, Session: p.Rec.Session.ID, Attempt: attempt, MaxLoops: s.rec.MaxLoops}
 	if r.fb != nil && attempt > 1 {
@@ -799,10 +812,9 @@ func (s *Supervisor) start(ctx context.Context, b *board.Board, r startReq) (ses
 		// The session has a failed outcome (exit 127): a start failure,
 		// retried with backoff.
 		fmt.Fprintf(s.log, "%s task %s: %v\n", time.Now().Format("15:04:05"), short(id), err)
-		return sessions.Record{}, false
+		return sessions.Record{}, Event{}, false, nil
 	}
-	s.emit(ev)
-	return p.Rec, true
+	return p.Rec, ev, true, nil
 }
 
 // prepFailed handles a preparation that recorded no session.
