@@ -658,8 +658,8 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 			fb = &Feedback{Status: string(ts.res.Status), StatusReason: ts.res.Reason}
 			if l := ts.latest; l != nil && l.Session.ID == ts.res.Session && l.Review != nil && !l.Review.OK() {
 				fb.ReviewReasons, fb.FollowUp, fb.Reviewer = l.Review.Reasons, l.Review.FollowUp, l.Review.Agent
-				if len(ts.attempts) < s.rec.MaxLoops {
-					s.replan(jctx, ts, l)
+				if len(ts.attempts) < s.rec.MaxLoops && s.replan(jctx, ts, l) {
+					continue // split: its children run instead
 				}
 			}
 		case status.Open:
@@ -868,20 +868,21 @@ func (s *Supervisor) review(ctx context.Context, b *board.Board, ts taskState) b
 // replan hands an NG'd task back to the planner when one is configured
 // (seed 003: the instructions may be at fault): it may rewrite the task or
 // split it; children it creates join the run's targets. Once per reviewed
-// session; a planner that fails leaves the task as it was.
-func (s *Supervisor) replan(ctx context.Context, ts taskState, l *sessions.Record) {
+// session; a planner that fails leaves the task as it was. It reports
+// whether the task was split.
+func (s *Supervisor) replan(ctx context.Context, ts taskState, l *sessions.Record) bool {
 	if s.hooks.Replan == nil || s.noted["replan:"+l.Session.ID] {
-		return
+		return false
 	}
 	s.noted["replan:"+l.Session.ID] = true
 	children, err := s.hooks.Replan(ctx, ts.id, l.Review.Reasons)
 	if err != nil {
 		fmt.Fprintf(s.log, "%s task %s: replan: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
-		return
+		return false
 	}
 	fmt.Fprintf(s.log, "%s task %s: replanned after review NG (%d new child task(s))\n", time.Now().Format("15:04:05"), short(ts.id), len(children))
 	if len(children) == 0 {
-		return
+		return false
 	}
 	rec, err := update(ctx, s.st, s.rec.Name, "run targets grew by a replan", func(r *Record) error {
 		for _, c := range children {
@@ -895,6 +896,7 @@ func (s *Supervisor) replan(ctx context.Context, ts taskState, l *sessions.Recor
 	if err == nil {
 		s.rec.Targets = rec.Targets
 	}
+	return true
 }
 
 // merge lands the task's latest session. It returns the conflicting paths
