@@ -4,6 +4,9 @@
 // LC_ALL=C and LANGUAGE unset, so that git's messages are in English
 // whatever the user's locale: callers match words of git's stderr (a held
 // ref lock, "not a git repository") and must not depend on a translation.
+// And every git it starts runs with GIT_NO_REPLACE_OBJECTS=1: agentmine
+// reads the objects as they are, never what a refs/replace/* ref (which a
+// worker can write as easily as any ref) substitutes for them.
 package gitcmd
 
 import (
@@ -26,8 +29,8 @@ type Runner struct {
 	// Dir is the working directory git runs in.
 	Dir string
 	// Env holds extra KEY=VALUE pairs appended to the process environment.
-	// LC_ALL and LANGUAGE set here are overridden: git always runs with
-	// LC_ALL=C.
+	// LC_ALL, LANGUAGE and GIT_NO_REPLACE_OBJECTS set here are overridden:
+	// git always runs with LC_ALL=C and GIT_NO_REPLACE_OBJECTS=1.
 	Env []string
 	// Path is the git binary to run, as New resolved it; "" means "git",
 	// looked up in PATH when each command starts.
@@ -115,8 +118,8 @@ func firstLine(s string) string {
 }
 
 // Command returns an exec.Cmd for git with the runner's directory and
-// environment (LC_ALL=C, LANGUAGE unset). Callers that need streaming use it
-// directly.
+// environment (LC_ALL=C, LANGUAGE unset, GIT_NO_REPLACE_OBJECTS=1). Callers
+// that need streaming use it directly.
 func (r Runner) Command(ctx context.Context, args ...string) *exec.Cmd {
 	name := r.Path
 	if name == "" {
@@ -129,21 +132,23 @@ func (r Runner) Command(ctx context.Context, args ...string) *exec.Cmd {
 }
 
 // environ returns the environment git runs with: base plus extra, without
-// any LC_ALL or LANGUAGE, and with LC_ALL=C last. LC_ALL=C overrides LANG
-// and every other LC_* variable; GNU gettext ignores LANGUAGE under the C
-// locale, and it is dropped as well so no translation can apply.
+// any LC_ALL, LANGUAGE or GIT_NO_REPLACE_OBJECTS, and with LC_ALL=C and
+// GIT_NO_REPLACE_OBJECTS=1 last. LC_ALL=C overrides LANG and every other
+// LC_* variable; GNU gettext ignores LANGUAGE under the C locale, and it is
+// dropped as well so no translation can apply. GIT_NO_REPLACE_OBJECTS (any
+// value) makes git ignore refs/replace/* and GIT_REPLACE_REF altogether.
 func environ(base, extra []string) []string {
-	env := make([]string, 0, len(base)+len(extra)+1)
+	env := make([]string, 0, len(base)+len(extra)+2)
 	for _, kvs := range [][]string{base, extra} {
 		for _, kv := range kvs {
 			k, _, _ := strings.Cut(kv, "=")
-			if k == "LC_ALL" || k == "LANGUAGE" {
+			if k == "LC_ALL" || k == "LANGUAGE" || k == "GIT_NO_REPLACE_OBJECTS" {
 				continue
 			}
 			env = append(env, kv)
 		}
 	}
-	return append(env, "LC_ALL=C")
+	return append(env, "LC_ALL=C", "GIT_NO_REPLACE_OBJECTS=1")
 }
 
 // Run runs git with args and returns its stdout.

@@ -127,10 +127,11 @@ func TestGitSpeaksEnglishUnderAnyLocale(t *testing.T) {
 }
 
 // TestEnvironOverridesLocale checks the environment built for git: the
-// runner's own LC_ALL or LANGUAGE cannot undo LC_ALL=C either.
+// runner's own LC_ALL, LANGUAGE or GIT_NO_REPLACE_OBJECTS cannot undo
+// LC_ALL=C or GIT_NO_REPLACE_OBJECTS=1 either.
 func TestEnvironOverridesLocale(t *testing.T) {
-	got := environ([]string{"PATH=/bin", "LANGUAGE=de", "LC_ALL=de_DE.UTF-8", "LANG=de_DE.UTF-8", "LC_ALLX=1"}, []string{"LC_ALL=fr_FR.UTF-8", "GIT_DIR=x", "LANGUAGE=fr"})
-	want := []string{"PATH=/bin", "LANG=de_DE.UTF-8", "LC_ALLX=1", "GIT_DIR=x", "LC_ALL=C"}
+	got := environ([]string{"PATH=/bin", "LANGUAGE=de", "LC_ALL=de_DE.UTF-8", "LANG=de_DE.UTF-8", "LC_ALLX=1", "GIT_NO_REPLACE_OBJECTS="}, []string{"LC_ALL=fr_FR.UTF-8", "GIT_DIR=x", "LANGUAGE=fr"})
+	want := []string{"PATH=/bin", "LANG=de_DE.UTF-8", "LC_ALLX=1", "GIT_DIR=x", "LC_ALL=C", "GIT_NO_REPLACE_OBJECTS=1"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("environ = %q, want %q", got, want)
 	}
@@ -164,5 +165,36 @@ func TestGitLookedUpOnce(t *testing.T) {
 	}
 	if _, err := Locate(ctx, "."); !errors.Is(err, ErrGitNotFound) {
 		t.Fatalf("Locate without git in PATH = %v", err)
+	}
+}
+
+// TestReplaceRefsIgnored: a refs/replace/* ref that substitutes another
+// commit for the tip changes what plain git shows, and nothing of what a
+// runner reads: the tree, the log, the ancestry. A worker can write such a
+// ref as easily as its branch.
+func TestReplaceRefsIgnored(t *testing.T) {
+	isolate(t)
+	ctx := context.Background()
+	dir := gittest.NewRepo(t)
+	tip := gittest.CommitFiles(t, dir, "real", map[string]string{"x.txt": "real\n"})
+	gittest.Git(t, dir, "checkout", "-q", "--detach", "HEAD~1")
+	fake := gittest.CommitFiles(t, dir, "fake", map[string]string{"x.txt": "fake\n"})
+	gittest.Git(t, dir, "replace", tip, fake)
+	if got := gittest.Git(t, dir, "show", tip+":x.txt"); got != "fake" {
+		t.Fatalf("plain git shows %q through the replace ref, want fake: the test proves nothing", got)
+	}
+	r := Runner{Dir: dir}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"show", tip + ":x.txt"}, "real"},
+		{[]string{"log", "-1", "--format=%s", tip}, "real"},
+		{[]string{"rev-parse", tip + "^{tree}"}, gittest.Git(t, dir, "--no-replace-objects", "rev-parse", tip+"^{tree}")},
+	} {
+		got, err := r.Output(ctx, c.args...)
+		if err != nil || got != c.want {
+			t.Errorf("git %s = %q, %v; want %q", strings.Join(c.args, " "), got, err, c.want)
+		}
 	}
 }

@@ -50,10 +50,7 @@ func (s *Store) Create(ctx context.Context, k Kind, id string, ch Change) (Doc, 
 	if err != nil {
 		return Doc{}, err
 	}
-	ops := []RefOp{{Verb: "create", Ref: k.Ref(id), New: c}}
-	for _, v := range ch.Verify {
-		ops = append(ops, RefOp{Verb: "verify", Ref: v.Ref, Old: v.Commit})
-	}
+	ops := append([]RefOp{{Verb: "create", Ref: k.Ref(id), New: c}}, verifyOps(k.Ref(id), ch.Verify)...)
 	if err := s.Transact(ctx, ops); err != nil {
 		return Doc{}, err
 	}
@@ -106,10 +103,7 @@ func (s *Store) Update(ctx context.Context, k Kind, id string, op func(cur Doc) 
 		if err != nil {
 			return Doc{}, false, err
 		}
-		ops := []RefOp{{Verb: "update", Ref: cur.Ref, New: c, Old: cur.Commit}}
-		for _, v := range ch.Verify {
-			ops = append(ops, RefOp{Verb: "verify", Ref: v.Ref, Old: v.Commit})
-		}
+		ops := append([]RefOp{{Verb: "update", Ref: cur.Ref, New: c, Old: cur.Commit}}, verifyOps(cur.Ref, ch.Verify)...)
 		err = s.Transact(ctx, ops)
 		if err == nil {
 			return Doc{ID: id, Ref: cur.Ref, Commit: c, Data: ch.Data}, true, nil
@@ -121,6 +115,25 @@ func (s *Store) Update(ctx context.Context, k Kind, id string, op func(cur Doc) 
 			return Doc{}, false, err
 		}
 	}
+}
+
+// verifyOps turns the refs a change depended on into verify lines of the
+// transaction that writes ref. git refuses a transaction that names one ref
+// twice, and a change may list one more than once (a task that is both
+// parent and blocker, two blockers that share a blocker): each ref and
+// expected value is verified once, and ref itself, whose old value the
+// write already checks, not at all.
+func verifyOps(ref string, vs []RefState) []RefOp {
+	var ops []RefOp
+	seen := make(map[RefState]bool, len(vs))
+	for _, v := range vs {
+		if v.Ref == ref || seen[v] {
+			continue
+		}
+		seen[v] = true
+		ops = append(ops, RefOp{Verb: "verify", Ref: v.Ref, Old: v.Commit})
+	}
+	return ops
 }
 
 // Backoff sleeps a jittered, capped, growing delay before retry number

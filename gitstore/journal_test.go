@@ -333,7 +333,7 @@ func TestWatchedRefs(t *testing.T) {
 	dir, st := journalRepo(t)
 	head := gittest.Git(t, dir, "rev-parse", "HEAD")
 	for _, ref := range []string{"refs/heads/side", "refs/tags/v1", "refs/agentmine/tasks/t", NotesRef, "refs/notes/commits",
-		"refs/notes/agentmine-remote/origin/agentmine", "refs/remotes/origin/main", "refs/agentmine-remote/origin/tasks/t", "refs/stash"} {
+		"refs/notes/agentmine-remote/origin/agentmine", "refs/remotes/origin/main", "refs/agentmine-remote/origin/tasks/t", "refs/stash", "refs/replace/" + head} {
 		gittest.Git(t, dir, "update-ref", ref, head)
 	}
 	got, err := st.WatchedRefs(context.Background())
@@ -347,7 +347,7 @@ func TestWatchedRefs(t *testing.T) {
 		}
 		names = append(names, ref)
 	}
-	want := "refs/agentmine/tasks/t refs/heads/main refs/heads/side refs/notes/agentmine refs/notes/commits refs/tags/v1"
+	want := "refs/agentmine/tasks/t refs/heads/main refs/heads/side refs/notes/agentmine refs/notes/commits refs/replace/" + head + " refs/tags/v1"
 	sort.Strings(names)
 	if s := strings.Join(names, " "); s != want {
 		t.Errorf("watched %s\nwant    %s", s, want)

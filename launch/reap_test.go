@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 // readPids reads the pid files a worker wrote (one pid each) and returns
@@ -18,22 +20,12 @@ func readPids(t *testing.T, dir string, names ...string) map[string]Proc {
 	t.Helper()
 	out := map[string]Proc{}
 	for _, n := range names {
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			data, err := os.ReadFile(filepath.Join(dir, n))
-			if pid, perr := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && perr == nil && pid > 0 {
-				st, err := StartTime(pid)
-				if err != nil {
-					t.Fatalf("%s: pid %d already gone: %v", n, pid, err)
-				}
-				out[n] = Proc{Pid: pid, Start: st}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the worker never wrote %s", n)
-			}
-			time.Sleep(10 * time.Millisecond)
+		pid := gittest.WaitPidFile(t, filepath.Join(dir, n))
+		st, err := StartTime(pid)
+		if err != nil {
+			t.Fatalf("%s: pid %d already gone: %v", n, pid, err)
 		}
+		out[n] = Proc{Pid: pid, Start: st}
 	}
 	return out
 }
@@ -52,22 +44,6 @@ func waitGone(t *testing.T, ps map[string]Proc) {
 	}
 }
 
-// pidFile reads a pid file a worker wrote, waiting (bounded) for it.
-func pidFile(t *testing.T, path string) int {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		data, err := os.ReadFile(path)
-		if pid, perr := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && perr == nil && pid > 0 {
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker never wrote %s", path)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // checkLeftovers checks that each pid file names one of the leftovers and
 // that none of those runs any more.
 func checkLeftovers(t *testing.T, res Result, dir string, files ...string) {
@@ -83,7 +59,7 @@ func checkLeftovers(t *testing.T, res Result, dir string, files ...string) {
 		}
 	}
 	for _, f := range files {
-		pid := pidFile(t, filepath.Join(dir, f))
+		pid := gittest.WaitPidFile(t, filepath.Join(dir, f))
 		if _, ok := byPid[pid]; !ok {
 			t.Errorf("%s (pid %d) is not among the leftovers %v", f, pid, res.Leftovers)
 		}
@@ -131,7 +107,7 @@ exit 0`
 		byPid[l.Pid] = true
 	}
 	for _, f := range []string{"setsid.pid", "double.pid", "bare.pid", "stubborn.pid"} {
-		if pid := pidFile(t, filepath.Join(dir, f)); !byPid[pid] {
+		if pid := gittest.WaitPidFile(t, filepath.Join(dir, f)); !byPid[pid] {
 			t.Errorf("%s (pid %d) is not among the leftovers %v", f, pid, res.Leftovers)
 		}
 	}
@@ -409,7 +385,7 @@ while ! [ -s escaped.pid ] || ! [ -s job.pid ]; do sleep 0.01; done`)
 			t.Fatalf("%v: %s", err, out)
 		}
 	})
-	want := map[int]bool{pidFile(t, filepath.Join(dir, "escaped.pid")): true, pidFile(t, filepath.Join(dir, "job.pid")): true}
+	want := map[int]bool{gittest.WaitPidFile(t, filepath.Join(dir, "escaped.pid")): true, gittest.WaitPidFile(t, filepath.Join(dir, "job.pid")): true}
 	if len(ended) != len(want) {
 		t.Fatalf("ended %v, want the setsid daemon and the job %v", ended, want)
 	}

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -64,41 +63,13 @@ func TestRunCommandsMissingCommand(t *testing.T) {
 	}
 }
 
-// processGone reports whether pid no longer runs (gone, or a zombie
-// waiting for a reaper).
-func processGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return true
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
-}
-
-func readPid(t *testing.T, file string) int {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
-}
-
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
 	// Reaping of orphans by init is asynchronous; poll until it is done.
-	for i := 0; i < 200 && !processGone(pid); i++ {
+	for i := 0; i < 200 && !gittest.Gone(pid); i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if !processGone(pid) {
+	if !gittest.Gone(pid) {
 		t.Errorf("process %d of the DoD group is still running", pid)
 	}
 }
@@ -124,7 +95,7 @@ func TestRunCommandsTimeoutKillsGroup(t *testing.T) {
 	if !res.Commands[1].Skipped || res.Commands[1].ExitCode != -1 {
 		t.Errorf("command after a timeout must be skipped: %+v", res.Commands[1])
 	}
-	waitGone(t, readPid(t, pidFile))
+	waitGone(t, gittest.WaitPidFile(t, pidFile))
 }
 
 func TestRunCommandsTimeoutIgnoringTerm(t *testing.T) {
@@ -140,7 +111,7 @@ func TestRunCommandsTimeoutIgnoringTerm(t *testing.T) {
 	if res.Status != DoDTimeout || !c.TimedOut || c.Signal != "SIGKILL" {
 		t.Fatalf("want a timeout ended by SIGKILL, got %+v", c)
 	}
-	waitGone(t, readPid(t, filepath.Join(dir, "pid")))
+	waitGone(t, gittest.WaitPidFile(t, filepath.Join(dir, "pid")))
 }
 
 func TestRunCommandsHugeOutputIsBounded(t *testing.T) {

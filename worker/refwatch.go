@@ -18,7 +18,7 @@ import (
 
 // Refs are watched like files. Before the worker starts, the supervisor
 // records every ref a verdict or a status depends on (gitstore.WatchedRefs:
-// branches, tags, refs/agentmine/*, notes) and registers itself, so that
+// branches, tags, refs/agentmine/*, notes, replace refs) and registers itself, so that
 // agentmine commands run anywhere below it journal their writes as the
 // worker's. After the worker's processes ended and the DoD ran (the DoD runs
 // the worker's code too), it records them again. A ref that was created,

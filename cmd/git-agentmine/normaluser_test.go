@@ -95,46 +95,6 @@ func TestMemorySnapshotAsNormalUser(t *testing.T) {
 	}
 }
 
-// TestMainCheckoutAsNormalUser: a worker run as a normal user writes the
-// main .env through a hard link and widens its own agent definition; the
-// run is dod_failed, task show names both paths, merge refuses naming the
-// first, and the person's --accept-main-changes merges and is recorded.
-func TestMainCheckoutAsNormalUser(t *testing.T) {
-	attack := `M=$(cd "$(git rev-parse --git-common-dir)/.." && pwd); ` +
-		`ln "$M/.env" src/l && echo STOLEN=1 >> src/l && rm src/l && ` +
-		`printf 'client = "custom"\ncommand = ["true"]\n[scope]\nwrite = ["**"]\n' > "$M/.agentmine/agents/w.toml" && ` +
-		`echo b >> src/a.txt && git commit -qam work`
-	u, dir := normalUserRepo(t, map[string]string{"src/a.txt": "a\n", ".gitignore": ".env\n", ".env": "SECRET=1\n"}, map[string]string{
-		"w": "client = \"custom\"\ncommand = [\"sh\", \"-c\", " + tomlString(attack) + "]\ndod = [\"test -s src/a.txt\"]\n[scope]\nwrite = [\"src/**\"]\n",
-	})
-	task := u.Run(t, dir, "git", "agentmine", "task", "add", "Attack", "-q")
-	out, err := u.Try(dir, "git", "agentmine", "worker", "run", task, "--agent", "w", "--exec")
-	if code := exitOf(t, err); code != 1 {
-		t.Fatalf("worker run exited %d, want 1: %s", code, out)
-	}
-	for _, want := range []string{": dod_failed (scope violations)", "violation main-checkout-changed .env: ", "violation main-checkout-changed .agentmine/agents/w.toml: "} {
-		if !strings.Contains(out, want) {
-			t.Errorf("worker run's summary lacks %q:\n%s", want, out)
-		}
-	}
-	show := u.Run(t, dir, "git", "agentmine", "task", "show", task)
-	for _, want := range []string{"status:    dod_failed", "violation main-checkout-changed .agentmine/agents/w.toml: changed in the main checkout during the run (modified); it is an agent definition", "violation main-checkout-changed .env: "} {
-		if !strings.Contains(show, want) {
-			t.Errorf("task show lacks %q:\n%s", want, show)
-		}
-	}
-	_, err = u.Try(dir, "git", "agentmine", "merge", task)
-	if code := exitOf(t, err); code != 1 || !strings.Contains(err.Error(), "the main checkout changed during its run: .agentmine/agents/w.toml (+1 more)\nhint: if you made these changes yourself") {
-		t.Fatalf("merge: exit %d, %v", code, err)
-	}
-	// The person restores their agent, accepts the rest, and merges.
-	u.Run(t, dir, "git", "checkout", "--", ".agentmine/agents/w.toml")
-	u.Run(t, dir, "git", "agentmine", "merge", task, "--accept-main-changes")
-	if got := u.Run(t, dir, "git", "log", "-1", "--format=%(trailers:key=Agentmine-Accepted-Main-Change,valueonly,separator=|)", "main"); got != ".agentmine/agents/w.toml|.env" {
-		t.Errorf("recorded acceptance %q", got)
-	}
-}
-
 // tomlString quotes s as a TOML basic string.
 func tomlString(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)

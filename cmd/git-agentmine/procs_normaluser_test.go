@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,61 +20,6 @@ func runAsUser(t *testing.T, u *gittest.User, dir string, args ...string) string
 	out, err := u.Try(dir, "git", append([]string{"agentmine"}, args...)...)
 	if err != nil {
 		t.Fatalf("git agentmine %s: %v", strings.Join(args, " "), err)
-	}
-	return out
-}
-
-// waitPidFile waits (bounded) for a pid file and returns the pid in it.
-func waitPidFile(t *testing.T, path string) int {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		data, err := os.ReadFile(path)
-		if pid, perr := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && perr == nil && pid > 0 {
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never written", path)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// procGone reports whether pid no longer runs (gone, or a zombie).
-func procGone(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) == 0 || f[0] == "Z" || f[0] == "X"
-}
-
-// markerHolders lists the live processes whose environment holds the
-// session's marker (readable for every process when the test runs as root).
-func markerHolders(t *testing.T, session string) []string {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []byte("AGENTMINE_SESSION=" + session)
-	var out []string
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil {
-			continue
-		}
-		for _, kv := range bytes.Split(data, []byte{0}) {
-			if bytes.Equal(kv, want) {
-				cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-				out = append(out, e.Name()+" "+string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))
-			}
-		}
 	}
 	return out
 }
@@ -106,12 +49,12 @@ func TestEscapesAsNormalUser(t *testing.T) {
 		t.Fatalf("worker run as %s: %v\n%s", u.Name, err, out)
 	}
 	for _, f := range []string{"setsid.pid", "double.pid"} {
-		if pid := waitPidFile(t, filepath.Join(pids, f)); !procGone(pid) {
+		if pid := gittest.WaitPidFile(t, filepath.Join(pids, f)); !gittest.Gone(pid) {
 			t.Errorf("%s (pid %d) still runs after worker run returned", f, pid)
 		}
 	}
 	session := runAsUser(t, u, dir, "session", "list", "-t", task, "-q")
-	if live := markerHolders(t, session); len(live) > 0 {
+	if live := gittest.EnvHolders(t, "AGENTMINE_SESSION="+session); len(live) > 0 {
 		t.Errorf("processes of session %s still alive: %v", session, live)
 	}
 	if show := runAsUser(t, u, dir, "task", "show", task); !strings.Contains(show, "leftover-processes: ") {
@@ -120,8 +63,8 @@ func TestEscapesAsNormalUser(t *testing.T) {
 
 	task2 := runAsUser(t, u, dir, "task", "add", "Linger", "-q")
 	session2 := runAsUser(t, u, dir, "worker", "run", task2, "--agent", "linger", "--exec", "--detach", "-q")
-	leader := waitPidFile(t, filepath.Join(pids, "leader.pid"))
-	marked := waitPidFile(t, filepath.Join(pids, "marked.pid"))
+	leader := gittest.WaitPidFile(t, filepath.Join(pids, "leader.pid"))
+	marked := gittest.WaitPidFile(t, filepath.Join(pids, "marked.pid"))
 	var s struct {
 		Pid       int    `json:"pid"`
 		WorkerPid int    `json:"worker_pid"`
@@ -149,7 +92,7 @@ func TestEscapesAsNormalUser(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if procGone(leader) || procGone(marked) {
+	if gittest.Gone(leader) || gittest.Gone(marked) {
 		t.Fatal("the worker ended with its supervisor: nothing left to test")
 	}
 	cmd = u.Command(dir, "git", "agentmine", "worker", "done", task2)
@@ -158,11 +101,11 @@ func TestEscapesAsNormalUser(t *testing.T) {
 		t.Fatalf("worker done as %s: %v\n%s", u.Name, err, out)
 	}
 	for name, pid := range map[string]int{"leader": leader, "marked": marked} {
-		if !procGone(pid) {
+		if !gittest.Gone(pid) {
 			t.Errorf("%s (pid %d) still runs after worker done", name, pid)
 		}
 	}
-	if live := markerHolders(t, session2); len(live) > 0 {
+	if live := gittest.EnvHolders(t, "AGENTMINE_SESSION="+session2); len(live) > 0 {
 		t.Errorf("processes of session %s still alive: %v", session2, live)
 	}
 	if _, err := os.Lstat(filepath.Join(dir, ".agentmine", "worktrees", "task-"+task2[:8])); !os.IsNotExist(err) {

@@ -1,6 +1,8 @@
 // Package gittest owns the fixtures every package's tests share: the
 // scrubbed environment in which git behaves the same on every machine, real
-// git run from a test, and real repositories in temporary directories.
+// git run from a test, real repositories in temporary directories, a normal
+// user to run commands as, and what tests read of the processes they start
+// (pid files, whether a process is gone, who carries a marker).
 //
 // Only tests import it (internal/archtest checks that): it runs git commands
 // that write objects and refs, the way a user building a fixture would.

@@ -131,8 +131,8 @@ func (u *User) Give(t testing.TB, paths ...string) {
 // Install copies the executable src into the user's own bin directory as
 // name (mode 0755), which the user's commands find first on PATH: a test
 // binary or a built program under a directory only root can enter cannot
-// be run from where it is.
-func (u *User) Install(t testing.TB, name, src string) {
+// be run from where it is. It returns the installed file's path.
+func (u *User) Install(t testing.TB, name, src string) string {
 	t.Helper()
 	in, err := os.Open(src)
 	if err != nil {
@@ -152,6 +152,7 @@ func (u *User) Install(t testing.TB, name, src string) {
 		t.Fatalf("normal user: installing %s: %v", name, err)
 	}
 	u.Give(t, dst)
+	return dst
 }
 
 // Env is the environment of the user's commands: the pinned variables of
