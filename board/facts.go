@@ -110,6 +110,10 @@ func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []ses
 		a := status.Attempt{Session: s.ID, Started: s.Started}
 		a.Live, a.Lost = Liveness(r, here, now)
 		a.Forged = sessions.ForgedReason(r.Forged)
+		if a.Forged == "" {
+			// a review line the worker wrote for its own session
+			a.Forged = sessions.ForgedReviewReason(r.ForgedReviews)
+		}
 		if o := r.Outcome; o != nil {
 			a.Ended = true
 			a.ExitCode = o.ExitCode

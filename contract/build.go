@@ -122,7 +122,8 @@ func NewSession(r sessions.Record, here board.Here, now time.Time, tail int) Ses
 }
 
 // Verdict names what a session means for its task, in the words worker
-// wait and session list use: "running", "review", "dod_failed (…)",
+// wait and session list use: "running", "review", "dod_failed (…)" (a
+// failed DoD or scope, or a review that said NG),
 // "failed (…)", "tainted (…)" or "done (merged)". state is SessionState's answer; merged
 // says the session's work reached the base.
 func Verdict(r sessions.Record, state string, merged bool) string {
@@ -147,6 +148,8 @@ func Verdict(r sessions.Record, state string, merged bool) string {
 		return "done (merged)"
 	case v.Failed() != "":
 		return "dod_failed (" + v.Failed() + ")"
+	case r.Review != nil && !r.Review.OK():
+		return "dod_failed (reviewed NG by " + r.Review.Agent + ")"
 	}
 	return "review"
 }

@@ -183,6 +183,9 @@ func gate(rec sessions.Record, task string, opts Options) (accepted []string, er
 	if len(rec.Forged) > 0 {
 		return nil, fail("session %s has a %s", s.ID[:8], sessions.ForgedReason(rec.Forged))
 	}
+	if len(rec.ForgedReviews) > 0 {
+		return nil, fail("session %s has a %s", s.ID[:8], sessions.ForgedReviewReason(rec.ForgedReviews))
+	}
 	switch {
 	case o.TimedOut:
 		return nil, fail("session %s timed out", s.ID[:8])

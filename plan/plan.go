@@ -122,7 +122,8 @@ func jsonProblem(data []byte, err error) error {
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		line, col := position(data, se.Offset)
+		// Offset counts the bytes read, the offending one included.
+		line, col := position(data, max(se.Offset-1, 0))
 		return fmt.Errorf("malformed JSON at line %d, column %d: %v", line, col, se)
 	case errors.As(err, &te):
 		line, col := position(data, te.Offset)

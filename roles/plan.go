@@ -12,12 +12,17 @@ import (
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/memory"
 	"github.com/git-agentmine/git-agentmine/plan"
+	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/tasks"
 	"github.com/git-agentmine/git-agentmine/worker"
 )
 
-// MaxFileList bounds the repository file list in a planner's prompt.
-const MaxFileList = 2000
+// MaxFileList bounds the repository file list in a planner's prompt, and
+// MaxTaskList its list of existing tasks.
+const (
+	MaxFileList = 2000
+	MaxTaskList = 300
+)
 
 // PlanOptions are the choices of a planner run.
 type PlanOptions struct {
@@ -184,14 +189,30 @@ func PlanPrompt(ctx context.Context, env *worker.Env, b *board.Board, id string,
 		}
 		s.WriteString("\n")
 	}
-	s.WriteString("## Existing tasks\n\n")
+	s.WriteString("## Existing tasks (not done or cancelled)\n\n")
+	listed, more := 0, 0
 	for _, tid := range b.Tasks.IDs {
+		st := b.Status[tid].Status
+		if st == status.Done || st == status.Cancelled {
+			continue
+		}
+		if listed == MaxTaskList {
+			more++
+			continue
+		}
+		listed++
 		et := b.Tasks.Tasks[tid].Task
-		fmt.Fprintf(&s, "- %s [%s] %s", b.Tasks.ShortID(tid), b.Status[tid].Status, et.Title)
+		fmt.Fprintf(&s, "- %s [%s] %s", b.Tasks.ShortID(tid), st, et.Title)
 		if et.Parent != "" {
 			fmt.Fprintf(&s, " (child of %s)", b.Tasks.ShortID(et.Parent))
 		}
 		s.WriteString("\n")
+	}
+	if listed == 0 {
+		s.WriteString("(none)\n")
+	}
+	if more > 0 {
+		fmt.Fprintf(&s, "- … and %d more\n", more)
 	}
 	s.WriteString("\n## Worker agents\n\n")
 	defs, _, err := agents.Load(env.Top)

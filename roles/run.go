@@ -172,6 +172,13 @@ func PickAgent(top, role, name string) (agents.Agent, error) {
 // only this process can have written it) and returns the answer file's
 // content. Failures to produce an answer are *InfraError; a changed
 // worktree is *ChangedError; the session is recorded either way.
+//
+// The agent runs under launch.Start with a Reaper of its own: while it
+// runs, this process is a child subreaper, and when it ends, processes of
+// this process that left their session and carry no marker are taken for
+// the agent's leftovers and ended. Call Run from a process that has no
+// other such descendants (a detached worker supervisor started by the same
+// process would be one), or run it in a process of its own.
 func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
 	say := func(format string, a ...any) {
 		if req.Progress != nil {
@@ -200,6 +207,11 @@ func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = ag.TimeoutOr(env.Cfg.Timeout)
+	}
+	if gone, err := CleanLeftovers(ctx, env); err != nil {
+		say("warning: removing worktrees left by killed %s runs: %v", req.Role, err)
+	} else if len(gone) > 0 {
+		say("removed %d worktree(s) left by killed planner or reviewer runs", len(gone))
 	}
 	repoID, err := sessions.RepoID(st)
 	if err != nil {
@@ -308,6 +320,9 @@ func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
 			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
 	}
 	changed, serr := changes(wtPath, before)
+	if head, err := st.Git().In(wtPath).Output(jctx, "rev-parse", "HEAD"); serr == nil && (err != nil || head != commit) {
+		changed = append(changed, "moved HEAD from "+short(commit)+" to "+short(head))
+	}
 	valid := serr == nil && len(changed) == 0
 	out.ScopeValid = &valid
 	if !valid {
@@ -342,6 +357,25 @@ func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
 	return result, nil
 }
 
+// Unfence returns an answer without the one Markdown code fence some
+// clients wrap a JSON file's content in ("```json" … "```"); any other
+// answer is returned as it is.
+func Unfence(data []byte) []byte {
+	t := strings.TrimSpace(string(data))
+	if !strings.HasPrefix(t, "```") || !strings.HasSuffix(t, "```") || len(t) < 6 {
+		return data
+	}
+	body := strings.TrimSuffix(t, "```")
+	nl := strings.IndexByte(body, '\n')
+	if nl < 0 {
+		return data
+	}
+	if lang := strings.TrimSpace(body[3:nl]); lang != "" && lang != "json" {
+		return data
+	}
+	return []byte(strings.TrimSpace(body[nl+1:]))
+}
+
 func readAnswer(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -358,7 +392,7 @@ func readAnswer(path string) ([]byte, error) {
 	if len(data) > MaxOutputBytes {
 		return nil, fmt.Errorf("its answer is larger than %d bytes", MaxOutputBytes)
 	}
-	return data, nil
+	return Unfence(data), nil
 }
 
 // makeReadOnly takes every write bit off the files and directories under

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
@@ -168,6 +169,21 @@ func RecordReview(ctx context.Context, st *gitstore.Store, rec Record, r *Review
 		return fmt.Errorf("recording review of session %s: %w", short(rec.Session.ID), err)
 	}
 	return nil
+}
+
+// ForgedReviewReason is the one-line reason naming rejected review lines,
+// for status and merge: `forged review line (recorded_by "x", finished t):
+// why (+n more)`.
+func ForgedReviewReason(fs []Forgery) string {
+	if len(fs) == 0 {
+		return ""
+	}
+	f := fs[0]
+	s := fmt.Sprintf("forged review line (recorded_by %s, finished %s): %s", strconv.Quote(f.By), f.Finished.UTC().Format(time.RFC3339), f.Reason)
+	if len(fs) > 1 {
+		s += fmt.Sprintf(" (+%d more)", len(fs)-1)
+	}
+	return s
 }
 
 // reviewOf attaches the selected review to a record read in batch.

@@ -44,24 +44,37 @@ func (n Note) Markdown() string {
 			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", i+1, short(a.Session), cell(a.Agent),
 				exitText(a), orDash(a.DoD), orDash(a.Scope), orDash(a.Review), duration(a), usageText(a))
 		}
+		listed := false
 		for i, a := range n.Attempts {
 			if a.Reason == "" && len(a.ReviewReasons) == 0 {
 				continue
 			}
-			fmt.Fprintf(&b, "\n- attempt %d (%s)", i+1, short(a.Session))
+			var parts []string
 			if a.Reason != "" {
-				fmt.Fprintf(&b, ": %s", a.Reason)
+				parts = append(parts, a.Reason)
 			}
 			if len(a.ReviewReasons) > 0 {
-				fmt.Fprintf(&b, "; review %s by %s: %s", a.Review, a.Reviewer, strings.Join(a.ReviewReasons, "; "))
+				parts = append(parts, fmt.Sprintf("review %s by %s: %s", a.Review, a.Reviewer, strings.Join(a.ReviewReasons, "; ")))
 			}
-		}
-		if strings.HasSuffix(b.String(), ")") || !strings.HasSuffix(b.String(), "\n") {
-			b.WriteString("\n")
+			if !listed {
+				b.WriteString("\n")
+				listed = true
+			}
+			fmt.Fprintf(&b, "- attempt %d (%s): %s\n", i+1, short(a.Session), strings.Join(parts, "; "))
 		}
 	}
 	if n.Runs > 0 {
-		fmt.Fprintf(&b, "\nPlanner and reviewer runs: %d\n", n.Runs)
+		fmt.Fprintf(&b, "\nPlanner and reviewer runs: %d\n\n", n.Runs)
+		b.WriteString("| session | role | agent | exit | duration | reviewed | verdict |\n")
+		b.WriteString("|---------|------|-------|------|----------|----------|---------|\n")
+		for _, c := range n.Calls {
+			exit, dur := "running", "-"
+			if c.ExitCode != nil {
+				exit = fmt.Sprint(*c.ExitCode)
+				dur = (time.Duration(c.Seconds * float64(time.Second))).Round(100 * time.Millisecond).String()
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", short(c.Session), c.Role, cell(c.Agent), exit, dur, orDash(short(c.Reviews)), orDash(c.Verdict))
+		}
 	}
 	if n.Usage != nil {
 		fmt.Fprintf(&b, "\nUsage (all sessions): %s\n", n.Usage)

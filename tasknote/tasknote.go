@@ -50,8 +50,10 @@ type Note struct {
 	Description string      `json:"description"`
 	Criteria    []Criterion `json:"criteria"`
 	Attempts    []Attempt   `json:"attempts"`
-	// Runs counts the planner and reviewer runs about the task.
-	Runs int `json:"planner_reviewer_runs"`
+	// Runs counts the planner and reviewer runs about the task; Calls
+	// lists them (seed 004's "Meta calls"), oldest first.
+	Runs  int    `json:"planner_reviewer_runs"`
+	Calls []Call `json:"meta_calls"`
 	// Usage sums what every session of the task (planner and reviewer runs
 	// included) reported; nil when none reported any.
 	Usage *sessions.Usage `json:"usage,omitempty"`
@@ -93,6 +95,21 @@ type Attempt struct {
 	Usage         *sessions.Usage `json:"usage,omitempty"`
 }
 
+// Call is one planner or reviewer run about the task.
+type Call struct {
+	Session string    `json:"session"`
+	Role    string    `json:"role"`
+	Agent   string    `json:"agent"`
+	Started time.Time `json:"started"`
+	// Seconds is the run's duration (0 while it has no outcome).
+	Seconds  float64 `json:"seconds"`
+	ExitCode *int    `json:"exit_code"`
+	// Reviews is the session a reviewer reviewed, Verdict the verdict it
+	// recorded there ("" when it recorded none: no answer).
+	Reviews string `json:"reviews,omitempty"`
+	Verdict string `json:"verdict,omitempty"`
+}
+
 // Options adjust a note being built.
 type Options struct {
 	// State overrides the final state (the supervisor's "exhausted");
@@ -122,6 +139,8 @@ func Build(ctx context.Context, st *gitstore.Store, b *board.Board, id string, o
 	}
 	var decider *sessions.Record
 	var lastReview *sessions.Review
+	var calls []Call
+	reviewBy := map[string]string{} // reviewer session -> verdict it recorded
 	first := true
 	for _, r := range b.SessionsOf(id) {
 		if r.Outcome != nil && r.Outcome.Usage != nil {
@@ -134,6 +153,13 @@ func Build(ctx context.Context, st *gitstore.Store, b *board.Board, id string, o
 		}
 		if !r.Session.IsAttempt() {
 			n.Runs++
+			c := Call{Session: r.Session.ID, Role: r.Session.Role, Agent: r.Session.Agent, Started: r.Session.Started, Reviews: r.Session.Reviews}
+			if out := r.Outcome; out != nil {
+				code := out.ExitCode
+				c.ExitCode = &code
+				c.Seconds = out.Finished.Sub(r.Session.Started).Round(10 * time.Millisecond).Seconds()
+			}
+			calls = append(calls, c)
 			continue
 		}
 		if first {
@@ -163,12 +189,20 @@ func Build(ctx context.Context, st *gitstore.Store, b *board.Board, id string, o
 		if rv := r.Review; rv != nil {
 			a.Review, a.Reviewer, a.ReviewReasons = rv.Verdict, rv.Agent, rv.Reasons
 			lastReview = rv
+			reviewBy[rv.Reviewer] = rv.Verdict
 		}
 		n.Attempts = append(n.Attempts, a)
 		rc := r
 		if res.Session == r.Session.ID || decider == nil || res.Session == "" {
 			decider = &rc
 		}
+	}
+	for i := range calls {
+		calls[i].Verdict = reviewBy[calls[i].Session]
+	}
+	n.Calls = calls
+	if n.Calls == nil {
+		n.Calls = []Call{}
 	}
 	if n.Finished.IsZero() {
 		n.Finished = time.Now().UTC()
@@ -186,9 +220,9 @@ func Build(ctx context.Context, st *gitstore.Store, b *board.Board, id string, o
 		n.Criteria = append(n.Criteria, Criterion{ID: tasks.CriterionID(i), Text: c, Met: met(i)})
 	}
 	if decider != nil && decider.Outcome != nil && decider.Outcome.Tip != "" && decider.Outcome.Tip != decider.Session.BaseCommit {
-		stat, err := st.Git().Output(ctx, "diff", "--stat=100", decider.Session.BaseCommit, decider.Outcome.Tip, "--")
+		stat, err := st.Git().Run(ctx, "diff", "--stat=100", decider.Session.BaseCommit, decider.Outcome.Tip, "--")
 		if err == nil {
-			n.DiffStat = stat
+			n.DiffStat = strings.TrimRight(string(stat), "\n")
 		}
 	}
 	n.Summary = o.Summary

@@ -43,7 +43,7 @@ func (c *StatusCmd) Run(a *App) error {
 		p.Printf("  none\n")
 	}
 	for _, r := range j.Running {
-		p.Printf("  %s task %s  agent %s  pid %d  %s of %ds\n", r.ShortID, v.Board.ShortID(r.Task), r.Agent, r.Pid, time.Duration(r.Elapsed*float64(time.Second)), r.Timeout)
+		p.Printf("  %s task %s  agent %s  pid %d  %s of %ds\n", r.ShortID, v.Board.ShortID(r.Task), agentLabel(r.Agent, r.Role), r.Pid, time.Duration(r.Elapsed*float64(time.Second)), r.Timeout)
 	}
 	p.Printf("\n%s\n", p.Paint(output.Bold, "In review (ready to merge)"))
 	if len(j.Review) == 0 {

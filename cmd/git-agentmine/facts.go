@@ -22,12 +22,13 @@ func latestSession(a *App, v *view, id string) *sessionInfo {
 	return &j
 }
 
-// latestRecord returns the latest session of a task, nil when it has none.
+// latestRecord returns the latest attempt at a task (planner and reviewer
+// runs are not attempts), nil when it has none.
 func latestRecord(a *App, id string) *sessions.Record {
 	var best *sessions.Record
 	for i := range a.sessions {
 		r := &a.sessions[i]
-		if r.Session.Task != id {
+		if r.Session.Task != id || !r.Session.IsAttempt() {
 			continue
 		}
 		if best == nil || r.Session.Started.After(best.Session.Started) {

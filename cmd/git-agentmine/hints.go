@@ -9,6 +9,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/merge"
 	"github.com/git-agentmine/git-agentmine/replica"
+	"github.com/git-agentmine/git-agentmine/roles"
 	"github.com/git-agentmine/git-agentmine/worker"
 )
 
@@ -47,6 +48,14 @@ func typedHint(err error) string {
 		return "see every problem with: git agentmine agent validate " + e.Name
 	case *worker.RefusedError:
 		return workerHint(e)
+	case *roles.NoAgentError:
+		return "define one with role = \"" + e.Role + "\" in " + agents.Dir + "/" + e.Role + ".toml (git agentmine init scaffolds it)"
+	case *roles.InfraError:
+		if e.Session != "" {
+			return "see its log: git agentmine session show " + e.Session[:8] + "; nothing was recorded on the task"
+		}
+	case *roles.ChangedError:
+		return "see its log: git agentmine session show " + e.Session[:8]
 	case *merge.VerdictError:
 		return "see why: git agentmine task show " + e.Task + "; run it again with: git agentmine worker run " + e.Task + " --exec --replace"
 	case *merge.MainCheckoutError:

@@ -74,6 +74,8 @@ func slowScripts() map[string]string {
 		"memory_export_import":       "a Memory Bank exported and imported into a second repository",
 		"task_empty_clone":           "clones of a repository with and without agentmine refs",
 		"worker_refs_meanwhile":      "a worker held until released while agentmine merges around it, then waited for",
+		"pipeline_review":            "scripted planner, two worker attempts and two reviewer runs, each in its own worktree",
+		"task_import":                "every plan and task.yaml refusal, each a full command run, then imports",
 	}
 }
 

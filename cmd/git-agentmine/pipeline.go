@@ -269,6 +269,9 @@ func (c *TaskNoteCmd) Run(a *App) error {
 			return err
 		}
 		if n, err = tasknote.Read(a.Ctx, env.St, id); err != nil {
+			if errors.Is(err, tasknote.ErrNone) {
+				return exitcode.New(exitcode.NotFound, err, "write one from the current state with: git agentmine task note "+id[:8]+" --write")
+			}
 			return err
 		}
 	}

@@ -154,7 +154,7 @@ func (c *SessionListCmd) Run(a *App) error {
 	}
 	tb := a.P.NewTable("SESSION", "TASK", "AGENT", "MODE", "STARTED", "STATE", "RESULT")
 	for _, r := range recs {
-		tb.Row(r.Session.ID[:8], b.Tasks.ShortID(r.Session.Task), r.Session.Agent, r.Session.Mode,
+		tb.Row(r.Session.ID[:8], b.Tasks.ShortID(r.Session.Task), agentLabel(r.Session.Agent, r.Session.Role), r.Session.Mode,
 			r.Session.Started.Format("2006-01-02 15:04"), sessionState(a, r), sessionVerdict(a, r, b.Merged(r)))
 	}
 	tb.Flush()

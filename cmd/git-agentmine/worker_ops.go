@@ -120,7 +120,7 @@ func (c *WorkerStatusCmd) Run(a *App) error {
 			title = t.Task.Title
 		}
 		a.P.Printf("%s %s %s  agent %s  pid %d  %s/%ds  %s\n", a.P.Paint(output.Yellow, j.ShortID),
-			b.Tasks.ShortID(r.Session.Task), title, j.Agent, j.Pid, time.Duration(j.Elapsed*float64(time.Second)), j.Timeout, j.State)
+			b.Tasks.ShortID(r.Session.Task), title, agentLabel(j.Agent, j.Role), j.Pid, time.Duration(j.Elapsed*float64(time.Second)), j.Timeout, j.State)
 		if o := r.Outcome; o != nil {
 			// An ended session (with -a) says why, in the client's own
 			// words where it gave any, as task show does.
@@ -220,7 +220,28 @@ func (c *WorkerWaitCmd) Run(a *App) error {
 // sessionVerdict names what a finished session means for its task; merged
 // says its work reached the base.
 func sessionVerdict(a *App, r sessions.Record, merged bool) string {
+	if !r.Session.IsAttempt() {
+		// a planner's or reviewer's run: its own exit, never a task verdict
+		switch o := r.Outcome; {
+		case o == nil:
+			return sessionState(a, r)
+		case o.TimedOut:
+			return r.Session.Role + " timed out"
+		case o.ExitCode != 0:
+			return fmt.Sprintf("%s failed (exit %d)", r.Session.Role, o.ExitCode)
+		}
+		return r.Session.Role + " answered"
+	}
 	return contract.Verdict(r, sessionState(a, r), merged)
+}
+
+// agentLabel names a session's agent, with the role of a planner's or
+// reviewer's run: "reviewer [reviewer]".
+func agentLabel(agent, role string) string {
+	if role == "" || role == "worker" {
+		return agent
+	}
+	return agent + " [" + role + "]"
 }
 
 // WorkerLogsCmd is `worker logs`.
