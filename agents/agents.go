@@ -82,9 +82,13 @@ type Agent struct {
 	// Role is one of Roles; empty means RoleWorker.
 	Role string `toml:"role"`
 	// Timeout is in seconds; 0 (or absent) means the project's default.
-	Timeout int      `toml:"timeout"`
-	DoD     []string `toml:"dod"`
-	Scope   Scope    `toml:"scope"`
+	Timeout int `toml:"timeout"`
+	// StallTimeout is in seconds: a worker with no output and no new commit
+	// for that long is stopped and its attempt fails as "stalled". 0 (or
+	// absent) means no stall detection.
+	StallTimeout int      `toml:"stall_timeout"`
+	DoD          []string `toml:"dod"`
+	Scope        Scope    `toml:"scope"`
 	// Isolation is the [isolation] table: how strongly the worker is kept
 	// to its worktree while it runs.
 	Isolation Isolation `toml:"isolation"`
@@ -268,7 +272,7 @@ func read(top, name string) (Agent, error) {
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		return Agent{}, exitcode.New(exitcode.Config, fmt.Errorf("%s: unknown key %q", rel, und[0].String()),
-			"known keys: description, client, role, model, command, prompt_file, timeout, dod, [scope] read/write/exclude, [isolation] level/fallback/network")
+			"known keys: description, client, role, model, command, prompt_file, timeout, stall_timeout, dod, [scope] read/write/exclude, [isolation] level/fallback/network")
 	}
 	a.Name, a.File = name, rel
 	return a, nil
@@ -372,6 +376,9 @@ func Validate(top string, a Agent) []Problem {
 	}
 	if a.Timeout < 0 {
 		add("timeout", "timeout must be >= 0 seconds, got %d", a.Timeout)
+	}
+	if a.StallTimeout < 0 {
+		add("stall_timeout", "stall_timeout must be >= 0 seconds, got %d", a.StallTimeout)
 	}
 	for i, c := range a.DoD {
 		if strings.TrimSpace(c) == "" {

@@ -62,6 +62,7 @@ var Settings = []Setting{
 	{"client", "AGENTMINE_CLIENT", "agentmine.client", "client for agents that name none", "claude-code"},
 	{"remote", "AGENTMINE_REMOTE", "agentmine.remote", "remote used by sync", `"origin" if it exists, else none`},
 	{"isolation", "AGENTMINE_ISOLATION", "agentmine.isolation", "isolation level of workers whose agent sets none: none, landlock, bwrap, clone or auto", "auto (landlock where the kernel has it, else none)"},
+	{"max_workers", "AGENTMINE_MAX_WORKERS", "agentmine.maxWorkers", "workers `run` keeps running at once when --parallel is not given", "2"},
 }
 
 // Defaults of the settings that have fixed ones.
@@ -73,6 +74,7 @@ const (
 	DefaultAgent        = "coder"
 	DefaultClient       = "claude-code"
 	DefaultIsolation    = "auto"
+	DefaultMaxWorkers   = 2
 )
 
 // Config is the effective project settings.
@@ -93,6 +95,9 @@ type Config struct {
 	// Isolation is the isolation level of workers whose agent names none
 	// (one of agents.IsolationLevels).
 	Isolation string
+	// MaxWorkers is how many workers `run` keeps running at once by
+	// default (at least 1).
+	MaxWorkers int
 	// Sources maps each setting key to where its value came from.
 	Sources map[string]Source
 	// Origins maps each setting key to a precise origin for messages, e.g.
@@ -130,6 +135,8 @@ func (c Config) Value(key string) string {
 		return c.Remote
 	case "isolation":
 		return c.Isolation
+	case "max_workers":
+		return strconv.Itoa(c.MaxWorkers)
 	}
 	return ""
 }
@@ -161,6 +168,7 @@ type fileConfig struct {
 	Client       *string `toml:"client"`
 	Remote       *string `toml:"remote"`
 	Isolation    *string `toml:"isolation"`
+	MaxWorkers   *int64  `toml:"max_workers"`
 }
 
 func (f fileConfig) get(key string) (string, bool) {
@@ -195,6 +203,8 @@ func (f fileConfig) get(key string) (string, bool) {
 		return s(f.Remote)
 	case "isolation":
 		return s(f.Isolation)
+	case "max_workers":
+		return n(f.MaxWorkers)
 	}
 	return "", false
 }
@@ -338,6 +348,8 @@ func fallback(o Options, key string) (raw string, src Source, origin string) {
 		return DefaultClient, FromDefault, "default"
 	case "isolation":
 		return DefaultIsolation, FromDefault, "default"
+	case "max_workers":
+		return strconv.Itoa(DefaultMaxWorkers), FromDefault, "default"
 	}
 	return "", FromDefault, "default"
 }
@@ -410,6 +422,12 @@ func (c *Config) set(key, raw string) error {
 			return fmt.Errorf("unknown client %q (known: %s)", raw, strings.Join(agents.Clients, ", "))
 		}
 		c.Client = raw
+	case "max_workers":
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 {
+			return fmt.Errorf("invalid max_workers %q: want a whole number, at least 1", raw)
+		}
+		c.MaxWorkers = n
 	case "remote":
 		if strings.ContainsAny(raw, " \t\r\n") {
 			return fmt.Errorf("invalid remote %q", raw)

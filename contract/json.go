@@ -43,6 +43,7 @@ type TaskJSON struct {
 	Updated   tasks.Stamp  `json:"updated"`
 	Cancelled *tasks.Fact  `json:"cancelled"`
 	Reopened  *tasks.Fact  `json:"reopened"`
+	Exhausted *tasks.Fact  `json:"exhausted,omitempty"`
 	Commit    string       `json:"commit"`
 	Session   string       `json:"session,omitempty"`
 	Extra     *SessionJSON `json:"latest_session,omitempty"`

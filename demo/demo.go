@@ -187,9 +187,95 @@ func Run(ctx context.Context, o Options) error {
 
 	r.say("\nThe board:")
 	r.am(ctx, true, "status")
+
+	if err := r.loop(ctx, scripts, scope); err != nil {
+		return err
+	}
 	r.say("\nDemo finished in %s.", time.Since(start).Round(100*time.Millisecond))
 	if o.Keep {
 		r.say("The repository is kept at %s", repo)
+	}
+	return nil
+}
+
+// The loop's stand-ins: a planner that splits the goal (and, asked again
+// after an NG review, rewrites the task), a reviewer that says NG to a
+// draft, and one worker script whose behaviour follows its prompt.
+const (
+	loopPlan = `{"summary": "one greeting per language, two at a time",
+ "tasks": [
+  {"key": "fr", "title": "French greeting", "description": "Write src/fr.txt.", "agent": "greeter"},
+  {"key": "de", "title": "German greeting", "description": "Write src/de.txt.", "agent": "greeter"},
+  {"key": "ja", "title": "Japanese greeting", "description": "Write src/ja.txt.", "agent": "greeter",
+   "acceptance_criteria": ["the greeting is final, not a draft"]},
+  {"key": "all", "title": "Greeting index", "description": "List the greetings in src/index.txt.", "agent": "greeter",
+   "blocked_by": ["fr", "de", "ja"]}]}`
+	loopReplan  = `{"tasks": [], "rewrite": {"description": "Write src/ja.txt: the final greeting, no draft markers.", "reason": "the reviewer found a draft"}}`
+	loopPlanner = `#!/bin/sh
+# Scripted planner: $1 is its prompt, $2 the answer file.
+if grep -q 'polish the draft' "$1"; then cp "$(dirname "$0")/replan.json" "$2"; else cp "$(dirname "$0")/plan.json" "$2"; fi
+`
+	loopReviewer = `#!/bin/sh
+# Scripted reviewer: NG to a diff that adds a draft, OK otherwise.
+if grep -q '^+.*(draft)' "$1"; then
+  echo '{"verdict":"NG","reasons":["REVIEW: polish the draft"],"follow_up":"remove the (draft) marker"}' > "$2"
+else
+  echo '{"verdict":"OK","reasons":["polite and final"]}' > "$2"
+fi
+`
+	loopWorker = `#!/bin/sh
+# One stand-in for every child: it reads its prompt, as an AI client would.
+p=.agentmine/prompt.md
+sleep 1
+if grep -q 'French greeting' $p; then echo bonjour > src/fr.txt; f=src/fr.txt
+elif grep -q 'German greeting' $p; then
+  # Shouts until the feedback quotes the failing test.
+  if grep -q 'src/de.txt shouts' $p; then echo 'guten tag' > src/de.txt; else echo 'GUTEN TAG!!!' > src/de.txt; fi; f=src/de.txt
+elif grep -q 'Japanese greeting' $p; then
+  if grep -q 'polish the draft' $p; then echo konnichiwa > src/ja.txt; else echo 'konnichiwa (draft)' > src/ja.txt; fi; f=src/ja.txt
+else ls src/*.txt > src/index.txt; f=src/index.txt; fi
+git add "$f" && git commit -qm "Write $f"
+`
+)
+
+// loop is the demo's second act: a goal split by a planner and run by the
+// supervisor, two workers at a time, with a retry and a review.
+func (r *runner) loop(ctx context.Context, scripts, scope string) error {
+	if err := writeFiles(scripts, map[string]string{"plan.json": loopPlan, "replan.json": loopReplan,
+		"planner.sh": loopPlanner, "reviewer.sh": loopReviewer, "greeter.sh": loopWorker}); err != nil {
+		return err
+	}
+	agentsDir := filepath.Join(r.repo, ".agentmine", "agents")
+	defs := map[string]string{
+		"greeter":  fmt.Sprintf("description = \"demo worker: greetings\"\nclient = \"custom\"\ncommand = [\"sh\", %q]\ndod = [\"sh tests/check.sh\"]\n%s", filepath.Join(scripts, "greeter.sh"), scope),
+		"planner":  fmt.Sprintf("description = \"demo planner\"\nrole = \"planner\"\nclient = \"custom\"\ncommand = [\"sh\", %q, \"{prompt_file}\", \"{output_file}\"]\n", filepath.Join(scripts, "planner.sh")),
+		"reviewer": fmt.Sprintf("description = \"demo reviewer\"\nrole = \"reviewer\"\nclient = \"custom\"\ncommand = [\"sh\", %q, \"{prompt_file}\", \"{output_file}\"]\n", filepath.Join(scripts, "reviewer.sh")),
+	}
+	for name, def := range defs {
+		if err := os.WriteFile(filepath.Join(agentsDir, name+".toml"), []byte(def), 0o644); err != nil {
+			return err
+		}
+	}
+	r.say("\n--- The loop: plan, run two at a time, review, retry with feedback, merge ---")
+	r.say("\nA goal, split by a (scripted) planner agent into children with dependencies:")
+	goal, _ := r.am(ctx, false, "task", "add", "Greet the world", "-q")
+	if goal == "" {
+		return fmt.Errorf("creating the goal failed")
+	}
+	if _, code := r.am(ctx, true, "plan", goal); code != 0 {
+		return fmt.Errorf("git agentmine plan failed (exit %d)", code)
+	}
+	r.am(ctx, true, "task", "tree", goal)
+	r.say("\nThe supervisor runs them: at most 2 workers, up to 3 attempts each, a reviewer")
+	r.say("after DoD and scope pass, merges one at a time. The German worker fails the")
+	r.say("project's test first; the Japanese one is reviewed NG; both retry with feedback.")
+	r.am(ctx, true, "run", goal, "--parallel", "2", "--max-loops", "3", "--review", "--merge")
+	de, _ := r.am(ctx, false, "task", "list", "-q", "--all")
+	for _, id := range strings.Fields(de) {
+		if title, _ := r.am(ctx, false, "task", "show", id, "--json"); strings.Contains(title, `"title": "German greeting"`) {
+			r.say("\nThe Task Note of the German greeting (stored in git, synced with the tasks):")
+			r.am(ctx, true, "task", "note", id)
+		}
 	}
 	return nil
 }

@@ -60,6 +60,14 @@ type Spec struct {
 	// progress (StallPhrases of its client): the first output line holding
 	// one stops the run as Stop does, and Result.Stalled holds the line.
 	Stalls []string
+	// StallTimeout, if positive, stops the run as Stop does once the
+	// worker has written no output and Progress has reported nothing new
+	// for that long; Result.Idle is then set.
+	StallTimeout time.Duration
+	// Progress, if not nil, returns a token that changes when the worker
+	// makes progress other than output (the tip of its branch); with
+	// StallTimeout, it is asked a few times per StallTimeout.
+	Progress func() string
 	// Marker is a KEY=VALUE entry added to the worker's environment that
 	// identifies the run's processes: every process started with it is
 	// the run's. "" makes up a fresh MarkerKey=<random> one.
@@ -92,6 +100,9 @@ type Result struct {
 	// Stalled is the output line (without ANSI escapes) that matched one
 	// of Spec.Stalls, when that stopped the run.
 	Stalled string
+	// Idle is set when StallTimeout stopped the run: no output and no
+	// progress for that long.
+	Idle bool
 	// Started and Finished bound the run.
 	Started, Finished time.Time
 	// OutputBytes counts everything the worker wrote to stdout and stderr,
@@ -238,7 +249,54 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	copied := make(chan struct{})
 	go p.copyOutput(copied)
 	go p.supervise(ctx, exited, copied)
+	if spec.StallTimeout > 0 {
+		go p.watchIdle()
+	}
 	return p, nil
+}
+
+// watchIdle stops the run when neither the output nor Spec.Progress has
+// changed for Spec.StallTimeout (a headless worker waiting for input
+// looks running forever otherwise).
+func (p *Process) watchIdle() {
+	limit := p.spec.StallTimeout
+	tick := max(limit/4, 50*time.Millisecond)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	progress := func() string {
+		if p.spec.Progress == nil {
+			return ""
+		}
+		return p.spec.Progress()
+	}
+	p.outMu.Lock()
+	lastBytes := p.outBytes
+	p.outMu.Unlock()
+	lastToken := progress()
+	since := time.Now()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-t.C:
+		}
+		p.outMu.Lock()
+		n := p.outBytes
+		p.outMu.Unlock()
+		tok := progress()
+		if n != lastBytes || tok != lastToken {
+			lastBytes, lastToken, since = n, tok, time.Now()
+			continue
+		}
+		if time.Since(since) >= limit {
+			p.outMu.Lock()
+			p.res.Idle = true
+			p.outMu.Unlock()
+			p.note("stalled: no output and no progress for %s: stopping the worker", limit)
+			p.Stop()
+			return
+		}
+	}
 }
 
 // Pid returns the worker's pid, which is also its session and process

@@ -51,17 +51,20 @@ type Session struct {
 	Command       []string `json:"command,omitempty"`
 	// CommandEnv holds KEY=VALUE pairs the client's adapter adds to the
 	// worker's environment; CommandStdin is a file fed as its stdin.
-	CommandEnv   []string  `json:"command_env,omitempty"`
-	CommandStdin string    `json:"command_stdin,omitempty"`
-	Mode         string    `json:"mode"`
-	Branch       string    `json:"branch"`
-	BaseRef      string    `json:"base_ref"`
-	BaseCommit   string    `json:"base_commit"`
-	Worktree     string    `json:"worktree"`
-	Host         string    `json:"host"`
-	Pid          int       `json:"pid,omitempty"`
-	PidStart     uint64    `json:"pid_start,omitempty"`
-	Timeout      int       `json:"timeout"`
+	CommandEnv   []string `json:"command_env,omitempty"`
+	CommandStdin string   `json:"command_stdin,omitempty"`
+	Mode         string   `json:"mode"`
+	Branch       string   `json:"branch"`
+	BaseRef      string   `json:"base_ref"`
+	BaseCommit   string   `json:"base_commit"`
+	Worktree     string   `json:"worktree"`
+	Host         string   `json:"host"`
+	Pid          int      `json:"pid,omitempty"`
+	PidStart     uint64   `json:"pid_start,omitempty"`
+	Timeout      int      `json:"timeout"`
+	// StallTimeout (seconds, the agent's stall_timeout): no output and no
+	// new commit for that long stops the worker as stalled; 0 is none.
+	StallTimeout int       `json:"stall_timeout,omitempty"`
 	Grace        int       `json:"grace"`
 	Started      time.Time `json:"started"`
 	Scope        Scope     `json:"scope"`

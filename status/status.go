@@ -174,6 +174,10 @@ func own(t tasks.Task, attempts []Attempt) Result {
 			return Result{Status: InProgress, Reason: "session " + short(a.Session) + " is running", Session: a.Session}
 		}
 	}
+	if t.Exhausted != nil {
+		// Only a reopen (which clears the fact) lets the task run again.
+		return Result{Status: Failed, Reason: withReason("exhausted", t.Exhausted.Reason)}
+	}
 	if len(current) == 0 {
 		if t.Reopened != nil {
 			return Result{Status: Open, Reason: "reopened by " + t.Reopened.Author}

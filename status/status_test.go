@@ -49,6 +49,13 @@ func TestResolveOwnStatus(t *testing.T) {
 		reasonHas string
 	}{
 		{name: "no session yet", want: Open, reasonHas: "no session yet"},
+		{name: "exhausted: failed with the reason although the last attempt is in review",
+			task:     tasks.Task{Exhausted: fact(5, "2 of 2 attempts used")},
+			attempts: []Attempt{attempt("a1", 1, passed)}, want: Failed, reasonHas: "exhausted: 2 of 2 attempts used"},
+		{name: "exhausted but merged meanwhile is done", task: tasks.Task{Exhausted: fact(5, "")},
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { passed(a); a.Merged = true })}, want: Done},
+		{name: "exhausted, then a live session", task: tasks.Task{Exhausted: fact(5, "")},
+			attempts: []Attempt{attempt("a1", 6, func(a *Attempt) { a.Live = true })}, want: InProgress},
 		{name: "cancelled", task: tasks.Task{Cancelled: fact(1, "not needed")}, want: Cancelled,
 			reasonHas: "cancelled by ada at 2026-01-02T03:05:05Z: not needed"},
 		{name: "cancelled beats done", task: tasks.Task{Cancelled: fact(9, "")},

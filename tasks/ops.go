@@ -331,7 +331,20 @@ func Cancel(ctx context.Context, st *gitstore.Store, prefix, reason string) (Tas
 	})
 }
 
-// Reopen undoes a cancel and marks earlier sessions as no longer deciding the
+// Exhaust records that the task used up its attempts (the exhausted fact).
+// A task already exhausted keeps its first fact (changed is false).
+func Exhaust(ctx context.Context, st *gitstore.Store, id, reason string) (Task, bool, error) {
+	now := gitstore.Stamp(st)
+	return apply(ctx, st, id, "task exhausted", func(t *Task) ([]gitstore.RefState, error) {
+		if t.Exhausted != nil {
+			return nil, gitstore.ErrNoChange
+		}
+		t.Exhausted = &Fact{Time: now.Time, Author: now.Author, Reason: reason}
+		return nil, nil
+	})
+}
+
+// Reopen undoes a cancel (and an exhausted fact) and marks earlier sessions as no longer deciding the
 // status (a failed task becomes open again).
 func Reopen(ctx context.Context, st *gitstore.Store, prefix, reason string) (Task, bool, error) {
 	id, err := st.Resolve(ctx, Kind, prefix)
@@ -341,6 +354,7 @@ func Reopen(ctx context.Context, st *gitstore.Store, prefix, reason string) (Tas
 	now := gitstore.Stamp(st)
 	return apply(ctx, st, id, "task reopen", func(t *Task) ([]gitstore.RefState, error) {
 		t.Cancelled = nil
+		t.Exhausted = nil
 		t.Reopened = &Fact{Time: now.Time, Author: now.Author, Reason: reason}
 		return nil, nil
 	})

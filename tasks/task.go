@@ -62,6 +62,10 @@ type Task struct {
 	// Reopened is the latest reopen fact: sessions that started before it no
 	// longer decide the status.
 	Reopened *Fact `json:"reopened,omitempty"`
+	// Exhausted is the fact a supervisor (`run`) records when the task used
+	// up its attempts: the task reads as failed with the reason until it is
+	// reopened, and its dependents are never started.
+	Exhausted *Fact `json:"exhausted,omitempty"`
 }
 
 // Decode parses a stored task document, refusing versions this binary does

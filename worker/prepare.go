@@ -78,6 +78,10 @@ type RunOptions struct {
 	// uses the configured sync remote. NoClaim skips claiming.
 	Claim   string
 	NoClaim bool
+	// Feedback is appended to the prompt: what went wrong in the earlier
+	// attempts (the supervisor's retries), so that a new attempt does not
+	// repeat the identical failure. Empty adds nothing.
+	Feedback string
 }
 
 // Prepared is a session ready to run.
@@ -199,7 +203,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	pstart, _ := launch.StartTime(pid)
 	sess := sessions.Session{ID: sid, Task: taskID, Agent: ag.Name, Client: string(client), Mode: mode,
 		Branch: sessions.Branch(taskID, sid), BaseRef: baseRef, BaseCommit: baseCommit, Worktree: wtPath,
-		Host: sessions.Host(), Repo: repoID, Pid: pid, PidStart: pstart, Timeout: int(timeout / time.Second),
+		Host: sessions.Host(), Repo: repoID, Pid: pid, PidStart: pstart, Timeout: int(timeout / time.Second), StallTimeout: ag.StallTimeout,
 		Grace: int(e.Cfg.Grace / time.Second), Started: time.Now().UTC(),
 		Scope: sessions.Scope{Read: spec.Read, Write: spec.Write, Exclude: spec.Exclude},
 		DoD:   dod, DoDTimeout: int(e.Cfg.DoDTimeout / time.Second), SkipDoD: o.SkipDoD, Strict: o.Strict}
@@ -271,6 +275,9 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	promptText, err := BuildPrompt(e.Top, task, short, ag, spec, mems, dod)
 	if err != nil {
 		return nil, err
+	}
+	if o.Feedback != "" {
+		promptText = strings.TrimRight(promptText, "\n") + "\n\n" + strings.TrimRight(o.Feedback, "\n") + "\n"
 	}
 	if err := worktree.WriteFile(wtPath, PromptRel, []byte(promptText), true); err != nil {
 		return nil, fmt.Errorf("writing the prompt: %w", err)

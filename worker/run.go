@@ -106,7 +106,8 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		defer box.Close()
 		proc, startErr = launch.Start(ctx, launch.Spec{Argv: box.Command(s.Command), Dir: s.Worktree, Env: append(e.workerEnv(rec), box.Env()...),
 			Stdin: s.CommandStdin, LogPath: s.Log, Tee: opts.Tee, Timeout: time.Duration(s.Timeout) * time.Second,
-			Grace: time.Duration(s.Grace) * time.Second, Stalls: stallsOf(s), Marker: markerOf(s), Reaper: reaper})
+			Grace: time.Duration(s.Grace) * time.Second, Stalls: stallsOf(s), Marker: markerOf(s), Reaper: reaper,
+			StallTimeout: time.Duration(s.StallTimeout) * time.Second, Progress: e.tipOf(s)})
 	}
 	if startErr == nil {
 		strict.Lock()
@@ -172,12 +173,15 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		if res.Stalled != "" {
 			out.Reason = "no progress possible: " + res.Stalled
 		}
+		if res.Idle && res.Stopped {
+			out.Reason = fmt.Sprintf("stalled: no output and no new commit for %ds", s.StallTimeout)
+		}
 		if u, ok := launch.ReadUsage(launch.Client(s.Client), tail); ok {
 			out.Usage = &sessions.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 				CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
 		}
 	}
-	if res.Stopped && strict.ev == nil {
+	if res.Stopped && strict.ev == nil && !res.Idle {
 		// worker stop (SIGTERM to the supervisor): say so rather than
 		// quote whatever the worker printed last.
 		out.Reason = "stopped"
@@ -320,6 +324,19 @@ func (e *Env) workerEnv(rec sessions.Record) []string {
 // usageTailBytes is how much of the end of a session log is read for the
 // client's verdict and usage report (some clients report usage per step).
 const usageTailBytes = 4 << 20
+
+// tipOf returns what tells a stalled worker from a busy one besides its
+// output: the tip of its branch (a new commit is progress). nil when the
+// session has no stall timeout.
+func (e *Env) tipOf(s sessions.Session) func() string {
+	if s.StallTimeout <= 0 {
+		return nil
+	}
+	return func() string {
+		tip, _ := e.St.Git().Output(context.Background(), "rev-parse", "-q", "--verify", "refs/heads/"+s.Branch)
+		return tip
+	}
+}
 
 // stallsOf returns the stall phrases of the session's client, unless the
 // agent replaced the adapter's command with its own.

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/output"
+	"github.com/git-agentmine/git-agentmine/pipeline"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/verify"
@@ -42,6 +44,7 @@ func (c *StatusCmd) Run(a *App) error {
 		}
 		p.Printf("  %-12s %s%s\n", s, p.Paint(statusColor(s), fmt.Sprint(j.Counts[string(s)])), extra)
 	}
+	printLiveRuns(a, v.Loaded)
 	p.Printf("\n%s\n", p.Paint(output.Bold, "Running workers"))
 	if len(j.Running) == 0 {
 		p.Printf("  none\n")
@@ -88,4 +91,34 @@ func usageSuffix(u *sessions.Usage) string {
 		return ""
 	}
 	return "  (" + u.String() + ")"
+}
+
+// printLiveRuns prints the runs whose supervisor is running, or gone
+// before the run ended (start it again to resume), with their progress;
+// nothing when there are none.
+func printLiveRuns(a *App, b *board.Board) {
+	st, err := a.Store()
+	if err != nil {
+		return
+	}
+	recs, err := pipeline.List(a.Ctx, st)
+	if err != nil {
+		return
+	}
+	first := true
+	for _, r := range recs {
+		if r.Ended != nil {
+			continue
+		}
+		if first {
+			a.P.Printf("\n%s\n", a.P.Paint(output.Bold, "Runs"))
+			first = false
+		}
+		j := newRunStatus(r, b)
+		state := fmt.Sprintf("running (pid %d)", r.Supervisor.Pid)
+		if j.State == "dead" {
+			state = "not running: start it again to resume"
+		}
+		a.P.Printf("  %s  %s  %d/%d done, %d attempt(s), %d running; log %s\n", r.Name, state, j.Done, j.Total, j.Attempts, len(j.Running), r.Log)
+	}
 }

@@ -13,6 +13,7 @@ type CLI struct {
 	Session    SessionCmd    `cmd:"" help:"Record sessions run by an orchestrator itself."`
 	Plan       PlanCmd       `cmd:"" help:"Run a planner agent to split a task into children, created all at once or not at all."`
 	Review     ReviewCmd     `cmd:"" help:"Run a reviewer agent on a finished session and record its verdict (OK or NG)."`
+	Run        RunCmd        `cmd:"" help:"Supervise a run: start ready tasks in parallel, retry with feedback, review, merge, until every target is settled."`
 	Merge      MergeCmd      `cmd:"" help:"Merge a task's latest session into its base, only if DoD passed and the scope held."`
 	Status     StatusCmd     `cmd:"" help:"Show the board: counts per status, running workers, review queue, recent failures."`
 	Mcp        McpCmd        `cmd:"" name:"mcp" help:"Serve this repository's tasks, workers and memory to an AI client as MCP tools over stdio."`

@@ -20,6 +20,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
 	"github.com/git-agentmine/git-agentmine/memory"
 	"github.com/git-agentmine/git-agentmine/merge"
+	"github.com/git-agentmine/git-agentmine/pipeline"
 	"github.com/git-agentmine/git-agentmine/plan"
 	"github.com/git-agentmine/git-agentmine/replica"
 	"github.com/git-agentmine/git-agentmine/sessions"
@@ -657,6 +658,7 @@ func TestJSONDocCoversOutputs(t *testing.T) {
 		check(typ, fields)
 	}
 	for _, v := range []any{merge.Result{}, replica.Report{}, memory.ImportResult{}, sessions.Outcome{},
+		pipeline.Event{}, pipeline.Summary{}, pipeline.TaskSummary{}, pipeline.Record{}, pipeline.Holder{}, pipeline.End{}, pipeline.Fact{},
 		sessions.Seal{}, sessions.Supervisor{}, sessions.Forgery{}, sessions.Review{},
 		tasknote.Note{}, tasknote.Attempt{}, tasknote.Criterion{}, tasknote.Call{}, plan.Plan{}, plan.Child{}, plan.Rewrite{},
 		verify.Verdict{}, verify.Violation{}, verify.Change{}, verify.DoDResult{}, verify.CommandResult{}} {

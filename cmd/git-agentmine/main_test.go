@@ -62,7 +62,7 @@ func slowScripts() map[string]string {
 		"sync_claims":                "clones racing for claims with real workers that sleep",
 		"worker_lost_processes":      "detached supervisors killed, what their workers left ended through the grace period",
 		"merge_gate":                 "a worker, a DoD and a gated merge per refusal case",
-		"demo":                       "the whole demo: init, tasks, three workers, merges",
+		"demo":                       "the whole demo: init, tasks, three workers, merges, then the loop (plan, run, review, retries)",
 		"session_manual":             "manual sessions opened, committed to, ended and judged",
 		"sync_claims_default_remote": "clones claiming through a shared remote",
 		"sync_remote_base":           "clones syncing against a moving remote base",

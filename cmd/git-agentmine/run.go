@@ -1,0 +1,555 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/agents"
+	"github.com/git-agentmine/git-agentmine/board"
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/launch"
+	"github.com/git-agentmine/git-agentmine/output"
+	"github.com/git-agentmine/git-agentmine/pipeline"
+	"github.com/git-agentmine/git-agentmine/roles"
+	"github.com/git-agentmine/git-agentmine/status"
+	"github.com/git-agentmine/git-agentmine/worker"
+)
+
+// RunCmd is `run`: the supervisor loop, and its status and stop.
+type RunCmd struct {
+	Start  RunStartCmd  `cmd:"" default:"withargs" help:"Run ready tasks in parallel until every target is done, failed or exhausted (the default subcommand)."`
+	Status RunStatusCmd `cmd:"" help:"Show runs: progress, attempts, running workers and the log."`
+	Stop   RunStopCmd   `cmd:"" help:"Stop a run and the workers it started, recording why."`
+	Replan RunReplanCmd `cmd:"" hidden:"" help:"Give a task reviewed NG back to the planner (the run supervisor's helper)."`
+}
+
+// RunReplanCmd is the hidden `run replan TASK --reason R...`: the run
+// supervisor runs planners in a process of their own (see
+// pipeline.DefaultHooks). It prints the ids of the children created.
+type RunReplanCmd struct {
+	Task    string   `arg:""`
+	Reasons []string `name:"reason" sep:"none"`
+}
+
+// Run replans the task.
+func (c *RunReplanCmd) Run(a *App) error {
+	env, err := workerEnv(a, nil)
+	if err != nil {
+		return err
+	}
+	p, err := roles.Replan(a.Ctx, env, c.Task, c.Reasons, roles.PlanOptions{})
+	if err != nil {
+		return err
+	}
+	for _, t := range p.Created {
+		a.P.Printf("%s\n", t.ID)
+	}
+	return nil
+}
+
+// RunStartCmd is `run [TASK...]`.
+type RunStartCmd struct {
+	Tasks    []string      `arg:"" optional:"" name:"task" help:"Target tasks (with their descendants); default: every task not done or cancelled."`
+	Parallel *int          `short:"j" placeholder:"N" help:"Workers running at once (default: the max_workers setting)."`
+	MaxLoops *int          `name:"max-loops" placeholder:"N" help:"Attempts per task before it is exhausted (default 3)."`
+	Review   bool          `help:"Have the reviewer agent judge every session that passed DoD and scope."`
+	Merge    bool          `help:"Merge passing sessions into the base, one at a time."`
+	Deadline time.Duration `placeholder:"DURATION" help:"Stop the run and its workers after this long (e.g. 30m)."`
+	Detach   bool          `short:"D" help:"Run the supervisor in the background and return at once."`
+	Budget   string        `placeholder:"N" help:"Start no new attempt once the run's sessions used N tokens (or $N of cost)."`
+	Name     string        `placeholder:"NAME" help:"Name of the run (default \"default\"); a killed run is resumed by starting it again."`
+}
+
+// Run validates the flags, then runs the loop here or in the background.
+func (c *RunStartCmd) Run(a *App) error {
+	env, err := workerEnv(a, nil)
+	if err != nil {
+		return err
+	}
+	o := pipeline.Options{Name: c.Name, Targets: c.Tasks, Parallel: env.Cfg.MaxWorkers, MaxLoops: pipeline.DefaultMaxLoops,
+		Review: c.Review, Merge: c.Merge, Deadline: c.Deadline, Budget: c.Budget}
+	if c.Parallel != nil {
+		o.Parallel = *c.Parallel
+	}
+	if c.MaxLoops != nil {
+		o.MaxLoops = *c.MaxLoops
+	}
+	o.Supervisor = func(session string) []string { return supervisorArgv(a.Args0, env.Top, session) }
+	check := o
+	if err := check.Validate(); err != nil {
+		return err
+	}
+	if c.Review {
+		if _, err := roles.PickAgent(env.Top, agents.RoleReviewer, ""); err != nil {
+			return fmt.Errorf("run --review: %w", err)
+		}
+	}
+	if c.Detach {
+		return c.detach(a, env, check)
+	}
+	ctx, stop := signalContext(a.Ctx)
+	defer stop()
+	render := newRunRenderer(a)
+	o.Events = render.event
+	sup, err := pipeline.Start(ctx, env, o, pipeline.DefaultHooks(env, func(args ...string) []string {
+		return append([]string{a.Args0, "-C", env.Top}, args...)
+	}))
+	if err != nil {
+		return err
+	}
+	render.begin(sup.Record())
+	sum, err := sup.Loop(ctx)
+	render.end()
+	if err != nil {
+		return err
+	}
+	if !a.G.JSON && !a.G.Quiet {
+		printSummary(a, sum, sup.Record())
+	}
+	switch {
+	case sum.Result == "done":
+		return nil
+	case sup.Interrupted() && !stopRequested(ctx):
+		return silentError{exitcode.Interrupted}
+	}
+	return silentError{exitcode.Failed}
+}
+
+// detach starts this program again in the background as the run's
+// supervisor, with the same choices, and waits until it has recorded the
+// run.
+func (c *RunStartCmd) detach(a *App, env *worker.Env, o pipeline.Options) error {
+	argv := []string{a.Args0, "-C", env.Top, "run", "start", "--name", o.Name, "--parallel", strconv.Itoa(o.Parallel),
+		"--max-loops", strconv.Itoa(o.MaxLoops)}
+	if o.Review {
+		argv = append(argv, "--review")
+	}
+	if o.Merge {
+		argv = append(argv, "--merge")
+	}
+	if o.Deadline > 0 {
+		argv = append(argv, "--deadline", o.Deadline.String())
+	}
+	if o.Budget != "" {
+		argv = append(argv, "--budget", o.Budget)
+	}
+	argv = append(argv, "--")
+	argv = append(argv, o.Targets...)
+	st := env.St
+	before, _ := pipeline.Get(a.Ctx, st, o.Name)
+	if before.Name != "" && before.Ended == nil && before.Alive() {
+		return exitcode.New(exitcode.State, fmt.Errorf("run %s is already running (pid %d on %s)", o.Name, before.Supervisor.Pid, before.Supervisor.Host), "")
+	}
+	logDir, err := st.LocalDir("logs")
+	if err != nil {
+		return err
+	}
+	out := logDir + "/run-" + o.Name + ".out"
+	pid, pstart, err := launch.Detach(a.Ctx, argv, env.Top, nil, out)
+	if err != nil {
+		return fmt.Errorf("starting the run's supervisor: %w", err)
+	}
+	// Wait until the supervisor has recorded the run (or died saying why).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, err := pipeline.Get(a.Ctx, st, o.Name)
+		if err == nil && r.Supervisor.Pid == pid {
+			if a.G.JSON {
+				return a.P.PrintJSON(newRunStatus(r, nil))
+			}
+			if a.G.Quiet {
+				a.P.Printf("%s\n", r.Name)
+				return nil
+			}
+			a.P.Printf("run %s running in the background (pid %d); log %s\n", r.Name, pid, r.Log)
+			a.P.Printf("watch it with: git agentmine run status %s\n", r.Name)
+			return nil
+		}
+		if !launch.Alive(pid, pstart) || time.Now().After(deadline) {
+			msg, _ := os.ReadFile(out)
+			return fmt.Errorf("the run's supervisor did not start: %s", firstLine(strings.TrimPrefix(string(msg), "error: ")))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// runRenderer shows a run's events: JSON lines, plain lines, or (on a
+// terminal) lines above a live status line of the running workers.
+type runRenderer struct {
+	a       *App
+	mu      sync.Mutex
+	live    bool
+	started time.Time
+	running map[string]string // session -> "task title"
+	counts  map[string]int
+	stop    chan struct{}
+	drawn   bool
+}
+
+func newRunRenderer(a *App) *runRenderer {
+	r := &runRenderer{a: a, running: map[string]string{}, counts: map[string]int{}, stop: make(chan struct{})}
+	r.live = !a.G.JSON && !a.G.Quiet && output.IsTerminal(a.P.Out)
+	return r
+}
+
+func (r *runRenderer) begin(rec pipeline.Record) {
+	r.started = time.Now()
+	if !r.a.G.JSON && !r.a.G.Quiet {
+		what := "started"
+		if rec.Resumed > 0 {
+			what = "resumed"
+		}
+		r.a.P.Notef("run %s %s: %d target(s), %d at a time, at most %d attempt(s) each; log %s\n",
+			rec.Name, what, len(rec.Targets), rec.Parallel, rec.MaxLoops, rec.Log)
+	}
+	if r.live {
+		go func() {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-r.stop:
+					return
+				case <-t.C:
+					r.mu.Lock()
+					r.redraw()
+					r.mu.Unlock()
+				}
+			}
+		}()
+	}
+}
+
+func (r *runRenderer) end() {
+	close(r.stop)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.clear()
+}
+
+func (r *runRenderer) event(e pipeline.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch e.Event {
+	case pipeline.EvStarted, pipeline.EvRetried:
+		r.running[e.Session] = short8(e.Task) + " " + e.Title
+	case pipeline.EvEnded:
+		delete(r.running, e.Session)
+	}
+	r.counts[e.Event]++
+	switch {
+	case r.a.G.JSON:
+		b, _ := json.Marshal(e)
+		r.a.P.Printf("%s\n", b)
+	case r.a.G.Quiet:
+	case e.Event == pipeline.EvFinished:
+	default:
+		r.clear()
+		r.a.P.Printf("%s\n", r.paint(e))
+		r.redraw()
+	}
+}
+
+func (r *runRenderer) paint(e pipeline.Event) string {
+	line := e.Line()
+	color := ""
+	switch e.Event {
+	case pipeline.EvMerged:
+		color = output.Green
+	case pipeline.EvExhausted:
+		color = output.Red
+	case pipeline.EvRetried:
+		color = output.Yellow
+	case pipeline.EvEnded:
+		color = statusColor(status.Status(e.Status))
+	}
+	return r.a.P.Paint(color, line)
+}
+
+// clear erases the live status line.
+func (r *runRenderer) clear() {
+	if r.live && r.drawn {
+		r.a.P.Printf("\r\x1b[2K")
+		r.drawn = false
+	}
+}
+
+// redraw prints the live status line: elapsed time, counts, and the
+// running workers.
+func (r *runRenderer) redraw() {
+	if !r.live {
+		return
+	}
+	r.clear()
+	var names []string
+	for _, n := range r.running {
+		names = append(names, n)
+	}
+	line := fmt.Sprintf("[%s] %d running, %d merged, %d retried, %d exhausted",
+		time.Since(r.started).Round(time.Second), len(r.running), r.counts[pipeline.EvMerged], r.counts[pipeline.EvRetried], r.counts[pipeline.EvExhausted])
+	if len(names) > 0 {
+		line += ": " + strings.Join(names, " | ")
+	}
+	if len(line) > 160 {
+		line = line[:157] + "..."
+	}
+	r.a.P.Printf("%s", r.a.P.Paint(output.Gray, line))
+	r.drawn = true
+}
+
+func short8(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// printSummary prints how the run ended: one line per target.
+func printSummary(a *App, s pipeline.Summary, rec pipeline.Record) {
+	a.P.Printf("run %s %s: %d of %d done", s.Run, s.Result, s.Done, s.Total)
+	if s.Failed > 0 {
+		a.P.Printf(", %d failed", s.Failed)
+	}
+	if s.NotStarted > 0 {
+		a.P.Printf(", %d never started", s.NotStarted)
+	}
+	if s.Waiting > 0 {
+		a.P.Printf(", %d waiting to be merged", s.Waiting)
+	}
+	a.P.Printf(", %d attempt(s)", s.Attempts)
+	if s.Reason != "" {
+		a.P.Printf(" — %s", s.Reason)
+	}
+	a.P.Printf("\n")
+	t := a.P.NewTable("TASK", "STATUS", "ATTEMPTS", "TITLE", "REASON")
+	for _, x := range s.Tasks {
+		t.ColorRow([]string{"", statusColor(status.Status(x.Status))}, short8(x.ID), x.Status, fmt.Sprintf("%d/%d", x.Attempts, rec.MaxLoops), x.Title, x.Reason)
+	}
+	t.Flush()
+}
+
+// RunStatusCmd is `run status [NAME]`.
+type RunStatusCmd struct {
+	Name string `arg:"" optional:"" help:"Run name (default: every run)."`
+	Log  int    `placeholder:"N" default:"5" help:"Log lines to show of a named run."`
+}
+
+func newRunStatus(r pipeline.Record, b *board.Board) runStatusJSON {
+	j := runStatusJSON{Record: r, Total: len(r.Targets), Running: []runWorkerJSON{}, Statuses: map[string]int{}, Tasks: []runTaskRowJSON{}}
+	switch {
+	case r.Ended != nil:
+		j.State = "ended"
+	case r.Alive():
+		j.State = "running"
+	default:
+		j.State = "dead"
+	}
+	if b == nil {
+		return j
+	}
+	for _, id := range r.Targets {
+		e, ok := b.Tasks.Tasks[id]
+		if !ok {
+			continue
+		}
+		res := b.Status[id]
+		j.Statuses[string(res.Status)]++
+		if res.Status == status.Done {
+			j.Done++
+		}
+		n := 0
+		for _, s := range b.SessionsOf(id) {
+			if s.Session.Started.Before(r.Started) || pipeline.IsStartFailure(s) || !pipeline.IsWorkerSession(s.Session) {
+				continue
+			}
+			n++
+			if live, _ := board.Liveness(s, b.Here, time.Now()); live {
+				j.Running = append(j.Running, runWorkerJSON{Session: s.Session.ID, Task: id, Title: e.Task.Title, Started: s.Session.Started, Pid: s.Session.Pid})
+			}
+		}
+		j.Attempts += n
+		j.Tasks = append(j.Tasks, runTaskRowJSON{Task: id, Title: e.Task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: n})
+	}
+	return j
+}
+
+// Run prints the runs.
+func (c *RunStatusCmd) Run(a *App) error {
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	env, err := workerEnv(a, nil)
+	if err != nil {
+		return err
+	}
+	var recs []pipeline.Record
+	if c.Name != "" {
+		r, err := pipeline.Get(a.Ctx, st, c.Name)
+		if err != nil {
+			return err
+		}
+		recs = []pipeline.Record{r}
+	} else if recs, err = pipeline.List(a.Ctx, st); err != nil {
+		return err
+	}
+	b, err := board.Load(a.Ctx, st, env.Cfg.Base)
+	if err != nil {
+		return err
+	}
+	var out []runStatusJSON
+	for _, r := range recs {
+		j := newRunStatus(r, b)
+		if c.Name != "" && c.Log > 0 {
+			j.LogTail = tailLines(r.Log, c.Log)
+		}
+		out = append(out, j)
+	}
+	if a.G.JSON {
+		if c.Name != "" {
+			return a.P.PrintJSON(out[0])
+		}
+		return a.P.PrintJSONList(len(out), func(i int) any { return out[i] })
+	}
+	if a.G.Quiet {
+		for _, j := range out {
+			a.P.Printf("%s\n", j.Name)
+		}
+		return nil
+	}
+	if len(out) == 0 {
+		a.P.Notef("no runs yet (git agentmine run starts one)\n")
+		return nil
+	}
+	for i, j := range out {
+		if i > 0 {
+			a.P.Printf("\n")
+		}
+		state := j.State
+		switch j.State {
+		case "running":
+			state = fmt.Sprintf("running (pid %d on %s, since %s)", j.Supervisor.Pid, j.Supervisor.Host, j.Supervisor.Since.Local().Format(time.DateTime))
+		case "ended":
+			state = "ended " + j.Ended.Result
+			if j.Ended.Reason != "" {
+				state += " (" + j.Ended.Reason + ")"
+			}
+		case "dead":
+			state = "not running: its supervisor is gone; start it again to resume (git agentmine run --name " + j.Name + ")"
+		}
+		a.P.Printf("run %s: %s\n", j.Name, state)
+		a.P.Printf("  progress  %d/%d done, %d attempt(s), %d running, parallel %d, max loops %d\n", j.Done, j.Total, j.Attempts, len(j.Running), j.Parallel, j.MaxLoops)
+		for _, w := range j.Running {
+			a.P.Printf("  running   task %s %q session %s (pid %d, %s)\n", short8(w.Task), w.Title, short8(w.Session), w.Pid, time.Since(w.Started).Round(time.Second))
+		}
+		if c.Name != "" {
+			t := a.P.NewTable("  TASK", "STATUS", "ATTEMPTS", "TITLE")
+			for _, x := range j.Tasks {
+				t.ColorRow([]string{"", statusColor(status.Status(x.Status))}, "  "+short8(x.Task), x.Status, strconv.Itoa(x.Attempts), x.Title)
+			}
+			t.Flush()
+		}
+		a.P.Printf("  log       %s\n", j.Log)
+		for _, l := range j.LogTail {
+			a.P.Printf("    %s\n", l)
+		}
+	}
+	return nil
+}
+
+// tailLines returns the last n lines of a file (none if unreadable).
+func tailLines(path string, n int) []string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}
+
+// RunStopCmd is `run stop NAME`.
+type RunStopCmd struct {
+	Name   string `arg:"" help:"Run name."`
+	Reason string `help:"Why, recorded with the stop."`
+}
+
+// Run records the stop, signals the supervisor, and waits for the run to
+// end; a run whose supervisor is gone has its workers stopped here.
+func (c *RunStopCmd) Run(a *App) error {
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	env, err := workerEnv(a, nil)
+	if err != nil {
+		return err
+	}
+	r, err := pipeline.Get(a.Ctx, st, c.Name)
+	if err != nil {
+		return err
+	}
+	if r.Ended != nil {
+		return exitcode.New(exitcode.State, fmt.Errorf("run %s already ended (%s)", c.Name, r.Ended.Result), "")
+	}
+	if r.Supervisor.Host != "" && r.Supervisor.Host != a.here().Host {
+		return exitcode.New(exitcode.State, fmt.Errorf("run %s is supervised on another host (%s)", c.Name, r.Supervisor.Host), "stop it there")
+	}
+	if _, err := pipeline.RequestStop(a.Ctx, st, c.Name, c.Reason); err != nil {
+		return err
+	}
+	if r.Alive() {
+		if err := syscall.Kill(r.Supervisor.Pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("stopping run %s (pid %d): %w", c.Name, r.Supervisor.Pid, err)
+		}
+		a.P.Notef("sent SIGTERM to run %s (pid %d)\n", c.Name, r.Supervisor.Pid)
+		ctx, cancel := context.WithTimeout(a.Ctx, env.Cfg.Grace+60*time.Second)
+		defer cancel()
+		for {
+			cur, err := pipeline.Get(ctx, st, c.Name)
+			if err == nil && cur.Ended != nil {
+				break
+			}
+			if !cur.Alive() {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for run %s to stop: %w", c.Name, ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	cur, err := pipeline.Get(a.Ctx, st, c.Name)
+	if err != nil {
+		return err
+	}
+	if cur.Ended == nil {
+		// No supervisor: stop its workers here and record the end.
+		n, err := pipeline.StopOrphan(a.Ctx, env, cur)
+		if err != nil {
+			return err
+		}
+		a.P.Notef("run %s had no supervisor; stopped %d worker(s)\n", c.Name, n)
+	}
+	if a.G.JSON {
+		cur, _ = pipeline.Get(a.Ctx, st, c.Name)
+		b, err := board.Load(a.Ctx, st, env.Cfg.Base)
+		if err != nil {
+			return err
+		}
+		return a.P.PrintJSON(newRunStatus(cur, b))
+	}
+	a.P.Notef("run %s stopped\n", c.Name)
+	return nil
+}

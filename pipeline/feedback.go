@@ -1,0 +1,128 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/verify"
+)
+
+// Feedback is what went wrong in the previous attempt of a task, for the
+// next attempt's prompt: retrying with the identical prompt reproduces the
+// identical failure.
+type Feedback struct {
+	Attempt  int
+	MaxLoops int
+	// Previous is the previous attempt's session (nil for a first attempt
+	// after failures outside this run).
+	Previous *sessions.Record
+	// Status is the task's derived status and its reason.
+	Status, StatusReason string
+	// Review holds the reviewer's NG reasons and follow-up.
+	ReviewReasons []string
+	FollowUp      string
+	Reviewer      string
+	// Conflicts are the paths a merge with the fresh base conflicted in.
+	Conflicts []string
+	// DiffStat is `git diff --stat` of the previous attempt's work.
+	DiffStat string
+}
+
+// maxTail bounds each DoD output tail quoted in a prompt.
+const maxTail = 2000
+
+// Text renders the feedback as a prompt section.
+func (f Feedback) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Feedback from earlier attempts\n\nThis is attempt %d of %d. ", f.Attempt, f.MaxLoops)
+	if f.Previous == nil {
+		b.WriteString("Earlier work on this task did not succeed")
+		if f.StatusReason != "" {
+			fmt.Fprintf(&b, " (%s)", f.StatusReason)
+		}
+		b.WriteString(". Do not repeat it.\n")
+		return b.String()
+	}
+	fmt.Fprintf(&b, "The previous attempt (session %s) did not succeed. Fix what is listed here; do not repeat it.\n\n", short(f.Previous.Session.ID))
+	if f.StatusReason != "" {
+		fmt.Fprintf(&b, "- Result: %s (%s)\n", f.Status, f.StatusReason)
+	}
+	if o := f.Previous.Outcome; o != nil {
+		switch {
+		case o.TimedOut:
+			fmt.Fprintf(&b, "- Exit: timed out after %ds\n", f.Previous.Session.Timeout)
+		case o.Signal != "":
+			fmt.Fprintf(&b, "- Exit: ended by %s (exit %d)\n", o.Signal, o.ExitCode)
+		default:
+			fmt.Fprintf(&b, "- Exit code: %d\n", o.ExitCode)
+		}
+		if o.Reason != "" {
+			fmt.Fprintf(&b, "- Reason: %s\n", firstLine(o.Reason))
+		}
+		v := verify.ParseVerdicts(o)
+		for _, c := range v.DoD.Commands {
+			if c.ExitCode == 0 && !c.TimedOut && c.Error == "" {
+				continue
+			}
+			if c.Skipped {
+				continue
+			}
+			what := fmt.Sprintf("exit %d", c.ExitCode)
+			if c.TimedOut {
+				what = "timed out"
+			}
+			if c.Error != "" {
+				what = c.Error
+			}
+			fmt.Fprintf(&b, "- DoD command failed: `%s` (%s). Output (tail):\n\n```\n%s\n```\n", c.Cmd, what, tail(c.OutputTail))
+		}
+		if v.HasScope {
+			for _, x := range v.Scope.Violations {
+				fmt.Fprintf(&b, "- Scope violation: %s %s: %s\n", x.Type, x.Path, x.Reason)
+			}
+		}
+	}
+	if len(f.ReviewReasons) > 0 || f.FollowUp != "" {
+		who := f.Reviewer
+		if who == "" {
+			who = "the reviewer"
+		}
+		fmt.Fprintf(&b, "- Review by %s: NG\n", who)
+		for _, r := range f.ReviewReasons {
+			fmt.Fprintf(&b, "  - %s\n", r)
+		}
+		if f.FollowUp != "" {
+			fmt.Fprintf(&b, "  - Follow-up: %s\n", f.FollowUp)
+		}
+	}
+	if len(f.Conflicts) > 0 {
+		fmt.Fprintf(&b, "- Merging into the base conflicted in: %s. This attempt starts from the current base: redo the work on top of it.\n", strings.Join(f.Conflicts, ", "))
+	}
+	if f.DiffStat != "" {
+		fmt.Fprintf(&b, "- Diff stat of the previous attempt:\n\n```\n%s\n```\n", f.DiffStat)
+	}
+	return b.String()
+}
+
+func tail(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if len(s) > maxTail {
+		s = "…" + s[len(s)-maxTail:]
+	}
+	return s
+}
+
+// diffStat is the stat of a session's committed work, "" when it has none.
+func diffStat(ctx context.Context, st *gitstore.Store, r *sessions.Record) string {
+	if r == nil || r.Outcome == nil || r.Outcome.Tip == "" || r.Outcome.Tip == r.Session.BaseCommit {
+		return ""
+	}
+	out, err := st.Git().Output(ctx, "diff", "--stat", r.Session.BaseCommit, r.Outcome.Tip)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}

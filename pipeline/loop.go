@@ -1,0 +1,1070 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/git-agentmine/git-agentmine/agents"
+	"github.com/git-agentmine/git-agentmine/board"
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/launch"
+	"github.com/git-agentmine/git-agentmine/merge"
+	"github.com/git-agentmine/git-agentmine/output"
+	"github.com/git-agentmine/git-agentmine/roles"
+	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/status"
+	"github.com/git-agentmine/git-agentmine/tasknote"
+	"github.com/git-agentmine/git-agentmine/tasks"
+	"github.com/git-agentmine/git-agentmine/worker"
+)
+
+// Verdict is a reviewer's answer about one session.
+type Verdict struct {
+	// Verdict is "OK" or "NG".
+	Verdict  string
+	Reasons  []string
+	FollowUp string
+	Reviewer string
+}
+
+// Hooks connect the loop to the reviewer and the Task Note writer; a nil
+// hook is skipped.
+type Hooks struct {
+	// Review runs the reviewer on a session that passed DoD and scope and
+	// records its verdict. An error for which Retryable is true is retried
+	// with backoff (at most 3 times) and is not an attempt.
+	Review func(ctx context.Context, rec sessions.Record) (Verdict, error)
+	// Retryable reports whether a review error is an infrastructure error.
+	Retryable func(err error) bool
+	// Replan hands a task reviewed NG back to a planner, when one is
+	// configured, and returns the ids of the child tasks it created.
+	Replan func(ctx context.Context, taskID string, reasons []string) ([]string, error)
+	// Note writes the Task Note of a task that is done, or exhausted (why
+	// is then the reason).
+	Note func(ctx context.Context, taskID, exhausted string) error
+}
+
+// DefaultHooks connects the loop to the reviewer, planner and Task Note of
+// env's repository. Reviewers and planners run in a process of their own,
+// self(args...) (this program with those arguments): a process that
+// supervises an agent run ends, when the run is over, every descendant in
+// another session that started meanwhile (launch.Reaper), and the workers'
+// detached supervisors are the loop's descendants.
+func DefaultHooks(env *worker.Env, self func(args ...string) []string) Hooks {
+	return Hooks{
+		Review: func(ctx context.Context, rec sessions.Record) (Verdict, error) {
+			code, msg, err := runSelf(ctx, env, self("review", rec.Session.ID))
+			if err != nil {
+				return Verdict{}, err
+			}
+			if code != 0 && code != exitcode.Failed {
+				err := fmt.Errorf("reviewing session %s: %s", short(rec.Session.ID), msg)
+				switch code {
+				case exitcode.Usage, exitcode.Config, exitcode.NotFound:
+					return Verdict{}, exitcode.New(code, err, "")
+				}
+				return Verdict{}, &infraError{err}
+			}
+			got, err := sessions.Get(ctx, env.St, rec.Session.ID)
+			if err != nil {
+				return Verdict{}, err
+			}
+			if got.Review == nil {
+				return Verdict{}, &infraError{fmt.Errorf("reviewing session %s: no verdict was recorded (exit %d: %s)", short(rec.Session.ID), code, msg)}
+			}
+			r := got.Review
+			return Verdict{Verdict: r.Verdict, Reasons: r.Reasons, FollowUp: r.FollowUp, Reviewer: r.Agent}, nil
+		},
+		Retryable: func(err error) bool {
+			var ie *infraError
+			return errors.As(err, &ie)
+		},
+		Replan: func(ctx context.Context, taskID string, reasons []string) ([]string, error) {
+			if _, err := roles.PickAgent(env.Top, agents.RolePlanner, ""); err != nil {
+				return nil, nil // no planner configured: a new attempt with the reasons
+			}
+			args := []string{"run", "replan", taskID}
+			for _, r := range reasons {
+				args = append(args, "--reason", r)
+			}
+			code, out, err := runSelf(ctx, env, self(args...))
+			if err != nil {
+				return nil, err
+			}
+			if code != 0 {
+				return nil, fmt.Errorf("replanning task %s: %s", short(taskID), out)
+			}
+			return strings.Fields(out), nil
+		},
+		Note: func(ctx context.Context, taskID, exhausted string) error {
+			o := tasknote.Options{By: "agentmine run"}
+			if exhausted != "" {
+				o.State, o.Reason = "exhausted", exhausted
+			}
+			_, err := tasknote.WriteFor(ctx, env.St, env.Cfg.Base, taskID, o)
+			return err
+		},
+	}
+}
+
+// infraError is a reviewer or planner run that produced no answer: retried
+// with backoff.
+type infraError struct{ err error }
+
+func (e *infraError) Error() string { return e.err.Error() }
+func (e *infraError) Unwrap() error { return e.err }
+
+// runSelf runs argv in the repository and returns its exit code and, on
+// success its stdout, else the first line of its stderr (without
+// "error: ").
+func runSelf(ctx context.Context, env *worker.Env, argv []string) (int, string, error) {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = env.Top
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.ExitCode(), strings.TrimPrefix(firstLine(errb.String()), "error: "), nil
+	case err != nil:
+		return 0, "", fmt.Errorf("running %s: %w", filepath.Base(argv[0]), err)
+	}
+	return 0, strings.TrimSpace(out.String()), nil
+}
+
+// IsWorkerSession reports whether a session is a worker's attempt (planner
+// and reviewer runs are sessions too, but never attempts).
+func IsWorkerSession(s sessions.Session) bool { return s.IsAttempt() }
+
+// StopOrphan stops the running workers of a run whose supervisor is gone
+// (SIGTERM to their session supervisors, as worker stop does), waits for
+// them, and records the run as stopped. It returns how many it stopped.
+func StopOrphan(ctx context.Context, env *worker.Env, r Record) (int, error) {
+	b, err := board.Load(ctx, env.St, env.Cfg.Base)
+	if err != nil {
+		return 0, err
+	}
+	var ids []string
+	for _, id := range r.Targets {
+		for _, rec := range b.SessionsOf(id) {
+			s := rec.Session
+			if live, _ := board.Liveness(rec, b.Here, time.Now()); !live || s.Mode == sessions.ModeManual || !b.Here.Judges(s) || s.Pid <= 0 {
+				continue
+			}
+			if err := syscall.Kill(s.Pid, syscall.SIGTERM); err == nil {
+				ids = append(ids, s.ID)
+			}
+		}
+	}
+	if len(ids) > 0 {
+		wctx, cancel := context.WithTimeout(ctx, env.Cfg.Grace+60*time.Second)
+		defer cancel()
+		if _, err := env.Wait(wctx, ids); err != nil {
+			return len(ids), fmt.Errorf("waiting for the stopped workers: %w", err)
+		}
+	}
+	reason := "stopped"
+	if cur, err := Get(ctx, env.St, r.Name); err == nil && cur.StopRequested != nil {
+		reason = "stopped by " + cur.StopRequested.Author
+		if cur.StopRequested.Reason != "" {
+			reason += ": " + cur.StopRequested.Reason
+		}
+	}
+	_, err = MarkEnded(ctx, env.St, r.Name, End{Time: time.Now().UTC(), Result: "stopped", Reason: reason, Total: len(r.Targets)})
+	return len(ids), err
+}
+
+// maxInfraRetries bounds the retries of start failures and reviewer
+// infrastructure errors of one task; they are not attempts.
+const maxInfraRetries = 3
+
+// Supervisor runs one run's loop.
+type Supervisor struct {
+	env    *worker.Env
+	st     *gitstore.Store
+	o      Options
+	hooks  Hooks
+	rec    Record
+	budget Budget
+	log    io.WriteCloser
+
+	// What this process has seen; all of it can be recomputed from refs
+	// after a restart, except the in-memory counts of failures that left
+	// no session behind.
+	live        map[string]sessions.Record // sessions live at the last look
+	prepFails   map[string]int             // task -> failed preparations (no session recorded)
+	reviewFails map[string]int             // session -> reviewer infrastructure errors
+	notBefore   map[string]time.Time       // task -> earliest next start/review (backoff)
+	conflicts   map[string][]string        // session -> paths its merge conflicted in
+	claimed     map[string]string          // task -> why another clone holds it
+	noted       map[string]bool            // task -> Task Note written
+	announced   map[string]bool            // session -> started event sent
+	stopReason  string
+	budgetStop  string
+	interrupted bool
+	mergeFails  map[string]int // task -> merges refused for other reasons than conflicts
+}
+
+// Start creates the run (or takes over the run of that name when its
+// supervisor died) and returns its supervisor, ready for Loop.
+func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Supervisor, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	budget, _ := ParseBudget(o.Budget)
+	st := env.St
+	if err := st.RequireCommits(ctx); err != nil {
+		return nil, err
+	}
+	b, err := board.Load(ctx, st, env.Cfg.Base)
+	if err != nil {
+		return nil, err
+	}
+	logDir, err := st.LocalDir("logs")
+	if err != nil {
+		return nil, err
+	}
+	repo, _ := sessions.RepoID(st)
+	pid := os.Getpid()
+	pstart, _ := launch.StartTime(pid)
+	now := gitstore.Stamp(st).Time
+	sup := Holder{Host: sessions.Host(), Repo: repo, Pid: pid, PidStart: pstart, Since: now}
+	s := &Supervisor{env: env, st: st, o: o, hooks: hooks, budget: budget,
+		live: map[string]sessions.Record{}, prepFails: map[string]int{}, reviewFails: map[string]int{},
+		notBefore: map[string]time.Time{}, conflicts: map[string][]string{}, claimed: map[string]string{},
+		noted: map[string]bool{}, announced: map[string]bool{}, mergeFails: map[string]int{}}
+
+	old, err := Get(ctx, st, o.Name)
+	exists := err == nil
+	if err != nil && exitcode.Of(err) != exitcode.NotFound {
+		return nil, err
+	}
+	if exists && old.Ended == nil {
+		if old.Alive() && old.Supervisor.Pid != pid {
+			return nil, exitcode.New(exitcode.State, fmt.Errorf("run %s is already running (pid %d on %s)", o.Name, old.Supervisor.Pid, old.Supervisor.Host),
+				"git agentmine run status "+o.Name+" shows it; run stop "+o.Name+" stops it")
+		}
+		if old.Supervisor.Host != sup.Host && old.Supervisor.Host != "" {
+			return nil, exitcode.New(exitcode.State, fmt.Errorf("run %s is supervised on another host (%s)", o.Name, old.Supervisor.Host), "")
+		}
+		// Take over: same targets and settings, attempts continue.
+		rec, err := update(ctx, st, o.Name, "run resumed", func(r *Record) error {
+			if r.Ended != nil || (r.Alive() && r.Supervisor.Pid != pid) {
+				return exitcode.New(exitcode.State, fmt.Errorf("run %s changed while taking it over", o.Name), "try again")
+			}
+			r.Supervisor = sup
+			r.Resumed++
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.rec = rec
+		s.o.Parallel, s.o.MaxLoops, s.o.Review, s.o.Merge = rec.Parallel, rec.MaxLoops, rec.Review, rec.Merge
+		s.budget, _ = ParseBudget(rec.Budget)
+	} else {
+		targets, err := resolveTargets(b, o.Targets)
+		if err != nil {
+			return nil, err
+		}
+		rec := Record{V: SchemaVersion, Name: o.Name, Targets: targets, Parallel: o.Parallel, MaxLoops: o.MaxLoops,
+			Review: o.Review, Merge: o.Merge, Budget: o.Budget, Started: now, Supervisor: sup,
+			Log: filepath.Join(logDir, "run-"+o.Name+".log")}
+		if o.Deadline > 0 {
+			d := now.Add(o.Deadline)
+			rec.Deadline = &d
+		}
+		if exists {
+			_, _, err = st.Update(ctx, Kind, o.Name, func(cur gitstore.Doc) (gitstore.Change, error) {
+				r, err := decode(cur.Data)
+				if err != nil {
+					return gitstore.Change{}, err
+				}
+				if r.Ended == nil {
+					return gitstore.Change{}, exitcode.New(exitcode.State, fmt.Errorf("run %s was started meanwhile", o.Name), "")
+				}
+				return gitstore.Change{Data: rec.encode(), Message: "run started again: " + o.Name}, nil
+			})
+		} else {
+			_, err = st.Create(ctx, Kind, o.Name, gitstore.Change{Data: rec.encode(), Message: "run started: " + o.Name})
+		}
+		if err != nil {
+			if errors.Is(err, gitstore.ErrConflict) {
+				return nil, exitcode.New(exitcode.State, fmt.Errorf("run %s was started by another process meanwhile", o.Name), "")
+			}
+			return nil, fmt.Errorf("recording run %s: %w", o.Name, err)
+		}
+		s.rec = rec
+	}
+	f, err := os.OpenFile(s.rec.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening the run log: %w", err)
+	}
+	s.log = f
+	if s.rec.Resumed > 0 && s.rec.Supervisor.Pid == pid {
+		fmt.Fprintf(s.log, "%s resumed by pid %d (take-over %d)\n", now.Local().Format("15:04:05"), pid, s.rec.Resumed)
+	}
+	return s, nil
+}
+
+// Record returns the run document as this supervisor holds it.
+func (s *Supervisor) Record() Record { return s.rec }
+
+// resolveTargets resolves the given prefixes and adds their descendants;
+// none means every task that is not done or cancelled.
+func resolveTargets(b *board.Board, prefixes []string) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	var add func(id string)
+	add = func(id string) {
+		if seen[id] {
+			return
+		}
+		seen[id] = true
+		out = append(out, id)
+		for _, c := range b.Tasks.Children(id) {
+			add(c)
+		}
+	}
+	if len(prefixes) == 0 {
+		for _, id := range b.Tasks.IDs {
+			switch b.Status[id].Status {
+			case status.Done, status.Cancelled:
+				continue
+			}
+			add(id)
+		}
+		if len(out) == 0 {
+			return nil, exitcode.New(exitcode.State, errors.New("nothing to run: every task is done or cancelled"), "git agentmine task add creates one")
+		}
+	}
+	for _, p := range prefixes {
+		id, err := b.Tasks.Resolve(p)
+		if err != nil {
+			return nil, err
+		}
+		add(id)
+	}
+	// A task split into children (a goal a planner split) is settled by
+	// them: only leaves get workers.
+	out = slices.DeleteFunc(out, func(id string) bool { return len(b.Tasks.Children(id)) > 0 })
+	if len(out) == 0 {
+		return nil, exitcode.New(exitcode.State, errors.New("nothing to run: the targets have no tasks without children"), "")
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// taskState is what the loop knows of one target at one look.
+type taskState struct {
+	id       string
+	task     tasks.Task
+	res      status.Result
+	attempts []sessions.Record // worker attempts in this run (start failures excluded)
+	starts   int               // start failures since the last real attempt
+	lastFail *sessions.Record  // the latest start failure
+	latest   *sessions.Record  // the latest attempt
+}
+
+// IsStartFailure reports whether a session never got its worker started (a
+// client that is not installed, a supervisor that could not start): not an
+// attempt.
+func IsStartFailure(r sessions.Record) bool {
+	return r.Outcome != nil && r.Outcome.ExitCode == 127 && r.Session.WorkerPid == 0
+}
+
+func (s *Supervisor) stateOf(b *board.Board, id string) taskState {
+	ts := taskState{id: id, task: b.Tasks.Tasks[id].Task, res: b.Status[id]}
+	cutoff := s.rec.Started
+	if r := ts.task.Reopened; r != nil && r.Time.After(cutoff) {
+		cutoff = r.Time
+	}
+	for _, r := range b.SessionsOf(id) {
+		if r.Session.Started.Before(cutoff) {
+			continue
+		}
+		if !IsWorkerSession(r.Session) {
+			continue
+		}
+		r := r
+		if IsStartFailure(r) {
+			ts.starts++
+			ts.lastFail = &r
+			continue
+		}
+		ts.starts, ts.lastFail = 0, nil
+		ts.attempts = append(ts.attempts, r)
+		ts.latest = &ts.attempts[len(ts.attempts)-1]
+	}
+	return ts
+}
+
+// Loop runs the run to its end and returns its summary. A cancelled ctx
+// (Ctrl-C) stops the workers the run started and records why.
+func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
+	defer s.log.Close()
+	wake := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	watched := map[int]bool{}
+	var watchMu sync.Mutex
+	for {
+		b, err := s.load(context.WithoutCancel(ctx))
+		if err != nil {
+			return Summary{}, err
+		}
+		if rec, err := Get(context.WithoutCancel(ctx), s.st, s.rec.Name); err == nil {
+			if rec.StopRequested != nil && s.stopReason == "" {
+				s.stopReason = "stopped by " + rec.StopRequested.Author
+				if rec.StopRequested.Reason != "" {
+					s.stopReason += ": " + rec.StopRequested.Reason
+				}
+			}
+			if rec.Supervisor.Pid != s.rec.Supervisor.Pid || rec.Supervisor.PidStart != s.rec.Supervisor.PidStart {
+				return Summary{}, exitcode.New(exitcode.State, fmt.Errorf("run %s was taken over by pid %d", s.rec.Name, rec.Supervisor.Pid), "")
+			}
+		}
+		if ctx.Err() != nil && s.stopReason == "" {
+			// SIGTERM (worker stop's signal, sent by run stop without a
+			// recorded reason) is a stop; Ctrl-C an interruption.
+			if errors.Is(context.Cause(ctx), launch.ErrStopRequested) {
+				s.stopReason = "stopped (SIGTERM)"
+			} else {
+				s.stopReason, s.interrupted = "interrupted", true
+			}
+		}
+		if s.rec.Deadline != nil && time.Now().After(*s.rec.Deadline) && s.stopReason == "" {
+			s.stopReason = "deadline reached"
+		}
+		next, running, done := s.step(ctx, b)
+		if done {
+			return s.finish(context.WithoutCancel(ctx))
+		}
+		// Sleep until a running worker's supervisor exits, a backoff
+		// ends, or a while passes (sessions judged elsewhere, run stop).
+		watchMu.Lock()
+		for _, r := range running {
+			pid := r.Session.Pid
+			if pid > 0 && !watched[pid] && b.Here.Judges(r.Session) {
+				watched[pid] = true
+				go func() {
+					waitPid(pid)
+					watchMu.Lock()
+					delete(watched, pid)
+					watchMu.Unlock()
+					poke()
+				}()
+			}
+		}
+		watchMu.Unlock()
+		d := 2 * time.Second
+		if !next.IsZero() {
+			d = min(d, max(time.Until(next), 10*time.Millisecond))
+		}
+		t := time.NewTimer(d)
+		cancelled := ctx.Done()
+		if s.stopReason != "" {
+			cancelled = nil // stopping already: wait for the workers to end
+		}
+		select {
+		case <-wake:
+		case <-t.C:
+		case <-cancelled:
+		}
+		t.Stop()
+	}
+}
+
+// load reads the board. A session read without an outcome whose supervisor
+// exited before its liveness was checked looks lost although its outcome
+// was written in between: when a target has a lost session, the board is
+// read once more, after the exit, so only truly lost sessions stay lost.
+func (s *Supervisor) load(ctx context.Context) (*board.Board, error) {
+	for try := 0; ; try++ {
+		b, err := board.Load(ctx, s.st, s.env.Cfg.Base)
+		if err != nil || try == 3 || !s.suspectLost(b) {
+			return b, err
+		}
+		if try > 0 {
+			// Seen rarely under load: the outcome becomes visible a
+			// moment after the supervisor's exit.
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+}
+
+// suspectLost reports whether a session that was live at the last look
+// now looks lost.
+func (s *Supervisor) suspectLost(b *board.Board) bool {
+	for _, id := range s.rec.Targets {
+		for _, a := range b.Facts.Attempts[id] {
+			if _, seen := s.live[a.Session]; a.Lost && seen {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// step looks at every target once and acts: it reports the next time a
+// backoff ends (zero: none), the running sessions, and whether the run is
+// over.
+func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, running []sessions.Record, done bool) {
+	jctx := context.WithoutCancel(ctx)
+	now := time.Now()
+	// Sessions that ended since the last look.
+	nowLive := map[string]sessions.Record{}
+	for _, id := range s.rec.Targets {
+		for _, r := range b.SessionsOf(id) {
+			if !r.Session.IsAttempt() {
+				continue // a reviewer or planner run, waited for where it runs
+			}
+			if live, _ := board.Liveness(r, b.Here, now); live {
+				nowLive[r.Session.ID] = r
+			}
+		}
+	}
+	for sid, r := range s.live {
+		if _, ok := nowLive[sid]; !ok {
+			res := b.Status[r.Session.Task]
+			reason := res.Reason
+			s.emit(Event{Event: EvEnded, Task: r.Session.Task, Title: b.Tasks.Tasks[r.Session.Task].Task.Title, Session: sid,
+				Status: string(res.Status), Reason: reason, Running: len(nowLive)})
+		}
+	}
+	s.live = nowLive
+	for _, r := range nowLive {
+		running = append(running, r)
+	}
+
+	if s.stopReason != "" {
+		if len(running) > 0 {
+			s.stopAll(jctx, b, running)
+			return time.Time{}, nil, false
+		}
+		return time.Time{}, nil, true
+	}
+	budgetOut := ""
+	if s.budget != (Budget{}) {
+		var u sessions.Usage
+		for _, id := range s.rec.Targets {
+			for _, r := range b.SessionsOf(id) {
+				if !r.Session.Started.Before(s.rec.Started) && r.Outcome != nil && r.Outcome.Usage != nil {
+					u = u.Add(*r.Outcome.Usage)
+				}
+			}
+		}
+		if over, why := s.budget.Exceeded(u); over {
+			budgetOut = why
+		}
+	}
+
+	var toStart []startReq
+	var toReview []taskState
+	progressed := false // a merge may unblock dependents: look again at once
+	for _, id := range s.order(b) {
+		ts := s.stateOf(b, id)
+		if _, ok := s.claimed[id]; ok {
+			continue
+		}
+		if len(b.Tasks.Children(id)) > 0 {
+			continue // split by a replan: its children are targets now
+		}
+		switch {
+		case ts.res.Status == status.Done:
+			s.writeNote(jctx, id, "")
+			continue
+		case ts.res.Status == status.Cancelled, ts.task.Exhausted != nil && ts.res.Status != status.InProgress,
+			ts.res.Status == status.Tainted:
+			if ts.task.Exhausted != nil {
+				s.writeNote(jctx, id, ts.task.Exhausted.Reason)
+			}
+			continue
+		case ts.res.Status == status.InProgress:
+			continue
+		case ts.res.Blocked:
+			continue
+		}
+		// Start failures: retried with backoff, never attempts.
+		if ts.starts > 0 && (ts.latest == nil || ts.lastFail.Session.Started.After(ts.latest.Session.Started)) {
+			if ts.starts >= maxInfraRetries {
+				s.exhaust(jctx, b, ts, fmt.Sprintf("could not start a worker %d times: %s", ts.starts, firstLine(ts.lastFail.Outcome.Reason)))
+				continue
+			}
+			at := ts.lastFail.Outcome.Finished.Add(s.o.Backoff << (ts.starts - 1))
+			if at.After(now) {
+				next = earliest(next, at)
+				continue
+			}
+		}
+		if at, ok := s.notBefore[id]; ok && at.After(now) {
+			next = earliest(next, at)
+			continue
+		}
+		var fb *Feedback
+		switch ts.res.Status {
+		case status.Review:
+			if ts.latest == nil || ts.latest.Session.ID != ts.res.Session {
+				// Passing work from before this run: judge it as it is.
+				rec, ok := b.Latest(id)
+				if !ok {
+					continue
+				}
+				ts.latest = &rec
+			}
+			if s.rec.Review && ts.latest.Review == nil && s.hooks.Review != nil {
+				// Reviewed after the starts below; the verdict is a fact
+				// the next look reads.
+				toReview = append(toReview, ts)
+				continue
+			}
+			if !s.o.Merge {
+				continue // passed: waits for a person to merge
+			}
+			if paths, ok := s.conflicts[ts.latest.Session.ID]; ok {
+				fb = &Feedback{Conflicts: paths, Status: "merge conflict", StatusReason: "the base moved: merging conflicted"}
+				break
+			}
+			paths, merged := s.merge(jctx, b, ts)
+			if merged {
+				progressed = true
+				continue
+			}
+			if paths == nil {
+				next = earliest(next, s.notBefore[id])
+				continue // refused: the reason is in the log
+			}
+			fb = &Feedback{Conflicts: paths, Status: "merge conflict", StatusReason: "merging into the base conflicted"}
+		case status.Failed, status.DoDFailed:
+			fb = &Feedback{Status: string(ts.res.Status), StatusReason: ts.res.Reason}
+			if l := ts.latest; l != nil && l.Session.ID == ts.res.Session && l.Review != nil && !l.Review.OK() {
+				fb.ReviewReasons, fb.FollowUp, fb.Reviewer = l.Review.Reasons, l.Review.FollowUp, l.Review.Agent
+				if len(ts.attempts) < s.rec.MaxLoops && s.replan(jctx, ts, l) {
+					continue // split: its children run instead
+				}
+			}
+		case status.Open:
+			if len(ts.attempts) > 0 || ts.res.Reason != "no session yet" {
+				fb = &Feedback{Status: string(ts.res.Status), StatusReason: ts.res.Reason}
+			}
+		default:
+			continue
+		}
+		if len(ts.attempts) >= s.rec.MaxLoops {
+			why := fmt.Sprintf("%d of %d attempts used", len(ts.attempts), s.rec.MaxLoops)
+			if fb != nil && fb.StatusReason != "" {
+				why += "; last: " + fb.StatusReason
+			}
+			s.exhaust(jctx, b, ts, why)
+			continue
+		}
+		if fb != nil {
+			fb.Attempt, fb.MaxLoops = len(ts.attempts)+1, s.rec.MaxLoops
+			fb.Previous = ts.latest
+			fb.DiffStat = diffStat(jctx, s.st, ts.latest)
+		}
+		toStart = append(toStart, startReq{ts: ts, fb: fb})
+	}
+	if budgetOut != "" && len(toStart) > 0 {
+		// No new attempt starts; running ones finish.
+		s.budgetStop = budgetOut
+		toStart = nil
+	}
+	started := false
+	if free := s.rec.Parallel - len(running); free > 0 && len(toStart) > 0 {
+		if len(toStart) > free {
+			toStart = toStart[:free]
+		}
+		s.startAll(ctx, b, toStart)
+		started = true
+	}
+	// Reviews run one at a time, after the starts, so that workers are
+	// not kept waiting for a reviewer; none once the budget is used.
+	if budgetOut == "" {
+		for _, ts := range toReview {
+			if ctx.Err() != nil {
+				break
+			}
+			if s.review(ctx, b, ts) {
+				progressed = true
+			} else {
+				next = earliest(next, s.notBefore[ts.id])
+			}
+		}
+	}
+	if started {
+		if progressed {
+			return now, running, false
+		}
+		return time.Time{}, running, false
+	}
+	// Nothing runs, nothing starts, no backoff is pending and nothing was
+	// merged: a blocked task whose blockers will never be done is settled.
+	if len(running) == 0 && len(toStart) == 0 && next.IsZero() && !progressed {
+		return next, nil, true
+	}
+	if progressed {
+		next = now // look again at once
+	}
+	return next, running, false
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// order lists the targets by priority (highest first), then creation.
+func (s *Supervisor) order(b *board.Board) []string {
+	rank := func(p string) int { return slices.Index(tasks.Priorities, p) }
+	ids := slices.Clone(s.rec.Targets)
+	ids = slices.DeleteFunc(ids, func(id string) bool { _, ok := b.Tasks.Tasks[id]; return !ok })
+	sort.SliceStable(ids, func(i, j int) bool {
+		a, c := b.Tasks.Tasks[ids[i]].Task, b.Tasks.Tasks[ids[j]].Task
+		if rank(a.Priority) != rank(c.Priority) {
+			return rank(a.Priority) > rank(c.Priority)
+		}
+		return a.Created.Time.Before(c.Created.Time)
+	})
+	return ids
+}
+
+type startReq struct {
+	ts taskState
+	fb *Feedback
+}
+
+// startAll starts the sessions at once (each through the same code as
+// `worker run --exec --detach`, claims included).
+func (s *Supervisor) startAll(ctx context.Context, b *board.Board, reqs []startReq) {
+	type result struct {
+		rec sessions.Record
+		ev  Event
+		err error // from the preparation: no session was recorded
+		ok  bool
+	}
+	res := make([]result, len(reqs))
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[i].rec, res[i].ev, res[i].ok, res[i].err = s.start(ctx, r)
+		}()
+	}
+	wg.Wait()
+	// The loop's own state changes here, in one goroutine.
+	for i, r := range res {
+		switch {
+		case r.err != nil:
+			s.prepFailed(ctx, b, reqs[i].ts, r.err)
+		case r.ok:
+			delete(s.prepFails, reqs[i].ts.id)
+			s.live[r.rec.Session.ID] = r.rec
+			s.emit(r.ev)
+		}
+	}
+}
+
+// start prepares a session and hands it to a detached supervisor. It
+// changes nothing of the loop's state (it runs next to other starts).
+func (s *Supervisor) start(ctx context.Context, r startReq) (sessions.Record, Event, bool, error) {
+	id := r.ts.id
+	o := worker.RunOptions{Task: id, Exec: true, Detach: true, Replace: true}
+	if r.fb != nil {
+		o.Feedback = r.fb.Text()
+	}
+	p, err := s.env.Prepare(ctx, o)
+	if err != nil {
+		return sessions.Record{}, Event{}, false, err
+	}
+	attempt := len(r.ts.attempts) + 1
+	ev := Event{Event: EvStarted, Task: id, Title: r.ts.task.Title, Session: p.Rec.Session.ID, Attempt: attempt, MaxLoops: s.rec.MaxLoops}
+	if r.fb != nil && attempt > 1 {
+		ev.Event = EvRetried
+		ev.Reason = r.fb.StatusReason
+	}
+	if p.ClaimNote != "" {
+		fmt.Fprintf(s.log, "%s task %s: %s\n", time.Now().Format("15:04:05"), short(id), p.ClaimNote)
+	}
+	if _, err := s.env.StartDetached(ctx, p, s.o.Supervisor(p.Rec.Session.ID)); err != nil {
+		// The session has a failed outcome (exit 127): a start failure,
+		// retried with backoff.
+		fmt.Fprintf(s.log, "%s task %s: %v\n", time.Now().Format("15:04:05"), short(id), err)
+		return sessions.Record{}, Event{}, false, nil
+	}
+	return p.Rec, ev, true, nil
+}
+
+// prepFailed handles a preparation that recorded no session.
+func (s *Supervisor) prepFailed(ctx context.Context, b *board.Board, ts taskState, err error) {
+	id := ts.id
+	fmt.Fprintf(s.log, "%s task %s: %v\n", time.Now().Format("15:04:05"), short(id), err)
+	if errors.Is(err, worker.ErrClaimed) {
+		s.claimed[id] = firstLine(err.Error())
+		return
+	}
+	var re *worker.RefusedError
+	if errors.As(err, &re) && (errors.Is(err, worker.ErrRunning) || errors.Is(err, worker.ErrStarting)) {
+		return // another process is on it: look again later
+	}
+	switch exitcode.Of(err) {
+	case exitcode.Config, exitcode.NotFound, exitcode.Usage:
+		s.exhaust(context.WithoutCancel(ctx), b, ts, "cannot start: "+firstLine(err.Error()))
+		return
+	}
+	s.prepFails[id]++
+	if s.prepFails[id] >= maxInfraRetries {
+		s.exhaust(context.WithoutCancel(ctx), b, ts, fmt.Sprintf("could not prepare a worker %d times: %s", s.prepFails[id], firstLine(err.Error())))
+		return
+	}
+	s.notBefore[id] = time.Now().Add(s.o.Backoff << (s.prepFails[id] - 1))
+}
+
+// review runs the reviewer on the task's latest session, which passed its
+// facts; the verdict is recorded on the session by the hook. It reports
+// whether a verdict was recorded. Infrastructure errors are retried with
+// backoff, at most maxInfraRetries times; then the task is exhausted.
+func (s *Supervisor) review(ctx context.Context, b *board.Board, ts taskState) bool {
+	rec := *ts.latest
+	v, err := s.hooks.Review(ctx, rec)
+	if err != nil {
+		sid := rec.Session.ID
+		s.reviewFails[sid]++
+		fmt.Fprintf(s.log, "%s task %s: review of session %s failed: %v\n", time.Now().Format("15:04:05"), short(ts.id), short(sid), err)
+		if s.hooks.Retryable != nil && !s.hooks.Retryable(err) || s.reviewFails[sid] >= maxInfraRetries {
+			s.exhaust(context.WithoutCancel(ctx), b, ts, fmt.Sprintf("the review of session %s could not run (%d tries): %s", short(sid), s.reviewFails[sid], firstLine(err.Error())))
+			return false
+		}
+		s.notBefore[ts.id] = time.Now().Add(s.o.Backoff << (s.reviewFails[sid] - 1))
+		return false
+	}
+	s.emit(Event{Event: EvReviewed, Task: ts.id, Title: ts.task.Title, Session: rec.Session.ID, Verdict: v.Verdict,
+		Reason: strings.Join(v.Reasons, "; "), Running: len(s.live)})
+	return true
+}
+
+// replan hands an NG'd task back to the planner when one is configured
+// (seed 003: the instructions may be at fault): it may rewrite the task or
+// split it; children it creates join the run's targets. Once per reviewed
+// session; a planner that fails leaves the task as it was. It reports
+// whether the task was split.
+func (s *Supervisor) replan(ctx context.Context, ts taskState, l *sessions.Record) bool {
+	if s.hooks.Replan == nil || s.noted["replan:"+l.Session.ID] {
+		return false
+	}
+	s.noted["replan:"+l.Session.ID] = true
+	children, err := s.hooks.Replan(ctx, ts.id, l.Review.Reasons)
+	if err != nil {
+		fmt.Fprintf(s.log, "%s task %s: replan: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
+		return false
+	}
+	fmt.Fprintf(s.log, "%s task %s: replanned after review NG (%d new child task(s))\n", time.Now().Format("15:04:05"), short(ts.id), len(children))
+	if len(children) == 0 {
+		return false
+	}
+	rec, err := update(ctx, s.st, s.rec.Name, "run targets grew by a replan", func(r *Record) error {
+		for _, c := range children {
+			if !slices.Contains(r.Targets, c) {
+				r.Targets = append(r.Targets, c)
+			}
+		}
+		sort.Strings(r.Targets)
+		return nil
+	})
+	if err == nil {
+		s.rec.Targets = rec.Targets
+	}
+	return true
+}
+
+// merge lands the task's latest session. It returns the conflicting paths
+// on a conflict (nil on other refusals).
+func (s *Supervisor) merge(ctx context.Context, b *board.Board, ts taskState) (conflicts []string, merged bool) {
+	// A skipped DoD here means the task and its agent configure none: the
+	// run never skips one itself.
+	res, err := merge.Task(ctx, s.st, s.env.Cfg.Base, ts.id, merge.Options{AllowSkipped: true})
+	if err != nil {
+		var ce *merge.ConflictError
+		if errors.As(err, &ce) {
+			s.conflicts[ts.latest.Session.ID] = ce.Paths
+			fmt.Fprintf(s.log, "%s task %s: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
+			return ce.Paths, false
+		}
+		fmt.Fprintf(s.log, "%s task %s: not merged: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
+		s.mergeFails[ts.id]++
+		if s.mergeFails[ts.id] >= maxInfraRetries {
+			s.exhaust(ctx, b, ts, "could not merge: "+firstLine(err.Error()))
+			return nil, false
+		}
+		s.notBefore[ts.id] = time.Now().Add(s.o.Backoff << (s.mergeFails[ts.id] - 1))
+		return nil, false
+	}
+	s.emit(Event{Event: EvMerged, Task: ts.id, Title: ts.task.Title, Session: res.Session, Commit: res.Commit, Status: string(status.Done), Running: len(s.live)})
+	// The worktree is no longer needed; its branch is merged.
+	if rec, ok := b.Latest(ts.id); ok {
+		if _, err := s.env.Done(ctx, rec, true, false); err != nil {
+			fmt.Fprintf(s.log, "%s task %s: cleaning up: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
+		}
+	}
+	return nil, true
+}
+
+// exhaust records the exhausted fact and tells.
+func (s *Supervisor) exhaust(ctx context.Context, b *board.Board, ts taskState, why string) {
+	if _, _, err := tasks.Exhaust(ctx, s.st, ts.id, why); err != nil {
+		fmt.Fprintf(s.log, "%s task %s: recording exhausted: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
+		return
+	}
+	s.emit(Event{Event: EvExhausted, Task: ts.id, Title: ts.task.Title, Attempt: len(ts.attempts), MaxLoops: s.rec.MaxLoops,
+		Status: string(status.Failed), Reason: why, Running: len(s.live)})
+	s.writeNote(ctx, ts.id, why)
+}
+
+func (s *Supervisor) writeNote(ctx context.Context, id, exhausted string) {
+	if s.hooks.Note == nil || s.noted[id] {
+		return
+	}
+	s.noted[id] = true
+	if err := s.hooks.Note(ctx, id, exhausted); err != nil {
+		fmt.Fprintf(s.log, "%s task %s: writing the Task Note: %v\n", time.Now().Format("15:04:05"), short(id), err)
+	}
+}
+
+// stopAll sends SIGTERM to the supervisors of the running sessions that
+// this clone judges (as worker stop does); their outcomes record the stop.
+func (s *Supervisor) stopAll(ctx context.Context, b *board.Board, running []sessions.Record) {
+	for _, r := range running {
+		sess := r.Session
+		if sess.Mode == sessions.ModeManual || !b.Here.Judges(sess) || sess.Pid <= 0 {
+			continue
+		}
+		if s.announced["stop:"+sess.ID] {
+			continue
+		}
+		s.announced["stop:"+sess.ID] = true
+		fmt.Fprintf(s.log, "%s stopping session %s of task %s (%s)\n", time.Now().Format("15:04:05"), short(sess.ID), short(sess.Task), s.stopReason)
+		_ = syscall.Kill(sess.Pid, syscall.SIGTERM)
+	}
+}
+
+// finish records how the run ended and returns the summary.
+func (s *Supervisor) finish(ctx context.Context) (Summary, error) {
+	b, err := s.load(ctx)
+	if err != nil {
+		return Summary{}, err
+	}
+	sum := Summary{Run: s.rec.Name}
+	for _, id := range s.order(b) {
+		if len(b.Tasks.Children(id)) > 0 {
+			continue // split by a replan: its children count instead
+		}
+		sum.Total++
+		ts := s.stateOf(b, id)
+		res := b.Status[id]
+		t := TaskSummary{ID: id, Title: ts.task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: len(ts.attempts)}
+		sum.Attempts += len(ts.attempts)
+		switch {
+		case res.Status == status.Done:
+			sum.Done++
+		case res.Status == status.Cancelled:
+			sum.Cancelled++
+		case res.Status == status.Review:
+			sum.Waiting++
+		case res.Status == status.Open && len(ts.attempts) == 0:
+			sum.NotStarted++
+			if why, ok := s.claimed[id]; ok {
+				t.Reason = why
+			} else if res.Blocked {
+				t.Reason = "never started: blocked by " + strings.Join(shortAll(res.Waiting), ", ")
+			}
+		default:
+			sum.Failed++
+		}
+		sum.Tasks = append(sum.Tasks, t)
+	}
+	sum.Result = "failed"
+	switch {
+	case sum.Done == sum.Total:
+		sum.Result = "done"
+	case s.stopReason != "" && !strings.HasPrefix(s.stopReason, "budget"):
+		sum.Result = "stopped"
+	}
+	sum.Reason = s.stopReason
+	if sum.Reason == "" && sum.Done < sum.Total {
+		sum.Reason = s.budgetStop
+	}
+	if sum.Reason == "" && sum.Waiting > 0 && !s.rec.Merge {
+		sum.Reason = fmt.Sprintf("%d passed, waiting to be merged (run with --merge, or git agentmine merge)", sum.Waiting)
+	}
+	if _, err := MarkEnded(ctx, s.st, s.rec.Name, End{Time: time.Now().UTC(), Result: sum.Result, Reason: sum.Reason,
+		Done: sum.Done, Total: sum.Total}); err != nil {
+		return sum, err
+	}
+	s.emit(Event{Event: EvFinished, Summary: &sum})
+	return sum, nil
+}
+
+// Interrupted reports whether the run ended because its context was
+// cancelled (Ctrl-C).
+func (s *Supervisor) Interrupted() bool { return s.interrupted }
+
+func shortAll(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = short(id)
+	}
+	return out
+}
+
+func (s *Supervisor) emit(e Event) {
+	e.V = output.SchemaVersion
+	e.Run = s.rec.Name
+	if e.Time.IsZero() {
+		e.Time = time.Now().UTC()
+	}
+	if e.Event != EvFinished && e.Running == 0 {
+		e.Running = len(s.live)
+	}
+	fmt.Fprintln(s.log, e.Line())
+	if s.o.Events != nil {
+		s.o.Events(e)
+	}
+}
+
+// waitPid returns when process pid has exited (at once if it is gone).
+func waitPid(pid int) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		_, err := unix.Poll(fds, -1)
+		if err != unix.EINTR {
+			return
+		}
+	}
+}
