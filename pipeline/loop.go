@@ -256,8 +256,7 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 	}
 	if exists && old.Ended == nil {
 		if old.Alive() && old.Supervisor.Pid != pid {
-			return nil, exitcode.New(exitcode.State, fmt.Errorf("run %s is already running (pid %d on %s)", o.Name, old.Supervisor.Pid, old.Supervisor.Host),
-				"git agentmine run status "+o.Name+" shows it; run stop "+o.Name+" stops it")
+			return nil, exitcode.New(exitcode.State, &RunningError{Name: o.Name, Pid: old.Supervisor.Pid, Host: old.Supervisor.Host}, "")
 		}
 		if old.Supervisor.Host != sup.Host && old.Supervisor.Host != "" {
 			return nil, exitcode.New(exitcode.State, fmt.Errorf("run %s is supervised on another host (%s)", o.Name, old.Supervisor.Host), "")
@@ -350,7 +349,7 @@ func resolveTargets(b *board.Board, prefixes []string) ([]string, error) {
 			add(id)
 		}
 		if len(out) == 0 {
-			return nil, exitcode.New(exitcode.State, errors.New("nothing to run: every task is done or cancelled"), "git agentmine task add creates one")
+			return nil, exitcode.New(exitcode.State, ErrNothingToRun, "")
 		}
 	}
 	for _, p := range prefixes {
@@ -1016,7 +1015,7 @@ func (s *Supervisor) finish(ctx context.Context) (Summary, error) {
 		sum.Reason = s.budgetStop
 	}
 	if sum.Reason == "" && sum.Waiting > 0 && !s.rec.Merge {
-		sum.Reason = fmt.Sprintf("%d passed, waiting to be merged (run with --merge, or git agentmine merge)", sum.Waiting)
+		sum.Reason = fmt.Sprintf("%d passed, waiting to be merged (this run was not asked to merge)", sum.Waiting)
 	}
 	if _, err := MarkEnded(ctx, s.st, s.rec.Name, End{Time: time.Now().UTC(), Result: sum.Result, Reason: sum.Reason,
 		Done: sum.Done, Total: sum.Total}); err != nil {

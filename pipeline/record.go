@@ -130,7 +130,7 @@ func Get(ctx context.Context, st *gitstore.Store, name string) (Record, error) {
 	d, err := st.Get(ctx, Kind, name)
 	if err != nil {
 		if exitcode.Of(err) == exitcode.NotFound {
-			return Record{}, exitcode.New(exitcode.NotFound, fmt.Errorf("run %s not found", name), "git agentmine run status lists the runs")
+			return Record{}, exitcode.New(exitcode.NotFound, &NotFoundError{Name: name}, "")
 		}
 		return Record{}, fmt.Errorf("reading run %s: %w", name, err)
 	}

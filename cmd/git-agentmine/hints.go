@@ -9,6 +9,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/isolation"
 	"github.com/git-agentmine/git-agentmine/merge"
+	"github.com/git-agentmine/git-agentmine/pipeline"
 	"github.com/git-agentmine/git-agentmine/replica"
 	"github.com/git-agentmine/git-agentmine/roles"
 	"github.com/git-agentmine/git-agentmine/worker"
@@ -31,6 +32,9 @@ func typedHint(err error) string {
 	if err == replica.ErrNoRemote {
 		return "set one with: git agentmine init --remote NAME (or git config agentmine.remote NAME), or name it: git agentmine sync NAME"
 	}
+	if err == pipeline.ErrNothingToRun {
+		return "add one with: git agentmine task add TITLE"
+	}
 	if err == isolation.ErrUnavailable {
 		return "see what this machine can give with: git agentmine doctor; or set fallback = true under the agent's [isolation]"
 	}
@@ -52,6 +56,10 @@ func typedHint(err error) string {
 		return "see every problem with: git agentmine agent validate " + e.Name
 	case *worker.RefusedError:
 		return workerHint(e)
+	case *pipeline.RunningError:
+		return "see it with: git agentmine run status " + e.Name + "; stop it with: git agentmine run stop " + e.Name
+	case *pipeline.NotFoundError:
+		return "list the runs with: git agentmine run status"
 	case *roles.NoAgentError:
 		return "define one with role = \"" + e.Role + "\" in " + agents.Dir + "/" + e.Role + ".toml (git agentmine init scaffolds it)"
 	case *roles.InfraError:
