@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -19,6 +20,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/memory"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/status"
+	"github.com/git-agentmine/git-agentmine/tasknote"
 	"github.com/git-agentmine/git-agentmine/tasks"
 	"github.com/git-agentmine/git-agentmine/verify"
 	"github.com/git-agentmine/git-agentmine/worker"
@@ -488,6 +490,8 @@ type taskView struct {
 	Progress *progress
 	Sessions []sessionView
 	History  []gitstore.LogEntry
+	// Note is the task's Task Note in Markdown, "" when none was written.
+	Note string
 	// What the action buttons may offer.
 	CanRun, CanStop, CanCancel, CanMerge bool
 }
@@ -595,6 +599,11 @@ func (s *Server) taskWith(w http.ResponseWriter, r *http.Request, code int, errT
 	}
 	tv.History, err = v.st.Log(v.ctx, tasks.Kind, id)
 	if err != nil {
+		p.Warnings = append(p.Warnings, err.Error())
+	}
+	if n, err := tasknote.Read(v.ctx, v.st, id); err == nil {
+		tv.Note = n.Markdown()
+	} else if !errors.Is(err, tasknote.ErrNone) {
 		p.Warnings = append(p.Warnings, err.Error())
 	}
 	st := b.Status[id].Status

@@ -22,6 +22,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/memory"
 	"github.com/git-agentmine/git-agentmine/merge"
 	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/tasknote"
 	"github.com/git-agentmine/git-agentmine/tasks"
 	"github.com/git-agentmine/git-agentmine/worker"
 )
@@ -120,6 +121,9 @@ func newFixture(t *testing.T) *fixture {
 	f.sess["done"] = work(t, env, prepare(t, env, f.ids["done"]), "src/done.txt", "ok\n", 0)
 	if _, err := merge.Task(context.Background(), st, env.Cfg.Base, f.ids["done"], merge.Options{}); err != nil {
 		t.Fatalf("merging the done task: %v", err)
+	}
+	if _, err := tasknote.WriteFor(context.Background(), st, env.Cfg.Base, f.ids["done"], tasknote.Options{}); err != nil {
+		t.Fatalf("writing the done task's Task Note: %v", err)
 	}
 	f.ids["cancelled"] = addTask(t, st, tasks.New{Title: "Dropped"})
 	if _, _, err := tasks.Cancel(context.Background(), st, f.ids["cancelled"], "not needed"); err != nil {
@@ -450,7 +454,7 @@ func taskPage(t *testing.T, f *fixture, ts *httptest.Server, c *http.Client) {
 			}
 		}
 	}
-	check("ready", "Line one\n&lt;b&gt;not bold&lt;/b&gt;", "<li>it renders</li>", "priority high")
+	check("ready", "Line one\n&lt;b&gt;not bold&lt;/b&gt;", "<li><b>AC-1</b> it renders</li>", "priority high")
 	check("blocked", `href="/tasks/`+f.ids["ready"]+`"`, "blocked by")
 	check("parent", "1/3 children done", `href="/tasks/`+f.ids["review"]+`"`)
 	ds := f.sess["dod_failed"].Session
@@ -459,7 +463,7 @@ func taskPage(t *testing.T, f *fixture, ts *httptest.Server, c *http.Client) {
 		"session "+ds.ID[:8], "History", `action="/tasks/`+f.ids["dod_failed"]+`/merge"`)
 	check("failed", "exit code <b>3</b>", "failed (exit 3)")
 	check("running", `data-log="/sessions/`+f.sess["running"].Session.ID+`/log"`, `action="/tasks/`+f.ids["running"]+`/stop"`, "running")
-	check("done", "done (merged)", "src/done.txt")
+	check("done", "done (merged)", "src/done.txt", "<h2>Task Note</h2>", "# Task Note - ", " - Done one\n")
 	code, html := get(t, c, ts.URL+"/tasks/ffffffff")
 	if code != http.StatusNotFound || !strings.Contains(html, "not found") {
 		t.Errorf("unknown task: %d\n%s", code, html)
