@@ -33,6 +33,9 @@ type summaryDoc struct {
 	Root    string    `json:"r"`
 	Outcome *Outcome  `json:"o,omitempty"`
 	Forged  []Forgery `json:"f,omitempty"`
+	// Review and ForgedReviews decide a reviewed session's status.
+	Review        *Review   `json:"rv,omitempty"`
+	ForgedReviews []Forgery `json:"fr,omitempty"`
 }
 
 // Summary returns r without what status and listings never read (see the
@@ -44,7 +47,7 @@ func (r Record) Summary() Record {
 	s.Scope, s.Sparse = Scope{}, nil
 	s.Generated, s.GeneratedBlobs = nil, nil
 	s.DoD, s.DoDTimeout = nil, 0
-	out := Record{Session: s, Root: r.Root, Commit: r.Commit, Forged: r.Forged}
+	out := Record{Session: s, Root: r.Root, Commit: r.Commit, Forged: r.Forged, Review: r.Review, ForgedReviews: r.ForgedReviews}
 	if r.Outcome != nil {
 		o := *r.Outcome
 		o.Artifacts, o.Claimed = nil, nil
@@ -89,7 +92,8 @@ func LoadSummaries(ctx context.Context, st *gitstore.Store) ([]Record, []error, 
 		failed := make([]bool, len(recs))
 		parallel.For(len(recs), func(i int) {
 			r := recs[i]
-			data, err := json.Marshal(summaryDoc{Session: r.Session, Root: r.Root, Outcome: r.Outcome, Forged: r.Forged})
+			data, err := json.Marshal(summaryDoc{Session: r.Session, Root: r.Root, Outcome: r.Outcome, Forged: r.Forged,
+				Review: r.Review, ForgedReviews: r.ForgedReviews})
 			failed[i] = err != nil
 			entries[i] = gitstore.Doc{ID: r.Session.ID, Commit: r.Commit, Data: data}
 		})
@@ -128,7 +132,8 @@ func fromSummaries(c gitstore.Summaries, tips map[string]string, notesAt string)
 			bad[i] = true
 			return
 		}
-		recs[i] = Record{Session: d.Session, Root: d.Root, Commit: e.Commit, Outcome: d.Outcome, Forged: d.Forged}
+		recs[i] = Record{Session: d.Session, Root: d.Root, Commit: e.Commit, Outcome: d.Outcome, Forged: d.Forged,
+			Review: d.Review, ForgedReviews: d.ForgedReviews}
 	})
 	if slices.Contains(bad, true) {
 		return nil, false
@@ -155,5 +160,6 @@ func Whole(ctx context.Context, st *gitstore.Store, sum Record) (Record, error) 
 	}
 	r := Record{Session: s, Root: sum.Root, Commit: doc.Commit}
 	r.Outcome, r.Forged = selectOutcome(s.Seal, lines)
+	reviewOf(&r, lines)
 	return r, nil
 }

@@ -165,7 +165,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 				switch {
 				case res.TimedOut:
 					out.Reason = "timed out; the client's log says: " + r
-				case out.Reason == "" || !strings.Contains(strings.ToLower(out.Reason), "error"):
+				case out.Reason == "":
 					out.Reason = r
 				}
 			}

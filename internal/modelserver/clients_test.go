@@ -208,6 +208,11 @@ func TestRealClientsIsolated(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				t.Run(c.name+"/"+level, func(t *testing.T) {
+					if level != "landlock" && (clients == "/tmp" || strings.HasPrefix(clients, "/tmp/")) {
+						// bwrap gives the worker a private /tmp, so a client
+						// installed under /tmp does not exist inside it.
+						t.Skipf("the clients are installed under /tmp (%s), which the %s level replaces with a private /tmp; run from a checkout outside /tmp", clients, level)
+					}
 					r := startClientRun(t, c, modelserver.Edit, bin, clients, level)
 					checkEdit(t, r)
 					var shown struct {
