@@ -17,6 +17,7 @@ import (
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
+	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/tasks"
 )
@@ -251,16 +252,16 @@ func TestReadLog(t *testing.T) {
 	var got strings.Builder
 	cursor := int64(0)
 	for i := 0; ; i++ {
-		c, err := readLog(path, cursor, 2)
+		c, err := launch.ReadLog(path, cursor, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.HasPrefix("héllo wörld\n"[cursor:], string(c.text)) || !json.Valid(mustJSON(t, string(c.text))) {
-			t.Fatalf("read %q at %d", c.text, cursor)
+		if !strings.HasPrefix("héllo wörld\n"[cursor:], string(c.Text)) || !json.Valid(mustJSON(t, string(c.Text))) {
+			t.Fatalf("read %q at %d", c.Text, cursor)
 		}
-		got.Write(c.text)
-		cursor = c.next
-		if !c.more {
+		got.Write(c.Text)
+		cursor = c.Next
+		if !c.More {
 			break
 		}
 		if i > 20 {
@@ -274,18 +275,18 @@ func TestReadLog(t *testing.T) {
 	// starts afresh.
 	write(path+".1", "héllo wörld\nlast of the old\n")
 	write(path, "new\n")
-	c, err := readLog(path, cursor, 1<<10)
+	c, err := launch.ReadLog(path, cursor, 1<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(c.text) != "last of the old\nnew\n" || !c.rotated || c.next != 4 || c.more {
+	if string(c.Text) != "last of the old\nnew\n" || !c.Rotated || c.Next != 4 || c.More {
 		t.Errorf("across the rotation: %+v", c)
 	}
-	if _, err := readLog(path, 1000, 10); err == nil || !strings.Contains(err.Error(), "past the end of the log") {
+	if _, err := launch.ReadLog(path, 1000, 10); err == nil || !strings.Contains(err.Error(), "past the end of the log") {
 		t.Errorf("a cursor past the end: %v", err)
 	}
 	// A missing log reads as empty.
-	if c, err := readLog(filepath.Join(dir, "none.log"), 0, 10); err != nil || len(c.text) != 0 || c.more {
+	if c, err := launch.ReadLog(filepath.Join(dir, "none.log"), 0, 10); err != nil || len(c.Text) != 0 || c.More {
 		t.Errorf("missing log: %+v %v", c, err)
 	}
 }

@@ -3,25 +3,19 @@ package web
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/exitcode"
-	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/sessions"
 )
 
@@ -63,7 +57,7 @@ func (s *Server) logStream(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	path, err := logPath(v.st, rec.Session)
+	path, err := launch.SessionLogPath(v.st.Location().CommonDir, rec.Session.ID, rec.Session.Log)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -113,25 +107,25 @@ func (s *Server) logStream(w http.ResponseWriter, r *http.Request) {
 			default:
 			}
 		}
-		chunk, err := readLog(path, off, chunkMax)
+		chunk, err := launch.ReadLog(path, off, chunkMax)
 		if err != nil {
 			fmt.Fprintf(w, "event: failed\ndata: %s\n\n", jsonText(firstLine(err.Error())))
 			rc.Flush()
 			return
 		}
-		if len(chunk.text) > 0 {
-			text := chunk.text
-			if !chunk.more && !finished {
+		if len(chunk.Text) > 0 {
+			text := chunk.Text
+			if !chunk.More && !finished {
 				text = cutEscape(text)
 			}
 			if len(text) > 0 {
-				off = chunk.next - int64(len(chunk.text)-len(text))
+				off = chunk.Next - int64(len(chunk.Text)-len(text))
 				data, _ := json.Marshal(sgr.segments(text))
 				fmt.Fprintf(w, "event: out\nid: %d\ndata: %s\n\n", off, data)
 				if rc.Flush() != nil {
 					return
 				}
-				if chunk.more || chunk.rotated {
+				if chunk.More || chunk.Rotated {
 					continue
 				}
 			}
@@ -178,143 +172,6 @@ func startOffset(r *http.Request) (int64, error) {
 func jsonText(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
-}
-
-// logPath returns the session's log file, refusing one outside this
-// repository's local agentmine directory (where worker run puts logs): a
-// session record comes from any clone that synced it, and its log path
-// must not make the board read an arbitrary file.
-func logPath(st *gitstore.Store, s sessions.Session) (string, error) {
-	root := filepath.Join(st.Location().CommonDir, "agentmine")
-	p := filepath.Clean(s.Log)
-	refuse := func() (string, error) {
-		return "", exitcode.New(exitcode.State, fmt.Errorf("session %s: its log %q is outside this repository's %s; refusing to read it",
-			s.ID[:8], s.Log, root), "")
-	}
-	if s.Log == "" || !filepath.IsAbs(p) || !within(root, p) {
-		return refuse()
-	}
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return refuse()
-	}
-	realDir, err := filepath.EvalSymlinks(filepath.Dir(p))
-	if errors.Is(err, fs.ErrNotExist) {
-		return p, nil // no log yet
-	}
-	if err != nil || !within(realRoot, filepath.Join(realDir, filepath.Base(p))) {
-		return refuse()
-	}
-	return p, nil
-}
-
-// within reports whether path is root or below it.
-func within(root, path string) bool {
-	rel, err := filepath.Rel(root, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
-}
-
-// logChunk is a piece of a log and where the next read continues.
-type logChunk struct {
-	text    []byte
-	next    int64
-	more    bool
-	rotated bool
-}
-
-// readLog reads at most max bytes of the log at path from off. When the
-// file is shorter than off it was rotated since: the text goes on in the
-// rotated file ("<log>.1") and then from the start of the new one.
-func readLog(path string, off int64, max int) (logChunk, error) {
-	size, err := logSize(path)
-	if err != nil {
-		return logChunk{}, err
-	}
-	if off <= size {
-		data, err := readAt(path, off, max)
-		if err != nil {
-			return logChunk{}, err
-		}
-		data = cutRune(data)
-		next := off + int64(len(data))
-		return logChunk{text: data, next: next, more: next < size}, nil
-	}
-	old := path + ".1"
-	oldSize, err := logSize(old)
-	if err != nil {
-		return logChunk{}, err
-	}
-	if off > oldSize {
-		return logChunk{}, exitcode.New(exitcode.Usage, fmt.Errorf("offset %d is past the end of the log (%d bytes)", off, size), "")
-	}
-	data, err := readAt(old, off, max)
-	if err != nil {
-		return logChunk{}, err
-	}
-	// The rest of the rotated file, then the new file from its start: the
-	// next offset counts in the new file.
-	rest, err := readAt(path, 0, max-len(data))
-	if err != nil {
-		return logChunk{}, err
-	}
-	rest = cutRune(rest)
-	return logChunk{text: append(data, rest...), next: int64(len(rest)), more: int64(len(rest)) < size, rotated: true}, nil
-}
-
-// logSize is the size of the log file, 0 when it does not exist yet. A log
-// that is not a regular file is refused.
-func logSize(path string) (int64, error) {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("reading the log: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return 0, exitcode.New(exitcode.State, fmt.Errorf("the log %s is not a regular file; refusing to read it", path), "")
-	}
-	return fi.Size(), nil
-}
-
-// readAt reads up to max bytes of the file from off, never following a
-// symbolic link.
-func readAt(path string, off int64, max int) ([]byte, error) {
-	if max <= 0 {
-		return nil, nil
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the log: %w", err)
-	}
-	defer f.Close()
-	buf := make([]byte, max)
-	n, err := f.ReadAt(buf, off)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("reading the log: %w", err)
-	}
-	return buf[:n], nil
-}
-
-// cutRune drops an incomplete UTF-8 character at the end of b (the rest
-// of it is not written yet), so the next read starts at its first byte.
-func cutRune(b []byte) []byte {
-	for i := 1; i <= utf8.UTFMax && i <= len(b); i++ {
-		r := b[len(b)-i]
-		if r < utf8.RuneSelf {
-			return b
-		}
-		if utf8.RuneStart(r) {
-			if !utf8.FullRune(b[len(b)-i:]) && i < len(b) {
-				return b[:len(b)-i]
-			}
-			return b
-		}
-	}
-	return b
 }
 
 // cutEscape drops an escape sequence that is not finished at the end of b
