@@ -72,6 +72,41 @@ func load(ctx context.Context, st *gitstore.Store, defaultBase string,
 		TaskProblems: tb.Problems, SessionProblems: problems}, nil
 }
 
+// LoadTask is Load for one task: the task prefix names (any unique
+// prefix), its blockers and its parent (tasks.LoadNear), and the sessions
+// of the task and of its blockers (sessions.OfTasks, as summaries), without
+// reading the rest of the board. The statuses of the task and of its
+// blockers are those Load would give; no other status is resolved. It
+// returns the task's id.
+func LoadTask(ctx context.Context, st *gitstore.Store, defaultBase, prefix string) (*Board, string, error) {
+	tb, id, err := tasks.LoadNear(ctx, st, prefix)
+	if err != nil {
+		return nil, "", err
+	}
+	judged := []string{id}
+	for _, bl := range tb.Tasks[id].Task.BlockedBy {
+		if _, ok := tb.Tasks[bl]; ok {
+			judged = append(judged, bl)
+		}
+	}
+	recs, problems, err := sessions.OfTasks(ctx, st, judged)
+	if err != nil {
+		return nil, "", err
+	}
+	here := HereOf(st)
+	facts, err := Gather(ctx, st, tb, recs, defaultBase, here)
+	if err != nil {
+		return nil, "", err
+	}
+	all := status.Resolve(tb, facts)
+	resolved := make(map[string]status.Result, len(judged))
+	for _, j := range judged {
+		resolved[j] = all[j]
+	}
+	return &Board{Tasks: tb, Sessions: recs, Facts: facts, Status: resolved, Here: here,
+		TaskProblems: tb.Problems, SessionProblems: problems}, id, nil
+}
+
 // Merged reports whether the session's work reached its base (a commit
 // beyond its base commit whose tip is an ancestor of the base branch).
 func (b *Board) Merged(r sessions.Record) bool {

@@ -162,11 +162,30 @@ func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs [
 		return out, nil
 	}
 	g := st.Git()
+	// A few sessions (one task's): list only their branches, not every
+	// branch of the repository. A name pattern may match more branches
+	// than asked for; only the asked ones are looked up below.
+	heads := []string{"refs/heads/"}
+	if len(recs) <= fewSessions {
+		heads = heads[:0]
+		seen := map[string]bool{}
+		for _, rs := range byBase {
+			for _, r := range rs {
+				if b := r.Session.Branch; b != "" && !seen[b] {
+					seen[b] = true
+					heads = append(heads, "refs/heads/"+b)
+				}
+			}
+		}
+		if len(heads) == 0 {
+			heads = []string{"refs/heads/"}
+		}
+	}
 	// Where every branch points now (a session whose branch still points at
 	// its recorded tip is judged by the --merged listing; only sessions whose
 	// branch is gone or moved need name-rev), and the --merged listing of
 	// each base: independent git processes, run at the same time.
-	var heads []string
+	var tipLines []string
 	var headsErr error
 	mergedOf := make(map[string][]string, len(byBase))
 	mergedErr := make(map[string]error, len(byBase))
@@ -175,13 +194,13 @@ func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs [
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		heads, headsErr = g.Lines(ctx, "for-each-ref", "--format=%(objectname) %(refname:lstrip=2)", "refs/heads/")
+		tipLines, headsErr = g.Lines(ctx, append([]string{"for-each-ref", "--format=%(objectname) %(refname:lstrip=2)"}, heads...)...)
 	}()
 	for base := range byBase {
 		wg.Add(1)
 		go func(base string) {
 			defer wg.Done()
-			lines, err := g.Lines(ctx, "for-each-ref", "--merged="+base, "--format=%(refname:lstrip=2)", "refs/heads/")
+			lines, err := g.Lines(ctx, append([]string{"for-each-ref", "--merged=" + base, "--format=%(refname:lstrip=2)"}, heads...)...)
 			mu.Lock()
 			mergedOf[base], mergedErr[base] = lines, err
 			mu.Unlock()
@@ -191,8 +210,8 @@ func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs [
 	if headsErr != nil {
 		return nil, headsErr
 	}
-	branchTip := make(map[string]string, len(heads))
-	for _, l := range heads {
+	branchTip := make(map[string]string, len(tipLines))
+	for _, l := range tipLines {
 		c, name, _ := strings.Cut(l, " ")
 		branchTip[name] = c
 	}
@@ -203,7 +222,7 @@ func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs [
 			// No such base here (a clone without the local branch): judge
 			// against the remote-tracking branch of the sync remote.
 			ref = remoteTracking(st, base)
-			lines, err = g.Lines(ctx, "for-each-ref", "--merged="+ref, "--format=%(refname:lstrip=2)", "refs/heads/")
+			lines, err = g.Lines(ctx, append([]string{"for-each-ref", "--merged=" + ref, "--format=%(refname:lstrip=2)"}, heads...)...)
 			if err != nil {
 				continue // the base ref is gone: nothing is merged into it
 			}
@@ -248,6 +267,10 @@ func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs [
 	}
 	return out, nil
 }
+
+// fewSessions is how many sessions mergedTips judges by their own branches
+// alone rather than by listing every branch.
+const fewSessions = 64
 
 // remoteTracking names the remote-tracking branch of base on the sync remote
 // (agentmine.remote, else origin), e.g. refs/remotes/origin/main.

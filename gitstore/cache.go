@@ -111,6 +111,9 @@ func (s *Store) DropCaches(kinds ...Kind) error {
 	paths := []string{s.notesCachePath()}
 	for _, k := range kinds {
 		paths = append(paths, s.cachePath(k), s.rootsCachePath(k), s.summaryPath(k))
+		// every other summary of the kind (ReadSummariesOf)
+		named, _ := filepath.Glob(s.summaryPathOf(k, "*"))
+		paths = append(paths, named...)
 	}
 	for _, p := range paths {
 		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {

@@ -208,7 +208,6 @@ func (s *Store) List(ctx context.Context, k Kind) ([]Doc, []error, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing %s refs: %w", k.Noun, err)
 	}
-	type want struct{ ref, commit string }
 	var wants []want
 	var problems []error
 	cache, gen := s.readCache(k)
@@ -235,6 +234,29 @@ func (s *Store) List(ctx context.Context, k Kind) ([]Doc, []error, error) {
 		}
 		return docs, problems, nil
 	}
+	read, more, err := s.readDocs(ctx, k, wants)
+	if err != nil {
+		return nil, nil, err
+	}
+	docs = append(docs, read...)
+	problems = append(problems, more...)
+	sort.Slice(docs, func(i, j int) bool { return docs[i].ID < docs[j].ID })
+	s.writeCache(k, docs, gen)
+	return docs, problems, nil
+}
+
+// want is a ref to read a document from, at the commit it was listed at.
+type want struct{ ref, commit string }
+
+// readDocs reads the document of each wanted ref at its listed commit with
+// one cat-file; a ref whose commit holds no document is a problem (a
+// *RefError), the others are read.
+func (s *Store) readDocs(ctx context.Context, k Kind, wants []want) ([]Doc, []error, error) {
+	if len(wants) == 0 {
+		return nil, nil, nil
+	}
+	var docs []Doc
+	var problems []error
 	cf, err := startCatFile(ctx, s.git)
 	if err != nil {
 		return nil, nil, err
@@ -278,8 +300,44 @@ func (s *Store) List(ctx context.Context, k Kind) ([]Doc, []error, error) {
 			problems = append(problems, &RefError{Ref: w.ref, Err: fmt.Errorf("commit %s has no %s", w.commit[:12], k.File)})
 		}
 	}
+	return docs, problems, nil
+}
+
+// ListNear reads the entities of kind k whose ids share their first
+// MinPrefix digits with any of prefixes (each a valid id or prefix): every
+// entity a prefix can resolve to, and every one that can lengthen the short
+// form of such an id. It costs one for-each-ref and one cat-file whatever
+// the number of entities, and neither reads nor writes the list cache.
+func (s *Store) ListNear(ctx context.Context, k Kind, prefixes []string) ([]Doc, []error, error) {
+	seen := map[string]bool{}
+	var patterns []string
+	for _, p := range prefixes {
+		if !ValidID(p) {
+			return nil, nil, fmt.Errorf("internal error: %q is not a %s id", p, k.Noun)
+		}
+		if pat := k.RefPrefix() + p[:MinPrefix] + "*"; !seen[pat] {
+			seen[pat] = true
+			patterns = append(patterns, pat)
+		}
+	}
+	if len(patterns) == 0 {
+		return nil, nil, nil
+	}
+	lines, err := s.git.Lines(ctx, append([]string{"for-each-ref", "--format=%(objectname) commit %(refname)"}, patterns...)...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing %s refs: %w", k.Noun, err)
+	}
+	var wants []want
+	for _, l := range lines {
+		if f := strings.SplitN(l, " ", 3); len(f) == 3 {
+			wants = append(wants, want{ref: f[2], commit: f[0]})
+		}
+	}
+	docs, problems, err := s.readDocs(ctx, k, wants)
+	if err != nil {
+		return nil, nil, err
+	}
 	sort.Slice(docs, func(i, j int) bool { return docs[i].ID < docs[j].ID })
-	s.writeCache(k, docs, gen)
 	return docs, problems, nil
 }
 

@@ -263,28 +263,80 @@ func (s *Store) NotesOf(ctx context.Context, target string) ([]string, error) {
 	if err != nil || head.missing {
 		return nil, err
 	}
-	paths := []string{target, target[:2] + "/" + target[2:], target[:2] + "/" + target[2:4] + "/" + target[4:]}
-	names := make([]string, len(paths))
-	for i, p := range paths {
-		names[i] = head.id + ":" + p
+	all, err := notesIn(cf, head.id, []string{target})
+	return all[target], err
+}
+
+// NotesAt returns the note lines attached to each of targets (commit ids)
+// in the notes commit notes (not the ref: a caller that read the ref once
+// gets every note from that one commit), reading only those notes in one
+// batch. Targets without a note are absent from the map.
+func (s *Store) NotesAt(ctx context.Context, notes string, targets []string) (map[string][]string, error) {
+	for _, t := range targets {
+		if len(t) < 6 || strings.ContainsAny(t, ":/ \n") {
+			return nil, fmt.Errorf("reading the note of %q: not a commit id", t)
+		}
+	}
+	if len(targets) == 0 {
+		return map[string][]string{}, nil
+	}
+	cf, err := startCatFile(ctx, s.git)
+	if err != nil {
+		return nil, err
+	}
+	defer cf.close()
+	return notesIn(cf, notes, targets)
+}
+
+// notesIn reads the notes of targets in notes commit head: for each, the
+// note at every fan-out depth git uses (none, ab/…, ab/cd/…), and keeps the
+// lines of every depth, shallowest first, as readNotesTree does.
+func notesIn(cf *catFile, head string, targets []string) (map[string][]string, error) {
+	names := make([]string, 0, 3*len(targets))
+	for _, t := range targets {
+		names = append(names, head+":"+t, head+":"+t[:2]+"/"+t[2:], head+":"+t[:2]+"/"+t[2:4]+"/"+t[4:])
 	}
 	objs, err := cf.getMany(names)
 	if err != nil {
 		return nil, err
 	}
-	// As readNotesTree does: the lines of every depth, shallowest first.
-	var lines []string
-	for _, o := range objs {
+	out := make(map[string][]string)
+	for i, o := range objs {
 		if o.missing || o.typ != "blob" {
 			continue
 		}
+		t := targets[i/3]
 		for _, l := range strings.Split(string(o.data), "\n") {
 			if strings.TrimSpace(l) != "" {
-				lines = append(lines, l)
+				out[t] = append(out[t], l)
 			}
 		}
 	}
-	return lines, nil
+	return out, nil
+}
+
+// NotesChanged returns the targets (commit ids) whose notes differ between
+// two notes commits, from one diff-tree of their trees: a note added,
+// removed or changed, at whatever fan-out either tree uses.
+func (s *Store) NotesChanged(ctx context.Context, from, to string) (map[string]bool, error) {
+	out, err := s.git.Output(ctx, "diff-tree", "-r", "--no-renames", "--name-only", "-z", from+"^{tree}", to+"^{tree}")
+	if err != nil {
+		return nil, fmt.Errorf("comparing notes %s and %s: %w", short12(from), short12(to), err)
+	}
+	changed := map[string]bool{}
+	for _, p := range strings.Split(out, "\x00") {
+		if p = strings.ReplaceAll(p, "/", ""); p != "" {
+			changed[p] = true
+		}
+	}
+	return changed, nil
+}
+
+func short12(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }
 
 // readNotesTree reads every note of the notes commit head.

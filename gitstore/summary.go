@@ -37,8 +37,16 @@ type Summaries struct {
 	gen, drop os.FileInfo
 }
 
-func (s *Store) summaryPath(k Kind) string {
-	return filepath.Join(s.loc.CommonDir, "agentmine", "cache", "summary-"+k.Dir)
+func (s *Store) summaryPath(k Kind) string { return s.summaryPathOf(k, "") }
+
+// summaryPathOf is the file of the summary named name of kind k ("" is the
+// kind's main summary). DropCaches removes every summary of the kind.
+func (s *Store) summaryPathOf(k Kind, name string) string {
+	file := "summary-" + k.Dir
+	if name != "" {
+		file += "-" + name
+	}
+	return filepath.Join(s.loc.CommonDir, "agentmine", "cache", file)
 }
 
 func (s *Store) dropMarkerPath() string {
@@ -49,9 +57,14 @@ func (s *Store) dropMarkerPath() string {
 // anything the new digests will be made from: WriteSummaries refuses to
 // write when caches were dropped after this read. A missing, corrupt or
 // foreign file reads as empty.
-func (s *Store) ReadSummaries(k Kind) Summaries {
+func (s *Store) ReadSummaries(k Kind) Summaries { return s.ReadSummariesOf(k, "") }
+
+// ReadSummariesOf is ReadSummaries of another summary of kind k, named name
+// (letters and '-'): an owning package may keep more than one digest per
+// entity, e.g. an index from each session to its task.
+func (s *Store) ReadSummariesOf(k Kind, name string) Summaries {
 	out := Summaries{drop: statOrNil(s.dropMarkerPath())}
-	raw, gen := readCacheFile(s.summaryPath(k))
+	raw, gen := readCacheFile(s.summaryPathOf(k, name))
 	out.gen = gen
 	key, entries, ok := parseSummaries(raw)
 	if ok {
@@ -116,6 +129,12 @@ func parseSummaries(raw []byte) (string, map[string]Doc, bool) {
 // the caches were dropped since prev was read, or when another writer
 // replaced the file prev read; failures are ignored (it is only a cache).
 func (s *Store) WriteSummaries(k Kind, prev Summaries, key string, entries []Doc) {
+	s.WriteSummariesOf(k, "", prev, key, entries)
+}
+
+// WriteSummariesOf is WriteSummaries of the summary named name of kind k
+// (see ReadSummariesOf).
+func (s *Store) WriteSummariesOf(k Kind, name string, prev Summaries, key string, entries []Doc) {
 	if key == "" || strings.ContainsAny(key, " \n") {
 		return
 	}
@@ -133,7 +152,7 @@ func (s *Store) WriteSummaries(k Kind, prev Summaries, key string, entries []Doc
 	}
 	sum := sha256.Sum256(b.Bytes())
 	b.WriteString("sha256 " + hex.EncodeToString(sum[:]) + "\n")
-	writeFileAtomic(s.summaryPath(k), b.Bytes(), prev.gen)
+	writeFileAtomic(s.summaryPathOf(k, name), b.Bytes(), prev.gen)
 }
 
 // sameFile reports whether a and b are the same file, or both absent.

@@ -77,6 +77,10 @@ func LoadSummaries(ctx context.Context, st *gitstore.Store) ([]Record, []error, 
 	if recs, ok := fromSummaries(cached, tips, notesAt); ok {
 		return recs, nil, nil
 	}
+	if recs, entries, ok := refreshSummaries(ctx, st, cached, tips, notesAt); ok {
+		st.WriteSummaries(Kind, cached, notesAt, entries)
+		return recs, nil, nil
+	}
 	recs, problems, readAt, err := loadAll(ctx, st)
 	if err != nil {
 		return nil, nil, err
@@ -162,4 +166,140 @@ func Whole(ctx context.Context, st *gitstore.Store, sum Record) (Record, error) 
 	r.Outcome, r.Forged = selectOutcome(s.Seal, lines)
 	reviewOf(&r, lines)
 	return r, nil
+}
+
+// refreshSummaries brings a cache that no longer matches up to date one
+// session at a time: a session whose ref moved, a new session, and a
+// session whose note changed between the cache's notes commit and notesAt
+// (one diff-tree) are read from git (their documents at the listed tips and
+// their notes at notesAt, in one batch); every other summary is reused as
+// cached. It reports false when the cache is unusable (missing, keyed by a
+// notes commit git no longer has, a session that does not read cleanly, or
+// most of a large board changed, when reading everything is cheaper), and
+// the caller reads everything.
+// It returns the records sorted by id and the cache entries to write.
+func refreshSummaries(ctx context.Context, st *gitstore.Store, c gitstore.Summaries, tips map[string]string,
+	notesAt string) ([]Record, []gitstore.Doc, bool) {
+	if c.Key == "" || c.Key == gitstore.NoNotes || notesAt == gitstore.NoNotes {
+		return nil, nil, false
+	}
+	changed := map[string]bool{}
+	if c.Key != notesAt {
+		var err error
+		if changed, err = st.NotesChanged(ctx, c.Key, notesAt); err != nil {
+			return nil, nil, false // e.g. the old notes commit is gone
+		}
+	}
+	ids := make([]string, 0, len(tips))
+	for ref := range tips {
+		ids = append(ids, strings.TrimPrefix(ref, Kind.RefPrefix()))
+	}
+	sort.Strings(ids)
+	recs := make([]Record, len(ids))
+	stale := make([]bool, len(ids))
+	parallel.For(len(ids), func(i int) {
+		e, ok := c.Entries[ids[i]]
+		if !ok || e.Commit != tips[Kind.Ref(ids[i])] {
+			stale[i] = true
+			return
+		}
+		var d summaryDoc
+		if err := fastjson.Unmarshal(e.Data, &d); err != nil || d.Session.ID != ids[i] || changed[d.Root] {
+			stale[i] = true
+			return
+		}
+		recs[i] = Record{Session: d.Session, Root: d.Root, Commit: e.Commit, Outcome: d.Outcome, Forged: d.Forged,
+			Review: d.Review, ForgedReviews: d.ForgedReviews}
+	})
+	var todo []int
+	for i := range ids {
+		if stale[i] {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) > 1000 && len(todo) > len(ids)/2 {
+		return nil, nil, false
+	}
+	if err := readStale(ctx, st, ids, tips, notesAt, recs, todo); err != nil {
+		return nil, nil, false
+	}
+	entries := make([]gitstore.Doc, len(ids))
+	fresh := make(map[int]bool, len(todo))
+	for _, i := range todo {
+		fresh[i] = true
+	}
+	for i, id := range ids {
+		if !fresh[i] {
+			entries[i] = c.Entries[id]
+			continue
+		}
+		r := recs[i]
+		data, err := json.Marshal(summaryDoc{Session: r.Session, Root: r.Root, Outcome: r.Outcome, Forged: r.Forged,
+			Review: r.Review, ForgedReviews: r.ForgedReviews})
+		if err != nil {
+			return nil, nil, false
+		}
+		entries[i] = gitstore.Doc{ID: id, Commit: r.Commit, Data: data}
+	}
+	return recs, entries, true
+}
+
+// readStale reads the sessions at positions todo of ids whole, as of their
+// listed tips and the notes commit notesAt, and stores their summaries in
+// recs. Any session that does not read cleanly is an error: the caller then
+// reads everything, which reports it as a problem. notesAt may be NoNotes.
+func readStale(ctx context.Context, st *gitstore.Store, ids []string, tips map[string]string, notesAt string,
+	recs []Record, todo []int) error {
+	if len(todo) == 0 {
+		return nil
+	}
+	at := make(map[string]string, len(todo))
+	names := make([]string, len(todo))
+	for j, i := range todo {
+		tip := tips[Kind.Ref(ids[i])]
+		at[ids[i]] = tip
+		names[j] = tip + ":" + Kind.File
+	}
+	roots, err := st.Roots(ctx, Kind, at)
+	if err != nil {
+		return err
+	}
+	b, err := st.OpenBatch(ctx)
+	if err != nil {
+		return err
+	}
+	objs, err := b.ReadMany(names)
+	b.Close()
+	if err != nil {
+		return err
+	}
+	targets := make([]string, 0, len(todo))
+	for _, i := range todo {
+		if r := roots[ids[i]]; r != "" {
+			targets = append(targets, r)
+		}
+	}
+	notes := map[string][]string{}
+	if notesAt != gitstore.NoNotes {
+		if notes, err = st.NotesAt(ctx, notesAt, targets); err != nil {
+			return err
+		}
+	}
+	for j, i := range todo {
+		o := objs[j]
+		if o.Missing || o.Type != "blob" || roots[ids[i]] == "" {
+			return fmt.Errorf("%s: no %s at %s", Kind.Ref(ids[i]), Kind.File, at[ids[i]])
+		}
+		s, err := Decode(o.Data)
+		if err != nil {
+			return err
+		}
+		s.ID = ids[i]
+		r := Record{Session: s, Root: roots[ids[i]], Commit: at[ids[i]]}
+		lines := notes[r.Root]
+		r.Outcome, r.Forged = selectOutcome(s.Seal, lines)
+		reviewOf(&r, lines)
+		recs[i] = r.Summary()
+	}
+	return nil
 }

@@ -293,3 +293,93 @@ func TestSummaryCacheIsUsed(t *testing.T) {
 		t.Fatalf("after DropCaches: %+v", got)
 	}
 }
+
+// TestSummaryRefreshedOneAtATime: after an outcome is recorded, a session
+// document changes and a session is added, the summaries of the sessions
+// that did not change are reused from the cache (a planted entry shows
+// it) while every changed one is read again from git; a cache whose notes
+// commit git no longer has is read whole again.
+func TestSummaryRefreshedOneAtATime(t *testing.T) {
+	ctx := context.Background()
+	dir := gittest.NewRepo(t)
+	st := open(t, dir)
+	ok := passed("t", tRun, "")
+	recs := []Record{addSession(t, st, 1, &ok), addSession(t, st, 2, nil), addSession(t, st, 3, nil)}
+	if got := summaries(t, dir); got == "" {
+		t.Fatal("no summaries")
+	}
+	// Plant an entry for the untouched session 1, under the cache's key.
+	plant := func() gitstore.Summaries {
+		t.Helper()
+		c := st.ReadSummaries(Kind)
+		var entries []gitstore.Doc
+		for _, id := range []string{recs[0].Session.ID, recs[1].Session.ID, recs[2].Session.ID} {
+			e := c.Entries[id]
+			if id == recs[0].Session.ID {
+				var d summaryDoc
+				if err := json.Unmarshal(e.Data, &d); err != nil {
+					t.Fatal(err)
+				}
+				d.Session.Agent = "planted"
+				e.Data, _ = json.Marshal(d)
+			}
+			entries = append(entries, e)
+		}
+		st.WriteSummaries(Kind, c, c.Key, entries)
+		return st.ReadSummaries(Kind)
+	}
+	plant()
+	bad := Outcome{ExitCode: 3, Finished: tRun, By: "t", Reason: "boom"}
+	if err := RecordOutcome(ctx, st, recs[1], &bad); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Update(ctx, st, recs[2].Session.ID, "session pid", func(s *Session) { s.Pid = 4242 }); err != nil {
+		t.Fatal(err)
+	}
+	added := addSession(t, st, 4, &ok)
+	got, problems, err := LoadSummaries(ctx, st)
+	if err != nil || len(problems) > 0 || len(got) != 4 {
+		t.Fatal(got, problems, err)
+	}
+	byID := map[string]Record{}
+	for _, r := range got {
+		byID[r.Session.ID] = r
+	}
+	if a := byID[recs[0].Session.ID].Session.Agent; a != "planted" {
+		t.Fatalf("the unchanged session was read again (agent %q), not reused", a)
+	}
+	if o := byID[recs[1].Session.ID].Outcome; o == nil || o.ExitCode != 3 || o.Reason != "boom" {
+		t.Fatalf("the new outcome was not read: %+v", o)
+	}
+	if p := byID[recs[2].Session.ID].Session.Pid; p != 4242 {
+		t.Fatalf("the changed document was not read: pid %d", p)
+	}
+	if o := byID[added.Session.ID].Outcome; o == nil || o.ExitCode != 0 {
+		t.Fatalf("the new session was not read: %+v", o)
+	}
+	// Apart from the planted field, exactly what git alone says.
+	c := st.ReadSummaries(Kind)
+	if c.Key == "" || len(c.Entries) != 4 {
+		t.Fatalf("refreshed cache not written: %+v", c.Key)
+	}
+	got[0].Session.Agent = "coder"
+	for i := range got {
+		if got[i].Session.ID == recs[0].Session.ID {
+			got[i].Session.Agent = "coder"
+		}
+	}
+	b, _ := json.Marshal(got)
+	if want := fromGit(t, dir); string(b) != want {
+		t.Fatalf("refreshed summaries differ from git:\n got %s\nwant %s", b, want)
+	}
+	// A cache keyed by a notes commit git does not have: read whole.
+	c = st.ReadSummaries(Kind)
+	var entries []gitstore.Doc
+	for _, e := range c.Entries {
+		entries = append(entries, e)
+	}
+	st.WriteSummaries(Kind, c, "0123456789abcdef0123456789abcdef01234567", entries)
+	if got, want := summaries(t, dir), fromGit(t, dir); got != want {
+		t.Fatalf("with an unknown notes commit:\n got %s\nwant %s", got, want)
+	}
+}

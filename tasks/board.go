@@ -2,7 +2,9 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"sort"
+	"strings"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/parallel"
@@ -66,6 +68,102 @@ func (b *Board) Children(id string) []string {
 		if b.Tasks[cid].Task.Parent == id {
 			out = append(out, cid)
 		}
+	}
+	return out
+}
+
+// LoadNear reads the one task prefix names (any unique prefix), its
+// blockers and its parent, without reading the rest of the board: the
+// documents whose ids share their first digits with any of those (the only
+// ids that can make a prefix ambiguous or lengthen a short form), in two
+// for-each-ref and two cat-file calls whatever the number of tasks. The
+// board's Tasks hold the task, its blockers and its parent (those that
+// exist and read); its Index holds every id read, so Resolve and ShortID
+// answer as on the whole board for those tasks. It returns the task's id.
+func LoadNear(ctx context.Context, st *gitstore.Store, prefix string) (*Board, string, error) {
+	p := strings.ToLower(strings.TrimSpace(prefix))
+	if !gitstore.ValidID(p) {
+		// the whole board's answer to a malformed id
+		_, err := gitstore.ResolveIn(Kind, nil, prefix)
+		return nil, "", err
+	}
+	docs, problems, err := st.ListNear(ctx, Kind, []string{p})
+	if err != nil {
+		return nil, "", err
+	}
+	all := map[string]Entry{}
+	var ids []string
+	decode := func(docs []gitstore.Doc) {
+		for _, d := range docs {
+			ids = append(ids, d.ID)
+			t, err := Decode(d.Data)
+			if err != nil {
+				problems = append(problems, &gitstore.RefError{Ref: d.Ref, Err: err})
+				continue
+			}
+			t.ID = d.ID
+			all[d.ID] = Entry{Task: t, Commit: d.Commit}
+		}
+	}
+	decode(docs)
+	b := &Board{Index: gitstore.NewIndex(Kind, ids, problems)}
+	id, err := b.Index.Resolve(Kind, p, func(id string) bool { _, ok := all[id]; return ok })
+	if err != nil {
+		return nil, "", err
+	}
+	t := all[id].Task
+	related := append([]string{id}, t.BlockedBy...)
+	if t.Parent != "" {
+		related = append(related, t.Parent)
+	}
+	var more []string
+	for _, r := range related[1:] {
+		if _, ok := all[r]; !ok && gitstore.ValidID(r) {
+			more = append(more, r)
+		}
+	}
+	if len(more) > 0 {
+		docs, extra, err := st.ListNear(ctx, Kind, more)
+		if err != nil {
+			return nil, "", err
+		}
+		problems = append(problems, extra...)
+		var fresh []gitstore.Doc
+		for _, d := range docs {
+			if _, ok := all[d.ID]; !ok {
+				fresh = append(fresh, d)
+			}
+		}
+		decode(fresh)
+	}
+	b.Tasks = map[string]Entry{}
+	for _, r := range related {
+		if e, ok := all[r]; ok {
+			b.Tasks[r] = e
+		}
+	}
+	for r := range b.Tasks {
+		b.IDs = append(b.IDs, r)
+	}
+	sort.Strings(b.IDs)
+	b.Index = gitstore.NewIndex(Kind, ids, dedupProblems(problems))
+	return b, id, nil
+}
+
+// dedupProblems drops problems naming a ref already named (a document read
+// twice when two prefixes share their first digits).
+func dedupProblems(ps []error) []error {
+	seen := map[string]bool{}
+	var out []error
+	for _, p := range ps {
+		var re *gitstore.RefError
+		if errors.As(p, &re) {
+			if seen[re.Ref] {
+				continue
+			}
+			seen[re.Ref] = true
+		}
+		out = append(out, p)
 	}
 	return out
 }

@@ -43,11 +43,11 @@ func buildStatusFixtureWith(tb testing.TB, repo string, tasks, perTask int, seal
 	prevMain := baseMark
 	n := 0
 	for t := 0; t < tasks; t++ {
-		tid := fmt.Sprintf("%020x", uint64(t+1)*0x9E3779B97F4A7C15)
+		tid := benchID(uint64(t + 1))
 		doc := fmt.Sprintf(`{"v":1,"id":%q,"title":"task %d","type":"task","priority":"medium","blocked_by":[],"labels":[],"created":{"time":"2026-01-02T03:04:05Z","author":"Ada"},"updated":{"time":"2026-01-02T03:04:05Z","author":"Ada"}}`+"\n", tid, t)
 		fmt.Fprintf(&in, "commit refs/agentmine/tasks/%s\ncommitter %s\ndata 8\ntask add\nM 100644 inline task.json\ndata %d\n%s\n", tid, who, len(doc), doc)
 		for s := 0; s < perTask; s++ {
-			sid := fmt.Sprintf("%020x", uint64(n+1)*0xC2B2AE3D27D4EB4F)
+			sid := benchID(uint64(n+1) * 0xC2B2AE3D27D4EB4F)
 			n++
 			x := sess{id: sid, task: tid, branch: "task-" + tid[:8] + "-s" + sid[:8], merged: n%3 == 0}
 			if x.merged {

@@ -387,6 +387,25 @@ func loadViewWith(a *App, load func(context.Context, *gitstore.Store, string) (*
 	return &view{Board: b.Tasks, Status: b.Status, Store: st, Loaded: b}, nil
 }
 
+// loadTaskView is loadView for one task (board.LoadTask): what task show
+// prints, without reading the rest of the board.
+func loadTaskView(a *App, st *gitstore.Store, prefix string) (*view, string, error) {
+	b, id, err := board.LoadTask(a.Ctx, st, "", prefix)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, p := range b.TaskProblems {
+		a.P.Warnf("skipping unreadable task: %v", p)
+	}
+	for _, p := range b.SessionProblems {
+		a.P.Warnf("skipping unreadable session: %v", p)
+	}
+	a.sessions = b.Sessions
+	here := b.Here
+	a.where = &here
+	return &view{Board: b.Tasks, Status: b.Status, Store: st, Loaded: b}, id, nil
+}
+
 // taskUsage sums the usage the task's sessions reported (nil if none did).
 func taskUsage(recs []sessions.Record, id string) *sessions.Usage {
 	return contract.TaskUsage(recs, id)
@@ -494,13 +513,10 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 		a.P.Printf("%s\n", short)
 		return nil
 	}
-	// Statuses from session summaries; the one session this prints in
-	// full (the task's latest) is read whole on its own.
-	v, err := loadSummaryView(a)
-	if err != nil {
-		return err
-	}
-	id, err := v.Board.Resolve(prefix)
+	// Only this task, its blockers and their sessions (as summaries) are
+	// read; the one session this prints in full (the task's latest) is
+	// read whole on its own.
+	v, id, err := loadTaskView(a, st, prefix)
 	if err != nil {
 		return err
 	}

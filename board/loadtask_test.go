@@ -1,0 +1,145 @@
+package board
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
+	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/tasks"
+)
+
+// TestLoadTaskMatchesLoad: for a task with blockers, a parent, sessions
+// that failed, passed and reached the base, and a neighbour whose id shares
+// its first digits, LoadTask answers what the whole board answers: the
+// task's and its blockers' statuses (including what it waits on), the
+// short ids of every id task show prints, and the task's sessions, before
+// and after the board changes (an outcome recorded, a blocker's work
+// merged), whatever state the caches are in.
+func TestLoadTaskMatchesLoad(t *testing.T) {
+	ctx := context.Background()
+	dir := gittest.NewRepo(t)
+	st, err := gitstore.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(n tasks.New) tasks.Task {
+		t.Helper()
+		x, err := tasks.Add(ctx, st, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	parent := add(tasks.New{Title: "parent"})
+	blocker := add(tasks.New{Title: "blocker"})
+	other := add(tasks.New{Title: "other blocker"})
+	task := add(tasks.New{Title: "the task", Parent: parent.ID, BlockedBy: []string{blocker.ID, other.ID}})
+	add(tasks.New{Title: "unrelated"})
+	// A neighbour sharing the task's first six digits: its short id must
+	// grow to seven, on the whole board and on LoadTask's.
+	near := task.ID[:6] + strings.Repeat("0", gitstore.IDLen-6)
+	if near == task.ID {
+		near = task.ID[:6] + strings.Repeat("1", gitstore.IDLen-6)
+	}
+	gittest.Git(t, dir, "update-ref", tasks.Kind.Ref(near), gittest.Git(t, dir, "rev-parse", tasks.Kind.Ref(parent.ID)))
+
+	base := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "main"))
+	n := 0
+	session := func(taskID string, exit int, commit bool) sessions.Record {
+		t.Helper()
+		n++
+		s := sessions.Session{ID: gitstore.NewID(), Task: taskID, Agent: "coder", Client: "custom", Mode: sessions.ModeDetach,
+			Host: "elsewhere", Timeout: 60, Started: time.Date(2026, 1, 2, 3, 4, n, 0, time.UTC),
+			BaseRef: "main", BaseCommit: base}
+		s.Branch = sessions.Branch(taskID, s.ID)
+		tip := ""
+		if commit {
+			gittest.Git(t, dir, "branch", s.Branch, base)
+			tree := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", base+"^{tree}"))
+			tip = strings.TrimSpace(gittest.Git(t, dir, "commit-tree", "-p", base, "-m", "work "+s.ID, tree))
+			gittest.Git(t, dir, "update-ref", "refs/heads/"+s.Branch, tip)
+		}
+		s, root, err := sessions.Create(ctx, st, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := sessions.Record{Session: s, Root: root}
+		valid := true
+		o := sessions.Outcome{ExitCode: exit, Finished: s.Started.Add(time.Minute), By: "t", Tip: tip, ScopeValid: &valid,
+			DoDStatus: "passed", Scope: json.RawMessage(`{"valid":true,"violations":[],"changed":[]}`),
+			DoD: json.RawMessage(`{"status":"passed"}`), Commits: 1}
+		if err := sessions.RecordOutcome(ctx, st, r, &o); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	check := func(what string) {
+		t.Helper()
+		whole, err := Load(ctx, st, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, prefix := range []string{task.ID, whole.Tasks.ShortID(task.ID), blocker.ID[:gitstore.MinPrefix+2]} {
+			one, id, err := LoadTask(ctx, st, "", prefix)
+			if err != nil {
+				t.Fatalf("%s: LoadTask %s: %v", what, prefix, err)
+			}
+			wantID, err := whole.Tasks.Resolve(prefix)
+			if err != nil || id != wantID {
+				t.Fatalf("%s: %s resolved to %s, the whole board says %s (%v)", what, prefix, id, wantID, err)
+			}
+			judged := append([]string{id}, whole.Tasks.Tasks[id].Task.BlockedBy...)
+			for _, j := range judged {
+				if !reflect.DeepEqual(one.Status[j], whole.Status[j]) {
+					t.Fatalf("%s: status of %s:\n got %+v\nwant %+v", what, j, one.Status[j], whole.Status[j])
+				}
+			}
+			shown := append([]string{}, judged...)
+			if p := whole.Tasks.Tasks[id].Task.Parent; p != "" {
+				shown = append(shown, p)
+			}
+			shown = append(shown, one.Status[id].Waiting...)
+			for _, s := range shown {
+				if got, want := one.Tasks.ShortID(s), whole.Tasks.ShortID(s); got != want {
+					t.Fatalf("%s: short id of %s: got %s want %s", what, s, got, want)
+				}
+			}
+			var got, want []string
+			for _, r := range one.SessionsOf(id) {
+				got = append(got, r.Session.ID)
+			}
+			for _, r := range whole.SessionsOf(id) {
+				want = append(want, r.Session.ID)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: sessions of %s: got %v want %v", what, id, got, want)
+			}
+		}
+	}
+	check("no sessions")
+	session(task.ID, 1, false)
+	check("one failed session")
+	check("again, caches warm")
+	session(task.ID, 0, true)
+	b := session(blocker.ID, 0, true)
+	check("a session in review, the blocker's not merged")
+	gittest.Git(t, dir, "update-ref", "refs/heads/main", gittest.Git(t, dir, "rev-parse", "refs/heads/"+b.Session.Branch))
+	check("the blocker's work merged")
+	session(other.ID, 2, false)
+	if err := st.DropCaches(tasks.Kind, sessions.Kind); err != nil {
+		t.Fatal(err)
+	}
+	check("after the caches were dropped")
+	if _, _, err := LoadTask(ctx, st, "", "zz"); err == nil {
+		t.Fatal("a malformed prefix was accepted")
+	}
+	if _, _, err := LoadTask(ctx, st, "", strings.Repeat("f", gitstore.IDLen)); err == nil {
+		t.Fatal("an unknown id was accepted")
+	}
+}
