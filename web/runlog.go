@@ -42,6 +42,8 @@ type runRow struct {
 	Started time.Time
 	Done    int
 	Total   int
+	// Progress draws Done of Total as the board draws a parent's.
+	Progress *progress
 	// Result and Reason say how an ended run ended.
 	Result string
 	Reason string
@@ -102,6 +104,7 @@ func newRunRow(r pipeline.Record, b *board.Board) runRow {
 			row.Done++
 		}
 	}
+	row.Progress = newProgress(row.Done, row.Total)
 	if r.Ended != nil {
 		row.Result, row.Reason = r.Ended.Result, r.Ended.Reason
 	}

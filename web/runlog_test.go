@@ -84,7 +84,7 @@ func TestRunLog(t *testing.T) {
 			t.Errorf("tabs %v, want %v (the run's, its worker's, then the other worker's)", got, want)
 		}
 		for _, w := range []string{`data-run="nightly" data-state="running"`, `data-log="/runs/nightly/log"`, ">supervisor nightly</button>",
-			fmt.Sprintf("<td>%d</td><td>0/1</td>", os.Getpid())} {
+			fmt.Sprintf(`<td>%d</td><td class="progress"><span class="bar">░░░░░░░░░░</span> 0/1</td>`, os.Getpid())} {
 			if !strings.Contains(html, w) {
 				t.Errorf("runs page lacks %q", w)
 			}
@@ -135,8 +135,8 @@ func TestRunLog(t *testing.T) {
 			t.Errorf("streamed %q", got)
 		}
 		_, html := get(t, c, ts.URL+"/runs")
-		if !strings.Contains(html, `data-run="nightly" data-state="ended"`) {
-			t.Error("a run that just ended lost its tab")
+		if !strings.Contains(html, `data-run="nightly" data-state="ended"`) || !strings.Contains(html, "ended: done") {
+			t.Error("a run that just ended lost its tab or its result")
 		}
 	})
 
