@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
 )
 
 func TestRotatingLogKeepsTheTail(t *testing.T) {
@@ -93,5 +95,35 @@ func TestTail(t *testing.T) {
 	}
 	if _, err := OpenLog(filepath.Join(dir, "nodir", "x.log"), 10); err == nil {
 		t.Error("log opened in a missing directory")
+	}
+}
+
+// TestLogPathWithin: a log path from a record is read only when it is an
+// absolute path inside the root, also after following the symbolic links
+// of the directories on the way; one whose directory does not exist yet
+// is fine (the writer has not started).
+func TestLogPathWithin(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "agentmine", "logs")
+	if err := os.MkdirAll(filepath.Join(root, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(t.TempDir(), filepath.Join(root, "away")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "sub"), filepath.Join(root, "here")); err != nil {
+		t.Fatal(err)
+	}
+	for _, ok := range []string{filepath.Join(root, "run-a.log"), filepath.Join(root, "sub", "x.log"),
+		filepath.Join(root, "here", "x.log"), filepath.Join(root, "later", "x.log")} {
+		if got, err := LogPathWithin(root, "run a", ok); err != nil || got != ok {
+			t.Errorf("%s: %q, %v", ok, got, err)
+		}
+	}
+	for _, bad := range []string{"", "run-a.log", "/etc/passwd", filepath.Join(root, "..", "serve-token"), root + "x/a.log",
+		filepath.Join(root, "away", "x.log")} {
+		_, err := LogPathWithin(root, "run a", bad)
+		if exitcode.Of(err) != exitcode.State || err == nil || !strings.HasPrefix(err.Error(), "run a: its log ") || !strings.HasSuffix(err.Error(), "refusing to read it") {
+			t.Errorf("%q: %v, want a refusal", bad, err)
+		}
 	}
 }

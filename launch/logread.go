@@ -23,11 +23,19 @@ import (
 // synced it, and its log path must not make a reader open an arbitrary
 // file.
 func SessionLogPath(commonDir, id, log string) (string, error) {
-	root := filepath.Join(commonDir, "agentmine")
+	return LogPathWithin(filepath.Join(commonDir, "agentmine"), "session "+id[:min(8, len(id))], log)
+}
+
+// LogPathWithin returns the log file log that a record of owner (what the
+// error names, e.g. "run nightly") points at, refusing one that is not an
+// absolute path inside root, also after following the symbolic links of
+// the directories on the way: records are synced from other clones, which
+// can write any path into them.
+func LogPathWithin(root, owner, log string) (string, error) {
 	p := filepath.Clean(log)
 	refuse := func() (string, error) {
-		return "", exitcode.New(exitcode.State, fmt.Errorf("session %s: its log %q is outside this repository's %s; refusing to read it",
-			id[:min(8, len(id))], log, root), "")
+		return "", exitcode.New(exitcode.State, fmt.Errorf("%s: its log %q is outside this repository's %s; refusing to read it",
+			owner, log, root), "")
 	}
 	if log == "" || !filepath.IsAbs(p) || !within(root, p) {
 		return refuse()

@@ -26,7 +26,8 @@ import (
 // browser that reconnects (the network dropped, the server restarted)
 // sends Last-Event-ID and the stream goes on from exactly there, without a
 // gap or a repeat. When the session has ended and everything is sent, an
-// "end" event carries its state and verdict and the stream closes.
+// "end" event carries its state and verdict and the stream closes. A run's
+// supervisor log streams the same way (runlog.go).
 
 // chunkMax is the most log text one event carries.
 const chunkMax = 64 << 10
@@ -40,7 +41,10 @@ type segment struct {
 	C string `json:"c,omitempty"`
 }
 
+// endEvent closes a stream: what ended (Of: "session" or "run"), its
+// state and its verdict.
 type endEvent struct {
+	Of      string `json:"of"`
 	State   string `json:"state"`
 	Verdict string `json:"verdict"`
 }
@@ -68,6 +72,32 @@ func (s *Server) logStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	here := board.HereOf(v.st)
+	ended := make(chan struct{})
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		// Wait returns when the session has an outcome or can no longer
+		// be running; it sleeps on the session's processes, never polls.
+		if env, err := v.env(); err == nil {
+			env.Wait(wctx, []string{rec.Session.ID})
+		}
+		close(ended)
+	}()
+	follow(w, r, path, off, ended, func() endEvent {
+		if cur, err := sessions.Get(ctx, v.st, rec.Session.ID); err == nil {
+			rec = cur
+		}
+		state := contract.SessionState(rec, here, time.Now())
+		return endEvent{Of: "session", State: state, Verdict: contract.Verdict(rec, state, false)}
+	})
+}
+
+// follow streams the log at path from byte offset off as "out" events
+// until ended is closed and everything written before that is sent, then
+// sends the "end" event that end makes and returns. It returns early when
+// the client goes away.
+func follow(w http.ResponseWriter, r *http.Request, path string, off int64, ended <-chan struct{}, end func() endEvent) {
+	ctx := r.Context()
 	rc := http.NewResponseController(w)
 	sseHeaders(w)
 	w.WriteHeader(http.StatusOK)
@@ -82,23 +112,12 @@ func (s *Server) logStream(w http.ResponseWriter, r *http.Request) {
 			events = fw.Events
 		}
 	}
-	ended := make(chan struct{})
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		// Wait returns when the session has an outcome or can no longer
-		// be running; it sleeps on the session's processes, never polls.
-		if env, err := v.env(); err == nil {
-			env.Wait(wctx, []string{rec.Session.ID})
-		}
-		close(ended)
-	}()
 	var sgr ansiState
 	poll := time.NewTicker(logPoll)
 	defer poll.Stop()
 	finished := false
 	for {
-		// Whether the session has ended is read before the log, so that
+		// Whether the writer has ended is read before the log, so that
 		// once it says so, the log read after it is whole.
 		if !finished {
 			select {
@@ -131,12 +150,7 @@ func (s *Server) logStream(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if finished {
-			cur, err := sessions.Get(ctx, v.st, rec.Session.ID)
-			if err == nil {
-				rec = cur
-			}
-			state := contract.SessionState(rec, here, time.Now())
-			data, _ := json.Marshal(endEvent{State: state, Verdict: contract.Verdict(rec, state, false)})
+			data, _ := json.Marshal(end())
 			fmt.Fprintf(w, "event: end\nid: %d\ndata: %s\n\n", off, data)
 			rc.Flush()
 			return

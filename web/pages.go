@@ -18,6 +18,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/memory"
+	"github.com/git-agentmine/git-agentmine/pipeline"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/tasknote"
@@ -662,20 +663,27 @@ func (s *Server) memoryPage(w http.ResponseWriter, r *http.Request) {
 
 type runsView struct {
 	page
-	// Tabs hold one log per running worker. A pipeline supervisor's run
-	// adds a tab of its own log before its workers' (see tab).
+	// Runs are the supervisors shown: running, or ended recently.
+	Runs []runRow
+	// Tabs hold one log per supervisor shown and per running worker: each
+	// run's tab, then its workers', then the workers of no run shown.
 	Tabs []tab
+	// Workers counts the worker tabs.
+	Workers int
 }
 
 // tab is one live log on the Runs page.
 type tab struct {
-	// Kind is "worker" (a session's log); a supervisor's log will be
-	// "supervisor".
-	Kind    string
-	Name    string
-	TaskID  string
-	Task    string
+	// Kind is "supervisor" (a run's own log) or "worker" (a session's).
+	Kind string
+	// ID is the element id of the tab's log pane.
+	ID     string
+	Name   string
+	TaskID string
+	Task   string
+	// Session is a worker tab's session; Run a supervisor tab's run.
 	Session contract.SessionJSON
+	Run     *runRow
 	LogURL  string
 }
 
@@ -691,8 +699,17 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	recs, err := pipeline.List(v.ctx, v.st)
+	if err != nil {
+		// The workers are still worth showing.
+		p.Warnings = append(p.Warnings, "skipping the runs: "+err.Error())
+	}
 	now := time.Now()
+	runs := shownRuns(recs, v.st.Location().CommonDir, now)
 	rv := runsView{page: p}
+	// Each running worker goes after the run that started it, if that run
+	// is shown (the latest to start before it, should two claim it).
+	groups := make([][]tab, len(runs)+1)
 	for _, rec := range b.Sessions {
 		if live, _ := board.Liveness(rec, b.Here, now); !live {
 			continue
@@ -702,10 +719,29 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 		if e, ok := b.Tasks.Tasks[rec.Session.Task]; ok {
 			title = e.Task.Title
 		}
-		rv.Tabs = append(rv.Tabs, tab{Kind: "worker", Name: sj.ShortID, TaskID: rec.Session.Task, Task: title,
-			Session: sj, LogURL: "/sessions/" + url.PathEscape(rec.Session.ID) + "/log"})
+		g := len(runs)
+		for i, run := range runs {
+			if owns(run, rec) {
+				g = i
+			}
+		}
+		groups[g] = append(groups[g], tab{Kind: "worker", ID: "log-" + rec.Session.ID, Name: sj.ShortID, TaskID: rec.Session.Task,
+			Task: title, Session: sj, LogURL: "/sessions/" + url.PathEscape(rec.Session.ID) + "/log"})
+		rv.Workers++
 	}
-	sort.SliceStable(rv.Tabs, func(i, j int) bool { return rv.Tabs[i].Session.Started.Before(rv.Tabs[j].Session.Started) })
-	s.live.seen(len(rv.Tabs))
+	running := rv.Workers
+	for i, g := range groups {
+		sort.SliceStable(g, func(i, j int) bool { return g[i].Session.Started.Before(g[j].Session.Started) })
+		if i < len(runs) {
+			row := newRunRow(runs[i], b)
+			rv.Runs = append(rv.Runs, row)
+			rv.Tabs = append(rv.Tabs, runTab(row))
+			if row.State == "running" {
+				running++
+			}
+		}
+		rv.Tabs = append(rv.Tabs, g...)
+	}
+	s.live.seen(running)
 	s.render(w, http.StatusOK, "runs", rv)
 }

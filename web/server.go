@@ -1,12 +1,13 @@
 // Package web owns git agentmine's web board: an HTTP server for one
 // repository that shows the board, each task with the facts that decided
-// its status, the Memory Bank and the running workers, streams session logs
-// live over Server-Sent Events, and pushes a change event to every open
-// page when refs/agentmine, the notes or a branch move. Everything it shows
-// is read through the packages the command line uses (board, contract,
-// sessions, memory), and every action (create a task, start, stop, cancel,
-// merge) calls the same functions the command line calls. Assets are
-// embedded; there is no database and no build step.
+// its status, the Memory Bank and the running workers and run supervisors,
+// streams session and run logs live over Server-Sent Events, and pushes a
+// change event to every open page when refs/agentmine, the notes or a
+// branch move. Everything it shows is read through the packages the command
+// line uses (board, contract, sessions, memory, pipeline), and every action
+// (create a task, start, stop, cancel, merge) calls the same functions the
+// command line calls. Assets are embedded; there is no database and no
+// build step.
 //
 // Safety: every request needs the access token (in the URL once, then a
 // cookie); a state-changing request must be a POST from the board's own
@@ -116,6 +117,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /memory", s.memoryPage)
 	mux.HandleFunc("GET /runs", s.runsPage)
 	mux.HandleFunc("GET /sessions/{id}/log", s.logStream)
+	mux.HandleFunc("GET /runs/{name}/log", s.runLogStream)
 	mux.HandleFunc("GET /events", s.events)
 	mux.HandleFunc("GET /static/{file}", s.static)
 	if !s.opts.ReadOnly {

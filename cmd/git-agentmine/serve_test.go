@@ -127,6 +127,8 @@ func newBrowserFixture(t *testing.T) *browserFixture {
 		".agentmine/agents/manual.toml": "client = \"custom\"\ncommand = [\"true\"]\n[scope]\nwrite = [\"src/**\"]\n",
 		// talk echoes every line written to $TALK_FIFO until "quit".
 		".agentmine/agents/talk.toml": "client = \"custom\"\ntimeout = 600\ncommand = [\"sh\", \"-c\", \"while IFS= read -r l; do [ \\\"$l\\\" = quit ] && exit 0; printf '%s\\\\n' \\\"$l\\\"; done < \\\"$TALK_FIFO\\\"\"]\n[scope]\nwrite = [\"src/**\"]\n",
+		// gate waits for the file $RUN_GO, then commits: a worker of a run.
+		".agentmine/agents/gate.toml": "client = \"custom\"\ntimeout = 600\ncommand = [\"sh\", \"-c\", \"echo waiting for the gate; while [ ! -e \\\"$RUN_GO\\\" ]; do sleep 0.05; done; echo ok > src/g.txt && git add src && git commit -qm gate\"]\n[scope]\nwrite = [\"src/**\"]\n",
 		"src/a.txt":                   "a\n",
 	})
 	add := func(name string, args ...string) {
@@ -454,6 +456,52 @@ func TestBrowserBoard(t *testing.T) {
 		}
 		fmt.Fprintln(fifo, "quit")
 		waitFor(t, ctx, "the end of the stream", `!!document.querySelector('pre.log .end')`, 30*time.Second)
+	})
+
+	t.Run("SupervisorTabThenItsWorkers", func(t *testing.T) {
+		gate := filepath.Join(t.TempDir(), "go")
+		id, code := try(t, f.repo, nil, "task", "add", "-q", "Run me", "--assignee", "gate", "--dod", "grep -q ok src/g.txt")
+		if code != 0 {
+			t.Fatal("task add failed")
+		}
+		// The restarted server belonged to the subtest before: a board of
+		// this subtest's own.
+		srv := startServe(t, f.repo, "127.0.0.1:0")
+		must(t, ctx, chromedp.Navigate(srv.url), chromedp.WaitVisible(chromedp.CSS("#board")),
+			chromedp.Navigate(srv.base+"/runs"), chromedp.WaitVisible(chromedp.CSS("#runs-table")))
+		if out, code := try(t, f.repo, []string{"RUN_GO=" + gate}, "run", id, "--detach", "--name", "web", "-j", "1", "--max-loops", "1", "--merge"); code != 0 {
+			t.Fatalf("run --detach: exit %d: %s", code, out)
+		}
+		line := `started task ` + id[:8] + ` "Run me"`
+		d := waitFor(t, ctx, "the supervisor's line in its tab",
+			`(p => p && p.textContent.includes('`+line+`'))(document.getElementById('log-run-web'))`, 20*time.Second)
+		t.Logf("figure: the supervisor's started line was in its tab %s after run --detach returned", d.Round(time.Millisecond))
+		waitFor(t, ctx, "the run's worker's tab after the run's",
+			`(b => b.length >= 2 && b[0].dataset.tab === 'log-run-web' && b[1].dataset.kind === 'worker')([...document.querySelectorAll('[data-tab]')])`, 20*time.Second)
+		tabs := eval[[]string](t, ctx, `[...document.querySelectorAll('[data-tab]')].map(b => b.dataset.tab)`)
+		var worker string
+		if out, code := try(t, f.repo, nil, "task", "show", id, "--json"); code == 0 {
+			var shown struct {
+				Latest struct {
+					ID string `json:"id"`
+				} `json:"latest_session"`
+			}
+			if json.Unmarshal([]byte(out), &shown) == nil {
+				worker = shown.Latest.ID
+			}
+		}
+		if len(tabs) < 2 || tabs[0] != "log-run-web" || tabs[1] != "log-"+worker {
+			t.Errorf("tabs %v: want the run's first, then its worker's (log-%s)", tabs, worker)
+		}
+		screenshot(t, ctx, "runs-supervisor")
+		if err := os.WriteFile(gate, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "the end of the supervisor's stream",
+			`(p => p && !!p.querySelector('.end') && p.textContent.includes('run ended: done, 1 of 1 done'))(document.getElementById('log-run-web'))`, 60*time.Second)
+		if s := f.statuses(t)[id].Status; s != "done" {
+			t.Errorf("the run's task: %s, want done", s)
+		}
 	})
 }
 

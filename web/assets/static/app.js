@@ -34,7 +34,7 @@
         var end = JSON.parse(ev.data);
         var p = document.createElement("span");
         p.className = "end";
-        p.textContent = "\n— session " + end.state + ": " + end.verdict + " —\n";
+        p.textContent = "\n— " + (end.of || "session") + " " + end.state + ": " + end.verdict + " —\n";
         pre.appendChild(p);
       });
       es.addEventListener("failed", function (ev) {
