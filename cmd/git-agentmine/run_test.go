@@ -724,13 +724,17 @@ func TestRunDetachStatusStop(t *testing.T) {
 	if st.State != "running" || len(st.Running) != 2 || st.Total != 3 || st.Parallel != 2 {
 		t.Fatalf("run status while running: state %s, %d running, %d targets", st.State, len(st.Running), st.Total)
 	}
+	// Two sessions, still running: counted, nothing reported yet.
+	if st.Usage == nil || *st.Usage != (pipeline.RunUsage{Sessions: 2}) {
+		t.Errorf("run status --json while running: usage %+v, want 2 sessions, none reported", st.Usage)
+	}
 	text := run(t, f.repo, "git", "agentmine", "run", "status", "bg")
-	for _, want := range []string{"run bg: running (pid", "progress  0/3 done", "running   task", "log       "} {
+	for _, want := range []string{"run bg: running (pid", "progress  0/3 done", "running   task", "usage     none reported (2 session(s))", "log       "} {
 		if !strings.Contains(text, want) {
 			t.Errorf("run status lacks %q:\n%s", want, text)
 		}
 	}
-	if board := run(t, f.repo, "git", "agentmine", "status"); !strings.Contains(board, "Runs\n  bg  running (pid ") || !strings.Contains(board, "0/3 done") {
+	if board := run(t, f.repo, "git", "agentmine", "status"); !strings.Contains(board, "Runs\n  bg  running (pid ") || !strings.Contains(board, "0/3 done, 2 attempt(s), 2 running; usage none reported (2 session(s)); log ") {
 		t.Errorf("the board does not show the running run:\n%s", board)
 	}
 	if _, errOut, code := agentmine(t, f.repo, "run", "--name", "bg"); code != 6 || !strings.Contains(errOut, "run bg is already running") {
