@@ -59,6 +59,8 @@ type Summary struct {
 	Waiting    int           `json:"waiting"`
 	Attempts   int           `json:"attempts"`
 	Tasks      []TaskSummary `json:"tasks"`
+	// Usage sums the usage the run's sessions reported (UsageOf).
+	Usage RunUsage `json:"usage"`
 }
 
 // TaskSummary is one target at the end of a run.
@@ -103,7 +105,7 @@ func (e Event) Line() string {
 	}
 	if e.Summary != nil {
 		s := e.Summary
-		fmt.Fprintf(&b, ": %s, %d/%d done, %d failed, %d not started, %d attempts", s.Result, s.Done, s.Total, s.Failed, s.NotStarted, s.Attempts)
+		fmt.Fprintf(&b, ": %s, %d/%d done, %d failed, %d not started, %d attempts; usage %s", s.Result, s.Done, s.Total, s.Failed, s.NotStarted, s.Attempts, s.Usage)
 		if s.Reason != "" {
 			fmt.Fprintf(&b, " — %s", s.Reason)
 		}

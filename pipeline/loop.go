@@ -564,15 +564,7 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 	}
 	budgetOut := ""
 	if s.budget != (Budget{}) {
-		var u sessions.Usage
-		for _, id := range s.rec.Targets {
-			for _, r := range b.SessionsOf(id) {
-				if !r.Session.Started.Before(s.rec.Started) && r.Outcome != nil && r.Outcome.Usage != nil {
-					u = u.Add(*r.Outcome.Usage)
-				}
-			}
-		}
-		if over, why := s.budget.Exceeded(u); over {
+		if over, why := s.budget.Exceeded(UsageOf(b, s.rec).Usage); over {
 			budgetOut = why
 		}
 	}
@@ -974,7 +966,7 @@ func (s *Supervisor) finish(ctx context.Context) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	sum := Summary{Run: s.rec.Name}
+	sum := Summary{Run: s.rec.Name, Usage: UsageOf(b, s.rec)}
 	for _, id := range s.order(b) {
 		if len(b.Tasks.Children(id)) > 0 {
 			continue // split by a replan: its children count instead

@@ -119,6 +119,10 @@ func printLiveRuns(a *App, b *board.Board) {
 		if j.State == "dead" {
 			state = "not running: start it again to resume"
 		}
-		a.P.Printf("  %s  %s  %d/%d done, %d attempt(s), %d running; log %s\n", r.Name, state, j.Done, j.Total, j.Attempts, len(j.Running), r.Log)
+		usage := ""
+		if j.Usage != nil {
+			usage = "; usage " + j.Usage.String()
+		}
+		a.P.Printf("  %s  %s  %d/%d done, %d attempt(s), %d running%s; log %s\n", r.Name, state, j.Done, j.Total, j.Attempts, len(j.Running), usage, r.Log)
 	}
 }

@@ -658,7 +658,7 @@ func TestJSONDocCoversOutputs(t *testing.T) {
 		check(typ, fields)
 	}
 	for _, v := range []any{merge.Result{}, replica.Report{}, memory.ImportResult{}, sessions.Outcome{},
-		pipeline.Event{}, pipeline.Summary{}, pipeline.TaskSummary{}, pipeline.Record{}, pipeline.Holder{}, pipeline.End{}, pipeline.Fact{},
+		pipeline.Event{}, pipeline.Summary{}, pipeline.TaskSummary{}, pipeline.RunUsage{}, pipeline.Record{}, pipeline.Holder{}, pipeline.End{}, pipeline.Fact{},
 		sessions.Seal{}, sessions.Supervisor{}, sessions.Forgery{}, sessions.Review{},
 		tasknote.Note{}, tasknote.Attempt{}, tasknote.Criterion{}, tasknote.Call{}, plan.Plan{}, plan.Child{}, plan.Rewrite{},
 		verify.Verdict{}, verify.Violation{}, verify.Change{}, verify.DoDResult{}, verify.CommandResult{}} {

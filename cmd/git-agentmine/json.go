@@ -291,6 +291,9 @@ type runStatusJSON struct {
 	Statuses map[string]int   `json:"statuses"`
 	LogTail  []string         `json:"log_tail,omitempty"`
 	Tasks    []runTaskRowJSON `json:"tasks"`
+	// Usage sums the usage the run's sessions reported (pipeline.UsageOf);
+	// nil where the board was not read (run --detach).
+	Usage *pipeline.RunUsage `json:"usage,omitempty"`
 }
 
 // runWorkerJSON is one running worker of a run.

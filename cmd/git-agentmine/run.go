@@ -329,6 +329,7 @@ func printSummary(a *App, s pipeline.Summary, rec pipeline.Record) {
 		a.P.Printf(" — %s", s.Reason)
 	}
 	a.P.Printf("\n")
+	a.P.Printf("usage: %s\n", s.Usage)
 	t := a.P.NewTable("TASK", "STATUS", "ATTEMPTS", "TITLE", "REASON")
 	for _, x := range s.Tasks {
 		t.ColorRow([]string{"", statusColor(status.Status(x.Status))}, short8(x.ID), x.Status, fmt.Sprintf("%d/%d", x.Attempts, rec.MaxLoops), x.Title, x.Reason)
@@ -378,6 +379,8 @@ func newRunStatus(r pipeline.Record, b *board.Board) runStatusJSON {
 		j.Attempts += n
 		j.Tasks = append(j.Tasks, runTaskRowJSON{Task: id, Title: e.Task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: n})
 	}
+	u := pipeline.UsageOf(b, r)
+	j.Usage = &u
 	return j
 }
 
@@ -447,6 +450,9 @@ func (c *RunStatusCmd) Run(a *App) error {
 		}
 		a.P.Printf("run %s: %s\n", j.Name, state)
 		a.P.Printf("  progress  %d/%d done, %d attempt(s), %d running, parallel %d, max loops %d\n", j.Done, j.Total, j.Attempts, len(j.Running), j.Parallel, j.MaxLoops)
+		if j.Usage != nil {
+			a.P.Printf("  usage     %s\n", j.Usage)
+		}
 		for _, w := range j.Running {
 			a.P.Printf("  running   task %s %q session %s (pid %d, %s)\n", short8(w.Task), w.Title, short8(w.Session), w.Pid, time.Since(w.Started).Round(time.Second))
 		}

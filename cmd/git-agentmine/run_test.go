@@ -19,6 +19,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
 	"github.com/git-agentmine/git-agentmine/pipeline"
+	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/tasknote"
 )
 
@@ -723,13 +724,17 @@ func TestRunDetachStatusStop(t *testing.T) {
 	if st.State != "running" || len(st.Running) != 2 || st.Total != 3 || st.Parallel != 2 {
 		t.Fatalf("run status while running: state %s, %d running, %d targets", st.State, len(st.Running), st.Total)
 	}
+	// Two sessions, still running: counted, nothing reported yet.
+	if st.Usage == nil || *st.Usage != (pipeline.RunUsage{Sessions: 2}) {
+		t.Errorf("run status --json while running: usage %+v, want 2 sessions, none reported", st.Usage)
+	}
 	text := run(t, f.repo, "git", "agentmine", "run", "status", "bg")
-	for _, want := range []string{"run bg: running (pid", "progress  0/3 done", "running   task", "log       "} {
+	for _, want := range []string{"run bg: running (pid", "progress  0/3 done", "running   task", "usage     none reported (2 session(s))", "log       "} {
 		if !strings.Contains(text, want) {
 			t.Errorf("run status lacks %q:\n%s", want, text)
 		}
 	}
-	if board := run(t, f.repo, "git", "agentmine", "status"); !strings.Contains(board, "Runs\n  bg  running (pid ") || !strings.Contains(board, "0/3 done") {
+	if board := run(t, f.repo, "git", "agentmine", "status"); !strings.Contains(board, "Runs\n  bg  running (pid ") || !strings.Contains(board, "0/3 done, 2 attempt(s), 2 running; usage none reported (2 session(s)); log ") {
 		t.Errorf("the board does not show the running run:\n%s", board)
 	}
 	if _, errOut, code := agentmine(t, f.repo, "run", "--name", "bg"); code != 6 || !strings.Contains(errOut, "run bg is already running") {
@@ -792,7 +797,27 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","usage
 		}
 	}
 	if started != 1 || sum == nil || sum.Reason != "budget used: 1100 of 1000 tokens" || sum.NotStarted != 2 || sum.Result != "failed" {
-		t.Errorf("%d started, summary %+v; want 1 started and the budget named", started, sum)
+		t.Fatalf("%d started, summary %+v; want 1 started and the budget named", started, sum)
+	}
+	// The run's usage is the one session's, as its adapter read it: in the
+	// summary, in run status --json, and in both texts.
+	want := pipeline.RunUsage{Usage: sessions.Usage{InputTokens: 600, OutputTokens: 500, CostUSD: 0.01}, Sessions: 1, Reported: 1}
+	if sum.Usage != want {
+		t.Errorf("summary usage %+v, want %+v", sum.Usage, want)
+	}
+	var st struct {
+		Usage *pipeline.RunUsage `json:"usage"`
+	}
+	if err := json.Unmarshal([]byte(run(t, f.repo, "git", "agentmine", "run", "status", "default", "--json")), &st); err != nil || st.Usage == nil || *st.Usage != want {
+		t.Errorf("run status --json usage %+v (%v), want %+v", st.Usage, err, want)
+	}
+	text := "600 in, 500 out, $0.0100 (1 of 1 session(s) reported usage)"
+	if out := run(t, f.repo, "git", "agentmine", "run", "status", "default"); !strings.Contains(out, "usage     "+text) {
+		t.Errorf("run status does not show the usage %q:\n%s", text, out)
+	}
+	out, errOut, code = agentmine(t, f.repo, "run", "--name", "again", "--parallel", "1", "--budget", "1000")
+	if code != 1 || !strings.Contains(out, "usage: 600 in, 500 out, $0.0100 (1 of 1 session(s) reported usage)") {
+		t.Errorf("run summary (exit %d) does not show the run's usage:\n%s\n%s", code, out, errOut)
 	}
 }
 

@@ -251,14 +251,16 @@ type clientRun struct {
 	stderr string
 }
 
-// startClientRun prepares and runs one scenario with the worker at the
-// isolation level given (the project's setting, AGENTMINE_ISOLATION).
-func startClientRun(t *testing.T, c realClient, script modelserver.Script, bin, clients, level string) *clientRun {
+// newClientRepo makes a repository with agentmine initialised, and the
+// environment its clients run in: a HOME of their own (returned), with the
+// clients and this git-agentmine in PATH and the workers' isolation at
+// level. The caller adds the agents, the tasks and the clients' setup.
+func newClientRepo(t *testing.T, bin, clients, level string) (*clientRun, string) {
 	t.Helper()
 	root := t.TempDir()
 	home := filepath.Join(root, "home")
 	repo := filepath.Join(root, "repo")
-	r := &clientRun{t: t, c: c, repo: repo}
+	r := &clientRun{t: t, repo: repo}
 	r.env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
 		"XDG_DATA_HOME="+filepath.Join(home, ".local", "share"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=Ada Author", "GIT_AUTHOR_EMAIL=ada@example.com",
@@ -277,6 +279,16 @@ func startClientRun(t *testing.T, c realClient, script modelserver.Script, bin, 
 	r.git("-C", repo, "add", "-A")
 	r.git("-C", repo, "commit", "-q", "-m", "fixture")
 	r.am("init")
+	return r, home
+}
+
+// startClientRun prepares and runs one scenario with the worker at the
+// isolation level given (the project's setting, AGENTMINE_ISOLATION).
+func startClientRun(t *testing.T, c realClient, script modelserver.Script, bin, clients, level string) *clientRun {
+	t.Helper()
+	r, home := newClientRepo(t, bin, clients, level)
+	r.c = c
+	repo := r.repo
 	model := ""
 	if c.model != "" {
 		model = fmt.Sprintf("model = %q\n", c.model)
