@@ -18,7 +18,7 @@ import (
 func TestSealedBoardStatus(t *testing.T) {
 	repo := gittest.Init(t)
 	buildStatusFixtureWith(t, repo, 60, 1, true)
-	tid := func(n int) string { return fmt.Sprintf("%020x", uint64(n+1)*0x9E3779B97F4A7C15) }
+	tid := func(n int) string { return benchID(uint64(n + 1)) }
 	show := func(n int) (status, reason string) {
 		t.Helper()
 		code, out, errs := docsMain(t, repo, "task", "show", tid(n), "--json")
@@ -66,7 +66,7 @@ func TestSealedBoardStatus(t *testing.T) {
 
 	// A second process appends a success line to the failed session 1.
 	n := uint64(2)
-	sid := fmt.Sprintf("%020x", n*0xC2B2AE3D27D4EB4F)
+	sid := benchID(n * 0xC2B2AE3D27D4EB4F)
 	root := gittest.Git(t, repo, "rev-list", "--max-parents=0", "refs/agentmine/sessions/"+sid)
 	line := fmt.Sprintf(`{"v":1,"session":%q,"exit_code":0,"timed_out":false,"finished":"2099-01-01T00:00:00Z","artifacts":[],"recorded_by":"agentmine detach","scope_valid":true,"dod_status":"passed","scope":{"valid":true,"violations":[]},"dod":{"status":"passed"},"commits":1}`, sid)
 	gittest.Git(t, repo, "notes", "--ref", "agentmine", "append", "-m", line, root)
