@@ -67,10 +67,7 @@ func (s *Store) ReadSummaries(k Kind) Summaries { return s.ReadSummariesOf(k, ""
 // (letters and '-'): an owning package may keep more than one digest per
 // entity, e.g. an index from each session to its task.
 func (s *Store) ReadSummariesOf(k Kind, name string) Summaries {
-	out := Summaries{drop: statOrNil(s.dropMarkerPath())}
-	raw, gen := readCacheFile(s.summaryPathOf(k, name))
-	out.gen = gen
-	key, list, ok := parseSummaries(raw)
+	out, key, list, ok := s.readSummaryFile(k, name)
 	if ok {
 		out.Key, out.Entries = key, make(map[string]Doc, len(list))
 		for _, d := range list {
@@ -84,10 +81,7 @@ func (s *Store) ReadSummariesOf(k Kind, name string) Summaries {
 // sorted by id (Summaries.List) rather than a map: for a caller that walks
 // them beside another sorted list, without building a map of every entity.
 func (s *Store) ReadSummaryListOf(k Kind, name string) Summaries {
-	out := Summaries{drop: statOrNil(s.dropMarkerPath())}
-	raw, gen := readCacheFile(s.summaryPathOf(k, name))
-	out.gen = gen
-	key, list, ok := parseSummaries(raw)
+	out, key, list, ok := s.readSummaryFile(k, name)
 	if ok {
 		if !sort.SliceIsSorted(list, func(i, j int) bool { return list[i].ID < list[j].ID }) {
 			sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
@@ -95,6 +89,17 @@ func (s *Store) ReadSummaryListOf(k Kind, name string) Summaries {
 		out.Key, out.List = key, list
 	}
 	return out
+}
+
+// readSummaryFile reads and checks the summary file named name of kind k:
+// the Summaries to fill (with the drop marker and file seen), and the
+// file's key and entries in file order when it is whole.
+func (s *Store) readSummaryFile(k Kind, name string) (out Summaries, key string, list []Doc, ok bool) {
+	out = Summaries{drop: statOrNil(s.dropMarkerPath())}
+	raw, gen := readCacheFile(s.summaryPathOf(k, name))
+	out.gen = gen
+	key, list, ok = parseSummaries(raw)
+	return out, key, list, ok
 }
 
 func statOrNil(path string) os.FileInfo {
