@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -30,7 +32,8 @@ type Summaries struct {
 	// Key is the file's key; "" when there was no usable file.
 	Key string
 	// Entries holds each entity's digest, by id, with the commit its ref
-	// pointed at when the digest was made.
+	// pointed at when the digest was made (nil from ReadSummaryList, which
+	// returns them as a list).
 	Entries map[string]Doc
 	// gen is the file read (nil: none); drop is the drop marker seen
 	// before anything was read.
@@ -63,14 +66,41 @@ func (s *Store) ReadSummaries(k Kind) Summaries { return s.ReadSummariesOf(k, ""
 // (letters and '-'): an owning package may keep more than one digest per
 // entity, e.g. an index from each session to its task.
 func (s *Store) ReadSummariesOf(k Kind, name string) Summaries {
-	out := Summaries{drop: statOrNil(s.dropMarkerPath())}
-	raw, gen := readCacheFile(s.summaryPathOf(k, name))
-	out.gen = gen
-	key, entries, ok := parseSummaries(raw)
-	if ok {
-		out.Key, out.Entries = key, entries
+	out, list := s.readSummaryList(k, name)
+	if out.Key == "" {
+		return out
+	}
+	out.Entries = make(map[string]Doc, len(list))
+	for _, e := range list {
+		out.Entries[e.ID] = Doc{ID: e.ID, Commit: e.Commit, Data: []byte(e.Data)}
 	}
 	return out
+}
+
+// SummaryEntry is one entry of a summary cache read as a list: the
+// entity's id, the commit its ref pointed at, and its digest.
+type SummaryEntry struct {
+	ID, Commit, Data string
+}
+
+// ReadSummaryList is ReadSummaries for a reader of every entry: the
+// entries as a list in the order they were written, their fields sharing
+// one copy of the file, and no Entries map. At tens of thousands of
+// entities the map and a copy of every digest cost more than the digests.
+func (s *Store) ReadSummaryList(k Kind) (Summaries, []SummaryEntry) {
+	return s.readSummaryList(k, "")
+}
+
+func (s *Store) readSummaryList(k Kind, name string) (Summaries, []SummaryEntry) {
+	out := Summaries{drop: statOrNil(s.dropMarkerPath())}
+	raw, gen := readCheckedText(s.summaryPathOf(k, name))
+	out.gen = gen
+	key, list, ok := parseSummaries(raw)
+	if ok {
+		out.Key = key
+		return out, list
+	}
+	return out, nil
 }
 
 func statOrNil(path string) os.FileInfo {
@@ -81,47 +111,71 @@ func statOrNil(path string) os.FileInfo {
 	return fi
 }
 
-// parseSummaries checks the trailing checksum and parses the entries.
-func parseSummaries(raw []byte) (string, map[string]Doc, bool) {
-	// trailer: "sha256 <64 hex>\n"
-	const trailer = len("sha256 ") + 64 + 1
-	if len(raw) < trailer {
+// checksumTrailer is the length of a summary file's last line:
+// "sha256 <64 hex>\n", the checksum of everything before it.
+const checksumTrailer = len("sha256 ") + 64 + 1
+
+// readCheckedText reads a summary file as one string, hashing it on the
+// way, and returns everything before its trailer when the trailer is the
+// checksum of it ("" otherwise), with the file read (nil when none).
+func readCheckedText(path string) (string, os.FileInfo) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fi
+	}
+	n := fi.Size() - int64(checksumTrailer)
+	if n < 0 {
+		return "", fi
+	}
+	// The body goes straight into the string the entries will share: no
+	// second copy of a file of tens of megabytes.
+	var body strings.Builder
+	body.Grow(int(n))
+	h := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(&body, h), io.LimitReader(f, n)); err != nil || int64(body.Len()) != n {
+		return "", fi
+	}
+	tail := make([]byte, checksumTrailer+1)
+	if m, _ := io.ReadFull(f, tail); m != checksumTrailer {
+		return "", fi
+	}
+	if string(tail[:checksumTrailer]) != "sha256 "+hex.EncodeToString(h.Sum(nil))+"\n" {
+		return "", fi
+	}
+	return body.String(), fi
+}
+
+// parseSummaries parses a checked body into its key and entries.
+func parseSummaries(body string) (string, []SummaryEntry, bool) {
+	head, body, ok := strings.Cut(body, "\n")
+	if !ok {
 		return "", nil, false
 	}
-	body, tail := raw[:len(raw)-trailer], raw[len(raw)-trailer:]
-	sum := sha256.Sum256(body)
-	if string(tail) != "sha256 "+hex.EncodeToString(sum[:])+"\n" {
-		return "", nil, false
-	}
-	nl := bytes.IndexByte(body, '\n')
-	if nl < 0 {
-		return "", nil, false
-	}
-	head := string(body[:nl])
 	key, ok := strings.CutPrefix(head, summaryMagic+" ")
 	if !ok || key == "" {
 		return "", nil, false
 	}
-	body = body[nl+1:]
-	m := make(map[string]Doc)
+	var list []SummaryEntry
 	for len(body) > 0 {
-		nl := bytes.IndexByte(body, '\n')
-		if nl < 0 {
+		line, rest, ok := strings.Cut(body, "\n")
+		if !ok {
 			return "", nil, false
 		}
-		f := bytes.Fields(body[:nl])
-		if len(f) != 3 {
+		id, line, ok1 := strings.Cut(line, " ")
+		commit, size, ok2 := strings.Cut(line, " ")
+		n, err := strconv.Atoi(size)
+		if !ok1 || !ok2 || id == "" || commit == "" || err != nil || n < 0 || n > len(rest) {
 			return "", nil, false
 		}
-		n, err := strconv.Atoi(string(f[2]))
-		if err != nil || n < 0 || nl+1+n > len(body) {
-			return "", nil, false
-		}
-		id := string(f[0])
-		m[id] = Doc{ID: id, Commit: string(f[1]), Data: body[nl+1 : nl+1+n]}
-		body = body[nl+1+n:]
+		list = append(list, SummaryEntry{ID: id, Commit: commit, Data: rest[:n]})
+		body = rest[n:]
 	}
-	return key, m, true
+	return key, list, true
 }
 
 // WriteSummaries replaces the summary cache of kind k with entries (each
@@ -181,6 +235,31 @@ func (s *Store) markDropped() error {
 		return fmt.Errorf("marking the caches dropped: %w", err)
 	}
 	return nil
+}
+
+// Tip is where a ref (a full ref name) points.
+type Tip struct {
+	Ref, Commit string
+}
+
+// TipList is Tips as a list sorted by ref name, for a reader that walks
+// every ref in order: no map of tens of thousands of refs.
+func (s *Store) TipList(ctx context.Context, prefixes ...string) ([]Tip, error) {
+	out, err := s.git.Run(ctx, append([]string{"for-each-ref", "--format=%(objectname) %(refname)"}, prefixes...)...)
+	if err != nil {
+		return nil, fmt.Errorf("listing refs: %w", err)
+	}
+	text := string(out)
+	list := make([]Tip, 0, strings.Count(text, "\n"))
+	for line := range strings.Lines(text) {
+		if c, name, ok := strings.Cut(strings.TrimSuffix(line, "\n"), " "); ok {
+			list = append(list, Tip{Ref: name, Commit: c})
+		}
+	}
+	if !slices.IsSortedFunc(list, func(a, b Tip) int { return strings.Compare(a.Ref, b.Ref) }) {
+		slices.SortFunc(list, func(a, b Tip) int { return strings.Compare(a.Ref, b.Ref) })
+	}
+	return list, nil
 }
 
 // Tips lists where the refs under the given prefixes point, by full ref
