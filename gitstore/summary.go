@@ -150,6 +150,27 @@ func readCheckedText(path string) (string, os.FileInfo) {
 	return body.String(), fi
 }
 
+// countSummaries counts the entries of a body (after the head line), so
+// that the list is made once, not grown entry by entry; it stops at the
+// first line that does not parse (parseSummaries then refuses the body).
+func countSummaries(body string) int {
+	n := 0
+	for len(body) > 0 {
+		line, rest, ok := strings.Cut(body, "\n")
+		i := strings.LastIndexByte(line, ' ')
+		if !ok || i < 0 {
+			break
+		}
+		size, err := strconv.Atoi(line[i+1:])
+		if err != nil || size < 0 || size > len(rest) {
+			break
+		}
+		n++
+		body = rest[size:]
+	}
+	return n
+}
+
 // parseSummaries parses a checked body into its key and entries.
 func parseSummaries(body string) (string, []SummaryEntry, bool) {
 	head, body, ok := strings.Cut(body, "\n")
@@ -160,7 +181,7 @@ func parseSummaries(body string) (string, []SummaryEntry, bool) {
 	if !ok || key == "" {
 		return "", nil, false
 	}
-	var list []SummaryEntry
+	list := make([]SummaryEntry, 0, countSummaries(body))
 	for len(body) > 0 {
 		line, rest, ok := strings.Cut(body, "\n")
 		if !ok {
@@ -245,14 +266,13 @@ type Tip struct {
 // TipList is Tips as a list sorted by ref name, for a reader that walks
 // every ref in order: no map of tens of thousands of refs.
 func (s *Store) TipList(ctx context.Context, prefixes ...string) ([]Tip, error) {
-	out, err := s.git.Run(ctx, append([]string{"for-each-ref", "--format=%(objectname) %(refname)"}, prefixes...)...)
+	lines, err := s.git.Lines(ctx, append([]string{"for-each-ref", "--format=%(objectname) %(refname)"}, prefixes...)...)
 	if err != nil {
 		return nil, fmt.Errorf("listing refs: %w", err)
 	}
-	text := string(out)
-	list := make([]Tip, 0, strings.Count(text, "\n"))
-	for line := range strings.Lines(text) {
-		if c, name, ok := strings.Cut(strings.TrimSuffix(line, "\n"), " "); ok {
+	list := make([]Tip, 0, len(lines))
+	for _, line := range lines {
+		if c, name, ok := strings.Cut(line, " "); ok {
 			list = append(list, Tip{Ref: name, Commit: c})
 		}
 	}
