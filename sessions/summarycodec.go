@@ -89,7 +89,8 @@ func encodeSummary(r Record) ([]byte, error) {
 	e.b = append(e.b, summaryFormat)
 	s := r.Session
 	e.int(int64(s.V))
-	for _, f := range []string{s.ID, s.Task, s.Agent, s.Client, s.ClientVersion, s.Mode, s.Branch, s.BaseRef,
+	// the id is the entry's own (the cache keys entries by it)
+	for _, f := range []string{s.Task, s.Agent, s.Client, s.ClientVersion, s.Mode, s.Branch, s.BaseRef,
 		s.BaseCommit, s.Worktree, s.Host} {
 		e.str(f)
 	}
@@ -126,7 +127,11 @@ func encodeSummary(r Record) ([]byte, error) {
 	e.bool(r.Outcome != nil)
 	if o := r.Outcome; o != nil {
 		e.int(int64(o.V))
-		e.str(o.Session)
+		// an outcome line names its own session: stored only if not
+		e.bool(o.Session != s.ID)
+		if o.Session != s.ID {
+			e.str(o.Session)
+		}
 		e.int(int64(o.ExitCode))
 		e.str(o.Signal)
 		e.bool(o.TimedOut)
@@ -278,7 +283,8 @@ func (d *summaryDecoder) json(v any) {
 }
 
 // decodeSummary reads an encoded summary (encodeSummary) of the session
-// id into r, whose Commit the caller sets. Strings in r share data.
+// id (the cache entry's id, checked against its ref) into r, whose Commit
+// the caller sets. Strings in r share data.
 func decodeSummary(data, id string, r *Record) error {
 	if len(data) == 0 || data[0] != summaryFormat {
 		return errSummary
@@ -286,7 +292,8 @@ func decodeSummary(data, id string, r *Record) error {
 	d := &summaryDecoder{s: data[1:]}
 	s := &r.Session
 	s.V = int(d.int())
-	for _, f := range []*string{&s.ID, &s.Task, &s.Agent, &s.Client, &s.ClientVersion, &s.Mode, &s.Branch, &s.BaseRef,
+	s.ID = id
+	for _, f := range []*string{&s.Task, &s.Agent, &s.Client, &s.ClientVersion, &s.Mode, &s.Branch, &s.BaseRef,
 		&s.BaseCommit, &s.Worktree, &s.Host} {
 		*f = d.str()
 	}
@@ -315,7 +322,10 @@ func decodeSummary(data, id string, r *Record) error {
 	if d.bool() {
 		o := &Outcome{}
 		o.V = int(d.int())
-		o.Session = d.str()
+		o.Session = id
+		if d.bool() {
+			o.Session = d.str()
+		}
 		o.ExitCode = int(d.int())
 		o.Signal = d.str()
 		o.TimedOut = d.bool()
@@ -349,7 +359,7 @@ func decodeSummary(data, id string, r *Record) error {
 	d.json(&r.Forged)
 	d.json(&r.Review)
 	d.json(&r.ForgedReviews)
-	if d.bad || len(d.s) != 0 || s.ID != id {
+	if d.bad || len(d.s) != 0 {
 		return errSummary
 	}
 	return nil
