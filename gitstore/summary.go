@@ -32,9 +32,12 @@ type Summaries struct {
 	// Key is the file's key; "" when there was no usable file.
 	Key string
 	// Entries holds each entity's digest, by id, with the commit its ref
-	// pointed at when the digest was made (nil from ReadSummaryList, which
-	// returns them as a list).
+	// pointed at when the digest was made (nil from ReadSummaryList and
+	// ReadSummaryListOf, which return them as a list).
 	Entries map[string]Doc
+	// List holds the same digests in the file's order (by id, as written)
+	// instead, when read with ReadSummaryListOf; Entries is then nil.
+	List []Doc
 	// gen is the file read (nil: none); drop is the drop marker seen
 	// before anything was read.
 	gen, drop os.FileInfo
@@ -73,6 +76,34 @@ func (s *Store) ReadSummariesOf(k Kind, name string) Summaries {
 	out.Entries = make(map[string]Doc, len(list))
 	for _, e := range list {
 		out.Entries[e.ID] = Doc{ID: e.ID, Commit: e.Commit, Data: []byte(e.Data)}
+	}
+	return out
+}
+
+// ReadSummaryListOf is ReadSummariesOf returning the digests as a list
+// sorted by id (Summaries.List) rather than a map: for a caller that walks
+// them beside another sorted list, without building a map of every entity.
+func (s *Store) ReadSummaryListOf(k Kind, name string) Summaries {
+	out, list := s.readSummaryList(k, name)
+	if out.Key == "" {
+		return out
+	}
+	// one copy of the file for every digest, not one per entry
+	size := 0
+	for _, e := range list {
+		size += len(e.Data)
+	}
+	all := make([]byte, 0, size)
+	for _, e := range list {
+		all = append(all, e.Data...)
+	}
+	out.List = make([]Doc, len(list))
+	for i, e := range list {
+		out.List[i] = Doc{ID: e.ID, Commit: e.Commit, Data: all[:len(e.Data):len(e.Data)]}
+		all = all[len(e.Data):]
+	}
+	if !slices.IsSortedFunc(out.List, func(a, b Doc) int { return strings.Compare(a.ID, b.ID) }) {
+		slices.SortFunc(out.List, func(a, b Doc) int { return strings.Compare(a.ID, b.ID) })
 	}
 	return out
 }
@@ -258,28 +289,21 @@ func (s *Store) markDropped() error {
 	return nil
 }
 
-// Tip is where a ref (a full ref name) points.
-type Tip struct {
-	Ref, Commit string
-}
-
-// TipList is Tips as a list sorted by ref name, for a reader that walks
-// every ref in order: no map of tens of thousands of refs.
-func (s *Store) TipList(ctx context.Context, prefixes ...string) ([]Tip, error) {
+// TipList is Tips as lists sorted by ref name, as git lists them: the full
+// ref names and, at the same positions, their commits. It builds no map, for
+// callers that walk tens of thousands of refs beside another sorted list.
+func (s *Store) TipList(ctx context.Context, prefixes ...string) (refs, commits []string, err error) {
 	lines, err := s.git.Lines(ctx, append([]string{"for-each-ref", "--format=%(objectname) %(refname)"}, prefixes...)...)
 	if err != nil {
-		return nil, fmt.Errorf("listing refs: %w", err)
+		return nil, nil, fmt.Errorf("listing refs: %w", err)
 	}
-	list := make([]Tip, 0, len(lines))
-	for _, line := range lines {
-		if c, name, ok := strings.Cut(line, " "); ok {
-			list = append(list, Tip{Ref: name, Commit: c})
+	refs, commits = make([]string, 0, len(lines)), make([]string, 0, len(lines))
+	for _, l := range lines {
+		if c, name, ok := strings.Cut(l, " "); ok {
+			refs, commits = append(refs, name), append(commits, c)
 		}
 	}
-	if !slices.IsSortedFunc(list, func(a, b Tip) int { return strings.Compare(a.Ref, b.Ref) }) {
-		slices.SortFunc(list, func(a, b Tip) int { return strings.Compare(a.Ref, b.Ref) })
-	}
-	return list, nil
+	return refs, commits, nil
 }
 
 // Tips lists where the refs under the given prefixes point, by full ref

@@ -51,21 +51,21 @@ func (r Record) Summary() Record {
 // missing cache gives the same answers as none.
 func LoadSummaries(ctx context.Context, st *gitstore.Store) ([]Record, []error, error) {
 	cached, list := st.ReadSummaryList(Kind)
-	tipList, err := st.TipList(ctx, Kind.RefPrefix(), gitstore.NotesRef)
+	refs, commits, err := st.TipList(ctx, Kind.RefPrefix(), gitstore.NotesRef)
 	if err != nil {
 		return nil, nil, err
 	}
 	notesAt := gitstore.NoNotes
-	if n := len(tipList); n > 0 && tipList[n-1].Ref == gitstore.NotesRef {
-		notesAt = tipList[n-1].Commit
-		tipList = tipList[:n-1]
+	if n := len(refs); n > 0 && refs[n-1] == gitstore.NotesRef {
+		notesAt = commits[n-1]
+		refs, commits = refs[:n-1], commits[:n-1]
 	}
-	if recs, ok := fromSummaries(cached.Key, list, tipList, notesAt); ok {
+	if recs, ok := fromSummaries(cached.Key, list, refs, commits, notesAt); ok {
 		return recs, nil, nil
 	}
-	tips := make(map[string]string, len(tipList))
-	for _, t := range tipList {
-		tips[t.Ref] = t.Commit
+	tips := make(map[string]string, len(refs))
+	for i, ref := range refs {
+		tips[ref] = commits[i]
 	}
 	if recs, entries, ok := refreshSummaries(ctx, st, cached.Key, list, tips, notesAt); ok {
 		st.WriteSummaries(Kind, cached, notesAt, entries)
@@ -99,16 +99,16 @@ func LoadSummaries(ctx context.Context, st *gitstore.Store) ([]Record, []error, 
 }
 
 // fromSummaries returns the cached summaries list (the cache's entries,
-// keyed key) when they describe exactly the session refs tips (sorted by
-// ref name) and the notes commit notesAt, sorted by id.
-func fromSummaries(key string, list []gitstore.SummaryEntry, tips []gitstore.Tip, notesAt string) ([]Record, bool) {
-	if key != notesAt || len(list) != len(tips) {
+// keyed key) when they describe exactly the session refs (sorted by name)
+// pointing at commits and the notes commit notesAt, sorted by id.
+func fromSummaries(key string, list []gitstore.SummaryEntry, refs, commits []string, notesAt string) ([]Record, bool) {
+	if key != notesAt || len(list) != len(refs) {
 		return nil, false
 	}
 	prefix := Kind.RefPrefix()
-	for i, t := range tips {
+	for i, ref := range refs {
 		e := list[i]
-		if e.Commit != t.Commit || len(t.Ref) != len(prefix)+len(e.ID) || t.Ref[len(prefix):] != e.ID || t.Ref[:len(prefix)] != prefix {
+		if e.Commit != commits[i] || len(ref) != len(prefix)+len(e.ID) || ref[len(prefix):] != e.ID || ref[:len(prefix)] != prefix {
 			return nil, false
 		}
 	}
@@ -203,7 +203,7 @@ func refreshSummaries(ctx context.Context, st *gitstore.Store, key string, list 
 	if len(todo) > 1000 && len(todo) > len(ids)/2 {
 		return nil, nil, false
 	}
-	if err := readStale(ctx, st, ids, tips, notesAt, recs, todo); err != nil {
+	if err := readStale(ctx, st, ids, tips, notesAt, recs, todo, false); err != nil {
 		return nil, nil, false
 	}
 	entries := make([]gitstore.Doc, len(ids))
@@ -227,11 +227,12 @@ func refreshSummaries(ctx context.Context, st *gitstore.Store, key string, list 
 }
 
 // readStale reads the sessions at positions todo of ids whole, as of their
-// listed tips and the notes commit notesAt, and stores their summaries in
-// recs. Any session that does not read cleanly is an error: the caller then
-// reads everything, which reports it as a problem. notesAt may be NoNotes.
+// listed tips and the notes commit notesAt (NoNotes: none), and stores them
+// in recs: their summaries, or with whole the records themselves. Any
+// session that does not read cleanly is an error: the caller then reads
+// everything, which reports it as a problem.
 func readStale(ctx context.Context, st *gitstore.Store, ids []string, tips map[string]string, notesAt string,
-	recs []Record, todo []int) error {
+	recs []Record, todo []int, whole bool) error {
 	if len(todo) == 0 {
 		return nil
 	}
@@ -246,24 +247,24 @@ func readStale(ctx context.Context, st *gitstore.Store, ids []string, tips map[s
 	if err != nil {
 		return err
 	}
-	b, err := st.OpenBatch(ctx)
-	if err != nil {
-		return err
-	}
-	objs, err := b.ReadMany(names)
-	b.Close()
-	if err != nil {
-		return err
-	}
 	targets := make([]string, 0, len(todo))
 	for _, i := range todo {
 		if r := roots[ids[i]]; r != "" {
 			targets = append(targets, r)
 		}
 	}
+	b, err := st.OpenBatch(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	objs, err := b.ReadMany(names)
+	if err != nil {
+		return err
+	}
 	notes := map[string][]string{}
 	if notesAt != gitstore.NoNotes {
-		if notes, err = st.NotesAt(ctx, notesAt, targets); err != nil {
+		if notes, err = b.NotesAt(notesAt, targets); err != nil {
 			return err
 		}
 	}
@@ -281,7 +282,10 @@ func readStale(ctx context.Context, st *gitstore.Store, ids []string, tips map[s
 		lines := notes[r.Root]
 		r.Outcome, r.Forged = selectOutcome(s.Seal, lines)
 		reviewOf(&r, lines)
-		recs[i] = r.Summary()
+		if !whole {
+			r = r.Summary()
+		}
+		recs[i] = r
 	}
 	return nil
 }

@@ -513,19 +513,11 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 		a.P.Printf("%s\n", short)
 		return nil
 	}
-	// Only this task, its blockers and their sessions (as summaries) are
-	// read; the one session this prints in full (the task's latest) is
-	// read whole on its own.
+	// Only this task, its blockers, its parent and their sessions (whole)
+	// are read.
 	v, id, err := loadTaskView(a, st, prefix)
 	if err != nil {
 		return err
-	}
-	if r := latestRecord(a, id); r != nil {
-		whole, err := sessions.Whole(a.Ctx, st, *r)
-		if err != nil {
-			return fmt.Errorf("reading the latest session of task %s: %w", v.Board.ShortID(id), err)
-		}
-		*r = whole
 	}
 	if a.G.JSON {
 		j := v.taskJSON(id)
