@@ -95,20 +95,33 @@ func sortRecords(rs []sessions.Record) {
 // --merged per base for sessions whose branch still points at the recorded
 // tip, and one name-rev for the rest (deleted or moved branches).
 func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []sessions.Record, defaultBase string, here Here) (status.Facts, error) {
-	f := status.Facts{Attempts: map[string][]status.Attempt{}}
 	now := time.Now()
 	merged, err := mergedTips(ctx, st, tb, recs, defaultBase)
 	if err != nil {
-		return f, err
+		return status.Facts{}, err
 	}
-	for _, r := range recs {
-		s := r.Session
+	// Every task's attempts are carved from one array, each task's slice
+	// exactly as long as its attempts: appending attempt by attempt grew
+	// and copied tens of thousands of slices.
+	count := map[string]int{}
+	total := 0
+	for i := range recs {
+		if recs[i].Session.IsAttempt() {
+			count[recs[i].Session.Task]++
+			total++
+		}
+	}
+	all := make([]status.Attempt, 0, total)
+	f := status.Facts{Attempts: make(map[string][]status.Attempt, len(count))}
+	for i := range recs {
+		r := &recs[i]
+		s := &r.Session
 		if !s.IsAttempt() {
 			// planner and reviewer runs never decide a task's status
 			continue
 		}
 		a := status.Attempt{Session: s.ID, Started: s.Started}
-		a.Live, a.Lost = Liveness(r, here, now)
+		a.Live, a.Lost = Liveness(*r, here, now)
 		a.Forged = sessions.ForgedReason(r.Forged)
 		if a.Forged == "" {
 			// a review line the worker wrote for its own session
@@ -130,7 +143,13 @@ func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []ses
 				a.Review, a.Reviewer, a.ReviewReasons = rv.Verdict, rv.Agent, rv.Reasons
 			}
 		}
-		f.Attempts[s.Task] = append(f.Attempts[s.Task], a)
+		got, ok := f.Attempts[s.Task]
+		if !ok {
+			n := len(all)
+			all = all[:n+count[s.Task]]
+			got = all[n:n:len(all)]
+		}
+		f.Attempts[s.Task] = append(got, a)
 	}
 	return f, nil
 }

@@ -56,7 +56,8 @@ func NewTaskDetail(b *board.Board, id string, now time.Time) TaskJSON {
 // TaskUsage sums the usage the task's sessions reported (nil if none did).
 func TaskUsage(recs []sessions.Record, id string) *sessions.Usage {
 	var sum *sessions.Usage
-	for _, r := range recs {
+	for i := range recs {
+		r := &recs[i]
 		if r.Session.Task != id || r.Outcome == nil || r.Outcome.Usage == nil {
 			continue
 		}
@@ -66,6 +67,25 @@ func TaskUsage(recs []sessions.Record, id string) *sessions.Usage {
 		*sum = sum.Add(*r.Outcome.Usage)
 	}
 	return sum
+}
+
+// usageByTask is TaskUsage of every task at once, for a document that
+// lists many tasks: one pass over the sessions instead of one per task.
+func usageByTask(recs []sessions.Record) map[string]*sessions.Usage {
+	out := map[string]*sessions.Usage{}
+	for i := range recs {
+		r := &recs[i]
+		if r.Outcome == nil || r.Outcome.Usage == nil {
+			continue
+		}
+		sum := out[r.Session.Task]
+		if sum == nil {
+			sum = &sessions.Usage{}
+			out[r.Session.Task] = sum
+		}
+		*sum = sum.Add(*r.Outcome.Usage)
+	}
+	return out
 }
 
 // LatestSession is the document of the task's latest session (by start
@@ -172,6 +192,7 @@ func NewBoard(b *board.Board, failures int, now time.Time) BoardJSON {
 		j.Counts[string(s)] = 0
 	}
 	var failed []string
+	usage := usageByTask(b.Sessions)
 	for _, id := range b.Tasks.IDs {
 		r := b.Status[id]
 		j.Counts[string(r.Status)]++
@@ -184,14 +205,15 @@ func NewBoard(b *board.Board, failures int, now time.Time) BoardJSON {
 		switch r.Status {
 		case status.Review:
 			tj := NewTask(b, id)
-			tj.Usage = TaskUsage(b.Sessions, id)
+			tj.Usage = usage[id]
 			j.Review = append(j.Review, tj)
 		case status.Failed, status.DoDFailed, status.Tainted:
 			failed = append(failed, id)
 		}
 	}
 	finished := map[string]time.Time{}
-	for _, s := range b.Sessions {
+	for i := range b.Sessions {
+		s := &b.Sessions[i]
 		if s.Outcome != nil && s.Outcome.Finished.After(finished[s.Session.Task]) {
 			finished[s.Session.Task] = s.Outcome.Finished
 		}
@@ -202,12 +224,12 @@ func NewBoard(b *board.Board, failures int, now time.Time) BoardJSON {
 	}
 	for _, id := range failed {
 		tj := NewTask(b, id)
-		tj.Usage = TaskUsage(b.Sessions, id)
+		tj.Usage = usage[id]
 		j.Failures = append(j.Failures, tj)
 	}
-	for _, s := range b.Sessions {
-		if live, _ := board.Liveness(s, b.Here, now); live {
-			j.Running = append(j.Running, NewSession(s, b.Here, now, 1))
+	for i := range b.Sessions {
+		if live, _ := board.Liveness(b.Sessions[i], b.Here, now); live {
+			j.Running = append(j.Running, NewSession(b.Sessions[i], b.Here, now, 1))
 		}
 	}
 	return j

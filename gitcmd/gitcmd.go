@@ -158,16 +158,71 @@ func (r Runner) Run(ctx context.Context, args ...string) ([]byte, error) {
 
 // RunInput runs git with args, feeding stdin, and returns its stdout.
 func (r Runner) RunInput(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
+	var out chunks
+	err := r.run(ctx, stdin, &out, args)
+	return out.bytes(), err
+}
+
+func (r Runner) run(ctx context.Context, stdin io.Reader, out *chunks, args []string) error {
 	cmd := r.Command(ctx, args...)
-	var out, errb bytes.Buffer
+	var errb bytes.Buffer
 	cmd.Stdin = stdin
-	cmd.Stdout = &out
+	cmd.Stdout = out
 	cmd.Stderr = &errb
-	err := cmd.Run()
-	if err != nil {
-		return out.Bytes(), r.wrap(ctx, args, err, errb.String())
+	if err := cmd.Run(); err != nil {
+		return r.wrap(ctx, args, err, errb.String())
 	}
-	return out.Bytes(), nil
+	return nil
+}
+
+// chunks collects a process's output in pieces that double in size, each
+// filled before the next is made: a large output (for-each-ref over tens
+// of thousands of refs) is copied once into place, where a bytes.Buffer
+// copied it into a buffer of twice the size over and over.
+type chunks struct {
+	list [][]byte
+	n    int
+}
+
+// Write stores a copy of p.
+func (c *chunks) Write(p []byte) (int, error) {
+	written := len(p)
+	for len(p) > 0 {
+		if k := len(c.list); k == 0 || len(c.list[k-1]) == cap(c.list[k-1]) {
+			c.list = append(c.list, make([]byte, 0, min(max(512, c.n), 1<<20)))
+		}
+		last := &c.list[len(c.list)-1]
+		m := min(len(p), cap(*last)-len(*last))
+		*last = append(*last, p[:m]...)
+		p = p[m:]
+		c.n += m
+	}
+	return written, nil
+}
+
+// bytes returns the output as one slice.
+func (c *chunks) bytes() []byte {
+	switch len(c.list) {
+	case 0:
+		return nil
+	case 1:
+		return c.list[0]
+	}
+	out := make([]byte, 0, c.n)
+	for _, b := range c.list {
+		out = append(out, b...)
+	}
+	return out
+}
+
+// string returns the output as one string, copied once.
+func (c *chunks) string() string {
+	var b strings.Builder
+	b.Grow(c.n)
+	for _, p := range c.list {
+		b.Write(p)
+	}
+	return b.String()
 }
 
 // Output runs git and returns its stdout with surrounding whitespace trimmed.
@@ -178,15 +233,19 @@ func (r Runner) Output(ctx context.Context, args ...string) (string, error) {
 
 // Lines runs git and returns the non-empty lines of its stdout.
 func (r Runner) Lines(ctx context.Context, args ...string) ([]string, error) {
-	out, err := r.Run(ctx, args...)
-	if err != nil {
+	var out chunks
+	if err := r.run(ctx, nil, &out, args); err != nil {
 		return nil, err
 	}
-	var lines []string
-	for _, l := range strings.Split(string(out), "\n") {
+	text := out.string()
+	lines := make([]string, 0, strings.Count(text, "\n")+1)
+	for l := range strings.SplitSeq(text, "\n") {
 		if l != "" {
 			lines = append(lines, l)
 		}
+	}
+	if len(lines) == 0 {
+		return nil, nil
 	}
 	return lines, nil
 }

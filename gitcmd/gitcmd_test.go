@@ -198,3 +198,44 @@ func TestReplaceRefsIgnored(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeOutputWhole: an output far larger than one chunk of the
+// collector (a blob of several megabytes, line after line) comes back byte
+// for byte from Run and line for line from Lines, and an empty output is
+// nil from both.
+func TestLargeOutputWhole(t *testing.T) {
+	isolate(t)
+	dir := gittest.NewRepo(t)
+	var want strings.Builder
+	for i := 0; want.Len() < 3<<20; i++ {
+		want.WriteString(strings.Repeat("x", i%97) + "\n")
+	}
+	gittest.WriteFiles(t, dir, map[string]string{"big": want.String()})
+	gittest.Git(t, dir, "add", "big")
+	gittest.Git(t, dir, "commit", "-q", "-m", "big")
+	r, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	out, err := r.Run(ctx, "cat-file", "blob", "HEAD:big")
+	if err != nil || !bytes.Equal(out, []byte(want.String())) {
+		t.Fatalf("Run: %d bytes, want %d (%v)", len(out), want.Len(), err)
+	}
+	lines, err := r.Lines(ctx, "cat-file", "blob", "HEAD:big")
+	var wantLines []string
+	for _, l := range strings.Split(want.String(), "\n") {
+		if l != "" {
+			wantLines = append(wantLines, l)
+		}
+	}
+	if err != nil || !slices.Equal(lines, wantLines) {
+		t.Fatalf("Lines: %d lines, want %d (%v)", len(lines), len(wantLines), err)
+	}
+	if out, err := r.Run(ctx, "for-each-ref", "refs/nothing/"); err != nil || out != nil {
+		t.Fatalf("Run of no output: %q, %v", out, err)
+	}
+	if lines, err := r.Lines(ctx, "for-each-ref", "refs/nothing/"); err != nil || lines != nil {
+		t.Fatalf("Lines of no output: %q, %v", lines, err)
+	}
+}

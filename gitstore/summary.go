@@ -6,9 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -31,7 +32,8 @@ type Summaries struct {
 	// Key is the file's key; "" when there was no usable file.
 	Key string
 	// Entries holds each entity's digest, by id, with the commit its ref
-	// pointed at when the digest was made.
+	// pointed at when the digest was made (nil from ReadSummaryList and
+	// ReadSummaryListOf, which return them as a list).
 	Entries map[string]Doc
 	// List holds the same digests in the file's order (by id, as written)
 	// instead, when read with ReadSummaryListOf; Entries is then nil.
@@ -67,12 +69,13 @@ func (s *Store) ReadSummaries(k Kind) Summaries { return s.ReadSummariesOf(k, ""
 // (letters and '-'): an owning package may keep more than one digest per
 // entity, e.g. an index from each session to its task.
 func (s *Store) ReadSummariesOf(k Kind, name string) Summaries {
-	out, key, list, ok := s.readSummaryFile(k, name)
-	if ok {
-		out.Key, out.Entries = key, make(map[string]Doc, len(list))
-		for _, d := range list {
-			out.Entries[d.ID] = d
-		}
+	out, list := s.readSummaryList(k, name)
+	if out.Key == "" {
+		return out
+	}
+	out.Entries = make(map[string]Doc, len(list))
+	for _, e := range list {
+		out.Entries[e.ID] = Doc{ID: e.ID, Commit: e.Commit, Data: []byte(e.Data)}
 	}
 	return out
 }
@@ -81,25 +84,54 @@ func (s *Store) ReadSummariesOf(k Kind, name string) Summaries {
 // sorted by id (Summaries.List) rather than a map: for a caller that walks
 // them beside another sorted list, without building a map of every entity.
 func (s *Store) ReadSummaryListOf(k Kind, name string) Summaries {
-	out, key, list, ok := s.readSummaryFile(k, name)
-	if ok {
-		if !sort.SliceIsSorted(list, func(i, j int) bool { return list[i].ID < list[j].ID }) {
-			sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
-		}
-		out.Key, out.List = key, list
+	out, list := s.readSummaryList(k, name)
+	if out.Key == "" {
+		return out
+	}
+	// one copy of the file for every digest, not one per entry
+	size := 0
+	for _, e := range list {
+		size += len(e.Data)
+	}
+	all := make([]byte, 0, size)
+	for _, e := range list {
+		all = append(all, e.Data...)
+	}
+	out.List = make([]Doc, len(list))
+	for i, e := range list {
+		out.List[i] = Doc{ID: e.ID, Commit: e.Commit, Data: all[:len(e.Data):len(e.Data)]}
+		all = all[len(e.Data):]
+	}
+	if !slices.IsSortedFunc(out.List, func(a, b Doc) int { return strings.Compare(a.ID, b.ID) }) {
+		slices.SortFunc(out.List, func(a, b Doc) int { return strings.Compare(a.ID, b.ID) })
 	}
 	return out
 }
 
-// readSummaryFile reads and checks the summary file named name of kind k:
-// the Summaries to fill (with the drop marker and file seen), and the
-// file's key and entries in file order when it is whole.
-func (s *Store) readSummaryFile(k Kind, name string) (out Summaries, key string, list []Doc, ok bool) {
-	out = Summaries{drop: statOrNil(s.dropMarkerPath())}
-	raw, gen := readCacheFile(s.summaryPathOf(k, name))
+// SummaryEntry is one entry of a summary cache read as a list: the
+// entity's id, the commit its ref pointed at, and its digest.
+type SummaryEntry struct {
+	ID, Commit, Data string
+}
+
+// ReadSummaryList is ReadSummaries for a reader of every entry: the
+// entries as a list in the order they were written, their fields sharing
+// one copy of the file, and no Entries map. At tens of thousands of
+// entities the map and a copy of every digest cost more than the digests.
+func (s *Store) ReadSummaryList(k Kind) (Summaries, []SummaryEntry) {
+	return s.readSummaryList(k, "")
+}
+
+func (s *Store) readSummaryList(k Kind, name string) (Summaries, []SummaryEntry) {
+	out := Summaries{drop: statOrNil(s.dropMarkerPath())}
+	raw, gen := readCheckedText(s.summaryPathOf(k, name))
 	out.gen = gen
-	key, list, ok = parseSummaries(raw)
-	return out, key, list, ok
+	key, list, ok := parseSummaries(raw)
+	if ok {
+		out.Key = key
+		return out, list
+	}
+	return out, nil
 }
 
 func statOrNil(path string) os.FileInfo {
@@ -110,51 +142,92 @@ func statOrNil(path string) os.FileInfo {
 	return fi
 }
 
-// parseSummaries checks the trailing checksum and parses the entries.
-func parseSummaries(raw []byte) (string, []Doc, bool) {
-	// trailer: "sha256 <64 hex>\n"
-	const trailer = len("sha256 ") + 64 + 1
-	if len(raw) < trailer {
+// checksumTrailer is the length of a summary file's last line:
+// "sha256 <64 hex>\n", the checksum of everything before it.
+const checksumTrailer = len("sha256 ") + 64 + 1
+
+// readCheckedText reads a summary file as one string, hashing it on the
+// way, and returns everything before its trailer when the trailer is the
+// checksum of it ("" otherwise), with the file read (nil when none).
+func readCheckedText(path string) (string, os.FileInfo) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fi
+	}
+	n := fi.Size() - int64(checksumTrailer)
+	if n < 0 {
+		return "", fi
+	}
+	// The body goes straight into the string the entries will share: no
+	// second copy of a file of tens of megabytes.
+	var body strings.Builder
+	body.Grow(int(n))
+	h := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(&body, h), io.LimitReader(f, n)); err != nil || int64(body.Len()) != n {
+		return "", fi
+	}
+	tail := make([]byte, checksumTrailer+1)
+	if m, _ := io.ReadFull(f, tail); m != checksumTrailer {
+		return "", fi
+	}
+	if string(tail[:checksumTrailer]) != "sha256 "+hex.EncodeToString(h.Sum(nil))+"\n" {
+		return "", fi
+	}
+	return body.String(), fi
+}
+
+// countSummaries counts the entries of a body (after the head line), so
+// that the list is made once, not grown entry by entry; it stops at the
+// first line that does not parse (parseSummaries then refuses the body).
+func countSummaries(body string) int {
+	n := 0
+	for len(body) > 0 {
+		line, rest, ok := strings.Cut(body, "\n")
+		i := strings.LastIndexByte(line, ' ')
+		if !ok || i < 0 {
+			break
+		}
+		size, err := strconv.Atoi(line[i+1:])
+		if err != nil || size < 0 || size > len(rest) {
+			break
+		}
+		n++
+		body = rest[size:]
+	}
+	return n
+}
+
+// parseSummaries parses a checked body into its key and entries.
+func parseSummaries(body string) (string, []SummaryEntry, bool) {
+	head, body, ok := strings.Cut(body, "\n")
+	if !ok {
 		return "", nil, false
 	}
-	body, tail := raw[:len(raw)-trailer], raw[len(raw)-trailer:]
-	sum := sha256.Sum256(body)
-	if string(tail) != "sha256 "+hex.EncodeToString(sum[:])+"\n" {
-		return "", nil, false
-	}
-	nl := bytes.IndexByte(body, '\n')
-	if nl < 0 {
-		return "", nil, false
-	}
-	head := string(body[:nl])
 	key, ok := strings.CutPrefix(head, summaryMagic+" ")
 	if !ok || key == "" {
 		return "", nil, false
 	}
-	body = body[nl+1:]
-	var m []Doc
+	list := make([]SummaryEntry, 0, countSummaries(body))
 	for len(body) > 0 {
-		nl := bytes.IndexByte(body, '\n')
-		if nl < 0 {
+		line, rest, ok := strings.Cut(body, "\n")
+		if !ok {
 			return "", nil, false
 		}
-		// "<id> <commit> <length>": split by hand, one allocation per
-		// line (the file can hold tens of thousands)
-		head := body[:nl]
-		sp1 := bytes.IndexByte(head, ' ')
-		sp2 := sp1 + 1 + bytes.IndexByte(head[sp1+1:], ' ')
-		if sp1 <= 0 || sp2 <= sp1+1 {
+		id, line, ok1 := strings.Cut(line, " ")
+		commit, size, ok2 := strings.Cut(line, " ")
+		n, err := strconv.Atoi(size)
+		if !ok1 || !ok2 || id == "" || commit == "" || err != nil || n < 0 || n > len(rest) {
 			return "", nil, false
 		}
-		n, err := strconv.Atoi(string(head[sp2+1:]))
-		if err != nil || n < 0 || nl+1+n > len(body) {
-			return "", nil, false
-		}
-		both := string(head[:sp2])
-		m = append(m, Doc{ID: both[:sp1], Commit: both[sp1+1:], Data: body[nl+1 : nl+1+n]})
-		body = body[nl+1+n:]
+		list = append(list, SummaryEntry{ID: id, Commit: commit, Data: rest[:n]})
+		body = rest[n:]
 	}
-	return key, m, true
+	return key, list, true
 }
 
 // WriteSummaries replaces the summary cache of kind k with entries (each

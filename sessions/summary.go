@@ -2,13 +2,10 @@ package sessions
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
-
-	fastjson "github.com/goccy/go-json"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/parallel"
@@ -26,17 +23,6 @@ import (
 // session ref's tip and by the notes commit the outcomes came from, so that
 // reading the board again costs one for-each-ref and the cache file instead
 // of decoding every session document and every outcome line.
-
-// summaryDoc is one cached summary.
-type summaryDoc struct {
-	Session Session   `json:"s"`
-	Root    string    `json:"r"`
-	Outcome *Outcome  `json:"o,omitempty"`
-	Forged  []Forgery `json:"f,omitempty"`
-	// Review and ForgedReviews decide a reviewed session's status.
-	Review        *Review   `json:"rv,omitempty"`
-	ForgedReviews []Forgery `json:"fr,omitempty"`
-}
 
 // Summary returns r without what status and listings never read (see the
 // comment above): a record for deriving statuses, never one to print as
@@ -64,20 +50,24 @@ func (r Record) Summary() Record {
 // exactly, else from git, refreshing the cache. A stale, corrupt or
 // missing cache gives the same answers as none.
 func LoadSummaries(ctx context.Context, st *gitstore.Store) ([]Record, []error, error) {
-	cached := st.ReadSummaries(Kind)
-	tips, err := st.Tips(ctx, Kind.RefPrefix(), gitstore.NotesRef)
+	cached, list := st.ReadSummaryList(Kind)
+	refs, commits, err := st.TipList(ctx, Kind.RefPrefix(), gitstore.NotesRef)
 	if err != nil {
 		return nil, nil, err
 	}
-	notesAt := tips[gitstore.NotesRef]
-	if notesAt == "" {
-		notesAt = gitstore.NoNotes
+	notesAt := gitstore.NoNotes
+	if n := len(refs); n > 0 && refs[n-1] == gitstore.NotesRef {
+		notesAt = commits[n-1]
+		refs, commits = refs[:n-1], commits[:n-1]
 	}
-	delete(tips, gitstore.NotesRef)
-	if recs, ok := fromSummaries(cached, tips, notesAt); ok {
+	if recs, ok := fromSummaries(cached.Key, list, refs, commits, notesAt); ok {
 		return recs, nil, nil
 	}
-	if recs, entries, ok := refreshSummaries(ctx, st, cached, tips, notesAt); ok {
+	tips := make(map[string]string, len(refs))
+	for i, ref := range refs {
+		tips[ref] = commits[i]
+	}
+	if recs, entries, ok := refreshSummaries(ctx, st, cached.Key, list, tips, notesAt); ok {
 		st.WriteSummaries(Kind, cached, notesAt, entries)
 		return recs, nil, nil
 	}
@@ -95,49 +85,38 @@ func LoadSummaries(ctx context.Context, st *gitstore.Store) ([]Record, []error, 
 		entries := make([]gitstore.Doc, len(recs))
 		failed := make([]bool, len(recs))
 		parallel.For(len(recs), func(i int) {
-			r := recs[i]
-			data, err := json.Marshal(summaryDoc{Session: r.Session, Root: r.Root, Outcome: r.Outcome, Forged: r.Forged,
-				Review: r.Review, ForgedReviews: r.ForgedReviews})
+			data, err := encodeSummary(recs[i])
 			failed[i] = err != nil
-			entries[i] = gitstore.Doc{ID: r.Session.ID, Commit: r.Commit, Data: data}
+			entries[i] = gitstore.Doc{ID: recs[i].Session.ID, Commit: recs[i].Commit, Data: data}
 		})
 		if !slices.Contains(failed, true) {
+			// in ref order, the order fromSummaries walks
+			slices.SortFunc(entries, func(a, b gitstore.Doc) int { return strings.Compare(a.ID, b.ID) })
 			st.WriteSummaries(Kind, cached, readAt, entries)
 		}
 	}
 	return recs, problems, nil
 }
 
-// fromSummaries returns the cached summaries when they describe exactly
-// the session refs tips (full ref name -> commit) and the notes commit
-// notesAt, sorted by id.
-func fromSummaries(c gitstore.Summaries, tips map[string]string, notesAt string) ([]Record, bool) {
-	if c.Key != notesAt || len(c.Entries) != len(tips) {
+// fromSummaries returns the cached summaries list (the cache's entries,
+// keyed key) when they describe exactly the session refs (sorted by name)
+// pointing at commits and the notes commit notesAt, sorted by id.
+func fromSummaries(key string, list []gitstore.SummaryEntry, refs, commits []string, notesAt string) ([]Record, bool) {
+	if key != notesAt || len(list) != len(refs) {
 		return nil, false
 	}
-	ids := make([]string, 0, len(tips))
-	for ref, commit := range tips {
-		id := strings.TrimPrefix(ref, Kind.RefPrefix())
-		if e, ok := c.Entries[id]; !ok || e.Commit != commit {
+	prefix := Kind.RefPrefix()
+	for i, ref := range refs {
+		e := list[i]
+		if e.Commit != commits[i] || len(ref) != len(prefix)+len(e.ID) || ref[len(prefix):] != e.ID || ref[:len(prefix)] != prefix {
 			return nil, false
 		}
-		ids = append(ids, id)
 	}
-	sort.Strings(ids)
-	recs := make([]Record, len(ids))
-	bad := make([]bool, len(ids))
-	parallel.For(len(ids), func(i int) {
-		e := c.Entries[ids[i]]
-		var d summaryDoc
-		// The file passed its checksum, so it is the JSON this package
-		// wrote: the fast decoder may read it (it must never see broken
-		// JSON, see gitstore.Decode).
-		if err := fastjson.Unmarshal(e.Data, &d); err != nil || d.Session.ID != ids[i] {
-			bad[i] = true
-			return
-		}
-		recs[i] = Record{Session: d.Session, Root: d.Root, Commit: e.Commit, Outcome: d.Outcome, Forged: d.Forged,
-			Review: d.Review, ForgedReviews: d.ForgedReviews}
+	recs := make([]Record, len(list))
+	bad := make([]bool, len(list))
+	parallel.For(len(list), func(i int) {
+		recs[i].Commit = list[i].Commit
+		bad[i] = decodeSummary(list[i].Data, list[i].ID, &recs[i]) != nil
 	})
 	if slices.Contains(bad, true) {
 		return nil, false
@@ -178,17 +157,21 @@ func Whole(ctx context.Context, st *gitstore.Store, sum Record) (Record, error) 
 // most of a large board changed, when reading everything is cheaper), and
 // the caller reads everything.
 // It returns the records sorted by id and the cache entries to write.
-func refreshSummaries(ctx context.Context, st *gitstore.Store, c gitstore.Summaries, tips map[string]string,
-	notesAt string) ([]Record, []gitstore.Doc, bool) {
-	if c.Key == "" || c.Key == gitstore.NoNotes || notesAt == gitstore.NoNotes {
+func refreshSummaries(ctx context.Context, st *gitstore.Store, key string, list []gitstore.SummaryEntry,
+	tips map[string]string, notesAt string) ([]Record, []gitstore.Doc, bool) {
+	if key == "" || key == gitstore.NoNotes || notesAt == gitstore.NoNotes {
 		return nil, nil, false
 	}
 	changed := map[string]bool{}
-	if c.Key != notesAt {
+	if key != notesAt {
 		var err error
-		if changed, err = st.NotesChanged(ctx, c.Key, notesAt); err != nil {
+		if changed, err = st.NotesChanged(ctx, key, notesAt); err != nil {
 			return nil, nil, false // e.g. the old notes commit is gone
 		}
+	}
+	cached := make(map[string]gitstore.SummaryEntry, len(list))
+	for _, e := range list {
+		cached[e.ID] = e
 	}
 	ids := make([]string, 0, len(tips))
 	for ref := range tips {
@@ -198,18 +181,18 @@ func refreshSummaries(ctx context.Context, st *gitstore.Store, c gitstore.Summar
 	recs := make([]Record, len(ids))
 	stale := make([]bool, len(ids))
 	parallel.For(len(ids), func(i int) {
-		e, ok := c.Entries[ids[i]]
+		e, ok := cached[ids[i]]
 		if !ok || e.Commit != tips[Kind.Ref(ids[i])] {
 			stale[i] = true
 			return
 		}
-		var d summaryDoc
-		if err := fastjson.Unmarshal(e.Data, &d); err != nil || d.Session.ID != ids[i] || changed[d.Root] {
+		var r Record
+		if err := decodeSummary(e.Data, ids[i], &r); err != nil || changed[r.Root] {
 			stale[i] = true
 			return
 		}
-		recs[i] = Record{Session: d.Session, Root: d.Root, Commit: e.Commit, Outcome: d.Outcome, Forged: d.Forged,
-			Review: d.Review, ForgedReviews: d.ForgedReviews}
+		r.Commit = e.Commit
+		recs[i] = r
 	})
 	var todo []int
 	for i := range ids {
@@ -230,16 +213,15 @@ func refreshSummaries(ctx context.Context, st *gitstore.Store, c gitstore.Summar
 	}
 	for i, id := range ids {
 		if !fresh[i] {
-			entries[i] = c.Entries[id]
+			e := cached[id]
+			entries[i] = gitstore.Doc{ID: id, Commit: e.Commit, Data: []byte(e.Data)}
 			continue
 		}
-		r := recs[i]
-		data, err := json.Marshal(summaryDoc{Session: r.Session, Root: r.Root, Outcome: r.Outcome, Forged: r.Forged,
-			Review: r.Review, ForgedReviews: r.ForgedReviews})
+		data, err := encodeSummary(recs[i])
 		if err != nil {
 			return nil, nil, false
 		}
-		entries[i] = gitstore.Doc{ID: id, Commit: r.Commit, Data: data}
+		entries[i] = gitstore.Doc{ID: id, Commit: recs[i].Commit, Data: data}
 	}
 	return recs, entries, true
 }

@@ -281,7 +281,10 @@ func TestSummaryCacheIsUsed(t *testing.T) {
 	}
 	planted := recs[0]
 	planted.Session.Agent = "planted"
-	data, _ := json.Marshal(summaryDoc{Session: planted.Session, Root: planted.Root, Outcome: planted.Outcome})
+	data, err := encodeSummary(planted)
+	if err != nil {
+		t.Fatal(err)
+	}
 	st.WriteSummaries(Kind, c, c.Key, []gitstore.Doc{{ID: planted.Session.ID, Commit: planted.Commit, Data: data}})
 	if got, _, _ := LoadSummaries(ctx, st); len(got) != 1 || got[0].Session.Agent != "planted" {
 		t.Fatalf("the matching cache was not used: %+v", got)
@@ -316,12 +319,15 @@ func TestSummaryRefreshedOneAtATime(t *testing.T) {
 		for _, id := range []string{recs[0].Session.ID, recs[1].Session.ID, recs[2].Session.ID} {
 			e := c.Entries[id]
 			if id == recs[0].Session.ID {
-				var d summaryDoc
-				if err := json.Unmarshal(e.Data, &d); err != nil {
+				var r Record
+				if err := decodeSummary(string(e.Data), id, &r); err != nil {
 					t.Fatal(err)
 				}
-				d.Session.Agent = "planted"
-				e.Data, _ = json.Marshal(d)
+				r.Session.Agent = "planted"
+				var err error
+				if e.Data, err = encodeSummary(r); err != nil {
+					t.Fatal(err)
+				}
 			}
 			entries = append(entries, e)
 		}

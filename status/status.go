@@ -149,10 +149,15 @@ func own(t tasks.Task, attempts []Attempt) Result {
 		}
 		return Result{Status: Cancelled, Reason: reason}
 	}
-	var current []Attempt
-	for _, a := range attempts {
-		if t.Reopened == nil || a.Started.After(t.Reopened.Time) || a.Started.Equal(t.Reopened.Time) && a.Live {
-			current = append(current, a)
+	// Attempts since the last reopen; without one, all of them, shared
+	// with the caller's facts (read, never changed here).
+	current := attempts
+	if t.Reopened != nil {
+		current = nil
+		for _, a := range attempts {
+			if a.Started.After(t.Reopened.Time) || a.Started.Equal(t.Reopened.Time) && a.Live {
+				current = append(current, a)
+			}
 		}
 	}
 	// Work that reached the base past a broken scope verdict outranks any
@@ -184,8 +189,15 @@ func own(t tasks.Task, attempts []Attempt) Result {
 		}
 		return Result{Status: Open, Reason: "no session yet"}
 	}
-	sort.SliceStable(current, func(i, j int) bool { return current[i].Started.Before(current[j].Started) })
-	a := current[len(current)-1]
+	// The latest attempt: the last of those started latest, as the last
+	// of a stable sort by start time would be.
+	latest := 0
+	for i := range current {
+		if !current[i].Started.Before(current[latest].Started) {
+			latest = i
+		}
+	}
+	a := &current[latest]
 	s := short(a.Session)
 	switch {
 	case a.Lost:
