@@ -74,7 +74,7 @@ func load(ctx context.Context, st *gitstore.Store, defaultBase string,
 
 // LoadTask is Load for one task: the task prefix names (any unique
 // prefix), its blockers and its parent (tasks.LoadNear), and the sessions
-// of the task and of its blockers (sessions.OfTasks, as summaries), without
+// of the task and of its blockers (sessions.OfTasks, whole records), without
 // reading the rest of the board. The statuses of the task and of its
 // blockers are those Load would give; no other status is resolved. It
 // returns the task's id.

@@ -288,6 +288,19 @@ func (s *Store) NotesAt(ctx context.Context, notes string, targets []string) (ma
 	return notesIn(cf, notes, targets)
 }
 
+// NotesAt is Store.NotesAt through this batch's cat-file process.
+func (b *Batch) NotesAt(notes string, targets []string) (map[string][]string, error) {
+	for _, t := range targets {
+		if len(t) < 6 || strings.ContainsAny(t, ":/ \n") {
+			return nil, fmt.Errorf("reading the note of %q: not a commit id", t)
+		}
+	}
+	if len(targets) == 0 {
+		return map[string][]string{}, nil
+	}
+	return notesIn(b.cf, notes, targets)
+}
+
 // notesIn reads the notes of targets in notes commit head: for each, the
 // note at every fan-out depth git uses (none, ab/…, ab/cd/…), and keeps the
 // lines of every depth, shallowest first, as readNotesTree does.
@@ -406,6 +419,11 @@ func (s *Store) Root(ctx context.Context, k Kind, id string) (string, error) {
 // cache are walked, with one rev-list. A chain's history may hold merge
 // commits after sync; every path ends at the single root of the id.
 func (s *Store) Roots(ctx context.Context, k Kind, tips map[string]string) (map[string]string, error) {
+	if len(tips) <= fewRoots {
+		// A handful of chains: walking them costs less than reading the
+		// cache of every entity's root.
+		return s.walkRoots(ctx, k, tips, map[string]string{})
+	}
 	cached, gen := s.readRootsCache(k)
 	roots := make(map[string]string, len(tips))
 	var missing []string
@@ -420,6 +438,39 @@ func (s *Store) Roots(ctx context.Context, k Kind, tips map[string]string) (map[
 	}
 	if len(missing) == 0 {
 		return roots, nil
+	}
+	roots, err := s.walkRoots(ctx, k, tipOf, roots)
+	if err != nil {
+		return nil, err
+	}
+	keep := roots
+	if len(tips) < len(cached) {
+		// Asked for some entities only: keep the others' roots (a root
+		// never changes for an id).
+		keep = make(map[string]string, len(cached)+len(tipOf))
+		for id, r := range cached {
+			keep[id] = r
+		}
+		for id, r := range roots {
+			keep[id] = r
+		}
+	}
+	s.writeRootsCache(k, keep, gen)
+	return roots, nil
+}
+
+// fewRoots is how many chains Roots walks without its cache.
+const fewRoots = 16
+
+// walkRoots adds to roots the root of each chain in tips (id -> commit),
+// with one rev-list.
+func (s *Store) walkRoots(ctx context.Context, k Kind, tipOf, roots map[string]string) (map[string]string, error) {
+	if len(tipOf) == 0 {
+		return roots, nil
+	}
+	missing := make([]string, 0, len(tipOf))
+	for _, c := range tipOf {
+		missing = append(missing, c)
 	}
 	out, err := s.git.RunInput(ctx, strings.NewReader(strings.Join(missing, "\n")+"\n"), "rev-list", "--parents", "--stdin")
 	if err != nil {
@@ -444,6 +495,5 @@ func (s *Store) Roots(ctx context.Context, k Kind, tips map[string]string) (map[
 		}
 		roots[id] = c
 	}
-	s.writeRootsCache(k, roots, gen)
 	return roots, nil
 }

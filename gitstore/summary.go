@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -32,6 +33,9 @@ type Summaries struct {
 	// Entries holds each entity's digest, by id, with the commit its ref
 	// pointed at when the digest was made.
 	Entries map[string]Doc
+	// List holds the same digests in the file's order (by id, as written)
+	// instead, when read with ReadSummaryListOf; Entries is then nil.
+	List []Doc
 	// gen is the file read (nil: none); drop is the drop marker seen
 	// before anything was read.
 	gen, drop os.FileInfo
@@ -63,14 +67,39 @@ func (s *Store) ReadSummaries(k Kind) Summaries { return s.ReadSummariesOf(k, ""
 // (letters and '-'): an owning package may keep more than one digest per
 // entity, e.g. an index from each session to its task.
 func (s *Store) ReadSummariesOf(k Kind, name string) Summaries {
-	out := Summaries{drop: statOrNil(s.dropMarkerPath())}
-	raw, gen := readCacheFile(s.summaryPathOf(k, name))
-	out.gen = gen
-	key, entries, ok := parseSummaries(raw)
+	out, key, list, ok := s.readSummaryFile(k, name)
 	if ok {
-		out.Key, out.Entries = key, entries
+		out.Key, out.Entries = key, make(map[string]Doc, len(list))
+		for _, d := range list {
+			out.Entries[d.ID] = d
+		}
 	}
 	return out
+}
+
+// ReadSummaryListOf is ReadSummariesOf returning the digests as a list
+// sorted by id (Summaries.List) rather than a map: for a caller that walks
+// them beside another sorted list, without building a map of every entity.
+func (s *Store) ReadSummaryListOf(k Kind, name string) Summaries {
+	out, key, list, ok := s.readSummaryFile(k, name)
+	if ok {
+		if !sort.SliceIsSorted(list, func(i, j int) bool { return list[i].ID < list[j].ID }) {
+			sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
+		}
+		out.Key, out.List = key, list
+	}
+	return out
+}
+
+// readSummaryFile reads and checks the summary file named name of kind k:
+// the Summaries to fill (with the drop marker and file seen), and the
+// file's key and entries in file order when it is whole.
+func (s *Store) readSummaryFile(k Kind, name string) (out Summaries, key string, list []Doc, ok bool) {
+	out = Summaries{drop: statOrNil(s.dropMarkerPath())}
+	raw, gen := readCacheFile(s.summaryPathOf(k, name))
+	out.gen = gen
+	key, list, ok = parseSummaries(raw)
+	return out, key, list, ok
 }
 
 func statOrNil(path string) os.FileInfo {
@@ -82,7 +111,7 @@ func statOrNil(path string) os.FileInfo {
 }
 
 // parseSummaries checks the trailing checksum and parses the entries.
-func parseSummaries(raw []byte) (string, map[string]Doc, bool) {
+func parseSummaries(raw []byte) (string, []Doc, bool) {
 	// trailer: "sha256 <64 hex>\n"
 	const trailer = len("sha256 ") + 64 + 1
 	if len(raw) < trailer {
@@ -103,22 +132,26 @@ func parseSummaries(raw []byte) (string, map[string]Doc, bool) {
 		return "", nil, false
 	}
 	body = body[nl+1:]
-	m := make(map[string]Doc)
+	var m []Doc
 	for len(body) > 0 {
 		nl := bytes.IndexByte(body, '\n')
 		if nl < 0 {
 			return "", nil, false
 		}
-		f := bytes.Fields(body[:nl])
-		if len(f) != 3 {
+		// "<id> <commit> <length>": split by hand, one allocation per
+		// line (the file can hold tens of thousands)
+		head := body[:nl]
+		sp1 := bytes.IndexByte(head, ' ')
+		sp2 := sp1 + 1 + bytes.IndexByte(head[sp1+1:], ' ')
+		if sp1 <= 0 || sp2 <= sp1+1 {
 			return "", nil, false
 		}
-		n, err := strconv.Atoi(string(f[2]))
+		n, err := strconv.Atoi(string(head[sp2+1:]))
 		if err != nil || n < 0 || nl+1+n > len(body) {
 			return "", nil, false
 		}
-		id := string(f[0])
-		m[id] = Doc{ID: id, Commit: string(f[1]), Data: body[nl+1 : nl+1+n]}
+		both := string(head[:sp2])
+		m = append(m, Doc{ID: both[:sp1], Commit: both[sp1+1:], Data: body[nl+1 : nl+1+n]})
 		body = body[nl+1+n:]
 	}
 	return key, m, true
@@ -181,6 +214,23 @@ func (s *Store) markDropped() error {
 		return fmt.Errorf("marking the caches dropped: %w", err)
 	}
 	return nil
+}
+
+// TipList is Tips as lists sorted by ref name, as git lists them: the full
+// ref names and, at the same positions, their commits. It builds no map, for
+// callers that walk tens of thousands of refs beside another sorted list.
+func (s *Store) TipList(ctx context.Context, prefixes ...string) (refs, commits []string, err error) {
+	lines, err := s.git.Lines(ctx, append([]string{"for-each-ref", "--format=%(objectname) %(refname)"}, prefixes...)...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing refs: %w", err)
+	}
+	refs, commits = make([]string, 0, len(lines)), make([]string, 0, len(lines))
+	for _, l := range lines {
+		if c, name, ok := strings.Cut(l, " "); ok {
+			refs, commits = append(refs, name), append(commits, c)
+		}
+	}
+	return refs, commits, nil
 }
 
 // Tips lists where the refs under the given prefixes point, by full ref

@@ -140,7 +140,13 @@ const longPromptNote = "Carry out the instructions given above."
 //   - opencode: `opencode run <prompt> --auto --format json --dir <worktree>
 //     [-m M]`; long prompts: a short message and `--file <prompt file>`
 //     (last, because the flag takes a list). --format json prints events
-//     (usage in step_finish).
+//     (usage in step_finish). No stall phrase (1.18.33): it no longer
+//     waits for its model list (without network, "Failed to fetch
+//     models.dev" ends it in under a second), and against a provider that
+//     does not answer it retries for about 3.5 minutes printing nothing,
+//     then exits 1 with one JSON error line; there is no output to
+//     recognise, so an agent's stall_timeout (no output, no commit) is what
+//     stops it early.
 //   - aider: `aider --yes-always --no-auto-commits --message-file <file>
 //     [--model M]`: always by file, so prompt length never matters.
 func adapterFor(c Client) (adapter, bool) {

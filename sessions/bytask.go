@@ -2,7 +2,7 @@ package sessions
 
 import (
 	"context"
-	"sort"
+	"fmt"
 	"strings"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
@@ -21,87 +21,113 @@ import (
 // taskIndex names the task index among the sessions' summaries.
 const taskIndex = "by-task"
 
-// OfTasks returns the summaries (Record.Summary) of the sessions of the
-// given tasks, sorted by id, reading only those sessions: one for-each-ref
-// of the session refs and the task index, then the documents and notes of
-// the sessions found (and the documents of sessions new to the index, to
-// learn their task) in batches. Problems are sessions that could not be
-// read; like LoadSummaries it reports those of the whole board only when
-// it had to read the whole board.
+// OfTasks returns the whole records (documents and outcomes) of the
+// sessions of the given tasks, sorted by id, reading only those sessions:
+// one for-each-ref of the session refs and the task index, then the
+// documents and notes of the sessions found (and the documents of sessions
+// new to the index, to learn their task) in one cat-file. When the index is
+// missing or most of a large board changed, every session's summary is read
+// (LoadSummaries) to find them, and the problems it met are returned.
 func OfTasks(ctx context.Context, st *gitstore.Store, taskIDs []string) ([]Record, []error, error) {
-	idx := st.ReadSummariesOf(Kind, taskIndex)
-	tips, err := st.Tips(ctx, Kind.RefPrefix(), gitstore.NotesRef)
+	idx := st.ReadSummaryListOf(Kind, taskIndex)
+	refs, commits, err := st.TipList(ctx, Kind.RefPrefix(), gitstore.NotesRef)
 	if err != nil {
 		return nil, nil, err
 	}
-	notesAt := tips[gitstore.NotesRef]
-	if notesAt == "" {
-		notesAt = gitstore.NoNotes
+	notesAt := gitstore.NoNotes
+	ids := make([]string, 0, len(refs))
+	tipOf := make([]string, 0, len(refs))
+	for i, ref := range refs {
+		if ref == gitstore.NotesRef {
+			notesAt = commits[i]
+			continue
+		}
+		if id, ok := strings.CutPrefix(ref, Kind.RefPrefix()); ok {
+			ids, tipOf = append(ids, id), append(tipOf, commits[i])
+		}
 	}
-	delete(tips, gitstore.NotesRef)
-	if len(tips) == 0 {
+	if len(ids) == 0 {
 		return nil, nil, nil
-	}
-	ids := make([]string, 0, len(tips))
-	for ref := range tips {
-		ids = append(ids, strings.TrimPrefix(ref, Kind.RefPrefix()))
-	}
-	sort.Strings(ids)
-	taskOf, fresh, ok := indexTasks(ctx, st, idx, ids, tips)
-	if !ok {
-		return ofTasksFromAll(ctx, st, idx, taskIDs)
 	}
 	want := make(map[string]bool, len(taskIDs))
 	for _, t := range taskIDs {
 		want[t] = true
 	}
-	var todo []int
-	for i, id := range ids {
-		if want[taskOf[id]] {
-			todo = append(todo, i)
+	var problems []error
+	taskOf, fresh, ok := indexTasks(ctx, st, idx, ids, tipOf)
+	var recs []Record
+	for {
+		if !ok {
+			if taskOf, problems, err = tasksFromAll(ctx, st, idx, ids); err != nil {
+				return nil, nil, err
+			}
 		}
+		var todoIDs []string
+		tips := map[string]string{}
+		for i, id := range ids {
+			if want[taskOf[i]] {
+				todoIDs = append(todoIDs, id)
+				tips[Kind.Ref(id)] = tipOf[i]
+			}
+		}
+		recs = make([]Record, len(todoIDs))
+		todo := make([]int, len(todoIDs))
+		for i := range todo {
+			todo[i] = i
+		}
+		err := readStale(ctx, st, todoIDs, tips, notesAt, recs, todo, true)
+		if err == nil {
+			break
+		}
+		if !ok {
+			return nil, nil, fmt.Errorf("reading the sessions of task %s: %w", taskIDs[0], err)
+		}
+		// A session that does not read: the whole board reports it as a
+		// problem and leaves it out.
+		ok = false
 	}
-	recs := make([]Record, len(ids))
-	if err := readStale(ctx, st, ids, tips, notesAt, recs, todo); err != nil {
-		// a session that does not read cleanly: the whole board reports it
-		return ofTasksFromAll(ctx, st, idx, taskIDs)
-	}
-	if fresh {
-		writeTaskIndex(st, idx, ids, tips, taskOf)
+	if ok && fresh {
+		writeTaskIndex(st, idx, ids, tipOf, taskOf)
 	}
 	var out []Record
-	for _, i := range todo {
-		if want[recs[i].Session.Task] {
-			out = append(out, recs[i])
+	for _, r := range recs {
+		if want[r.Session.Task] {
+			out = append(out, r)
 		}
 	}
-	return out, nil, nil
+	return out, problems, nil
 }
 
-// indexTasks maps every session id to its task from the index, reading from
-// git (their documents at the listed tips, one cat-file) the sessions the
-// index lacks or has at another tip. fresh reports whether the index must
-// be written back; ok is false when that is most of a large board, or a
-// document does not read (the caller then reads the whole board).
-func indexTasks(ctx context.Context, st *gitstore.Store, idx gitstore.Summaries, ids []string, tips map[string]string) (taskOf map[string]string, fresh, ok bool) {
-	taskOf = make(map[string]string, len(ids))
-	var missing []string
-	for _, id := range ids {
-		if e, hit := idx.Entries[id]; hit && e.Commit == tips[Kind.Ref(id)] {
-			taskOf[id] = string(e.Data)
+// indexTasks returns the task of each session ids[i] (sorted, at commit
+// tipOf[i]) from the index (a list sorted by id, walked beside ids), reading
+// from git (their documents at the listed tips, one cat-file) the sessions
+// the index lacks or has at another tip. fresh reports whether the index
+// must be written back; ok is false when that is most of a large board, or
+// a document does not read (the caller then reads the whole board).
+func indexTasks(ctx context.Context, st *gitstore.Store, idx gitstore.Summaries, ids, tipOf []string) (taskOf []string, fresh, ok bool) {
+	taskOf = make([]string, len(ids))
+	var missing []int
+	j := 0
+	for i, id := range ids {
+		for j < len(idx.List) && idx.List[j].ID < id {
+			j++
+		}
+		if j < len(idx.List) && idx.List[j].ID == id && idx.List[j].Commit == tipOf[i] &&
+			(j+1 == len(idx.List) || idx.List[j+1].ID != id) {
+			taskOf[i] = string(idx.List[j].Data)
 			continue
 		}
-		missing = append(missing, id)
+		missing = append(missing, i)
 	}
 	if len(missing) == 0 {
-		return taskOf, len(idx.Entries) != len(ids), true
+		return taskOf, len(idx.List) != len(ids), true
 	}
 	if len(missing) > 1000 && len(missing) > len(ids)/2 {
 		return nil, false, false
 	}
 	names := make([]string, len(missing))
-	for i, id := range missing {
-		names[i] = tips[Kind.Ref(id)] + ":" + Kind.File
+	for k, i := range missing {
+		names[k] = tipOf[i] + ":" + Kind.File
 	}
 	b, err := st.OpenBatch(ctx)
 	if err != nil {
@@ -112,51 +138,49 @@ func indexTasks(ctx context.Context, st *gitstore.Store, idx gitstore.Summaries,
 	if err != nil {
 		return nil, false, false
 	}
-	for i, id := range missing {
-		if objs[i].Missing || objs[i].Type != "blob" {
+	for k, i := range missing {
+		if objs[k].Missing || objs[k].Type != "blob" {
 			return nil, false, false
 		}
-		s, err := Decode(objs[i].Data)
+		s, err := Decode(objs[k].Data)
 		if err != nil {
 			return nil, false, false
 		}
-		taskOf[id] = s.Task
+		taskOf[i] = s.Task
 	}
 	return taskOf, true, true
 }
 
-// ofTasksFromAll answers OfTasks from every session's summary, and writes
-// the task index from them.
-func ofTasksFromAll(ctx context.Context, st *gitstore.Store, idx gitstore.Summaries, taskIDs []string) ([]Record, []error, error) {
+// tasksFromAll returns the task of each session ids[i] from every session's
+// summary (LoadSummaries; a session it could not read has none), and writes
+// the task index from them when all read cleanly.
+func tasksFromAll(ctx context.Context, st *gitstore.Store, idx gitstore.Summaries, ids []string) ([]string, []error, error) {
 	all, problems, err := LoadSummaries(ctx, st)
 	if err != nil {
 		return nil, nil, err
 	}
-	want := make(map[string]bool, len(taskIDs))
-	for _, t := range taskIDs {
-		want[t] = true
+	byID := make(map[string]string, len(all))
+	entries := make([]gitstore.Doc, 0, len(all))
+	for _, r := range all {
+		byID[r.Session.ID] = r.Session.Task
+		entries = append(entries, gitstore.Doc{ID: r.Session.ID, Commit: r.Commit, Data: []byte(r.Session.Task)})
 	}
-	var out []Record
 	if len(problems) == 0 {
-		entries := make([]gitstore.Doc, 0, len(all))
-		for _, r := range all {
-			entries = append(entries, gitstore.Doc{ID: r.Session.ID, Commit: r.Commit, Data: []byte(r.Session.Task)})
-		}
 		st.WriteSummariesOf(Kind, taskIndex, idx, "tasks", entries)
 	}
-	for _, r := range all {
-		if want[r.Session.Task] {
-			out = append(out, r)
-		}
+	taskOf := make([]string, len(ids))
+	for i, id := range ids {
+		taskOf[i] = byID[id]
 	}
-	return out, problems, nil
+	return taskOf, problems, nil
 }
 
-// writeTaskIndex writes the task index of the sessions ids (sorted) at tips.
-func writeTaskIndex(st *gitstore.Store, idx gitstore.Summaries, ids []string, tips map[string]string, taskOf map[string]string) {
-	entries := make([]gitstore.Doc, 0, len(ids))
-	for _, id := range ids {
-		entries = append(entries, gitstore.Doc{ID: id, Commit: tips[Kind.Ref(id)], Data: []byte(taskOf[id])})
+// writeTaskIndex writes the task index of the sessions ids (sorted) at
+// commits tipOf.
+func writeTaskIndex(st *gitstore.Store, idx gitstore.Summaries, ids, tipOf, taskOf []string) {
+	entries := make([]gitstore.Doc, len(ids))
+	for i, id := range ids {
+		entries[i] = gitstore.Doc{ID: id, Commit: tipOf[i], Data: []byte(taskOf[i])}
 	}
 	st.WriteSummariesOf(Kind, taskIndex, idx, "tasks", entries)
 }

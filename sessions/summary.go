@@ -220,7 +220,7 @@ func refreshSummaries(ctx context.Context, st *gitstore.Store, c gitstore.Summar
 	if len(todo) > 1000 && len(todo) > len(ids)/2 {
 		return nil, nil, false
 	}
-	if err := readStale(ctx, st, ids, tips, notesAt, recs, todo); err != nil {
+	if err := readStale(ctx, st, ids, tips, notesAt, recs, todo, false); err != nil {
 		return nil, nil, false
 	}
 	entries := make([]gitstore.Doc, len(ids))
@@ -245,11 +245,12 @@ func refreshSummaries(ctx context.Context, st *gitstore.Store, c gitstore.Summar
 }
 
 // readStale reads the sessions at positions todo of ids whole, as of their
-// listed tips and the notes commit notesAt, and stores their summaries in
-// recs. Any session that does not read cleanly is an error: the caller then
-// reads everything, which reports it as a problem. notesAt may be NoNotes.
+// listed tips and the notes commit notesAt (NoNotes: none), and stores them
+// in recs: their summaries, or with whole the records themselves. Any
+// session that does not read cleanly is an error: the caller then reads
+// everything, which reports it as a problem.
 func readStale(ctx context.Context, st *gitstore.Store, ids []string, tips map[string]string, notesAt string,
-	recs []Record, todo []int) error {
+	recs []Record, todo []int, whole bool) error {
 	if len(todo) == 0 {
 		return nil
 	}
@@ -264,24 +265,24 @@ func readStale(ctx context.Context, st *gitstore.Store, ids []string, tips map[s
 	if err != nil {
 		return err
 	}
-	b, err := st.OpenBatch(ctx)
-	if err != nil {
-		return err
-	}
-	objs, err := b.ReadMany(names)
-	b.Close()
-	if err != nil {
-		return err
-	}
 	targets := make([]string, 0, len(todo))
 	for _, i := range todo {
 		if r := roots[ids[i]]; r != "" {
 			targets = append(targets, r)
 		}
 	}
+	b, err := st.OpenBatch(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	objs, err := b.ReadMany(names)
+	if err != nil {
+		return err
+	}
 	notes := map[string][]string{}
 	if notesAt != gitstore.NoNotes {
-		if notes, err = st.NotesAt(ctx, notesAt, targets); err != nil {
+		if notes, err = b.NotesAt(notesAt, targets); err != nil {
 			return err
 		}
 	}
@@ -299,7 +300,10 @@ func readStale(ctx context.Context, st *gitstore.Store, ids []string, tips map[s
 		lines := notes[r.Root]
 		r.Outcome, r.Forged = selectOutcome(s.Seal, lines)
 		reviewOf(&r, lines)
-		recs[i] = r.Summary()
+		if !whole {
+			r = r.Summary()
+		}
+		recs[i] = r
 	}
 	return nil
 }

@@ -116,6 +116,20 @@ func BenchmarkStatus10kTasks30kSessions(b *testing.B) {
 	compareCommands(b, repo, []string{"git", "agentmine", "status", "--json"}, rawStatus, nil)
 }
 
+// BenchmarkTaskShow10kTasks30kSessions reports `git agentmine task show
+// <id> --json` of a task with three sessions on a board of 10,000 tasks and
+// 30,000 sessions against raw git reading that one task (one rev-parse of
+// its ref and one cat-file of its document): what one task costs when the
+// board around it is large.
+func BenchmarkTaskShow10kTasks30kSessions(b *testing.B) {
+	useBuiltBinary(b)
+	repo := gittest.Init(b)
+	buildStatusFixture(b, repo, 10000, 3)
+	id := benchID(5000)
+	raw := fmt.Sprintf("git rev-parse refs/agentmine/tasks/%s && git cat-file -p refs/agentmine/tasks/%s:task.json", id, id)
+	compareCommands(b, repo, []string{"git", "agentmine", "task", "show", id, "--json"}, raw, nil)
+}
+
 // rawStatus is the raw git the board's status is measured against: which
 // session branches reached main.
 const rawStatus = "git for-each-ref --merged main refs/heads/"

@@ -375,6 +375,12 @@ func loadViewWith(a *App, load func(context.Context, *gitstore.Store, string) (*
 	if err != nil {
 		return nil, err
 	}
+	return adoptBoard(a, st, b), nil
+}
+
+// adoptBoard warns about the refs b could not read, keeps its sessions and
+// where liveness was judged for the renderers, and returns its view.
+func adoptBoard(a *App, st *gitstore.Store, b *board.Board) *view {
 	for _, p := range b.TaskProblems {
 		a.P.Warnf("skipping unreadable task: %v", p)
 	}
@@ -384,7 +390,7 @@ func loadViewWith(a *App, load func(context.Context, *gitstore.Store, string) (*
 	a.sessions = b.Sessions
 	here := b.Here
 	a.where = &here
-	return &view{Board: b.Tasks, Status: b.Status, Store: st, Loaded: b}, nil
+	return &view{Board: b.Tasks, Status: b.Status, Store: st, Loaded: b}
 }
 
 // loadTaskView is loadView for one task (board.LoadTask): what task show
@@ -394,16 +400,7 @@ func loadTaskView(a *App, st *gitstore.Store, prefix string) (*view, string, err
 	if err != nil {
 		return nil, "", err
 	}
-	for _, p := range b.TaskProblems {
-		a.P.Warnf("skipping unreadable task: %v", p)
-	}
-	for _, p := range b.SessionProblems {
-		a.P.Warnf("skipping unreadable session: %v", p)
-	}
-	a.sessions = b.Sessions
-	here := b.Here
-	a.where = &here
-	return &view{Board: b.Tasks, Status: b.Status, Store: st, Loaded: b}, id, nil
+	return adoptBoard(a, st, b), id, nil
 }
 
 // taskUsage sums the usage the task's sessions reported (nil if none did).
@@ -513,19 +510,11 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 		a.P.Printf("%s\n", short)
 		return nil
 	}
-	// Only this task, its blockers and their sessions (as summaries) are
-	// read; the one session this prints in full (the task's latest) is
-	// read whole on its own.
+	// Only this task, its blockers, its parent and their sessions (whole)
+	// are read.
 	v, id, err := loadTaskView(a, st, prefix)
 	if err != nil {
 		return err
-	}
-	if r := latestRecord(a, id); r != nil {
-		whole, err := sessions.Whole(a.Ctx, st, *r)
-		if err != nil {
-			return fmt.Errorf("reading the latest session of task %s: %w", v.Board.ShortID(id), err)
-		}
-		*r = whole
 	}
 	if a.G.JSON {
 		j := v.taskJSON(id)
