@@ -5,8 +5,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,72 +61,171 @@ func bigRepo(b *testing.B, files int) string {
 //     fastest raw sequence found; Create does this plus classification,
 //     chmod and verification).
 //
+// It reports each side's wall time and CPU time (this process's and its
+// children's: Create runs in-process; "incore" is this process's part)
+// per run and their ratios, the git
+// processes one run of each side starts (counted through a wrapper on
+// PATH, in an extra untimed run), and the Go memory one Create allocates.
+//
 // Run it with: go test ./worktree -run '^$' -bench Create50k -benchtime 5x
 func BenchmarkCreate50k(b *testing.B) {
 	repo := bigRepo(b, 50000)
 	ctx := context.Background()
 	spec := scope.Spec{Write: []string{"top0/**", "top1/**"}, Exclude: []string{"**/*.env", "**/secrets/**"}}
 	run := func(dir string, args ...string) { gittest.Git(b, dir, args...) }
-	var tCreate, tRaw, tBest time.Duration
+	var create, raw, best sideTimes
+	var allocs uint64
 	var patterns []string
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		ours := wtPath(repo, fmt.Sprintf("ours%d", i))
-		raw := wtPath(repo, fmt.Sprintf("raw%d", i))
-		best := wtPath(repo, fmt.Sprintf("best%d", i))
-		doOurs := func() {
-			start := time.Now()
-			res, err := Create(ctx, Options{Repo: repo, Path: ours, Branch: fmt.Sprintf("ours%d", i), Base: "main", Scope: spec})
-			if err != nil {
-				b.Fatal(err)
-			}
-			tCreate += time.Since(start)
-			patterns = res.Patterns
+	doOurs := func(name string) {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		before := ms.TotalAlloc
+		stop := create.start(b)
+		res, err := Create(ctx, Options{Repo: repo, Path: wtPath(repo, name), Branch: name, Base: "main", Scope: spec})
+		if err != nil {
+			b.Fatal(err)
 		}
-		doRaw := func() {
-			start := time.Now()
-			run(repo, "worktree", "add", "-q", "-b", fmt.Sprintf("raw%d", i), raw, "main")
-			run(raw, append([]string{"sparse-checkout", "set", "--no-cone"}, patterns...)...)
-			tRaw += time.Since(start)
+		stop()
+		runtime.ReadMemStats(&ms)
+		allocs += ms.TotalAlloc - before
+		patterns = res.Patterns
+	}
+	doRaw := func(name string) {
+		stop := raw.start(b)
+		run(repo, "worktree", "add", "-q", "-b", name, wtPath(repo, name), "main")
+		run(wtPath(repo, name), append([]string{"sparse-checkout", "set", "--no-cone"}, patterns...)...)
+		stop()
+	}
+	doBest := func(name string) {
+		stop := best.start(b)
+		run(repo, "worktree", "add", "-q", "--no-checkout", "-b", name, wtPath(repo, name), "main")
+		run(wtPath(repo, name), append([]string{"sparse-checkout", "set", "--no-cone"}, patterns...)...)
+		run(wtPath(repo, name), "-c", "checkout.workers=0", "read-tree", "-mu", "HEAD")
+		stop()
+	}
+	cleanUp := func(ours, raw, best string) {
+		if n := len(onDisk(b, wtPath(repo, raw))); n != len(onDisk(b, wtPath(repo, ours))) || n != len(onDisk(b, wtPath(repo, best))) {
+			b.Fatalf("raw git checked out %d files, Create %d", n, len(onDisk(b, wtPath(repo, ours))))
 		}
-		doBest := func() {
-			start := time.Now()
-			run(repo, "worktree", "add", "-q", "--no-checkout", "-b", fmt.Sprintf("best%d", i), best, "main")
-			run(best, append([]string{"sparse-checkout", "set", "--no-cone"}, patterns...)...)
-			run(best, "-c", "checkout.workers=0", "read-tree", "-mu", "HEAD")
-			tBest += time.Since(start)
-		}
-		// Alternate the order so that neither side always runs on a
-		// warmer cache.
-		if i%2 == 0 {
-			doOurs()
-			doRaw()
-			doBest()
-		} else {
-			doBest()
-			doRaw()
-			doOurs()
-		}
-		b.StopTimer()
-		if n := len(onDisk(b, raw)); n != len(onDisk(b, ours)) || n != len(onDisk(b, best)) {
-			b.Fatalf("raw git checked out %d files, Create %d", n, len(onDisk(b, ours)))
-		}
-		if err := Remove(ctx, repo, ours, fmt.Sprintf("ours%d", i), true); err != nil {
+		if err := Remove(ctx, repo, wtPath(repo, ours), ours, true); err != nil {
 			b.Fatal(err)
 		}
 		for _, p := range []string{raw, best} {
-			run(repo, "worktree", "remove", "--force", p)
+			run(repo, "worktree", "remove", "--force", wtPath(repo, p))
 		}
-		run(repo, "branch", "-q", "-D", fmt.Sprintf("raw%d", i), fmt.Sprintf("best%d", i))
+		run(repo, "branch", "-q", "-D", raw, best)
 		_ = os.RemoveAll(filepath.Join(repo, ".agentmine", "worktrees"))
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ours, rawName, bestName := fmt.Sprintf("ours%d", i), fmt.Sprintf("raw%d", i), fmt.Sprintf("best%d", i)
+		// Alternate the order so that neither side always runs on a
+		// warmer cache.
+		if i%2 == 0 {
+			doOurs(ours)
+			doRaw(rawName)
+			doBest(bestName)
+		} else {
+			doBest(bestName)
+			doRaw(rawName)
+			doOurs(ours)
+		}
+		b.StopTimer()
+		cleanUp(ours, rawName, bestName)
 		b.StartTimer()
 	}
 	b.StopTimer()
+
+	// One more run of each side, untimed, with every git process counted.
+	counter := newGitCounter(b)
+	procs := []int{
+		counter.count(b, func() { doOurs("counted-ours") }),
+		counter.count(b, func() { doRaw("counted-raw") }),
+		counter.count(b, func() { doBest("counted-best") }),
+	}
+	cleanUp("counted-ours", "counted-raw", "counted-best")
+
 	n := float64(b.N)
-	b.ReportMetric(float64(tCreate.Nanoseconds())/n, "create-ns/op")
-	b.ReportMetric(float64(tRaw.Nanoseconds())/n, "raw-ns/op")
-	b.ReportMetric(float64(tBest.Nanoseconds())/n, "rawbest-ns/op")
-	b.ReportMetric(float64(tCreate)/float64(tRaw), "ratio-vs-raw")
-	b.ReportMetric(float64(tCreate)/float64(tBest), "ratio-vs-rawbest")
+	b.ReportMetric(float64(create.wall.Nanoseconds())/n, "create-ns/op")
+	b.ReportMetric(float64(raw.wall.Nanoseconds())/n, "raw-ns/op")
+	b.ReportMetric(float64(best.wall.Nanoseconds())/n, "rawbest-ns/op")
+	b.ReportMetric(float64(create.wall)/float64(raw.wall), "ratio-vs-raw")
+	b.ReportMetric(float64(create.wall)/float64(best.wall), "ratio-vs-rawbest")
+	b.ReportMetric(float64(create.cpu.Nanoseconds())/n, "create-cpu-ns/op")
+	b.ReportMetric(float64(raw.cpu.Nanoseconds())/n, "raw-cpu-ns/op")
+	b.ReportMetric(float64(best.cpu.Nanoseconds())/n, "rawbest-cpu-ns/op")
+	b.ReportMetric(float64(create.self.Nanoseconds())/n, "create-incore-cpu-ns/op")
+	b.ReportMetric(float64(create.cpu)/float64(raw.cpu), "cpu-ratio-vs-raw")
+	b.ReportMetric(float64(create.cpu)/float64(best.cpu), "cpu-ratio-vs-rawbest")
+	b.ReportMetric(float64(procs[0]), "create-git-procs")
+	b.ReportMetric(float64(procs[1]), "raw-git-procs")
+	b.ReportMetric(float64(procs[2]), "rawbest-git-procs")
+	b.ReportMetric(float64(allocs)/n/(1<<20), "create-alloc-MB/op")
 	b.ReportMetric(float64(len(patterns)), "patterns")
+}
+
+// sideTimes adds up one side's wall and CPU time.
+type sideTimes struct {
+	wall, cpu, self time.Duration
+}
+
+// start starts timing one run and returns the function that ends it. CPU
+// time is this process's (all threads) plus that of the children it has
+// waited for, read from getrusage before and after.
+func (s *sideTimes) start(b *testing.B) func() {
+	b.Helper()
+	self0, children0 := cpuTime(b, syscall.RUSAGE_SELF), cpuTime(b, syscall.RUSAGE_CHILDREN)
+	t0 := time.Now()
+	return func() {
+		s.wall += time.Since(t0)
+		self := cpuTime(b, syscall.RUSAGE_SELF) - self0
+		s.self += self
+		s.cpu += self + cpuTime(b, syscall.RUSAGE_CHILDREN) - children0
+	}
+}
+
+// cpuTime is the user plus system time getrusage reports for who.
+func cpuTime(b *testing.B, who int) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// gitCounter counts git processes started through PATH: a wrapper script
+// first on PATH logs each call, then runs the real git.
+type gitCounter struct {
+	dir, log string
+}
+
+func newGitCounter(b *testing.B) gitCounter {
+	b.Helper()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := gitCounter{dir: b.TempDir()}
+	c.log = filepath.Join(c.dir, "calls")
+	script := fmt.Sprintf("#!/bin/sh\necho \"$*\" >> '%s'\nexec '%s' \"$@\"\n", c.log, real)
+	if err := os.WriteFile(filepath.Join(c.dir, "git"), []byte(script), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// count runs f with the wrapper first on PATH and returns how many git
+// processes it started.
+func (c gitCounter) count(b *testing.B, f func()) int {
+	b.Helper()
+	os.Remove(c.log)
+	b.Setenv("PATH", c.dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	f()
+	b.Setenv("PATH", strings.TrimPrefix(os.Getenv("PATH"), c.dir+string(os.PathListSeparator)))
+	data, err := os.ReadFile(c.log)
+	if err != nil && !os.IsNotExist(err) {
+		b.Fatal(err)
+	}
+	return bytes.Count(data, []byte("\n"))
 }

@@ -3,7 +3,6 @@ package worktree
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/git-agentmine/git-agentmine/gitcmd"
 )
@@ -30,13 +29,14 @@ func AddDetached(ctx context.Context, repo, dir, commit string, sparse []string)
 		return fmt.Errorf("add detached worktree: %w", err)
 	}
 	wt := gitcmd.Runner{Dir: dir}
-	gitDir, err := wt.Output(ctx, "rev-parse", "--path-format=absolute", "--git-dir")
+	gitDir, err := linkedGitDir(dir)
 	if err == nil && sparse != nil {
-		err = enableSparse(ctx, wt)
+		on, _ := wt.Output(ctx, "config", "--type=bool", "--get", "extensions.worktreeConfig")
+		err = enableSparse(ctx, wt, gitDir, on == "true")
 	}
 	lock.unlock()
 	if err == nil && sparse != nil {
-		err = writePatterns(filepath.Clean(gitDir), sparse)
+		err = writePatterns(gitDir, sparse)
 	}
 	if err == nil {
 		_, err = wt.Run(ctx, "-c", "checkout.workers=0", "reset", "--quiet", "--hard", commit)

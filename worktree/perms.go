@@ -28,9 +28,10 @@ const maxNamed = 5
 // kept entries of the tree git just checked out) it first checks that the
 // files found are exactly its keys, reporting every difference as one
 // error and changing nothing; it then also knows each file's mode from git
-// and, with umask (-1 when unknown), needs no stat per file. It returns
-// the numbers of read-only and writable entries found.
-func walkScope(root string, spec scope.Spec, expected map[string]entry, umask int) (Counts, error) {
+// and, with umask (the process's, -1 when unknown) and gitUmask (the one
+// git created the files with), needs no stat per file. It returns the
+// numbers of read-only and writable entries found.
+func walkScope(root string, spec scope.Spec, expected map[string]entry, umask, gitUmask int) (Counts, error) {
 	var counts Counts
 	var readOnlyDirs []string
 	var unexpected []string
@@ -88,8 +89,9 @@ func walkScope(root string, spec scope.Spec, expected map[string]entry, umask in
 			return nil // chmod would follow a link
 		}
 		job := chmodJob{path: p, writable: access == scope.Writable, mode: -1}
-		if umask >= 0 && (gitMode == "100644" || gitMode == "100755") {
-			// git created the file with 0666 or 0777 minus the umask.
+		if umask >= 0 && gitUmask >= 0 && (gitMode == "100644" || gitMode == "100755") {
+			// git created the file with 0666 or 0777 minus its umask; the
+			// file's usual mode is that minus the process's umask.
 			base := 0o666
 			if gitMode == "100755" {
 				base = 0o777
@@ -99,7 +101,7 @@ func walkScope(root string, spec scope.Spec, expected map[string]entry, umask in
 			if job.writable {
 				want = perm | 0o200
 			}
-			if want == perm {
+			if want == base&^gitUmask {
 				return nil
 			}
 			job.mode = want
@@ -307,19 +309,20 @@ func ApplyPermissions(root string, spec scope.Spec) (Counts, error) {
 	if err := spec.Validate(); err != nil {
 		return Counts{}, err
 	}
-	return walkScope(root, spec, nil, -1)
+	return walkScope(root, spec, nil, -1, -1)
 }
 
 // applyAndVerify applies permissions and checks the checked-out set
-// against the kept entries of the base tree.
-func applyAndVerify(root string, spec scope.Spec, entries []entry) error {
+// against the kept entries of the base tree, which git created with
+// gitUmask while the process's is umask.
+func applyAndVerify(root string, spec scope.Spec, entries []entry, umask, gitUmask int) error {
 	expected := make(map[string]entry, len(entries))
 	for _, e := range entries {
 		if e.access != scope.Absent {
 			expected[e.path] = e
 		}
 	}
-	_, err := walkScope(root, spec, expected, processUmask())
+	_, err := walkScope(root, spec, expected, umask, gitUmask)
 	return err
 }
 

@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitcmd"
@@ -83,8 +84,11 @@ type entry struct {
 // opts.Path holding exactly the files the scope lets the worker see, with
 // the permissions it allows. The sparse-checkout lives in the worktree's
 // own configuration, so later merges and checkouts inside the worktree
-// keep honouring it; files are written by git's parallel checkout. The
-// checked-out file set is compared with the computed one and any
+// keep honouring it; files are written by git's parallel checkout, read-only
+// from the start where the process umask is known (git runs with the write
+// bits in its umask), so that only the writable files need a chmod. The
+// listing and classification of the base tree run while git creates the
+// worktree. The checked-out file set is compared with the computed one and any
 // difference is an error. On any failure everything Create did is undone
 // (worktree, branch) and the error says why.
 func Create(ctx context.Context, opts Options) (res *Result, err error) {
@@ -107,7 +111,10 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 	if loc.Top == "" {
 		return nil, exitcode.New(exitcode.State, errors.New("create worktree: the repository has no working tree"), "")
 	}
-	git := gitcmd.Runner{Dir: loc.Top}
+	git, err := gitcmd.New(loc.Top)
+	if err != nil {
+		return nil, fmt.Errorf("create worktree: %w", err)
+	}
 
 	path, err := filepath.Abs(opts.Path)
 	if err != nil {
@@ -119,41 +126,29 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("create worktree: %w", err)
 	}
-	if _, err := git.Run(ctx, "check-ref-format", "--branch", opts.Branch); err != nil {
-		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("create worktree: %q is not a valid branch name", opts.Branch), "")
-	}
-	if branchExists(ctx, git, opts.Branch) {
-		return nil, exitcode.New(exitcode.State, fmt.Errorf("create worktree: branch %s already exists", opts.Branch), "")
-	}
-	base, err := git.Output(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", opts.Base+"^{commit}")
-	if err != nil || base == "" {
-		return nil, exitcode.New(exitcode.NotFound, fmt.Errorf("create worktree: base %q is not a commit", opts.Base), "")
+	base, err := checkInputs(ctx, git, opts.Branch, opts.Base)
+	if err != nil {
+		return nil, err
 	}
 
-	entries, err := listTree(ctx, git, base)
-	if err != nil {
-		return nil, fmt.Errorf("create worktree: list %s: %w", base, err)
-	}
-	paths := make([]string, len(entries))
-	for i, e := range entries {
-		paths[i] = e.path
-	}
-	keep := make([]bool, len(entries))
-	var counts Counts
-	for i, a := range opts.Scope.ClassifyAll(paths) {
-		entries[i].access = a
-		keep[i] = a != scope.Absent
-		switch a {
-		case scope.Absent:
-			counts.Absent++
-		case scope.ReadOnly:
-			counts.ReadOnly++
-		case scope.Writable:
-			counts.Writable++
-		}
-	}
-	counts.Present = counts.ReadOnly + counts.Writable
-	patterns := scope.SparsePatterns(paths, keep)
+	// What the worktree will hold is worked out while git creates it: the
+	// listing and classification of the base tree overlap the worktree's
+	// creation, and are needed only when the files are checked out.
+	var plan planResult
+	planned := make(chan struct{})
+	go func() {
+		defer close(planned)
+		plan = planCheckout(ctx, git, base, opts.Scope)
+	}()
+	var wtConfigOn bool
+	configRead := make(chan struct{})
+	go func() {
+		defer close(configRead)
+		on, _ := git.Output(ctx, "config", "--type=bool", "--get", "extensions.worktreeConfig")
+		wtConfigOn = on == "true"
+	}()
+	// Neither goroutine outlives Create, even on an early return.
+	defer func() { <-planned; <-configRead }()
 
 	lock, err := lockRepo(ctx, loc.CommonDir)
 	if err != nil {
@@ -182,20 +177,28 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 		return nil, fmt.Errorf("create worktree: %w", err)
 	}
 	created = true
-	wt := gitcmd.Runner{Dir: path, Env: git.Env}
-	gitDir, err := wt.Output(ctx, "rev-parse", "--path-format=absolute", "--git-dir")
+	wt := git.In(path)
+	gitDir, err := linkedGitDir(path)
 	if err != nil {
 		return nil, fmt.Errorf("create worktree: %w", err)
 	}
-	if err = enableSparse(ctx, wt); err != nil {
+	<-configRead
+	if err = enableSparse(ctx, wt, gitDir, wtConfigOn); err != nil {
 		return nil, fmt.Errorf("create worktree: enable sparse-checkout: %w", err)
 	}
 	lock.unlock()
-	if err = writePatterns(gitDir, patterns); err != nil {
+	<-planned
+	if err = plan.err; err != nil {
+		return nil, fmt.Errorf("create worktree: list %s: %w", base, err)
+	}
+	if err = writePatterns(gitDir, plan.patterns); err != nil {
 		return nil, fmt.Errorf("create worktree: %w", err)
 	}
-	if counts.Present > 0 {
-		if _, err = wt.Run(ctx, "-c", "checkout.workers=0", "read-tree", "-m", "-u", "HEAD"); err != nil {
+	umask := processUmask()
+	gitUmask := umask
+	if plan.counts.Present > 0 {
+		gitUmask, err = checkOut(ctx, wt, path, gitDir, plan.entries, umask)
+		if err != nil {
 			return nil, fmt.Errorf("create worktree: check out %s: %w", base, err)
 		}
 	} else {
@@ -205,10 +208,95 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 			return nil, fmt.Errorf("create worktree: %w", err)
 		}
 	}
-	if err = applyAndVerify(path, opts.Scope, entries); err != nil {
+	if err = applyAndVerify(path, opts.Scope, plan.entries, umask, gitUmask); err != nil {
 		return nil, fmt.Errorf("create worktree: %w", err)
 	}
-	return &Result{Path: path, GitDir: gitDir, Branch: opts.Branch, Base: base, Patterns: patterns, Counts: counts}, nil
+	return &Result{Path: path, GitDir: gitDir, Branch: opts.Branch, Base: base, Patterns: plan.patterns, Counts: plan.counts}, nil
+}
+
+// checkInputs checks, with git processes run side by side, that branch is
+// a valid branch name that does not exist yet and that base names a
+// commit, and returns the commit's full id. The errors keep that order.
+func checkInputs(ctx context.Context, git gitcmd.Runner, branch, base string) (string, error) {
+	var wg sync.WaitGroup
+	var badName, exists bool
+	var commit string
+	var baseErr error
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		_, err := git.Run(ctx, "check-ref-format", "--branch", branch)
+		badName = err != nil
+	}()
+	go func() {
+		defer wg.Done()
+		exists = branchExists(ctx, git, branch)
+	}()
+	go func() {
+		defer wg.Done()
+		commit, baseErr = git.Output(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", base+"^{commit}")
+	}()
+	wg.Wait()
+	switch {
+	case badName:
+		return "", exitcode.New(exitcode.Usage, fmt.Errorf("create worktree: %q is not a valid branch name", branch), "")
+	case exists:
+		return "", exitcode.New(exitcode.State, fmt.Errorf("create worktree: branch %s already exists", branch), "")
+	case baseErr != nil || commit == "":
+		return "", exitcode.New(exitcode.NotFound, fmt.Errorf("create worktree: base %q is not a commit", base), "")
+	}
+	return commit, nil
+}
+
+// planResult is what the scope makes of the base tree.
+type planResult struct {
+	entries  []entry
+	patterns []string
+	counts   Counts
+	err      error
+}
+
+// planCheckout lists commit's tree and classifies every entry by what
+// spec allows, computing the sparse-checkout patterns that keep exactly
+// the present ones.
+func planCheckout(ctx context.Context, git gitcmd.Runner, commit string, spec scope.Spec) planResult {
+	entries, err := listTree(ctx, git, commit)
+	if err != nil {
+		return planResult{err: err}
+	}
+	paths := make([]string, len(entries))
+	for i, e := range entries {
+		paths[i] = e.path
+	}
+	keep := make([]bool, len(entries))
+	var counts Counts
+	for i, a := range spec.ClassifyAll(paths) {
+		entries[i].access = a
+		keep[i] = a != scope.Absent
+		countAccess(&counts, a)
+	}
+	counts.Present = counts.ReadOnly + counts.Writable
+	return planResult{entries: entries, patterns: scope.SparsePatterns(paths, keep), counts: counts}
+}
+
+// linkedGitDir reads the private git directory of the linked worktree at
+// path from the ".git" file git worktree add wrote there.
+func linkedGitDir(path string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(path, ".git"))
+	if err != nil {
+		return "", fmt.Errorf("find the worktree's git directory: %w", err)
+	}
+	dir, ok := strings.CutPrefix(strings.TrimRight(string(data), "\r\n"), "gitdir: ")
+	if !ok || dir == "" {
+		return "", fmt.Errorf("find the worktree's git directory: unexpected %s", filepath.Join(path, ".git"))
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(path, dir)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("find the worktree's git directory: %s is not a directory", dir)
+	}
+	return filepath.Clean(dir), nil
 }
 
 func branchExists(ctx context.Context, git gitcmd.Runner, branch string) bool {
@@ -276,18 +364,32 @@ func fillIndexSkipped(ctx context.Context, wt gitcmd.Runner) error {
 }
 
 // enableSparse turns on non-cone sparse-checkout in the new worktree's
-// own config.worktree. The first time in a repository it lets `git
+// own config.worktree. The first time in a repository (worktreeConfig
+// false: extensions.worktreeConfig is not set yet) it lets `git
 // sparse-checkout` do it, which also enables extensions.worktreeConfig in
 // the shared config (and moves core.bare/core.worktree if needed); after
-// that only the worktree's private config file is written, so that
-// concurrent creations do not fight over the shared config's lock. The
-// index is still empty, so no file is checked out or removed here.
-func enableSparse(ctx context.Context, wt gitcmd.Runner) error {
-	on, _ := wt.Output(ctx, "config", "--type=bool", "--get", "extensions.worktreeConfig")
-	if on != "true" {
+// that only the worktree's private config file is written, here, without
+// a git process: the worktree's git directory is brand new and nobody
+// else writes it, and concurrent creations do not fight over the shared
+// config's lock. The index is still empty, so no file is checked out or
+// removed here.
+func enableSparse(ctx context.Context, wt gitcmd.Runner, gitDir string, worktreeConfig bool) error {
+	if !worktreeConfig {
 		_, err := wt.Run(ctx, "sparse-checkout", "set", "--no-cone")
 		return err
 	}
+	f, err := os.OpenFile(filepath.Join(gitDir, "config.worktree"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	if err == nil {
+		_, err = f.WriteString("[core]\n\tsparseCheckout = true\n\tsparseCheckoutCone = false\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	// Not a new file after all: let git edit it.
 	for _, kv := range [][2]string{{"core.sparseCheckout", "true"}, {"core.sparseCheckoutCone", "false"}} {
 		if _, err := wt.Run(ctx, "config", "--worktree", kv[0], kv[1]); err != nil {
 			return err

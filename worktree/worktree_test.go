@@ -578,15 +578,38 @@ func TestCreateHonoursUmask(t *testing.T) {
 	if got := processUmask(); got != 0o027 {
 		t.Fatalf("processUmask() = %#o, want 0o027", got)
 	}
-	res := create(t, repo, "u", fixtureSpec())
-	for p, want := range map[string]fs.FileMode{
-		"README.md":      0o440,
-		"scripts/run.sh": 0o550,
-		"src/main.go":    0o640,
-		"package.json":   0o640,
-	} {
-		if got := mode(t, filepath.Join(res.Path, p)).Perm(); got != want {
-			t.Errorf("%s: mode %#o, want %#o", p, got, want)
+	// The first worktree turns on extensions.worktreeConfig through git;
+	// the second's config.worktree is written without git.
+	for _, name := range []string{"u", "v"} {
+		res := create(t, repo, name, fixtureSpec())
+		for p, want := range map[string]fs.FileMode{
+			"README.md":      0o440,
+			"scripts/run.sh": 0o550,
+			"src/main.go":    0o640,
+			"package.json":   0o640,
+			// Directories are made as git makes them; those that can
+			// hold no writable path then lose their write bits.
+			"src":          0o750,
+			"src/nested/x": 0o750,
+			"docs":         0o550,
+			"docs/api":     0o550,
+		} {
+			if got := mode(t, filepath.Join(res.Path, p)).Perm(); got != want {
+				t.Errorf("%s: %s: mode %#o, want %#o", name, p, got, want)
+			}
+		}
+		// git wrote the index with the checkout's umask; it has its
+		// usual mode back.
+		if got := mode(t, filepath.Join(res.GitDir, "index")).Perm(); got != 0o640 {
+			t.Errorf("%s: index mode %#o, want 0o640", name, got)
+		}
+		for key, want := range map[string]string{"core.sparseCheckout": "true", "core.sparseCheckoutCone": "false"} {
+			if got := gittest.Git(t, res.Path, "config", "--worktree", "--type=bool", "--get", key); got != want {
+				t.Errorf("%s: %s = %q, want %q", name, key, got, want)
+			}
+		}
+		if st := gittest.Git(t, res.Path, "status", "--porcelain", "--untracked-files=all"); st != "" {
+			t.Errorf("%s: git status in the worktree is not clean:\n%s", name, st)
 		}
 	}
 }
