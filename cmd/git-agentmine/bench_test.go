@@ -20,9 +20,15 @@ import (
 // start from a realistic repository in seconds.
 func buildTaskFixture(tb testing.TB, repo string, n int) {
 	tb.Helper()
+	buildTaskFixtureIDs(tb, repo, n, func(i int) string { return benchID(uint64(i)) })
+}
+
+// buildTaskFixtureIDs is buildTaskFixture with task i's id given by idOf.
+func buildTaskFixtureIDs(tb testing.TB, repo string, n int, idOf func(int) string) {
+	tb.Helper()
 	var in bytes.Buffer
 	for i := 0; i < n; i++ {
-		id := benchID(uint64(i))
+		id := idOf(i)
 		doc := fmt.Sprintf(`{
   "v": 1,
   "id": %q,

@@ -318,7 +318,8 @@ func TestMCPServerDrivesWorkers(t *testing.T) {
 func TestMCPBadInput(t *testing.T) {
 	gittest.SkipShort(t, "a server session per bad input")
 	repo := mcpRepo(t)
-	buildTaskFixture(t, repo, 3) // ids 0000…: "0000" is an ambiguous prefix
+	// ids 0000…: "0000" is an ambiguous prefix
+	buildTaskFixtureIDs(t, repo, 3, func(i int) string { return fmt.Sprintf("0000%016x", uint64(i)*0x9E3779B97F4A7C15) })
 	c := startMCP(t, repo)
 	refs := func() string { return gittest.Git(t, repo, "for-each-ref") }
 	before := refs()
