@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -137,11 +136,11 @@ func BenchmarkCreate50k(b *testing.B) {
 	b.StopTimer()
 
 	// One more run of each side, untimed, with every git process counted.
-	counter := newGitCounter(b)
+	counter := gittest.NewGitCounter(b)
 	procs := []int{
-		counter.count(b, func() { doOurs("counted-ours") }),
-		counter.count(b, func() { doRaw("counted-raw") }),
-		counter.count(b, func() { doBest("counted-best") }),
+		countGit(b, counter, func() { doOurs("counted-ours") }),
+		countGit(b, counter, func() { doRaw("counted-raw") }),
+		countGit(b, counter, func() { doBest("counted-best") }),
 	}
 	cleanUp("counted-ours", "counted-raw", "counted-best")
 
@@ -194,38 +193,14 @@ func cpuTime(b *testing.B, who int) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// gitCounter counts git processes started through PATH: a wrapper script
-// first on PATH logs each call, then runs the real git.
-type gitCounter struct {
-	dir, log string
-}
-
-func newGitCounter(b *testing.B) gitCounter {
-	b.Helper()
-	real, err := exec.LookPath("git")
-	if err != nil {
-		b.Fatal(err)
-	}
-	c := gitCounter{dir: b.TempDir()}
-	c.log = filepath.Join(c.dir, "calls")
-	script := fmt.Sprintf("#!/bin/sh\necho \"$*\" >> '%s'\nexec '%s' \"$@\"\n", c.log, real)
-	if err := os.WriteFile(filepath.Join(c.dir, "git"), []byte(script), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	return c
-}
-
-// count runs f with the wrapper first on PATH and returns how many git
+// countGit runs f with c's wrapper first on PATH and returns how many git
 // processes it started.
-func (c gitCounter) count(b *testing.B, f func()) int {
+func countGit(b *testing.B, c gittest.GitCounter, f func()) int {
 	b.Helper()
-	os.Remove(c.log)
-	b.Setenv("PATH", c.dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	c.Reset()
+	path := os.Getenv("PATH")
+	b.Setenv("PATH", c.Dir+string(os.PathListSeparator)+path)
 	f()
-	b.Setenv("PATH", strings.TrimPrefix(os.Getenv("PATH"), c.dir+string(os.PathListSeparator)))
-	data, err := os.ReadFile(c.log)
-	if err != nil && !os.IsNotExist(err) {
-		b.Fatal(err)
-	}
-	return bytes.Count(data, []byte("\n"))
+	b.Setenv("PATH", path)
+	return c.Count(b)
 }

@@ -90,47 +90,18 @@ func benchRepo(b *testing.B, n int) string {
 	return repo
 }
 
-// gitCounter puts a wrapper named git first on PATH that logs each call
-// before running the real git, so a benchmark can report how many git
-// processes each side started. It is used for one extra, untimed run of
-// each side: the wrapper's own fork would distort the timings.
-type gitCounter struct {
-	dir, log string
-}
-
-func newGitCounter(b *testing.B) gitCounter {
+// countGit runs name args in dir with c's wrapper first on PATH and
+// returns the number of git processes it started through PATH.
+func countGit(b *testing.B, c gittest.GitCounter, dir, name string, args ...string) int {
 	b.Helper()
-	real, err := exec.LookPath("git")
-	if err != nil {
-		b.Fatal(err)
-	}
-	c := gitCounter{dir: b.TempDir()}
-	c.log = filepath.Join(c.dir, "calls")
-	script := fmt.Sprintf("#!/bin/sh\necho \"$*\" >> %q\nexec %q \"$@\"\n", c.log, real)
-	if err := os.WriteFile(filepath.Join(c.dir, "git"), []byte(script), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	return c
-}
-
-// count runs name args in dir with the wrapper first on PATH and returns
-// the number of git processes started through PATH. git itself runs its
-// helpers from its exec-path, so programs are invoked directly here
-// (git-agentmine, not `git agentmine`) to keep their git calls visible.
-func (c gitCounter) count(b *testing.B, dir, name string, args ...string) int {
-	b.Helper()
-	os.Remove(c.log)
+	c.Reset()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PATH="+c.dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(os.Environ(), "PATH="+c.Dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("%s %v: %v: %s", name, args, err, out)
 	}
-	data, err := os.ReadFile(c.log)
-	if err != nil && !os.IsNotExist(err) {
-		b.Fatal(err)
-	}
-	return bytes.Count(data, []byte("\n"))
+	return c.Count(b)
 }
 
 // rawTaskList is what raw git does to read every task document: one
@@ -245,9 +216,9 @@ func benchTaskAdd(b *testing.B, tasks int) {
 	reportRatio(b, ours, raw)
 	b.ReportMetric(float64(ours.peakKB), "agentmine-peak-KiB")
 	b.ReportMetric(float64(raw.peakKB), "raw-peak-KiB")
-	counter := newGitCounter(b)
-	b.ReportMetric(float64(counter.count(b, repo, "git-agentmine", "task", "add", "-q", "counted")), "agentmine-git-procs")
-	b.ReportMetric(float64(counter.count(b, repo, "sh", "-c", rawTaskAdd, "sh", rawID())), "raw-git-procs")
+	counter := gittest.NewGitCounter(b)
+	b.ReportMetric(float64(countGit(b, counter, repo, "git-agentmine", "task", "add", "-q", "counted")), "agentmine-git-procs")
+	b.ReportMetric(float64(countGit(b, counter, repo, "sh", "-c", rawTaskAdd, "sh", rawID())), "raw-git-procs")
 }
 
 // BenchmarkTaskAddParallel8 reports 8 concurrent adders, each storing
@@ -408,7 +379,7 @@ func compareCommands(b *testing.B, repo string, ours []string, raw string, prepa
 	reportRatio(b, o, r)
 	b.ReportMetric(float64(o.peakKB), "agentmine-peak-KiB")
 	b.ReportMetric(float64(r.peakKB), "raw-peak-KiB")
-	counter := newGitCounter(b)
+	counter := gittest.NewGitCounter(b)
 	if prepare != nil {
 		prepare()
 	}
@@ -416,8 +387,8 @@ func compareCommands(b *testing.B, repo string, ours []string, raw string, prepa
 	if ours[0] == "git" && len(args) > 0 && args[0] == "agentmine" {
 		args = args[1:]
 	}
-	b.ReportMetric(float64(counter.count(b, repo, "git-agentmine", args...)), "agentmine-git-procs")
-	b.ReportMetric(float64(counter.count(b, repo, "sh", "-c", raw)), "raw-git-procs")
+	b.ReportMetric(float64(countGit(b, counter, repo, "git-agentmine", args...)), "agentmine-git-procs")
+	b.ReportMetric(float64(countGit(b, counter, repo, "sh", "-c", raw)), "raw-git-procs")
 }
 
 // reportRatio reports both sides' mean wall-clock and CPU time per run and

@@ -130,22 +130,32 @@ func clientScenarios() []clientScenario {
 	}
 }
 
-// TestRealClientsAgainstModelServer runs `worker run --exec` with each
-// pinned real client against the scripted model server, for every script.
-// A client that is not installed fails the test (CI installs them); set
-// AGENTMINE_SKIP_REAL_CLIENTS=1 to skip them on a machine without npm.
-func TestRealClientsAgainstModelServer(t *testing.T) {
+// realClientDirs skips t under -short or AGENTMINE_SKIP_REAL_CLIENTS and
+// returns the directories of the agentmine binary and of the pinned real
+// clients.
+func realClientDirs(t *testing.T) (bin, clients string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("runs the real AI clients (minutes)")
 	}
 	if os.Getenv("AGENTMINE_SKIP_REAL_CLIENTS") != "" {
 		t.Skip("AGENTMINE_SKIP_REAL_CLIENTS is set")
 	}
-	bin := filepath.Dir(agentmineBin)
-	clients, err := filepath.Abs(clientBinDir)
+	bin = filepath.Dir(agentmineBin)
+	var err error
+	clients, err = filepath.Abs(clientBinDir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return bin, clients
+}
+
+// TestRealClientsAgainstModelServer runs `worker run --exec` with each
+// pinned real client against the scripted model server, for every script.
+// A client that is not installed fails the test (CI installs them); set
+// AGENTMINE_SKIP_REAL_CLIENTS=1 to skip them on a machine without npm.
+func TestRealClientsAgainstModelServer(t *testing.T) {
+	bin, clients := realClientDirs(t)
 	only := os.Getenv("AGENTMINE_REAL_CLIENTS") // e.g. "claude,codex" while working on one adapter
 	// The subtests run at once from goroutines (not t.Parallel, which
 	// -parallel would cap at the core count): the clients mostly wait on
@@ -183,17 +193,7 @@ func TestRealClientsAgainstModelServer(t *testing.T) {
 // the session records the level. The clients reach the scripted
 // server on loopback, so the sandbox keeps the network (the default).
 func TestRealClientsIsolated(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real AI clients (minutes)")
-	}
-	if os.Getenv("AGENTMINE_SKIP_REAL_CLIENTS") != "" {
-		t.Skip("AGENTMINE_SKIP_REAL_CLIENTS is set")
-	}
-	bin := filepath.Dir(agentmineBin)
-	clients, err := filepath.Abs(clientBinDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, clients := realClientDirs(t)
 	var wg sync.WaitGroup
 	for _, c := range realClients() {
 		if c.name != "claude" && c.name != "codex" {

@@ -24,17 +24,7 @@ import (
 // servers served, summed, and the sum of what each session recorded: the
 // per-run sum of issue 11 through the real clients and their adapters.
 func TestRunSumsRealClientsUsage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real AI clients (minutes)")
-	}
-	if os.Getenv("AGENTMINE_SKIP_REAL_CLIENTS") != "" {
-		t.Skip("AGENTMINE_SKIP_REAL_CLIENTS is set")
-	}
-	bin := filepath.Dir(agentmineBin)
-	clients, err := filepath.Abs(clientBinDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, clients := realClientDirs(t)
 	r, home := newClientRepo(t, bin, clients, "none")
 	type member struct {
 		c    realClient
