@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -35,9 +34,6 @@ type Summaries struct {
 	// pointed at when the digest was made (nil from ReadSummaryList and
 	// ReadSummaryListOf, which return them as a list).
 	Entries map[string]Doc
-	// List holds the same digests in the file's order (by id, as written)
-	// instead, when read with ReadSummaryListOf; Entries is then nil.
-	List []Doc
 	// gen is the file read (nil: none); drop is the drop marker seen
 	// before anything was read.
 	gen, drop os.FileInfo
@@ -69,41 +65,13 @@ func (s *Store) ReadSummaries(k Kind) Summaries { return s.ReadSummariesOf(k, ""
 // (letters and '-'): an owning package may keep more than one digest per
 // entity, e.g. an index from each session to its task.
 func (s *Store) ReadSummariesOf(k Kind, name string) Summaries {
-	out, list := s.readSummaryList(k, name)
+	out, list := s.ReadSummaryListOf(k, name)
 	if out.Key == "" {
 		return out
 	}
 	out.Entries = make(map[string]Doc, len(list))
 	for _, e := range list {
 		out.Entries[e.ID] = Doc{ID: e.ID, Commit: e.Commit, Data: []byte(e.Data)}
-	}
-	return out
-}
-
-// ReadSummaryListOf is ReadSummariesOf returning the digests as a list
-// sorted by id (Summaries.List) rather than a map: for a caller that walks
-// them beside another sorted list, without building a map of every entity.
-func (s *Store) ReadSummaryListOf(k Kind, name string) Summaries {
-	out, list := s.readSummaryList(k, name)
-	if out.Key == "" {
-		return out
-	}
-	// one copy of the file for every digest, not one per entry
-	size := 0
-	for _, e := range list {
-		size += len(e.Data)
-	}
-	all := make([]byte, 0, size)
-	for _, e := range list {
-		all = append(all, e.Data...)
-	}
-	out.List = make([]Doc, len(list))
-	for i, e := range list {
-		out.List[i] = Doc{ID: e.ID, Commit: e.Commit, Data: all[:len(e.Data):len(e.Data)]}
-		all = all[len(e.Data):]
-	}
-	if !slices.IsSortedFunc(out.List, func(a, b Doc) int { return strings.Compare(a.ID, b.ID) }) {
-		slices.SortFunc(out.List, func(a, b Doc) int { return strings.Compare(a.ID, b.ID) })
 	}
 	return out
 }
@@ -119,10 +87,12 @@ type SummaryEntry struct {
 // one copy of the file, and no Entries map. At tens of thousands of
 // entities the map and a copy of every digest cost more than the digests.
 func (s *Store) ReadSummaryList(k Kind) (Summaries, []SummaryEntry) {
-	return s.readSummaryList(k, "")
+	return s.ReadSummaryListOf(k, "")
 }
 
-func (s *Store) readSummaryList(k Kind, name string) (Summaries, []SummaryEntry) {
+// ReadSummaryListOf is ReadSummaryList of the summary named name of kind k
+// (see ReadSummariesOf).
+func (s *Store) ReadSummaryListOf(k Kind, name string) (Summaries, []SummaryEntry) {
 	out := Summaries{drop: statOrNil(s.dropMarkerPath())}
 	raw, gen := readCheckedText(s.summaryPathOf(k, name))
 	out.gen = gen

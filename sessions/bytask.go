@@ -29,7 +29,7 @@ const taskIndex = "by-task"
 // missing or most of a large board changed, every session's summary is read
 // (LoadSummaries) to find them, and the problems it met are returned.
 func OfTasks(ctx context.Context, st *gitstore.Store, taskIDs []string) ([]Record, []error, error) {
-	idx := st.ReadSummaryListOf(Kind, taskIndex)
+	idx, list := st.ReadSummaryListOf(Kind, taskIndex)
 	refs, commits, err := st.TipList(ctx, Kind.RefPrefix(), gitstore.NotesRef)
 	if err != nil {
 		return nil, nil, err
@@ -54,7 +54,7 @@ func OfTasks(ctx context.Context, st *gitstore.Store, taskIDs []string) ([]Recor
 		want[t] = true
 	}
 	var problems []error
-	taskOf, fresh, ok := indexTasks(ctx, st, idx, ids, tipOf)
+	taskOf, fresh, ok := indexTasks(ctx, st, list, ids, tipOf)
 	var recs []Record
 	for {
 		if !ok {
@@ -99,28 +99,29 @@ func OfTasks(ctx context.Context, st *gitstore.Store, taskIDs []string) ([]Recor
 }
 
 // indexTasks returns the task of each session ids[i] (sorted, at commit
-// tipOf[i]) from the index (a list sorted by id, walked beside ids), reading
+// tipOf[i]) from the index (a list sorted by id as written, walked beside
+// ids; an entry out of order only reads as missing), reading
 // from git (their documents at the listed tips, one cat-file) the sessions
 // the index lacks or has at another tip. fresh reports whether the index
 // must be written back; ok is false when that is most of a large board, or
 // a document does not read (the caller then reads the whole board).
-func indexTasks(ctx context.Context, st *gitstore.Store, idx gitstore.Summaries, ids, tipOf []string) (taskOf []string, fresh, ok bool) {
+func indexTasks(ctx context.Context, st *gitstore.Store, list []gitstore.SummaryEntry, ids, tipOf []string) (taskOf []string, fresh, ok bool) {
 	taskOf = make([]string, len(ids))
 	var missing []int
 	j := 0
 	for i, id := range ids {
-		for j < len(idx.List) && idx.List[j].ID < id {
+		for j < len(list) && list[j].ID < id {
 			j++
 		}
-		if j < len(idx.List) && idx.List[j].ID == id && idx.List[j].Commit == tipOf[i] &&
-			(j+1 == len(idx.List) || idx.List[j+1].ID != id) {
-			taskOf[i] = string(idx.List[j].Data)
+		if j < len(list) && list[j].ID == id && list[j].Commit == tipOf[i] &&
+			(j+1 == len(list) || list[j+1].ID != id) {
+			taskOf[i] = list[j].Data
 			continue
 		}
 		missing = append(missing, i)
 	}
 	if len(missing) == 0 {
-		return taskOf, len(idx.List) != len(ids), true
+		return taskOf, len(list) != len(ids), true
 	}
 	if len(missing) > 1000 && len(missing) > len(ids)/2 {
 		return nil, false, false

@@ -124,29 +124,6 @@ func fromSummaries(key string, list []gitstore.SummaryEntry, refs, commits []str
 	return recs, true
 }
 
-// Whole returns the whole record of the session a summary stands for: its
-// document as its ref holds it now and the outcome from its own note,
-// read without loading any other session.
-func Whole(ctx context.Context, st *gitstore.Store, sum Record) (Record, error) {
-	doc, err := st.Get(ctx, Kind, sum.Session.ID)
-	if err != nil {
-		return Record{}, err
-	}
-	s, err := Decode(doc.Data)
-	if err != nil {
-		return Record{}, fmt.Errorf("%s: %w", doc.Ref, err)
-	}
-	s.ID = sum.Session.ID
-	lines, err := st.NotesOf(ctx, sum.Root)
-	if err != nil {
-		return Record{}, err
-	}
-	r := Record{Session: s, Root: sum.Root, Commit: doc.Commit}
-	r.Outcome, r.Forged = selectOutcome(s.Seal, lines)
-	reviewOf(&r, lines)
-	return r, nil
-}
-
 // refreshSummaries brings a cache that no longer matches up to date one
 // session at a time: a session whose ref moved, a new session, and a
 // session whose note changed between the cache's notes commit and notesAt
