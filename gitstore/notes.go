@@ -268,27 +268,9 @@ func (s *Store) NotesOf(ctx context.Context, target string) ([]string, error) {
 }
 
 // NotesAt returns the note lines attached to each of targets (commit ids)
-// in the notes commit notes (not the ref: a caller that read the ref once
-// gets every note from that one commit), reading only those notes in one
-// batch. Targets without a note are absent from the map.
-func (s *Store) NotesAt(ctx context.Context, notes string, targets []string) (map[string][]string, error) {
-	for _, t := range targets {
-		if len(t) < 6 || strings.ContainsAny(t, ":/ \n") {
-			return nil, fmt.Errorf("reading the note of %q: not a commit id", t)
-		}
-	}
-	if len(targets) == 0 {
-		return map[string][]string{}, nil
-	}
-	cf, err := startCatFile(ctx, s.git)
-	if err != nil {
-		return nil, err
-	}
-	defer cf.close()
-	return notesIn(cf, notes, targets)
-}
-
-// NotesAt is Store.NotesAt through this batch's cat-file process.
+// in the notes commit notes (not the ref: a caller that listed the ref once
+// gets every note from that one commit), reading only those notes through
+// this batch's cat-file process. Targets without a note are absent.
 func (b *Batch) NotesAt(notes string, targets []string) (map[string][]string, error) {
 	for _, t := range targets {
 		if len(t) < 6 || strings.ContainsAny(t, ":/ \n") {

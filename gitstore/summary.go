@@ -259,9 +259,11 @@ func (s *Store) markDropped() error {
 	return nil
 }
 
-// TipList is Tips as lists sorted by ref name, as git lists them: the full
-// ref names and, at the same positions, their commits. It builds no map, for
-// callers that walk tens of thousands of refs beside another sorted list.
+// TipList lists where the refs under the given prefixes point, with one
+// for-each-ref that reads no object, sorted by ref name as git lists them:
+// the full ref names and, at the same positions, their commits. It builds
+// no map, for callers that walk tens of thousands of refs beside another
+// sorted list.
 func (s *Store) TipList(ctx context.Context, prefixes ...string) (refs, commits []string, err error) {
 	lines, err := s.git.Lines(ctx, append([]string{"for-each-ref", "--format=%(objectname) %(refname)"}, prefixes...)...)
 	if err != nil {
@@ -274,20 +276,4 @@ func (s *Store) TipList(ctx context.Context, prefixes ...string) (refs, commits 
 		}
 	}
 	return refs, commits, nil
-}
-
-// Tips lists where the refs under the given prefixes point, by full ref
-// name, with one for-each-ref that reads no object.
-func (s *Store) Tips(ctx context.Context, prefixes ...string) (map[string]string, error) {
-	lines, err := s.git.Lines(ctx, append([]string{"for-each-ref", "--format=%(objectname) %(refname)"}, prefixes...)...)
-	if err != nil {
-		return nil, fmt.Errorf("listing refs: %w", err)
-	}
-	m := make(map[string]string, len(lines))
-	for _, l := range lines {
-		if c, name, ok := strings.Cut(l, " "); ok {
-			m[name] = c
-		}
-	}
-	return m, nil
 }
