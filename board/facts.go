@@ -66,6 +66,15 @@ func Liveness(r sessions.Record, here Here, now time.Time) (live, lost bool) {
 		if s.Pid > 0 && launch.Alive(s.Pid, s.PidStart) {
 			return true, false
 		}
+		if s.Mode == sessions.ModeDetach && s.Seal == nil {
+			// Until its detached supervisor seals it, the session names the
+			// process that prepared it, which may die first (a run's
+			// supervisor killed mid-start): the detached one, started with
+			// the session id as its last argument, lives on.
+			if _, ok := launch.WithLastArg(s.ID); ok {
+				return true, false
+			}
+		}
 		return false, true
 	}
 	if now.Before(Deadline(s)) {

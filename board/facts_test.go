@@ -160,3 +160,61 @@ func TestLivenessOtherRepository(t *testing.T) {
 		t.Errorf("unknown repository here: live %v lost %v, want live", live, lost)
 	}
 }
+
+// TestLivenessBeforeSeal: a detached session names the process that
+// prepared it until its own supervisor seals it. When the preparer is gone
+// (a run's supervisor killed mid-start), the session lives while a process
+// started for it (its id as the last argument) lives, and is lost once that
+// one is gone too; a sealed session is judged by its recorded pid alone.
+func TestLivenessBeforeSeal(t *testing.T) {
+	host := Here{Host: sessions.Host(), Repo: "4e4e4e4e4e4e4e4e4e4e"}
+	gone := exec.Command("true")
+	if err := gone.Start(); err != nil {
+		t.Fatal(err)
+	}
+	gonePid := gone.Process.Pid
+	goneStart, err := launch.StartTime(gonePid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gone.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	s := sessions.Session{ID: "5ea15ea15ea15ea15ea1", Mode: sessions.ModeDetach, Host: host.Host, Repo: host.Repo,
+		Pid: gonePid, PidStart: goneStart, Started: time.Now(), Timeout: 60, Grace: 1}
+	if live, lost := Liveness(rec(s, nil), host, time.Now()); live || !lost {
+		t.Fatalf("preparer gone, nothing started: live %v lost %v, want lost", live, lost)
+	}
+
+	// The shell stays (it has a command after sleep), so its command line
+	// keeps the session id last.
+	sup := exec.Command("sh", "-c", "sleep 30; :", "sh", s.ID)
+	if err := sup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		sup.Process.Kill()
+		sup.Wait()
+	}()
+	if _, ok := launch.WithLastArg(s.ID); !ok {
+		t.Fatalf("WithLastArg does not find pid %d started with %s last", sup.Process.Pid, s.ID)
+	}
+	if live, lost := Liveness(rec(s, nil), host, time.Now()); !live || lost {
+		t.Errorf("its supervisor starting: live %v lost %v, want live", live, lost)
+	}
+	sealed := s
+	sealed.Seal = &sessions.Seal{Host: host.Host, Pid: gonePid, PidStart: goneStart}
+	if live, lost := Liveness(rec(sealed, nil), host, time.Now()); live || !lost {
+		t.Errorf("sealed by a process now gone: live %v lost %v, want lost", live, lost)
+	}
+	exec1 := s
+	exec1.Mode = sessions.ModeExec
+	if live, lost := Liveness(rec(exec1, nil), host, time.Now()); live || !lost {
+		t.Errorf("a foreground session whose process is gone: live %v lost %v, want lost", live, lost)
+	}
+	sup.Process.Kill()
+	sup.Wait()
+	if live, lost := Liveness(rec(s, nil), host, time.Now()); live || !lost {
+		t.Errorf("its supervisor gone too: live %v lost %v, want lost", live, lost)
+	}
+}

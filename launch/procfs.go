@@ -208,6 +208,36 @@ func environHas(pid int, kv string) bool {
 	return false
 }
 
+// WithLastArg finds a live process whose last command-line argument is
+// arg exactly (a session id a process was started for, say). Unreadable
+// command lines (zombies, kernel threads) never match.
+func WithLastArg(arg string) (Proc, bool) {
+	if arg == "" {
+		return Proc{}, false
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return Proc{}, false
+	}
+	want := []byte("\x00" + arg + "\x00")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !bytes.HasSuffix(data, want) {
+			continue
+		}
+		st, err := readProcStat(pid)
+		if err != nil || st.dead() {
+			continue
+		}
+		return procOf(pid, st), true
+	}
+	return Proc{}, false
+}
+
 // Proc names one process: its pid, its start time (which tells it from a
 // later process given the same pid) and its command line, for messages.
 type Proc struct {

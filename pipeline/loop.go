@@ -380,11 +380,42 @@ type taskState struct {
 	latest   *sessions.Record  // the latest attempt
 }
 
-// IsStartFailure reports whether a session never got its worker started (a
-// client that is not installed, a supervisor that could not start): not an
-// attempt.
-func IsStartFailure(r sessions.Record) bool {
-	return r.Outcome != nil && r.Outcome.ExitCode == 127 && r.Session.WorkerPid == 0
+// IsStartFailure reports whether a session never got its worker started:
+// not an attempt. Either its start failed and said so (a client that is
+// not installed, a supervisor that could not start: exit 127 with no
+// worker), or it is lost before any supervisor sealed it (the process that
+// prepared it died before handing it on, as a run's supervisor killed in
+// the middle of a start does), judged at now from here.
+func IsStartFailure(r sessions.Record, here board.Here, now time.Time) bool {
+	if r.Session.WorkerPid != 0 {
+		return false
+	}
+	if r.Outcome != nil {
+		return r.Outcome.ExitCode == 127
+	}
+	if r.Session.Seal != nil || !IsWorkerSession(r.Session) {
+		return false
+	}
+	_, lost := board.Liveness(r, here, now)
+	return lost
+}
+
+// startFailedAt is when a start failure happened, for the backoff: when
+// its outcome was recorded, or, for a session lost before it was sealed,
+// when it was prepared.
+func startFailedAt(r sessions.Record) time.Time {
+	if r.Outcome != nil {
+		return r.Outcome.Finished
+	}
+	return r.Session.Started
+}
+
+// startFailure is a start failure's reason.
+func startFailure(r sessions.Record) string {
+	if r.Outcome != nil {
+		return r.Outcome.Reason
+	}
+	return "session " + short(r.Session.ID) + " was lost before its worker started"
 }
 
 func (s *Supervisor) stateOf(b *board.Board, id string) taskState {
@@ -393,6 +424,7 @@ func (s *Supervisor) stateOf(b *board.Board, id string) taskState {
 	if r := ts.task.Reopened; r != nil && r.Time.After(cutoff) {
 		cutoff = r.Time
 	}
+	now := time.Now()
 	for _, r := range b.SessionsOf(id) {
 		if r.Session.Started.Before(cutoff) {
 			continue
@@ -401,7 +433,7 @@ func (s *Supervisor) stateOf(b *board.Board, id string) taskState {
 			continue
 		}
 		r := r
-		if IsStartFailure(r) {
+		if IsStartFailure(r, b.Here, now) {
 			ts.starts++
 			ts.lastFail = &r
 			continue
@@ -598,10 +630,10 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 		// Start failures: retried with backoff, never attempts.
 		if ts.starts > 0 && (ts.latest == nil || ts.lastFail.Session.Started.After(ts.latest.Session.Started)) {
 			if ts.starts >= maxInfraRetries {
-				s.exhaust(jctx, b, ts, fmt.Sprintf("could not start a worker %d times: %s", ts.starts, firstLine(ts.lastFail.Outcome.Reason)))
+				s.exhaust(jctx, b, ts, fmt.Sprintf("could not start a worker %d times: %s", ts.starts, firstLine(startFailure(*ts.lastFail))))
 				continue
 			}
-			at := ts.lastFail.Outcome.Finished.Add(s.o.Backoff << (ts.starts - 1))
+			at := startFailedAt(*ts.lastFail).Add(s.o.Backoff << (ts.starts - 1))
 			if at.After(now) {
 				next = earliest(next, at)
 				continue

@@ -2,11 +2,15 @@ package pipeline
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/verify"
 )
@@ -108,5 +112,43 @@ func TestEventLine(t *testing.T) {
 	b, _ := json.Marshal(Event{Event: EvFinished, Summary: &Summary{Result: "done"}})
 	if !strings.Contains(string(b), `"summary":{"run":"","result":"done"`) {
 		t.Errorf("finished event JSON: %s", b)
+	}
+}
+
+// TestIsStartFailure: a session whose worker never started is not an
+// attempt: a start that failed with 127 and no worker, and a detached
+// session lost before any supervisor sealed it. A lost session whose
+// worker ran, or that was sealed, is an attempt; so is a live one.
+func TestIsStartFailure(t *testing.T) {
+	here := board.Here{Host: sessions.Host(), Repo: "4e4e4e4e4e4e4e4e4e4e"}
+	now := time.Now()
+	// A pid that is gone: a process that ran and was waited for.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	base := sessions.Session{ID: "57a257a257a257a257a2", Task: "t", Mode: sessions.ModeDetach, Host: here.Host, Repo: here.Repo,
+		Pid: gone.Process.Pid, PidStart: 1, Started: now.Add(-time.Minute), Timeout: 60}
+	me, _ := launch.StartTime(os.Getpid())
+	cases := []struct {
+		name string
+		edit func(*sessions.Record)
+		want bool
+	}{
+		{"127 with no worker", func(r *sessions.Record) { r.Outcome = &sessions.Outcome{ExitCode: 127} }, true},
+		{"127 from a worker that ran", func(r *sessions.Record) { r.Outcome = &sessions.Outcome{ExitCode: 127}; r.Session.WorkerPid = 9 }, false},
+		{"exit 1", func(r *sessions.Record) { r.Outcome = &sessions.Outcome{ExitCode: 1} }, false},
+		{"lost before its seal", func(r *sessions.Record) {}, true},
+		{"lost after its seal", func(r *sessions.Record) { r.Session.Seal = &sessions.Seal{Pid: 1} }, false},
+		{"lost after its worker started", func(r *sessions.Record) { r.Session.WorkerPid = 9 }, false},
+		{"a reviewer lost before its seal", func(r *sessions.Record) { r.Session.Role = "reviewer" }, false},
+		{"running, not sealed yet", func(r *sessions.Record) { r.Session.Pid, r.Session.PidStart = os.Getpid(), me }, false},
+	}
+	for _, c := range cases {
+		r := sessions.Record{Session: base}
+		c.edit(&r)
+		if got := IsStartFailure(r, here, now); got != c.want {
+			t.Errorf("%s: IsStartFailure = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"time"
 	"fmt"
 
 	"github.com/git-agentmine/git-agentmine/board"
@@ -44,9 +45,10 @@ func (u RunUsage) String() string {
 // sum, so what a run reports and what it enforced are one number.
 func SessionsOf(b *board.Board, r Record) []sessions.Record {
 	var out []sessions.Record
+	now := time.Now()
 	for _, id := range r.Targets {
 		for _, s := range b.SessionsOf(id) {
-			if s.Session.Started.Before(r.Started) || IsStartFailure(s) {
+			if s.Session.Started.Before(r.Started) || IsStartFailure(s, b.Here, now) {
 				continue
 			}
 			if r.Ended != nil && s.Session.Started.After(r.Ended.Time) {

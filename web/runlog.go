@@ -47,6 +47,8 @@ type runRow struct {
 	// Result and Reason say how an ended run ended.
 	Result string
 	Reason string
+	// Lasted is how long an ended run ran; empty while it runs.
+	Lasted string
 }
 
 // runState names where a run is: "running" (its supervisor is alive),
@@ -107,6 +109,7 @@ func newRunRow(r pipeline.Record, b *board.Board) runRow {
 	row.Progress = newProgress(row.Done, row.Total)
 	if r.Ended != nil {
 		row.Result, row.Reason = r.Ended.Result, r.Ended.Reason
+		row.Lasted = ago(r.Ended.Time.Sub(r.Started))
 	}
 	return row
 }
@@ -198,7 +201,16 @@ func (s *Server) waitRun(ctx context.Context, v *view, rec pipeline.Record) pipe
 		if rec.Ended != nil && endSeen.IsZero() {
 			endSeen = time.Now()
 		}
-		if !rec.Alive() || (!endSeen.IsZero() && time.Since(endSeen) >= endGrace) {
+		if !endSeen.IsZero() && time.Since(endSeen) >= endGrace {
+			return rec
+		}
+		if !rec.Alive() {
+			// The supervisor records the end before it exits, and the
+			// refs' change may not have reached us yet: read the record
+			// once more so a run that ended is not called dead.
+			if cur, err := pipeline.Get(ctx, v.st, rec.Name); err == nil {
+				rec = cur
+			}
 			return rec
 		}
 		select {

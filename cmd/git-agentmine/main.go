@@ -12,7 +12,8 @@ import (
 func main() {
 	// A short-lived CLI: collect garbage only when the heap grows past a
 	// soft limit, instead of many times over while reading a large board.
-	// Long-lived detached supervisors stay well under it.
+	// Commands that live long (servers, supervisors, waits) call
+	// longLived.
 	debug.SetGCPercent(-1)
 	debug.SetMemoryLimit(512 << 20)
 	ctx, stop := signalContext(context.Background())
@@ -20,3 +21,9 @@ func main() {
 	stop()
 	os.Exit(code)
 }
+
+// longLived turns garbage collection back on for a command that runs for
+// as long as its work does (a server, a supervisor, a wait): main turns it
+// off for short commands, and a process that reads the board again and
+// again would otherwise grow to the memory limit before collecting.
+func longLived() { debug.SetGCPercent(100) }

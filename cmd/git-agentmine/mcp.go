@@ -3,7 +3,6 @@ package main
 import (
 	"io"
 	"os"
-	"runtime/debug"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -17,9 +16,7 @@ type McpCmd struct{}
 // Run serves the repository's tools on stdin and stdout until the client
 // disconnects; warnings go to stderr.
 func (c *McpCmd) Run(a *App) error {
-	// main turns garbage collection off for a short-lived command; a
-	// server lives as long as its client and collects as usual.
-	debug.SetGCPercent(100)
+	longLived()
 	dir := a.G.Dir
 	if dir == "" {
 		dir = "."

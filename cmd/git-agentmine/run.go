@@ -70,6 +70,7 @@ type RunStartCmd struct {
 
 // Run validates the flags, then runs the loop here or in the background.
 func (c *RunStartCmd) Run(a *App) error {
+	longLived()
 	env, err := workerEnv(a, nil)
 	if err != nil {
 		return err
@@ -368,7 +369,7 @@ func newRunStatus(r pipeline.Record, b *board.Board) runStatusJSON {
 		}
 		n := 0
 		for _, s := range b.SessionsOf(id) {
-			if s.Session.Started.Before(r.Started) || pipeline.IsStartFailure(s) || !pipeline.IsWorkerSession(s.Session) {
+			if s.Session.Started.Before(r.Started) || pipeline.IsStartFailure(s, b.Here, time.Now()) || !pipeline.IsWorkerSession(s.Session) {
 				continue
 			}
 			n++

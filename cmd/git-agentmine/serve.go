@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os/exec"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -26,7 +25,7 @@ type ServeCmd struct {
 
 // Run serves the board until interrupted.
 func (c *ServeCmd) Run(a *App) error {
-	debug.SetGCPercent(100) // a server, not a short-lived command
+	longLived()
 	host, _, err := net.SplitHostPort(c.Addr)
 	if err != nil {
 		return exitcode.New(exitcode.Usage, fmt.Errorf("--addr %q is not HOST:PORT: %w", c.Addr, err), "")
