@@ -1,8 +1,8 @@
 package pipeline
 
 import (
-	"time"
 	"fmt"
+	"time"
 
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/sessions"
