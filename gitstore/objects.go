@@ -205,6 +205,7 @@ func (s *Store) writeDocCommit(ctx context.Context, file string, doc []byte, par
 
 // writeCommit writes a commit object for tree with the given parents.
 func (s *Store) writeCommit(ctx context.Context, tree string, parents []string, message string) (string, error) {
+	s.vars()
 	message = strings.TrimRight(message, "\n") + "\n"
 	if s.objects() == nil {
 		var c bytes.Buffer

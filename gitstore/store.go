@@ -75,10 +75,13 @@ func (i Ident) String() string {
 
 // Store is an open agentmine state store in one repository.
 type Store struct {
-	git       gitcmd.Runner
-	loc       gitcmd.Location
-	objDir    string
-	sha1      bool
+	git    gitcmd.Runner
+	loc    gitcmd.Location
+	objDir string
+	sha1   bool
+	// varsOnce reads author, committer and config (`git var -l`) on first
+	// use: commands that only read state need none of them.
+	varsOnce  sync.Once
 	author    Ident
 	committer Ident
 	config    map[string]string
@@ -93,8 +96,9 @@ type Store struct {
 	journalWarnOnce sync.Once
 }
 
-// Open locates the repository containing dir and prepares the store. It
-// reads the object format, the identities and git's config in one git call.
+// Open locates the repository containing dir and prepares the store: one
+// git call for the location and object format. The identities and git's
+// config are read on first use.
 func Open(ctx context.Context, dir string) (*Store, error) {
 	// The git binary is looked up once here; every command the store (and
 	// whoever uses Git()) runs starts that binary.
@@ -104,17 +108,9 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 	}
 	r.Env = append(r.Env, plumbingConfig(os.Getenv("GIT_CONFIG_COUNT"))...)
 	s := &Store{git: r}
-	// The identity and config query is independent of the location query:
-	// run both git processes at once.
-	varsErr := make(chan error, 1)
-	go func() { varsErr <- s.readVars(ctx) }()
 	loc, extra, err := r.LocateWith(ctx, []string{"--show-object-format"}, []string{"--git-path", "objects"})
-	verr := <-varsErr
 	if err != nil {
 		return nil, err
-	}
-	if verr != nil {
-		return nil, verr
 	}
 	s.loc = loc
 	if len(extra) < 2 {
@@ -150,15 +146,22 @@ func plumbingConfig(count string) []string {
 	return append(env, fmt.Sprintf("GIT_CONFIG_COUNT=%d", n+len(kv)))
 }
 
-// readVars runs `git var -l` once: it yields the author and committer
-// identities (with git's own fallback when none is configured, and honouring
-// GIT_*_DATE) and the whole configuration.
-func (s *Store) readVars(ctx context.Context) error {
+// vars runs `git var -l` once, on first use: it yields the author and
+// committer identities (with git's own fallback when none is configured,
+// and honouring GIT_*_DATE) and the whole configuration. The location query
+// at Open already read the same configuration, so this call failing is as
+// unlikely as it is harmless: the identities fall back to agentmine's own
+// and the configuration reads as empty.
+func (s *Store) vars() {
+	s.varsOnce.Do(func() { s.readVars(context.Background()) })
+}
+
+func (s *Store) readVars(ctx context.Context) {
+	s.config = map[string]string{}
 	out, err := s.git.Run(ctx, "var", "-l")
 	if err != nil {
-		return fmt.Errorf("reading git identity: %w", err)
+		out = nil
 	}
-	s.config = map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for sc.Scan() {
@@ -181,7 +184,6 @@ func (s *Store) readVars(ctx context.Context) error {
 	if s.committer.Name == "" {
 		s.committer = s.author
 	}
-	return nil
 }
 
 func fallbackIdent() Ident {
@@ -217,15 +219,22 @@ func (s *Store) Git() gitcmd.Runner { return s.git }
 func (s *Store) Location() gitcmd.Location { return s.loc }
 
 // Author returns the identity written as the author of state commits.
-func (s *Store) Author() Ident { return s.author }
+func (s *Store) Author() Ident {
+	s.vars()
+	return s.author
+}
 
 // Now returns the time of this invocation as git sees it (honouring
 // GIT_COMMITTER_DATE), so that pinned test environments are reproducible.
-func (s *Store) Now() time.Time { return s.committer.When }
+func (s *Store) Now() time.Time {
+	s.vars()
+	return s.committer.When
+}
 
 // Config returns git's configuration value for key (lower-case, e.g.
 // "agentmine.base") and whether it is set.
 func (s *Store) Config(key string) (string, bool) {
+	s.vars()
 	v, ok := s.config[strings.ToLower(key)]
 	return v, ok
 }
@@ -262,5 +271,5 @@ type StampInfo struct {
 
 // Stamp returns the time and author name used for facts written now.
 func Stamp(s *Store) StampInfo {
-	return StampInfo{Time: s.Now(), Author: s.author.Name}
+	return StampInfo{Time: s.Now(), Author: s.Author().Name}
 }
