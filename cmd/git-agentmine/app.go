@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
+	"unicode"
 
 	"github.com/alecthomas/kong"
 
@@ -98,12 +100,6 @@ func Main(ctx context.Context, args []string, io Stdio, getenv func(string) stri
 		// success).
 		return isolation.RunHelper(args[1:], io.Err)
 	}
-	var cli CLI
-	parser, err := newParser(&cli, io)
-	if err != nil {
-		fmt.Fprintf(io.Err, "error: internal: %v\n", err)
-		return exitcode.Git
-	}
 	defer func() {
 		if r := recover(); r != nil {
 			if e, ok := r.(exitPanic); ok {
@@ -113,7 +109,23 @@ func Main(ctx context.Context, args []string, io Stdio, getenv func(string) stri
 			panic(r)
 		}
 	}()
-	kctx, err := parser.Parse(args)
+	var kctx *kong.Context
+	parser, g, err := commandParser(args, io)
+	if err == nil && parser != nil {
+		kctx, err = parser.Parse(args)
+	}
+	if err != nil || parser == nil {
+		// The whole grammar: for what names no single command, and for
+		// what the command's grammar refused, so that every message is
+		// the whole grammar's.
+		var cli CLI
+		if parser, err = newParser(&cli, io); err != nil {
+			fmt.Fprintf(io.Err, "error: internal: %v\n", err)
+			return exitcode.Git
+		}
+		g = &cli.Globals
+		kctx, err = parser.Parse(args)
+	}
 	if err != nil {
 		msg := err.Error()
 		fmt.Fprintf(io.Err, "error: %s\n", firstLine(msg))
@@ -125,10 +137,10 @@ func Main(ctx context.Context, args []string, io Stdio, getenv func(string) stri
 		}
 		return exitcode.Usage
 	}
-	p := &output.Printer{Out: io.Out, Err: io.Err, JSON: cli.JSON, Quiet: cli.Quiet,
-		Color: output.ColorWanted(io.Out, cli.NoColor, getenv)}
+	p := &output.Printer{Out: io.Out, Err: io.Err, JSON: g.JSON, Quiet: g.Quiet,
+		Color: output.ColorWanted(io.Out, g.NoColor, getenv)}
 	exe, _ := os.Executable()
-	app := &App{Ctx: ctx, G: &cli.Globals, P: p, In: io.In, Getenv: getenv, Args0: exe}
+	app := &App{Ctx: ctx, G: g, P: p, In: io.In, Getenv: getenv, Args0: exe}
 	err = kctx.Run(app)
 	if err == nil {
 		return exitcode.OK
@@ -161,12 +173,90 @@ func firstLine(s string) string {
 // newParser builds the kong parser for cli; Main and the documentation
 // tests share it so they cannot drift apart.
 func newParser(cli *CLI, io Stdio) (*kong.Kong, error) {
-	return kong.New(cli,
+	return kong.New(cli, parserOptions(io)...)
+}
+
+// parserOptions are the options of every parser Main builds.
+func parserOptions(io Stdio) []kong.Option {
+	return []kong.Option{
 		kong.Name("git agentmine"),
 		kong.Description("The execution environment for parallel AI coding agents, inside your git repository."),
 		kong.Writers(io.Out, io.Err),
 		kong.Exit(func(c int) { panic(exitPanic{c}) }),
 		kong.Vars{"version": buildVersion().String()},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
-	)
+	}
+}
+
+// commandParser builds a parser of the global flags and the one command
+// group args name, with the same fields, tags and options as in CLI. Kong
+// builds its model of a grammar by reflection on every run, and the whole
+// grammar costs a short command about a third of its own time. It returns a
+// nil parser when args name no single group plainly: help (asked for with
+// -h or --help too), completion (both walk the whole grammar), a flag
+// before the command that is not a global one, or no command at all.
+func commandParser(args []string, io Stdio) (*kong.Kong, *Globals, error) {
+	word := commandWord(args)
+	if word == "" || word == "help" || word == "completion" {
+		return nil, nil, nil
+	}
+	for _, a := range args {
+		if a == "-h" || a == "--help" || a == "--" {
+			return nil, nil, nil
+		}
+	}
+	cliType := reflect.TypeOf(CLI{})
+	globals, _ := cliType.FieldByName("Globals")
+	for i := 0; i < cliType.NumField(); i++ {
+		f := cliType.Field(i)
+		if _, ok := f.Tag.Lookup("cmd"); !ok || commandName(f) != word {
+			continue
+		}
+		v := reflect.New(reflect.StructOf([]reflect.StructField{
+			{Name: "Globals", Type: globals.Type, Tag: `embed:""`},
+			{Name: f.Name, Type: f.Type, Tag: f.Tag},
+		}))
+		parser, err := kong.New(v.Interface(), parserOptions(io)...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return parser, v.Elem().Field(0).Addr().Interface().(*Globals), nil
+	}
+	return nil, nil, nil
+}
+
+// commandWord returns the first argument that is not a global flag (or a
+// global flag's value): the command group named, or "" when a flag that is
+// not global comes first.
+func commandWord(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-C" || a == "--dir":
+			i++
+		case strings.HasPrefix(a, "--dir="), strings.HasPrefix(a, "-C") && len(a) > 2:
+		case a == "--json", a == "-q", a == "--quiet", a == "--no-color":
+		case strings.HasPrefix(a, "-"):
+			return ""
+		default:
+			return a
+		}
+	}
+	return ""
+}
+
+// commandName is the name kong gives a command field: its name tag, else
+// its Go name in lower case with a hyphen before each inner capital.
+func commandName(f reflect.StructField) string {
+	if n := f.Tag.Get("name"); n != "" {
+		return n
+	}
+	var b strings.Builder
+	for i, r := range f.Name {
+		if unicode.IsUpper(r) && i > 0 {
+			b.WriteByte('-')
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
 }

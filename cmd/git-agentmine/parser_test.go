@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+)
+
+// describeNode renders what a user meets of a command node: its name,
+// aliases, help, flags, positional arguments and children, recursively.
+func describeNode(b *strings.Builder, n *kong.Node, depth int) {
+	in := strings.Repeat("  ", depth)
+	fmt.Fprintf(b, "%s%s aliases=%v hidden=%v help=%q detail=%q\n", in, n.Name, n.Aliases, n.Hidden, n.Help, n.Detail)
+	for _, f := range n.Flags {
+		fmt.Fprintf(b, "%s  flag %s short=%q default=%q help=%q required=%v hidden=%v enum=%q placeholder=%q aliases=%v\n",
+			in, f.Name, f.Short, f.Default, f.Help, f.Required, f.Hidden, f.Enum, f.PlaceHolder, f.Aliases)
+	}
+	for _, p := range n.Positional {
+		fmt.Fprintf(b, "%s  arg %s required=%v help=%q default=%q\n", in, p.Name, p.Required, p.Help, p.Default)
+	}
+	for _, ch := range n.Children {
+		describeNode(b, ch, depth+1)
+	}
+}
+
+// TestCommandParserMatchesGrammar: the parser Main builds for one command
+// group has the global flags and that group exactly as the whole grammar
+// has them, for every group; help and completion get the whole grammar.
+func TestCommandParserMatchesGrammar(t *testing.T) {
+	full := docsParser(t)
+	var out, errb bytes.Buffer
+	io := Stdio{Out: &out, Err: &errb}
+	groups := 0
+	for _, ch := range full.Model.Node.Children {
+		parser, _, err := commandParser([]string{ch.Name}, io)
+		if err != nil {
+			t.Fatalf("%s: %v", ch.Name, err)
+		}
+		if ch.Name == "help" || ch.Name == "completion" {
+			if parser != nil {
+				t.Errorf("%s: a parser of its own, want the whole grammar", ch.Name)
+			}
+			continue
+		}
+		if parser == nil || len(parser.Model.Node.Children) != 1 {
+			t.Errorf("%s: no parser of its own", ch.Name)
+			continue
+		}
+		groups++
+		var want, got strings.Builder
+		describeNode(&want, ch, 0)
+		describeNode(&got, parser.Model.Node.Children[0], 0)
+		if want.String() != got.String() {
+			t.Errorf("%s: the group's grammar differs:\n%s\nwant:\n%s", ch.Name, got.String(), want.String())
+		}
+		var wantFlags, gotFlags strings.Builder
+		for _, f := range full.Model.Node.Flags {
+			fmt.Fprintf(&wantFlags, "%s %q %q\n", f.Name, f.Short, f.Help)
+		}
+		for _, f := range parser.Model.Node.Flags {
+			fmt.Fprintf(&gotFlags, "%s %q %q\n", f.Name, f.Short, f.Help)
+		}
+		if wantFlags.String() != gotFlags.String() {
+			t.Errorf("%s: global flags %s, want %s", ch.Name, gotFlags.String(), wantFlags.String())
+		}
+	}
+	if groups < 15 {
+		t.Errorf("only %d command groups got a parser of their own", groups)
+	}
+}
+
+// TestCommandWord: global flags and their values are skipped; anything
+// else starting with a dash means no single command is named plainly.
+func TestCommandWord(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"task", "show", "x"}, "task"},
+		{[]string{"-C", "dir", "--json", "-q", "status"}, "status"},
+		{[]string{"--dir", "task", "worker"}, "worker"},
+		{[]string{"--dir=d", "-Cd", "--no-color", "--quiet", "sync"}, "sync"},
+		{[]string{"--version"}, ""},
+		{[]string{"-qC", "d", "task"}, ""},
+		{[]string{"--frob", "task"}, ""},
+		{[]string{"-C"}, ""},
+		{nil, ""},
+	} {
+		if got := commandWord(c.args); got != c.want {
+			t.Errorf("commandWord(%q) = %q, want %q", c.args, got, c.want)
+		}
+	}
+	for _, args := range [][]string{{"task", "--help"}, {"task", "show", "-h"}, {"help", "task"}, {"completion", "bash"}, {"nosuch"}, {"task", "--", "x"}} {
+		if p, _, err := commandParser(args, Stdio{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}); p != nil || err != nil {
+			t.Errorf("commandParser(%q): a parser of its own (%v), want the whole grammar", args, err)
+		}
+	}
+}
+
+// TestMainRefusalsAreTheWholeGrammars: what a command's own parser refuses
+// is parsed again with the whole grammar, so the message and hint are the
+// ones the whole grammar gives.
+func TestMainRefusalsAreTheWholeGrammars(t *testing.T) {
+	for _, args := range [][]string{{"task", "frobnicate"}, {"task", "show"}, {"task", "list", "--nosuch"}, {"worker"}} {
+		var out, errb bytes.Buffer
+		code := Main(t.Context(), args, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}, func(string) string { return "" })
+		var cli CLI
+		var fo, fe bytes.Buffer
+		parser, err := newParser(&cli, Stdio{Out: &fo, Err: &fe})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, perr := parser.Parse(args)
+		if perr == nil {
+			t.Fatalf("%q: the whole grammar accepts it", args)
+		}
+		if code != exitcode.Usage || !strings.HasPrefix(errb.String(), "error: "+firstLine(perr.Error())+"\n") {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 and the whole grammar's %q", args, code, errb.String(), perr.Error())
+		}
+	}
+}
