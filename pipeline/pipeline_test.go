@@ -152,3 +152,18 @@ func TestIsStartFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateName: letters, digits, '.', '_', '-', starting with a letter
+// or digit, at most 64.
+func TestValidateName(t *testing.T) {
+	for _, ok := range []string{"a", "run-1", "R.2_x", "9", strings.Repeat("x", 64)} {
+		if err := ValidateName(ok); err != nil {
+			t.Errorf("ValidateName(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "-a", ".a", "_a", "a b", "a/b", "é", strings.Repeat("x", 65), "a\n"} {
+		if err := ValidateName(bad); exitcode.Of(err) != exitcode.Usage {
+			t.Errorf("ValidateName(%q): %v, want a usage error", bad, err)
+		}
+	}
+}
