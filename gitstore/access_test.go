@@ -2,8 +2,11 @@ package gitstore
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
@@ -95,5 +98,48 @@ func TestDeleteRef(t *testing.T) {
 	}
 	if out := git("for-each-ref", "--format=%(refname)", "refs/heads/"); out != "refs/heads/main" {
 		t.Fatalf("other refs changed: %s", out)
+	}
+}
+
+// TestLockCheckout: one holder at a time per checkout, whatever path names
+// it (a symlink to it names the same lock); a second taker waits at most
+// its wait and then goes on without it; another checkout's lock is
+// independent; release frees it.
+func TestLockCheckout(t *testing.T) {
+	dir := gittest.Init(t)
+	st, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	release, ok := st.LockCheckout(ctx, dir, 0)
+	if !ok {
+		t.Fatal("a free lock was not taken")
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	r2, ok2 := st.LockCheckout(ctx, link, 50*time.Millisecond)
+	r2()
+	if ok2 {
+		t.Fatal("the lock was taken twice through a symlink")
+	}
+	other := t.TempDir()
+	r3, ok3 := st.LockCheckout(ctx, other, 0)
+	r3()
+	if !ok3 {
+		t.Error("another checkout's lock was not free")
+	}
+	done := make(chan bool)
+	go func() {
+		r, ok := st.LockCheckout(ctx, dir, 10*time.Second)
+		r()
+		done <- ok
+	}()
+	time.Sleep(20 * time.Millisecond)
+	release()
+	if !<-done {
+		t.Error("a waiting taker did not get the lock once it was released")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -328,27 +329,52 @@ func land(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, rec sessions
 		if err != nil {
 			return res, fmt.Errorf("writing the merge commit: %w", err)
 		}
+		// The ref and then the files of each checkout move under its
+		// checkout lock, so that no supervisor's snapshot of that checkout
+		// falls between the two.
+		release := lockCheckouts(ctx, st, wts)
 		if o.beforeUpdate != nil {
 			o.beforeUpdate()
 		}
 		err = st.Transact(ctx, []gitstore.RefOp{{Verb: "update", Ref: ref, New: res.Commit, Old: baseTip}})
 		if errors.Is(err, gitstore.ErrConflict) {
+			release()
 			time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
 			continue
 		}
 		if err != nil {
+			release()
 			return res, err
 		}
 		for _, w := range wts {
 			st.RecordCheckout(w, baseTip, res.Commit)
 			if _, err := g.In(w).Run(ctx, "read-tree", "-m", "-u", baseTip, res.Commit); err != nil {
+				release()
 				return res, fmt.Errorf("merged, but updating the checkout in %s failed (run git checkout -f there): %w", w, err)
 			}
 			res.Worktrees = append(res.Worktrees, w)
 		}
+		release()
 		return res, nil
 	}
 	return res, exitcode.New(exitcode.State, fmt.Errorf("%s kept moving during %d merge attempts", ref, attempts), "try again")
+}
+
+// lockCheckouts takes the checkout locks of dirs (gitstore.LockCheckout) in
+// a fixed order and returns what releases them all.
+func lockCheckouts(ctx context.Context, st *gitstore.Store, dirs []string) func() {
+	sorted := append([]string(nil), dirs...)
+	sort.Strings(sorted)
+	var releases []func()
+	for _, d := range sorted {
+		release, _ := st.LockCheckout(ctx, d, gitstore.CheckoutLockWait)
+		releases = append(releases, release)
+	}
+	return func() {
+		for i := len(releases) - 1; i >= 0; i-- {
+			releases[i]()
+		}
+	}
 }
 
 // checkedOut lists the worktrees that have ref checked out.

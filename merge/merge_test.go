@@ -337,3 +337,30 @@ func TestLandRecordsAcceptedMainChanges(t *testing.T) {
 		t.Errorf("bounded trailers:\n%s", tr)
 	}
 }
+
+// TestLandHoldsTheCheckoutLock: from the ref update until the files of the
+// checked-out base follow, the merge holds that checkout's lock, so a
+// supervisor's snapshot of it cannot fall in between; once it returns, the
+// lock is free again.
+func TestLandHoldsTheCheckoutLock(t *testing.T) {
+	r := newRepo(t)
+	r.git(t, "checkout", "-q", "main")
+	held := false
+	o := Options{beforeUpdate: func() {
+		release, ok := r.st.LockCheckout(context.Background(), r.dir, 0)
+		release()
+		held = !ok
+	}}
+	res, err := land(context.Background(), r.g, r.st, r.record(), "Work", nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Worktrees) != 1 || !held {
+		t.Fatalf("updated %v; lock held during the update: %v, want the main checkout updated under its lock", res.Worktrees, held)
+	}
+	release, ok := r.st.LockCheckout(context.Background(), r.dir, 0)
+	release()
+	if !ok {
+		t.Error("the checkout lock is still held after the merge")
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/gitcmd"
+	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/parallel"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/verify"
@@ -133,7 +134,9 @@ func (e *Env) startMainCheckout(ctx context.Context, s sessions.Session) *mainCh
 	if rel, err := filepath.Rel(e.Top, e.Cfg.WorktreeDir(e.Top)); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
 		m.skip = filepath.ToSlash(rel)
 	}
+	release, _ := e.St.LockCheckout(ctx, e.Top, gitstore.CheckoutLockWait)
 	m.before, m.beforeErr = snapshotMain(ctx, m.g, m.skip, racyWindow, nil)
+	release()
 	return m
 }
 
@@ -142,7 +145,9 @@ func (m *mainCheckout) end(ctx context.Context) {
 	if m.before == nil {
 		return
 	}
+	release, _ := m.env.St.LockCheckout(ctx, m.top, gitstore.CheckoutLockWait)
 	m.after, m.afterErr = snapshotMain(ctx, m.g, m.skip, racyWindow, m.before)
+	release()
 }
 
 // mainGit runs git in the main checkout without optional locks: a status
