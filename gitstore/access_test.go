@@ -143,3 +143,24 @@ func TestLockCheckout(t *testing.T) {
 		t.Error("a waiting taker did not get the lock once it was released")
 	}
 }
+
+// TestIdentityIsOpens: the identities are read when first needed, but are
+// those of the environment the store was opened in: a date or name set
+// after Open does not change them.
+func TestIdentityIsOpens(t *testing.T) {
+	dir := gittest.Init(t)
+	t.Setenv("GIT_COMMITTER_DATE", "1700000000 +0000")
+	t.Setenv("GIT_AUTHOR_NAME", "At Open")
+	st, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GIT_COMMITTER_DATE", "1800000000 +0000")
+	t.Setenv("GIT_AUTHOR_NAME", "Later")
+	if got := st.Now().Unix(); got != 1700000000 {
+		t.Errorf("Now() = %d, want the date set at Open", got)
+	}
+	if got := st.Author().Name; got != "At Open" {
+		t.Errorf("Author() = %q, want the name set at Open", got)
+	}
+}

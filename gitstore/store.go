@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,7 +82,11 @@ type Store struct {
 	sha1   bool
 	// varsOnce reads author, committer and config (`git var -l`) on first
 	// use: commands that only read state need none of them.
-	varsOnce  sync.Once
+	varsOnce sync.Once
+	// identEnv is the identity environment (identityVars) as it was at
+	// Open, which the deferred `git var -l` runs with: the store's
+	// identities are those of when it was opened, as they always were.
+	identEnv  map[string]string
 	author    Ident
 	committer Ident
 	config    map[string]string
@@ -107,7 +112,12 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 		return nil, err
 	}
 	r.Env = append(r.Env, plumbingConfig(os.Getenv("GIT_CONFIG_COUNT"))...)
-	s := &Store{git: r}
+	s := &Store{git: r, identEnv: map[string]string{}}
+	for _, k := range identityVars {
+		if v, ok := os.LookupEnv(k); ok {
+			s.identEnv[k] = v
+		}
+	}
 	loc, extra, err := r.LocateWith(ctx, []string{"--show-object-format"}, []string{"--git-path", "objects"})
 	if err != nil {
 		return nil, err
@@ -156,9 +166,25 @@ func (s *Store) vars() {
 	s.varsOnce.Do(func() { s.readVars(context.Background()) })
 }
 
+// identityVars are the environment variables git's identities come from.
+var identityVars = []string{"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
+	"GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "EMAIL"}
+
 func (s *Store) readVars(ctx context.Context) {
 	s.config = map[string]string{}
-	out, err := s.git.Run(ctx, "var", "-l")
+	cmd := s.git.Command(ctx, "var", "-l")
+	env := make([]string, 0, len(cmd.Env))
+	for _, kv := range cmd.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(identityVars, k) {
+			env = append(env, kv)
+		}
+	}
+	for k, v := range s.identEnv {
+		env = append(env, k+"="+v)
+	}
+	cmd.Env = env
+	out, err := cmd.Output()
 	if err != nil {
 		out = nil
 	}
