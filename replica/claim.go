@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
 )
@@ -80,7 +81,9 @@ func TakeClaim(ctx context.Context, st Store, c Claim) error {
 // ReadClaim returns the commit the remote's claim ref points at ("" when
 // there is no claim) and the content of file in that commit's tree (nil
 // when the commit holds no such file). It fetches the claim's objects
-// without writing any local ref.
+// without writing any local ref. A remote that cannot be listed is an
+// *UnreachableError; a claim whose objects cannot be fetched is a plain
+// error, since the remote did answer that the claim exists.
 func ReadClaim(ctx context.Context, st Store, remote, ref, file string) (commit string, data []byte, err error) {
 	remote, err = claimRemote(st, remote, ref)
 	if err != nil {
@@ -95,8 +98,26 @@ func ReadClaim(ctx context.Context, st Store, remote, ref, file string) (commit 
 		return "", nil, nil
 	}
 	commit = strings.Fields(out)[0]
-	if _, err := g.Run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", remote, ref); err != nil {
-		return "", nil, &UnreachableError{Remote: remote, Err: err}
+	// The remote answered and holds a claim: a fetch that fails now is not
+	// a reason to go on without one. It fails for local reasons too: while
+	// git creates a worktree (another task starting in this clone), that
+	// worktree's HEAD names no object for a moment, and fetch refuses the
+	// repository. It is tried again, then the claim is an error.
+	var ferr error
+	for attempt := 0; attempt < 4; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return "", nil, ctx.Err()
+			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+			}
+		}
+		if _, ferr = g.Run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", remote, ref); ferr == nil {
+			break
+		}
+	}
+	if ferr != nil {
+		return "", nil, fmt.Errorf("reading the claim %s on %s: %w", ref, remote, ferr)
 	}
 	data, err = g.Run(ctx, "cat-file", "blob", commit+":"+file)
 	if err != nil {
