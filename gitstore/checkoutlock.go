@@ -12,8 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// CheckoutLockWait is how long LockCheckout waits: longer than a snapshot
-// of a large checkout or a merge's update of its files takes.
+// CheckoutLockWait is how long LockCheckout waits: meant to outlast a
+// snapshot of a large checkout or a merge's update of its files (not
+// measured at scale; a small checkout's take milliseconds).
 const CheckoutLockWait = 30 * time.Second
 
 // LockCheckout takes the lock that orders agentmine's own updates of the

@@ -159,9 +159,9 @@ func plumbingConfig(count string) []string {
 // vars runs `git var -l` once, on first use: it yields the author and
 // committer identities (with git's own fallback when none is configured,
 // and honouring GIT_*_DATE) and the whole configuration. The location query
-// at Open already read the same configuration, so this call failing is as
-// unlikely as it is harmless: the identities fall back to agentmine's own
-// and the configuration reads as empty.
+// at Open already read the same configuration, so this call failing is
+// unlikely; if it does, the identities fall back to agentmine's own and the
+// configuration reads as empty.
 func (s *Store) vars() {
 	s.varsOnce.Do(func() { s.readVars(context.Background()) })
 }
