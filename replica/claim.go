@@ -126,17 +126,19 @@ func ReadClaim(ctx context.Context, st Store, remote, ref, file string) (commit 
 	return commit, data, nil
 }
 
-// ReleaseClaim deletes the remote's claim ref, and the refs in also, each
-// only if it still points at commit. Each ref is deleted on its own (the
-// push is not atomic): a ref that moved on, or is gone, is left alone and
-// is not an error.
-func ReleaseClaim(ctx context.Context, st Store, remote, ref, commit string, also ...string) error {
+// ReleaseClaim gives back a claim taken at commit: it puts the remote's
+// claim ref back at restore (the claim it replaced; deleted when restore is
+// empty) and deletes the refs in also, each only if it still points at
+// commit. Each ref is updated on its own (the push is not atomic): a ref
+// that moved on, or is gone, is left alone and is not an error.
+func ReleaseClaim(ctx context.Context, st Store, remote, ref, commit, restore string, also ...string) error {
 	remote, err := claimRemote(st, remote, ref)
 	if err != nil {
 		return err
 	}
 	args := []string{"push", "--porcelain", "--no-verify", "--no-recurse-submodules", remote}
-	for _, r := range append([]string{ref}, also...) {
+	args = append(args, "--force-with-lease="+ref+":"+commit, restore+":"+ref)
+	for _, r := range also {
 		args = append(args, "--force-with-lease="+r+":"+commit, ":"+r)
 	}
 	out, err := st.Git().Run(ctx, args...)

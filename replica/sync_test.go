@@ -566,13 +566,20 @@ func TestClaim(t *testing.T) {
 	if err := TakeClaim(ctx, sb, Claim{Ref: claim, Commit: cb, Old: ca}); err != nil {
 		t.Fatalf("replacing the claim seen: %v", err)
 	}
-	if err := ReleaseClaim(ctx, sa, "", claim, ca); err != nil {
+	if err := ReleaseClaim(ctx, sa, "", claim, ca, ""); err != nil {
 		t.Fatalf("release: %v", err)
 	}
 	if got := gittest.Git(t, remote, "rev-parse", claim); got != cb {
 		t.Fatalf("a released a claim it no longer held: %s", got)
 	}
-	if err := ReleaseClaim(ctx, sb, "", claim, cb); err != nil {
+	// Giving back a claim that replaced another puts that one back.
+	if err := ReleaseClaim(ctx, sb, "", claim, cb, ca); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if got := gittest.Git(t, remote, "rev-parse", claim); got != ca {
+		t.Fatalf("the replaced claim was not restored: %s", got)
+	}
+	if err := ReleaseClaim(ctx, sb, "", claim, ca, ""); err != nil {
 		t.Fatalf("release: %v", err)
 	}
 	if out := gittest.Git(t, remote, "for-each-ref", "refs/agentmine-claims/"); out != "" {

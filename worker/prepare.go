@@ -244,12 +244,12 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	undo = append(undo, func() { sessions.Delete(context.WithoutCancel(ctx), st, sid) })
 	claimedOn, claimNote := "", ""
 	if remote := e.claimRemoteFor(ctx, o); remote != "" {
-		ok, err := e.claim(ctx, remote, sess, root)
+		ok, replaced, err := e.claim(ctx, remote, sess, root)
 		switch {
 		case ok:
 			claimedOn = remote
 			undo = append(undo, func() {
-				e.releaseClaim(context.WithoutCancel(ctx), sessions.Record{Session: sessions.Session{Task: sess.Task, ClaimRemote: remote}, Root: root}, sessions.Kind.Ref(sid))
+				e.giveBack(context.WithoutCancel(ctx), remote, sess.Task, root, replaced, sid)
 			})
 		case IsOffline(err):
 			claimNote = err.Error() + "; running locally without a claim"

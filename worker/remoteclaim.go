@@ -9,6 +9,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/config"
 	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/replica"
 	"github.com/git-agentmine/git-agentmine/sessions"
 )
@@ -18,11 +19,14 @@ import (
 // refs/agentmine-claims/<task>, in one atomic push that succeeds only if no
 // claim is there (a lease expecting the ref absent, or expecting the stale
 // claim it replaces). Two clones racing for one task cannot both win: the
-// remote's ref update is the arbiter. The claim is released (deleted, with a
-// lease) when the session's outcome is recorded; a claim whose session
-// should have ended long ago (timeout plus grace plus a margin) is stale and
-// may be replaced. Claim refs live outside refs/agentmine/, so sync never
-// copies them.
+// remote's ref update is the arbiter. The claim outlives its session: it
+// stays on the remote after the outcome is recorded, because a clone that
+// has not synced that outcome would otherwise see an unclaimed task and run
+// it again. A claim may be replaced (with a lease on it) by a clone that
+// knows its session has ended (the session and its outcome are on the local
+// board: the clone ran it, or synced it), or by anyone once the session
+// should have ended long ago (timeout plus grace plus a margin). Claim refs
+// live outside refs/agentmine/, so sync never copies them.
 
 // ClaimPrefix is where claim refs live, local and remote.
 const ClaimPrefix = "refs/agentmine-claims/"
@@ -53,36 +57,47 @@ func (e *Env) claimRemoteFor(ctx context.Context, o RunOptions) string {
 }
 
 // claim tries to take the task's claim on remote with the session's creation
-// commit, pushing the session ref with it. It returns (false,
-// nil-or-offline-error) when the remote could not be reached: the run goes
-// on locally without a claim. A claim held by a live session elsewhere is a
-// State error naming its host and session.
-func (e *Env) claim(ctx context.Context, remote string, s sessions.Session, root string) (bool, error) {
+// commit, pushing the session ref with it. On success it returns the claim
+// it replaced ("" when there was none), for giveBack. It returns
+// (false, "", nil-or-offline-error) when the remote could not be reached:
+// the run goes on locally without a claim. A claim held by a session that
+// may still be running, as far as this clone knows, is a State error naming
+// its host and session.
+func (e *Env) claim(ctx context.Context, remote string, s sessions.Session, root string) (bool, string, error) {
 	ref := ClaimPrefix + s.Task
 	for attempt := 0; attempt < 3; attempt++ {
 		old, holder, err := e.remoteClaim(ctx, remote, ref)
 		if err != nil {
-			return false, err
+			return false, "", err
 		}
-		if holder != nil {
-			if !claimStale(*holder, time.Now()) {
-				return false, exitcode.New(exitcode.State, fmt.Errorf("task %s is claimed on %s by session %s on host %s (started %s): %w",
-					s.Task[:8], remote, holder.ID[:8], holder.Host, holder.Started.Format(time.RFC3339), ErrClaimed), "wait for it, or sync to see its outcome")
-			}
+		if holder != nil && !claimStale(*holder, time.Now()) && !e.endedHere(ctx, holder.ID) {
+			return false, "", exitcode.New(exitcode.State, fmt.Errorf("task %s is claimed on %s by session %s on host %s (started %s): %w",
+				s.Task[:8], remote, holder.ID[:8], holder.Host, holder.Started.Format(time.RFC3339), ErrClaimed), "wait for it, or sync to see its outcome")
 		}
 		err = replica.TakeClaim(ctx, e.St, replica.Claim{Remote: remote, Ref: ref, Commit: root, Old: old, Also: []string{sessions.Kind.Ref(s.ID)}})
 		var ue *replica.UnreachableError
 		switch {
 		case err == nil:
-			return true, nil
+			return true, old, nil
 		case errors.As(err, &ue):
-			return false, offline(remote, ue.Err)
+			return false, "", offline(remote, ue.Err)
 		case !errors.Is(err, replica.ErrAlreadyClaimed):
-			return false, err
+			return false, "", err
 		}
 		// Someone else got there first: look again (and name them).
 	}
-	return false, exitcode.New(exitcode.State, fmt.Errorf("task %s: the claim on %s kept changing", s.Task[:8], remote), "try again")
+	return false, "", exitcode.New(exitcode.State, fmt.Errorf("task %s: the claim on %s kept changing", s.Task[:8], remote), "try again")
+}
+
+// endedHere reports whether the local board holds the session id with an
+// outcome: this clone ran it to its end, or synced its outcome, so its
+// claim no longer guards anything this clone does not know.
+func (e *Env) endedHere(ctx context.Context, id string) bool {
+	if !gitstore.ValidID(id) {
+		return false
+	}
+	rec, err := sessions.Get(ctx, e.St, id)
+	return err == nil && rec.Session.ID == id && rec.Outcome != nil
 }
 
 // remoteClaim reads the remote's claim ref and the session it points at.
@@ -108,15 +123,12 @@ func claimStale(s sessions.Session, now time.Time) bool {
 	return now.After(board.Deadline(s))
 }
 
-// releaseClaim deletes the task's claim on the session's claim remote if it
-// still points at the session's creation commit, and the refs in also under
-// the same condition. Best effort: a claim left behind expires.
-func (e *Env) releaseClaim(ctx context.Context, rec sessions.Record, also ...string) {
-	s := rec.Session
-	if s.ClaimRemote == "" || rec.Root == "" {
-		return
-	}
-	replica.ReleaseClaim(ctx, e.St, s.ClaimRemote, ClaimPrefix+s.Task, rec.Root, also...)
+// giveBack undoes a claim this clone took at root for a session that never
+// started: the claim it replaced (old, "" for none) is put back and the
+// session ref pushed with the claim is deleted, each only if still at root.
+// Best effort: a claim left behind expires.
+func (e *Env) giveBack(ctx context.Context, remote, task, root, old, sessionID string) {
+	replica.ReleaseClaim(ctx, e.St, remote, ClaimPrefix+task, root, old, sessions.Kind.Ref(sessionID))
 }
 
 // offlineError says the claim remote could not be reached.

@@ -52,7 +52,6 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		}
 		out := sessions.Outcome{ExitCode: 127, Finished: time.Now().UTC(), Reason: firstLine(err.Error()), By: "agentmine " + s.Mode}
 		jctx := context.WithoutCancel(ctx)
-		defer e.releaseClaim(jctx, rec)
 		if rerr := sessions.RecordOutcome(jctx, e.St, rec, &out); rerr != nil {
 			return out, rerr
 		}
@@ -204,7 +203,6 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	// on agentmine's own behalf once the registration has ended.
 	foreign := e.checkSeal(jctx, sealed, &out, say)
 	out.Supervisor = nonce.Proof(*sealed.Session.Seal)
-	defer e.releaseClaim(jctx, rec)
 	if err := sessions.RecordOutcome(jctx, e.St, rec, &out); err != nil {
 		return out, err
 	}
@@ -230,7 +228,6 @@ func (e *Env) CheckStartable(ctx context.Context, rec sessions.Record) error {
 	ctx = context.WithoutCancel(ctx)
 	_ = appendLog(s.Log, "agentmine: "+err.Error()+"\n")
 	out := sessions.Outcome{ExitCode: 127, Finished: time.Now().UTC(), Reason: firstLine(err.Error()), By: "agentmine " + s.Mode}
-	defer e.releaseClaim(ctx, rec)
 	if rerr := sessions.RecordOutcome(ctx, e.St, rec, &out); rerr != nil {
 		return rerr
 	}
@@ -432,7 +429,6 @@ func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool)
 		if err := sessions.RecordOutcome(ctx, e.St, rec, &out); err != nil {
 			return res, err
 		}
-		e.releaseClaim(ctx, rec)
 	}
 	branch := ""
 	if merged || force {

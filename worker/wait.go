@@ -38,7 +38,6 @@ func (e *Env) End(ctx context.Context, rec sessions.Record, exit int, signal str
 		}
 	}
 	err := sessions.RecordOutcome(ctx, e.St, rec, &out)
-	e.releaseClaim(ctx, rec)
 	return out, err
 }
 
