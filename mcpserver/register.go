@@ -54,10 +54,9 @@ func addTool[In, Out any](s *Server, t *mcp.Tool, fn func(c *call, in In) (Out, 
 }
 
 // encode is a tool's result as JSON, with no HTML escaping. It uses
-// encoding/json, not the faster encoder the command line uses for list
-// elements: a long-lived process collects garbage, and that encoder has
-// crashed here ("unexpected fault address") marshaling a whole task list
-// after a collection, while the CLI runs with collection off.
+// encoding/json, as the command line does: goccy/go-json's encoder crashed
+// here ("unexpected fault address") marshaling a whole task list after a
+// garbage collection.
 func encode(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

@@ -120,10 +120,8 @@ func BenchmarkSync10k(b *testing.B) {
 	b.ReportMetric(float64(syncTotal.Milliseconds())/float64(b.N), "sync-ms/op")
 	b.ReportMetric(float64(rawTotal.Milliseconds())/float64(b.N), "git-ms/op")
 	b.ReportMetric(float64(syncTotal)/float64(rawTotal), "ratio")
-	// The CLI collects no garbage below its memory limit unless it turns
-	// collection on, so what a sync allocates bounds what `git agentmine
-	// sync` adds to its footprint: per entity changed on either side
-	// (1,500 of them).
+	// What a sync allocates, per entity changed on either side (1,500 of
+	// them): with collection on, the process holds much less at once.
 	b.ReportMetric(float64(allocated)/float64(b.N)/1024, "alloc-KiB/op")
 	b.ReportMetric(float64(allocated)/float64(b.N)/1500, "alloc-B/changed-entity")
 }

@@ -6,24 +6,19 @@ package main
 import (
 	"context"
 	"os"
-	"runtime/debug"
 )
 
+// The garbage collector runs with Go's defaults for every command. Turning
+// it off for short commands (as earlier releases did) measured slower: a
+// process that never reuses memory takes a page fault for every page it
+// allocates, which cost more than collecting. 100,000 tasks, task list
+// --json, three runs each, alternating: warm cache 2.54-2.57 s and 467 MB
+// peak off, 1.87-2.31 s and 320 MB on; cold cache 4.94-5.76 s off,
+// 4.92-5.42 s on.
+
 func main() {
-	// A short-lived CLI: collect garbage only when the heap grows past a
-	// soft limit, instead of many times over while reading a large board.
-	// Commands that live long (servers, supervisors, waits) call
-	// longLived.
-	debug.SetGCPercent(-1)
-	debug.SetMemoryLimit(512 << 20)
 	ctx, stop := signalContext(context.Background())
 	code := Main(ctx, os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv)
 	stop()
 	os.Exit(code)
 }
-
-// longLived turns garbage collection back on for a command that runs for
-// as long as its work does (a server, a supervisor, a wait): main turns it
-// off for short commands, and a process that reads the board again and
-// again would otherwise grow to the memory limit before collecting.
-func longLived() { debug.SetGCPercent(100) }

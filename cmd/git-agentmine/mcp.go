@@ -16,7 +16,6 @@ type McpCmd struct{}
 // Run serves the repository's tools on stdin and stdout until the client
 // disconnects; warnings go to stderr.
 func (c *McpCmd) Run(a *App) error {
-	longLived()
 	dir := a.G.Dir
 	if dir == "" {
 		dir = "."

@@ -70,7 +70,6 @@ type RunStartCmd struct {
 
 // Run validates the flags, then runs the loop here or in the background.
 func (c *RunStartCmd) Run(a *App) error {
-	longLived()
 	env, err := workerEnv(a, nil)
 	if err != nil {
 		return err

@@ -25,7 +25,6 @@ type ServeCmd struct {
 
 // Run serves the board until interrupted.
 func (c *ServeCmd) Run(a *App) error {
-	longLived()
 	host, _, err := net.SplitHostPort(c.Addr)
 	if err != nil {
 		return exitcode.New(exitcode.Usage, fmt.Errorf("--addr %q is not HOST:PORT: %w", c.Addr, err), "")

@@ -70,9 +70,6 @@ func (c *WorkerRunCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	if c.Exec && !c.Detach {
-		longLived() // it supervises the worker
-	}
 	if p.ClaimNote != "" {
 		a.P.Warnf("%s", p.ClaimNote)
 	} else if p.Claimed != "" && !a.G.Quiet && !a.G.JSON {
@@ -224,7 +221,6 @@ type WorkerSuperviseCmd struct {
 
 // Run executes the prepared session and records its outcome.
 func (c *WorkerSuperviseCmd) Run(a *App) error {
-	longLived()
 	env, err := workerEnv(a, nil)
 	if err != nil {
 		return err

@@ -142,7 +142,6 @@ type WorkerWaitCmd struct {
 
 // Run blocks until the sessions end and reports their outcomes.
 func (c *WorkerWaitCmd) Run(a *App) error {
-	longLived()
 	env, err := workerEnv(a, nil)
 	if err != nil {
 		return err
@@ -253,9 +252,6 @@ type WorkerLogsCmd struct {
 
 // Run prints the log.
 func (c *WorkerLogsCmd) Run(a *App) error {
-	if c.Follow {
-		longLived()
-	}
 	env, err := workerEnv(a, nil)
 	if err != nil {
 		return err
