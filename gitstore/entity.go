@@ -204,13 +204,21 @@ func (e *RefError) Unwrap() error { return e.Err }
 func (s *Store) List(ctx context.Context, k Kind) ([]Doc, []error, error) {
 	// No %(objecttype): it makes for-each-ref read every object. A ref that
 	// does not point at a commit shows up when its document cannot be read.
+	// The cache is read while git lists the refs it is checked against.
+	var cache map[string]cacheEntry
+	var gen os.FileInfo
+	cacheRead := make(chan struct{})
+	go func() {
+		defer close(cacheRead)
+		cache, gen = s.readCache(k)
+	}()
 	lines, err := s.git.Lines(ctx, "for-each-ref", "--format=%(objectname) commit %(refname)", k.RefPrefix())
+	<-cacheRead
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing %s refs: %w", k.Noun, err)
 	}
 	var wants []want
 	var problems []error
-	cache, gen := s.readCache(k)
 	docs := make([]Doc, 0, len(lines))
 	for _, l := range lines {
 		f := strings.SplitN(l, " ", 3)

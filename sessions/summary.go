@@ -50,8 +50,16 @@ func (r Record) Summary() Record {
 // exactly, else from git, refreshing the cache. A stale, corrupt or
 // missing cache gives the same answers as none.
 func LoadSummaries(ctx context.Context, st *gitstore.Store) ([]Record, []error, error) {
-	cached, list := st.ReadSummaryList(Kind)
+	// The cache is read while git lists the refs it is checked against.
+	var cached gitstore.Summaries
+	var list []gitstore.SummaryEntry
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		cached, list = st.ReadSummaryList(Kind)
+	}()
 	refs, commits, err := st.TipList(ctx, Kind.RefPrefix(), gitstore.NotesRef)
+	<-read
 	if err != nil {
 		return nil, nil, err
 	}
