@@ -79,7 +79,16 @@ func load(ctx context.Context, st *gitstore.Store, defaultBase string,
 // blockers are those Load would give; no other status is resolved. It
 // returns the task's id.
 func LoadTask(ctx context.Context, st *gitstore.Store, defaultBase, prefix string) (*Board, string, error) {
-	tb, id, err := tasks.LoadNear(ctx, st, prefix)
+	// One for-each-ref lists the task refs near prefix, the session refs
+	// and the notes ref: one snapshot, one git process fewer.
+	var refs, commits []string
+	if near := tasks.NearPatterns(prefix); near != nil {
+		var err error
+		if refs, commits, err = st.TipList(ctx, append(near, sessions.TipPatterns()...)...); err != nil {
+			return nil, "", err
+		}
+	}
+	tb, id, err := tasks.LoadNear(ctx, st, prefix, refs, commits)
 	if err != nil {
 		return nil, "", err
 	}
@@ -89,7 +98,7 @@ func LoadTask(ctx context.Context, st *gitstore.Store, defaultBase, prefix strin
 			judged = append(judged, bl)
 		}
 	}
-	recs, problems, err := sessions.OfTasks(ctx, st, judged)
+	recs, problems, err := sessions.OfTasksIn(ctx, st, judged, refs, commits)
 	if err != nil {
 		return nil, "", err
 	}

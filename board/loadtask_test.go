@@ -3,6 +3,7 @@ package board
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -141,5 +142,51 @@ func TestLoadTaskMatchesLoad(t *testing.T) {
 	}
 	if _, _, err := LoadTask(ctx, st, "", strings.Repeat("f", gitstore.IDLen)); err == nil {
 		t.Fatal("an unknown id was accepted")
+	}
+}
+
+// TestLoadTaskGitCalls: a task with no blockers, parent or sessions costs
+// two git processes once the store is open, whatever the board around it
+// holds: one for-each-ref listing the task refs near it, the session refs
+// and the notes ref together, and one cat-file reading its document.
+func TestLoadTaskGitCalls(t *testing.T) {
+	ctx := context.Background()
+	dir := gittest.NewRepo(t)
+	counter := gittest.NewGitCounter(t)
+	t.Setenv("PATH", counter.Dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	st, err := gitstore.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var task tasks.Task
+	for i := 0; i < 5; i++ {
+		if task, err = tasks.Add(ctx, st, tasks.New{Title: "task"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other, err := tasks.Add(ctx, st, tasks.New{Title: "with a session"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := sessions.Create(ctx, st, sessions.Session{ID: gitstore.NewID(), Task: other.ID, Agent: "coder", Host: "elsewhere", Timeout: 60}); err != nil {
+		t.Fatal(err)
+	}
+	// The first read learns the other session's task (the task index).
+	if _, _, err := LoadTask(ctx, st, "main", task.ID[:8]); err != nil {
+		t.Fatal(err)
+	}
+	counter.Reset()
+	b, id, err := LoadTask(ctx, st, "main", task.ID[:8])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id != task.ID || b.Tasks.Tasks[id].Task.Title != "task" || len(b.Sessions) != 0 {
+		t.Fatalf("LoadTask read %s, %+v, %d sessions", id, b.Tasks.Tasks[id], len(b.Sessions))
+	}
+	calls := counter.Calls(t)
+	want := "for-each-ref --format=%(objectname) %(refname) " + tasks.Kind.RefPrefix() + task.ID[:gitstore.MinPrefix] + "* " +
+		sessions.Kind.RefPrefix() + " " + gitstore.NotesRef + "\ncat-file --batch\n"
+	if calls != want {
+		t.Fatalf("LoadTask ran\n%s\nwant\n%s", calls, want)
 	}
 }

@@ -317,28 +317,50 @@ func (s *Store) readDocs(ctx context.Context, k Kind, wants []want) ([]Doc, []er
 // form of such an id. It costs one for-each-ref and one cat-file whatever
 // the number of entities, and neither reads nor writes the list cache.
 func (s *Store) ListNear(ctx context.Context, k Kind, prefixes []string) ([]Doc, []error, error) {
+	patterns, err := NearPatterns(k, prefixes)
+	if err != nil || len(patterns) == 0 {
+		return nil, nil, err
+	}
+	refs, commits, err := s.TipList(ctx, patterns...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.ListNearIn(ctx, k, prefixes, refs, commits)
+}
+
+// NearPatterns returns the for-each-ref patterns of ListNear: one per
+// distinct first MinPrefix digits of prefixes (each a valid id or prefix).
+func NearPatterns(k Kind, prefixes []string) ([]string, error) {
 	seen := map[string]bool{}
 	var patterns []string
 	for _, p := range prefixes {
 		if !ValidID(p) {
-			return nil, nil, fmt.Errorf("internal error: %q is not a %s id", p, k.Noun)
+			return nil, fmt.Errorf("internal error: %q is not a %s id", p, k.Noun)
 		}
 		if pat := k.RefPrefix() + p[:MinPrefix] + "*"; !seen[pat] {
 			seen[pat] = true
 			patterns = append(patterns, pat)
 		}
 	}
-	if len(patterns) == 0 {
-		return nil, nil, nil
-	}
-	lines, err := s.git.Lines(ctx, append([]string{"for-each-ref", "--format=%(objectname) commit %(refname)"}, patterns...)...)
+	return patterns, nil
+}
+
+// ListNearIn is ListNear reading the refs from a listing already made
+// (TipList's refs and commits, which may hold other refs too), so that a
+// caller can list them in the same for-each-ref as refs it needs besides.
+// The listing must include NearPatterns(k, prefixes).
+func (s *Store) ListNearIn(ctx context.Context, k Kind, prefixes []string, refs, commits []string) ([]Doc, []error, error) {
+	patterns, err := NearPatterns(k, prefixes)
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing %s refs: %w", k.Noun, err)
+		return nil, nil, err
 	}
 	var wants []want
-	for _, l := range lines {
-		if f := strings.SplitN(l, " ", 3); len(f) == 3 {
-			wants = append(wants, want{ref: f[2], commit: f[0]})
+	for i, ref := range refs {
+		for _, pat := range patterns {
+			if strings.HasPrefix(ref, strings.TrimSuffix(pat, "*")) {
+				wants = append(wants, want{ref: ref, commit: commits[i]})
+				break
+			}
 		}
 	}
 	docs, problems, err := s.readDocs(ctx, k, wants)

@@ -29,11 +29,23 @@ const taskIndex = "by-task"
 // missing or most of a large board changed, every session's summary is read
 // (LoadSummaries) to find them, and the problems it met are returned.
 func OfTasks(ctx context.Context, st *gitstore.Store, taskIDs []string) ([]Record, []error, error) {
-	idx, list := st.ReadSummaryListOf(Kind, taskIndex)
-	refs, commits, err := st.TipList(ctx, Kind.RefPrefix(), gitstore.NotesRef)
+	refs, commits, err := st.TipList(ctx, TipPatterns()...)
 	if err != nil {
 		return nil, nil, err
 	}
+	return OfTasksIn(ctx, st, taskIDs, refs, commits)
+}
+
+// TipPatterns are the refs OfTasks lists: every session ref and the notes
+// ref.
+func TipPatterns() []string { return []string{Kind.RefPrefix(), gitstore.NotesRef} }
+
+// OfTasksIn is OfTasks with the listing already made (refs and commits as
+// gitstore's TipList gives them, holding at least TipPatterns; other refs
+// are ignored), so that a caller can list them together with other refs
+// in one for-each-ref.
+func OfTasksIn(ctx context.Context, st *gitstore.Store, taskIDs []string, refs, commits []string) ([]Record, []error, error) {
+	idx, list := st.ReadSummaryListOf(Kind, taskIndex)
 	notesAt := gitstore.NoNotes
 	ids := make([]string, 0, len(refs))
 	tipOf := make([]string, 0, len(refs))
@@ -58,6 +70,7 @@ func OfTasks(ctx context.Context, st *gitstore.Store, taskIDs []string) ([]Recor
 	var recs []Record
 	for {
 		if !ok {
+			var err error
 			if taskOf, problems, err = tasksFromAll(ctx, st, idx, ids); err != nil {
 				return nil, nil, err
 			}

@@ -72,22 +72,37 @@ func (b *Board) Children(id string) []string {
 	return out
 }
 
+// NearPatterns returns the for-each-ref patterns LoadNear lists first for
+// prefix, or nil when prefix is no valid id or prefix.
+func NearPatterns(prefix string) []string {
+	p := strings.ToLower(strings.TrimSpace(prefix))
+	if !gitstore.ValidID(p) {
+		return nil
+	}
+	patterns, _ := gitstore.NearPatterns(Kind, []string{p})
+	return patterns
+}
+
 // LoadNear reads the one task prefix names (any unique prefix), its
 // blockers and its parent, without reading the rest of the board: the
 // documents whose ids share their first digits with any of those (the only
-// ids that can make a prefix ambiguous or lengthen a short form), in two
-// for-each-ref and two cat-file calls whatever the number of tasks. The
-// board's Tasks hold the task, its blockers and its parent (those that
+// ids that can make a prefix ambiguous or lengthen a short form). refs and
+// commits are the refs near prefix as gitstore's TipList lists them (a
+// listing holding at least NearPatterns(prefix); other refs are ignored),
+// so that a caller lists them in the same for-each-ref as other refs it
+// needs. Blockers and a parent elsewhere cost one more for-each-ref; the
+// documents cost one or two cat-file calls, whatever the number of tasks.
+// The board's Tasks hold the task, its blockers and its parent (those that
 // exist and read); its Index holds every id read, so Resolve and ShortID
 // answer as on the whole board for those tasks. It returns the task's id.
-func LoadNear(ctx context.Context, st *gitstore.Store, prefix string) (*Board, string, error) {
+func LoadNear(ctx context.Context, st *gitstore.Store, prefix string, refs, commits []string) (*Board, string, error) {
 	p := strings.ToLower(strings.TrimSpace(prefix))
 	if !gitstore.ValidID(p) {
 		// the whole board's answer to a malformed id
 		_, err := gitstore.ResolveIn(Kind, nil, prefix)
 		return nil, "", err
 	}
-	docs, problems, err := st.ListNear(ctx, Kind, []string{p})
+	docs, problems, err := st.ListNearIn(ctx, Kind, []string{p}, refs, commits)
 	if err != nil {
 		return nil, "", err
 	}

@@ -50,3 +50,14 @@ func (c GitCounter) Count(tb testing.TB) int {
 	}
 	return bytes.Count(data, []byte("\n"))
 }
+
+// Calls returns the arguments of each git call logged since Reset, one
+// call per line.
+func (c GitCounter) Calls(tb testing.TB) string {
+	tb.Helper()
+	data, err := os.ReadFile(c.log)
+	if err != nil && !os.IsNotExist(err) {
+		tb.Fatal(err)
+	}
+	return string(data)
+}
