@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/verify"
 )
 
@@ -53,19 +54,9 @@ func addTool[In, Out any](s *Server, t *mcp.Tool, fn func(c *call, in In) (Out, 
 	s.names = append(s.names, t.Name)
 }
 
-// encode is a tool's result as JSON, with no HTML escaping. It uses
-// encoding/json, as the command line does: goccy/go-json's encoder crashed
-// here ("unexpected fault address") marshaling a whole task list after a
-// garbage collection.
-func encode(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
+// encode is a tool's result as JSON, with no HTML escaping, as the
+// command line writes it.
+func encode(v any) ([]byte, error) { return output.MarshalCompact(v) }
 
 // schemaFor is the JSON schema of T as tools/list publishes it: generated
 // from T's fields and their json and jsonschema tags, with a session
