@@ -29,7 +29,17 @@ type RefOp struct {
 // not at its expected value, nothing changes and the error wraps ErrConflict.
 // Every ref it is about to write is first recorded in the journal (see
 // JournalEntry), with on whose behalf it is written.
+//
+// A context that is already done refuses the transaction; once git runs it,
+// a cancellation no longer stops it. Killing update-ref part-way leaves the
+// caller unable to tell whether the refs moved: a supervisor interrupted
+// (Ctrl-C) while it recorded its worker's pid took its own committed write
+// for a forged one. A transaction waits for a lock at most
+// core.filesRefLockTimeout (100 ms by default), so it ends soon either way.
 func (s *Store) Transact(ctx context.Context, ops []RefOp) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("updating refs: %w", err)
+	}
 	s.journalRefs(ops)
 	return transact(ctx, s.git, s.zeroID(), ops)
 }
@@ -63,7 +73,7 @@ func transact(ctx context.Context, r gitcmd.Runner, zero string, ops []RefOp) er
 		}
 	}
 	b.WriteString("prepare\ncommit\n")
-	_, err := r.RunInput(ctx, strings.NewReader(b.String()), "update-ref", "--stdin")
+	_, err := r.RunInput(context.WithoutCancel(ctx), strings.NewReader(b.String()), "update-ref", "--stdin")
 	if err != nil {
 		var ge *gitcmd.Error
 		if errors.As(err, &ge) && isLockConflict(ge.Stderr) {
