@@ -2,14 +2,13 @@ package gitstore
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
@@ -46,17 +45,14 @@ func objPath(t *testing.T, repo, id string) string {
 
 // TestWriteObjectsAsGitDoes: the blob, tree and commit of a document are
 // byte for byte what git writes for the same content and identities (with
-// non-UTC time zones), in SHA-1 and SHA-256 repositories, and the result
-// passes git fsck.
+// non-UTC time zones), in SHA-1 and SHA-256 repositories, stored loose and
+// read-only as git stores them, and the result passes git fsck.
 func TestWriteObjectsAsGitDoes(t *testing.T) {
 	for _, format := range []string{"sha1", "sha256"} {
 		t.Run(format, func(t *testing.T) {
 			ctx := context.Background()
 			repo := objRepo(t, "--object-format="+format)
 			s := objOpen(t, repo)
-			if got := s.objects() != nil; got != (format == "sha1") {
-				t.Fatalf("in-process object storage used = %v in a %s repository", got, format)
-			}
 			doc := []byte("{\"v\":1,\"title\":\"hello\"}\n")
 			head := gittest.Git(t, repo, "rev-parse", "HEAD")
 			c, err := s.writeDocCommit(ctx, "task.json", doc, []string{head}, "task add: hello\n\n")
@@ -72,10 +68,24 @@ func TestWriteObjectsAsGitDoes(t *testing.T) {
 			if got := gittest.Git(t, repo, "cat-file", "blob", c+":task.json"); got+"\n" != string(doc) {
 				t.Fatalf("document reads back as %q", got)
 			}
+			for _, id := range []string{c, blob, tree} {
+				fi, err := os.Stat(objPath(t, repo, id))
+				if err != nil {
+					t.Fatalf("object %s is not stored loose: %v", id, err)
+				}
+				if fi.Mode().Perm() != 0o444 {
+					t.Fatalf("object %s has mode %v, git writes 0444", id, fi.Mode().Perm())
+				}
+			}
+			if tmps, _ := filepath.Glob(filepath.Join(filepath.Dir(objPath(t, repo, c)), "tmp_obj_*")); len(tmps) > 0 {
+				t.Fatalf("temporary files left behind: %v", tmps)
+			}
 			gittest.Git(t, repo, "update-ref", "refs/agentmine/tasks/x", c)
 			gittest.Git(t, repo, "fsck", "--strict", "--no-dangling")
-			if _, err := s.writeCommit(ctx, "not-an-id", nil, "m"); format == "sha1" && err == nil {
-				t.Fatal("a commit naming a malformed tree id was written")
+			for _, bad := range []string{"not-an-id", strings.ToUpper(head), head[:len(head)-1]} {
+				if _, err := s.writeCommit(ctx, bad, nil, "m"); err == nil {
+					t.Fatalf("a commit naming the malformed tree id %q was written", bad)
+				}
 			}
 		})
 	}
@@ -289,11 +299,11 @@ func TestIdxHas(t *testing.T) {
 	}
 	ids := strings.Fields(gittest.Git(t, repo, "rev-list", "--objects", "--no-object-names", "HEAD"))
 	for _, id := range ids {
-		if !idxHas(idxs[0], plumbing.NewHash(id)) {
+		if !idxHas(idxs[0], rawID(t, id)) {
 			t.Fatalf("%s is packed but not found", id)
 		}
 	}
-	absent := plumbing.NewHash(gitHash(t, repo, "blob", "never written\n"))
+	absent := rawID(t, gitHash(t, repo, "blob", "never written\n"))
 	if idxHas(idxs[0], absent) {
 		t.Fatal("an object that was never written was found")
 	}
@@ -306,9 +316,51 @@ func TestIdxHas(t *testing.T) {
 		if err := os.WriteFile(p, bad, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if idxHas(p, plumbing.NewHash(ids[len(ids)-1])) {
+		if idxHas(p, rawID(t, ids[len(ids)-1])) {
 			t.Fatalf("a %s index answered true", name)
 		}
+	}
+}
+
+// rawID decodes a hex object id.
+func rawID(t *testing.T, id string) []byte {
+	t.Helper()
+	raw, err := hex.DecodeString(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// TestSharedRepositoryObjects: with core.sharedRepository=group, objects are
+// written by git, which gives a new object directory the group's write
+// permission (and setgid) that the setting asks for; written in-process
+// with the umask's 0755, the group could not add objects beside them.
+func TestSharedRepositoryObjects(t *testing.T) {
+	ctx := context.Background()
+	repo := objRepo(t)
+	gittest.Git(t, repo, "config", "core.sharedRepository", "group")
+	s := objOpen(t, repo)
+	// A blob whose fan-out directory git has not created yet.
+	var id string
+	for i := 0; ; i++ {
+		data := []byte(fmt.Sprintf("shared %d\n", i))
+		want := gitHash(t, repo, "blob", string(data))
+		if _, err := os.Stat(filepath.Dir(objPath(t, repo, want))); os.IsNotExist(err) {
+			got, err := s.writeObject(ctx, "blob", data)
+			if err != nil || got != want {
+				t.Fatalf("writeObject = %s, %v; want %s", got, err, want)
+			}
+			id = got
+			break
+		}
+	}
+	fi, err := os.Stat(filepath.Dir(objPath(t, repo, id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm()&0o020 == 0 || fi.Mode()&os.ModeSetgid == 0 {
+		t.Fatalf("object directory mode %v: the group cannot write objects into it", fi.Mode())
 	}
 }
 

@@ -90,9 +90,6 @@ type Store struct {
 	author    Ident
 	committer Ident
 	config    map[string]string
-	// objOnce opens objDB, the in-process object storage, on first use.
-	objOnce sync.Once
-	objDB   *objectDB
 	// behalf is the session this process writes for (onBehalf), worked
 	// out once.
 	behalfOnce sync.Once
