@@ -85,10 +85,7 @@ type Batch struct{ cf *catFile }
 
 // OpenBatch starts a batch object reader.
 func (s *Store) OpenBatch(ctx context.Context) (*Batch, error) {
-	cf, err := startCatFile(ctx, s.git)
-	if err != nil {
-		return nil, err
-	}
+	cf := s.catFile(ctx)
 	return &Batch{cf: cf}, nil
 }
 

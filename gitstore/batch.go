@@ -12,14 +12,30 @@ import (
 	"github.com/git-agentmine/git-agentmine/gitcmd"
 )
 
-// catFile is a long-lived `git cat-file --batch` process.
+// catFile answers object reads: in-process through the store's object and
+// ref readers (odb.go, refread.go) where they can, else through a
+// long-lived `git cat-file --batch` process started on first need. Only git
+// ever answers that an object is missing.
 type catFile struct {
+	st   *Store
+	ctx  context.Context
+	proc *catProc
+}
+
+// catProc is a running `git cat-file --batch`.
+type catProc struct {
 	cmd *exec.Cmd
 	in  io.WriteCloser
 	out *bufio.Reader
 }
 
-func startCatFile(ctx context.Context, r gitcmd.Runner) (*catFile, error) {
+// catFile returns an object reader; nothing is started until git is
+// needed.
+func (s *Store) catFile(ctx context.Context) *catFile {
+	return &catFile{st: s, ctx: ctx}
+}
+
+func startCatProc(ctx context.Context, r gitcmd.Runner) (*catProc, error) {
 	cmd := r.Command(ctx, "cat-file", "--batch")
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -32,7 +48,19 @@ func startCatFile(ctx context.Context, r gitcmd.Runner) (*catFile, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting git cat-file: %w", err)
 	}
-	return &catFile{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<16)}, nil
+	return &catProc{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<16)}, nil
+}
+
+// git returns the cat-file process, starting it on first use.
+func (c *catFile) git() (*catProc, error) {
+	if c.proc == nil {
+		p, err := startCatProc(c.ctx, c.st.git)
+		if err != nil {
+			return nil, err
+		}
+		c.proc = p
+	}
+	return c.proc, nil
 }
 
 // object is one answer of cat-file --batch.
@@ -44,7 +72,7 @@ type object struct {
 }
 
 // read reads the next answer from the batch output.
-func (c *catFile) read() (object, error) {
+func (c *catProc) read() (object, error) {
 	line, err := c.out.ReadString('\n')
 	if err != nil {
 		return object{}, fmt.Errorf("reading git cat-file output: %w", err)
@@ -68,23 +96,65 @@ func (c *catFile) read() (object, error) {
 	return object{id: f[0], typ: f[1], data: data[:n]}, nil
 }
 
-// get asks for one object and reads its answer.
+// get reads one object (an id, <rev>:<path>, or a full ref name).
 func (c *catFile) get(name string) (object, error) {
-	if _, err := io.WriteString(c.in, name+"\n"); err != nil {
+	if o, ok := c.st.readLocal(name); ok {
+		return o, nil
+	}
+	p, err := c.git()
+	if err != nil {
+		return object{}, err
+	}
+	if _, err := io.WriteString(p.in, name+"\n"); err != nil {
 		return object{}, fmt.Errorf("writing to git cat-file: %w", err)
 	}
-	return c.read()
+	return p.read()
 }
 
 func (c *catFile) close() {
-	c.in.Close()
-	c.cmd.Wait()
+	if c.proc != nil {
+		c.proc.in.Close()
+		c.proc.cmd.Wait()
+	}
+}
+
+// getMany reads many objects and returns them in order: those the
+// in-process reader cannot answer go to git in one pipelined round trip.
+func (c *catFile) getMany(names []string) ([]object, error) {
+	out := make([]object, len(names))
+	var rest []int
+	for i, n := range names {
+		if o, ok := c.st.readLocal(n); ok {
+			out[i] = o
+			continue
+		}
+		rest = append(rest, i)
+	}
+	if len(rest) == 0 {
+		return out, nil
+	}
+	p, err := c.git()
+	if err != nil {
+		return nil, err
+	}
+	asked := make([]string, len(rest))
+	for k, i := range rest {
+		asked[k] = names[i]
+	}
+	got, err := p.getMany(asked)
+	if err != nil {
+		return nil, err
+	}
+	for k, i := range rest {
+		out[i] = got[k]
+	}
+	return out, nil
 }
 
 // getMany asks for many objects at once, writing the requests from a
 // goroutine so neither side blocks on a full pipe, and returns the answers in
 // order.
-func (c *catFile) getMany(names []string) ([]object, error) {
+func (c *catProc) getMany(names []string) ([]object, error) {
 	werr := make(chan error, 1)
 	go func() {
 		var b strings.Builder

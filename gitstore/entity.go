@@ -160,10 +160,7 @@ func (s *Store) Delete(ctx context.Context, k Kind, id, commit string) error {
 // Get reads the latest version of one entity. An entity that does not exist
 // is a NotFound error.
 func (s *Store) Get(ctx context.Context, k Kind, id string) (Doc, error) {
-	cf, err := startCatFile(ctx, s.git)
-	if err != nil {
-		return Doc{}, err
-	}
+	cf := s.catFile(ctx)
 	defer cf.close()
 	ref := k.Ref(id)
 	head, err := cf.get(ref)
@@ -212,29 +209,21 @@ func (s *Store) List(ctx context.Context, k Kind) ([]Doc, []error, error) {
 		defer close(cacheRead)
 		cache, gen = s.readCache(k)
 	}()
-	lines, err := s.git.Lines(ctx, "for-each-ref", "--format=%(objectname) commit %(refname)", k.RefPrefix())
+	refs, commits, err := s.listRefs(ctx, k.RefPrefix())
 	<-cacheRead
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing %s refs: %w", k.Noun, err)
 	}
 	var wants []want
 	var problems []error
-	docs := make([]Doc, 0, len(lines))
-	for _, l := range lines {
-		f := strings.SplitN(l, " ", 3)
-		if len(f) != 3 {
+	docs := make([]Doc, 0, len(refs))
+	for i, ref := range refs {
+		id := strings.TrimPrefix(ref, k.RefPrefix())
+		if c, ok := cache[id]; ok && c.commit == commits[i] {
+			docs = append(docs, Doc{ID: id, Ref: ref, Commit: commits[i], Data: c.data})
 			continue
 		}
-		if f[1] != "commit" {
-			problems = append(problems, &RefError{Ref: f[2], Err: fmt.Errorf("points at a %s, not a commit", f[1])})
-			continue
-		}
-		id := strings.TrimPrefix(f[2], k.RefPrefix())
-		if c, ok := cache[id]; ok && c.commit == f[0] {
-			docs = append(docs, Doc{ID: id, Ref: f[2], Commit: f[0], Data: c.data})
-			continue
-		}
-		wants = append(wants, want{ref: f[2], commit: f[0]})
+		wants = append(wants, want{ref: ref, commit: commits[i]})
 	}
 	if len(wants) == 0 {
 		if len(docs) != len(cache) {
@@ -265,37 +254,24 @@ func (s *Store) readDocs(ctx context.Context, k Kind, wants []want) ([]Doc, []er
 	}
 	var docs []Doc
 	var problems []error
-	cf, err := startCatFile(ctx, s.git)
+	cf := s.catFile(ctx)
+	defer cf.close()
+	var bad []want
+	names := make([]string, len(wants))
+	for i, w := range wants {
+		names[i] = w.commit + ":" + k.File
+	}
+	objs, err := cf.getMany(names)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer cf.close()
-	var bad []want
-	werr := make(chan error, 1)
-	go func() {
-		var b bytes.Buffer
-		for _, w := range wants {
-			b.WriteString(w.commit)
-			b.WriteByte(':')
-			b.WriteString(k.File)
-			b.WriteByte('\n')
-		}
-		_, err := cf.in.Write(b.Bytes())
-		werr <- err
-	}()
-	for _, w := range wants {
-		o, err := cf.read()
-		if err != nil {
-			return nil, nil, err
-		}
+	for i, w := range wants {
+		o := objs[i]
 		if o.missing || o.typ != "blob" {
 			bad = append(bad, w)
 			continue
 		}
 		docs = append(docs, Doc{ID: strings.TrimPrefix(w.ref, k.RefPrefix()), Ref: w.ref, Commit: w.commit, Data: o.data})
-	}
-	if err := <-werr; err != nil {
-		return nil, nil, fmt.Errorf("writing to git cat-file: %w", err)
 	}
 	for _, w := range bad {
 		o, err := cf.get(w.commit)

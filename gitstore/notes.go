@@ -84,10 +84,7 @@ func (s *Store) AppendNote(ctx context.Context, target string, line []byte) erro
 }
 
 func (s *Store) appendNoteOnce(ctx context.Context, target string, line []byte) error {
-	cf, err := startCatFile(ctx, s.git)
-	if err != nil {
-		return err
-	}
+	cf := s.catFile(ctx)
 	defer cf.close()
 	tip := ""
 	var root []treeEntry
@@ -220,10 +217,7 @@ const NoNotes = "none"
 // read from (NoNotes when there is no notes ref).
 func (s *Store) ReadNotesAt(ctx context.Context, targets []string) (map[string][]string, string, error) {
 	out := map[string][]string{}
-	cf, err := startCatFile(ctx, s.git)
-	if err != nil {
-		return nil, "", err
-	}
+	cf := s.catFile(ctx)
 	defer cf.close()
 	head, err := cf.get(NotesRef)
 	if err != nil {
@@ -254,10 +248,7 @@ func (s *Store) NotesOf(ctx context.Context, target string) ([]string, error) {
 	if len(target) < 6 {
 		return nil, fmt.Errorf("reading the note of %q: not a commit id", target)
 	}
-	cf, err := startCatFile(ctx, s.git)
-	if err != nil {
-		return nil, err
-	}
+	cf := s.catFile(ctx)
 	defer cf.close()
 	head, err := cf.get(NotesRef)
 	if err != nil || head.missing {

@@ -90,6 +90,11 @@ type Store struct {
 	author    Ident
 	committer Ident
 	config    map[string]string
+	// gitReads sends every read to git (AGENTMINE_GIT_READS=1 at Open);
+	// otherwise odb, opened on first use, reads objects in-process.
+	gitReads bool
+	odbOnce  sync.Once
+	odb      *odb
 	// behalf is the session this process writes for (onBehalf), worked
 	// out once.
 	behalfOnce sync.Once
@@ -109,7 +114,7 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 		return nil, err
 	}
 	r.Env = append(r.Env, plumbingConfig(os.Getenv("GIT_CONFIG_COUNT"))...)
-	s := &Store{git: r, identEnv: map[string]string{}}
+	s := &Store{git: r, identEnv: map[string]string{}, gitReads: os.Getenv("AGENTMINE_GIT_READS") == "1"}
 	for _, k := range identityVars {
 		if v, ok := os.LookupEnv(k); ok {
 			s.identEnv[k] = v

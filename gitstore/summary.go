@@ -259,21 +259,11 @@ func (s *Store) markDropped() error {
 	return nil
 }
 
-// TipList lists where the refs under the given prefixes point, with one
-// for-each-ref that reads no object, sorted by ref name as git lists them:
-// the full ref names and, at the same positions, their commits. It builds
-// no map, for callers that walk tens of thousands of refs beside another
-// sorted list.
+// TipList lists where the refs under the given prefixes point, sorted by
+// ref name as git lists them, reading no object: the full ref names and, at
+// the same positions, their commits (in-process where it can, see
+// listRefs). It builds no map, for callers that walk tens of thousands of
+// refs beside another sorted list.
 func (s *Store) TipList(ctx context.Context, prefixes ...string) (refs, commits []string, err error) {
-	lines, err := s.git.Lines(ctx, append([]string{"for-each-ref", "--format=%(objectname) %(refname)"}, prefixes...)...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listing refs: %w", err)
-	}
-	refs, commits = make([]string, 0, len(lines)), make([]string, 0, len(lines))
-	for _, l := range lines {
-		if c, name, ok := strings.Cut(l, " "); ok {
-			refs, commits = append(refs, name), append(commits, c)
-		}
-	}
-	return refs, commits, nil
+	return s.listRefs(ctx, prefixes...)
 }
