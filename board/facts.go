@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
@@ -98,11 +97,10 @@ func sortRecords(rs []sessions.Record) {
 	})
 }
 
-// Gather turns sessions into the resolver's facts with batched git calls:
-// liveness from /proc, outcomes from the notes already read, and "reached
-// the base" for every session that produced commits: one for-each-ref
-// --merged per base for sessions whose branch still points at the recorded
-// tip, and one name-rev for the rest (deleted or moved branches).
+// Gather turns sessions into the resolver's facts: liveness from /proc,
+// outcomes from the notes already read, and "reached the base" for every
+// session that produced commits, from the set of commits reachable from
+// each base (mergedTips).
 func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []sessions.Record, defaultBase string, here Here) (status.Facts, error) {
 	now := time.Now()
 	merged, err := mergedTips(ctx, st, tb, recs, defaultBase)
@@ -165,7 +163,10 @@ func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []ses
 
 // mergedTips reports, per session id, whether the session's recorded tip
 // has at least one commit beyond its base commit and is an ancestor of the
-// base branch.
+// base branch: a member of the set of commits reachable from the base
+// (gitstore's Reachable, kept up to date incrementally). A base that does
+// not exist here is judged by the sync remote's remote-tracking branch of
+// it; one that exists nowhere has nothing merged into it.
 func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []sessions.Record, defaultBase string) (map[string]bool, error) {
 	out := map[string]bool{}
 	// Pointers, not copies: a Record is large and there may be tens of
@@ -186,119 +187,27 @@ func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs [
 		}
 		byBase[base] = append(byBase[base], r)
 	}
-	if len(byBase) == 0 {
-		return out, nil
-	}
-	g := st.Git()
-	// A few sessions (one task's): list only their branches, not every
-	// branch of the repository. A name pattern may match more branches
-	// than asked for; only the asked ones are looked up below.
-	heads := []string{"refs/heads/"}
-	if len(recs) <= fewSessions {
-		heads = heads[:0]
-		seen := map[string]bool{}
-		for _, rs := range byBase {
-			for _, r := range rs {
-				if b := r.Session.Branch; b != "" && !seen[b] {
-					seen[b] = true
-					heads = append(heads, "refs/heads/"+b)
-				}
-			}
-		}
-		if len(heads) == 0 {
-			heads = []string{"refs/heads/"}
-		}
-	}
-	// Where every branch points now (a session whose branch still points at
-	// its recorded tip is judged by the --merged listing; only sessions whose
-	// branch is gone or moved need name-rev), and the --merged listing of
-	// each base: independent git processes, run at the same time.
-	var tipLines []string
-	var headsErr error
-	mergedOf := make(map[string][]string, len(byBase))
-	mergedErr := make(map[string]error, len(byBase))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tipLines, headsErr = g.Lines(ctx, append([]string{"for-each-ref", "--format=%(objectname) %(refname:lstrip=2)"}, heads...)...)
-	}()
-	for base := range byBase {
-		wg.Add(1)
-		go func(base string) {
-			defer wg.Done()
-			lines, err := g.Lines(ctx, append([]string{"for-each-ref", "--merged=" + base, "--format=%(refname:lstrip=2)"}, heads...)...)
-			mu.Lock()
-			mergedOf[base], mergedErr[base] = lines, err
-			mu.Unlock()
-		}(base)
-	}
-	wg.Wait()
-	if headsErr != nil {
-		return nil, headsErr
-	}
-	branchTip := make(map[string]string, len(tipLines))
-	for _, l := range tipLines {
-		c, name, _ := strings.Cut(l, " ")
-		branchTip[name] = c
-	}
 	for base, rs := range byBase {
-		lines, err := mergedOf[base], mergedErr[base]
-		ref := base
-		if err != nil {
+		ref, commit, ok := st.ResolveCommit(ctx, base)
+		if !ok {
 			// No such base here (a clone without the local branch): judge
 			// against the remote-tracking branch of the sync remote.
-			ref = remoteTracking(st, base)
-			lines, err = g.Lines(ctx, append([]string{"for-each-ref", "--merged=" + ref, "--format=%(refname:lstrip=2)"}, heads...)...)
-			if err != nil {
+			if ref, commit, ok = st.ResolveCommit(ctx, remoteTracking(st, base)); !ok {
 				continue // the base ref is gone: nothing is merged into it
 			}
 		}
-		mergedBranch := make(map[string]bool, len(lines))
-		for _, l := range lines {
-			mergedBranch[l] = true
-		}
-		var rest []*sessions.Record
-		for _, r := range rs {
-			switch {
-			case branchTip[r.Session.Branch] != r.Outcome.Tip:
-				rest = append(rest, r)
-			case mergedBranch[r.Session.Branch]:
-				out[r.Session.ID] = true
-			}
-		}
-		if len(rest) == 0 {
-			continue
-		}
-		full, err := g.Output(ctx, "rev-parse", "--symbolic-full-name", ref)
-		if err != nil || full == "" {
-			full = ref
-		}
-		// One name-rev reading tips on stdin: it names a commit after the
-		// given ref only if the ref reaches it, and echoes it unchanged
-		// otherwise.
-		var in strings.Builder
-		for _, r := range rest {
-			in.WriteString(r.Outcome.Tip + "\n")
-		}
-		named, err := g.RunInput(ctx, strings.NewReader(in.String()), "name-rev", "--annotate-stdin", "--name-only", "--refs="+full)
+		reach, err := st.Reachable(ctx, ref, commit)
 		if err != nil {
 			return nil, fmt.Errorf("checking which sessions reached %s: %w", base, err)
 		}
-		names := strings.Split(strings.TrimRight(string(named), "\n"), "\n")
-		for j, r := range rest {
-			if j < len(names) && names[j] != r.Outcome.Tip && names[j] != "" {
+		for _, r := range rs {
+			if reach.Has(r.Outcome.Tip) {
 				out[r.Session.ID] = true
 			}
 		}
 	}
 	return out, nil
 }
-
-// fewSessions is how many sessions mergedTips judges by their own branches
-// alone rather than by listing every branch.
-const fewSessions = 64
 
 // remoteTracking names the remote-tracking branch of base on the sync remote
 // (agentmine.remote, else origin), e.g. refs/remotes/origin/main.

@@ -109,6 +109,9 @@ func (s *Store) DropCaches(kinds ...Kind) error {
 		return err
 	}
 	paths := []string{s.notesCachePath()}
+	// The reach sets of every base (reach.go).
+	reach, _ := filepath.Glob(filepath.Join(s.loc.CommonDir, "agentmine", "cache", "reach-*"))
+	paths = append(paths, reach...)
 	for _, k := range kinds {
 		paths = append(paths, s.cachePath(k), s.rootsCachePath(k), s.summaryPath(k))
 		// every other summary of the kind (ReadSummariesOf)

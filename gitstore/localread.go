@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -24,7 +26,9 @@ func (s *Store) objects() *odb {
 
 // readLocal answers a cat-file request in-process: an object id, a full
 // ref name, or <rev>:<path> with rev an id or a full ref name. ok is false
-// when git must answer.
+// when git must answer. A path that a tree read in-process does not hold is
+// answered missing: that is a fact about the tree, not about the object
+// store.
 func (s *Store) readLocal(name string) (object, bool) {
 	db := s.objects()
 	if db == nil {
@@ -72,7 +76,9 @@ func (s *Store) readLocal(name string) (object, bool) {
 			}
 		}
 		if !found {
-			return object{}, false // git says "missing"
+			// The tree, read whole, has no such entry: git would answer
+			// "missing" too.
+			return object{missing: true}, true
 		}
 		if typ, data, err = db.read(id); err != nil {
 			return object{}, false
@@ -91,7 +97,7 @@ func (s *Store) resolveLocal(rev string) (string, bool) {
 	if !strings.HasPrefix(rev, "refs/") {
 		return "", false
 	}
-	refs, ids, err := listRefs(s.loc.CommonDir, hexLen, []string{rev})
+	refs, ids, err := listRefs(s.loc.CommonDir, hexLen, []string{rev}, nil)
 	if err != nil {
 		return "", false
 	}
@@ -104,13 +110,11 @@ func (s *Store) resolveLocal(rev string) (string, bool) {
 }
 
 // listRefs lists the refs matching the for-each-ref patterns, sorted by
-// name, with the object each points at: in-process when it can (and every
-// object listed is there, since for-each-ref leaves out a ref whose object
-// is missing), else with `git for-each-ref`.
+// name, with the object each points at: in-process when it can, else with
+// `git for-each-ref`.
 func (s *Store) listRefs(ctx context.Context, patterns ...string) (refs, ids []string, err error) {
 	if db := s.objects(); db != nil {
-		refs, ids, err := listRefs(s.loc.CommonDir, 2*s.hashLen(), patterns)
-		if err == nil && db.haveAll(ids) {
+		if refs, ids, err := listRefs(s.loc.CommonDir, 2*s.hashLen(), patterns, db.haveHex); err == nil {
 			return refs, ids, nil
 		}
 	}
@@ -127,17 +131,102 @@ func (s *Store) listRefs(ctx context.Context, patterns ...string) (refs, ids []s
 	return refs, ids, nil
 }
 
-// haveAll reports whether every object of ids is in this object directory
+// haveHex reports whether the object id (hex) is in this object directory
 // (a pack index lists it, or its loose file is there).
-func (db *odb) haveAll(ids []string) bool {
-	raw := make([]byte, db.hashLen)
-	for _, id := range ids {
-		if _, err := hex.Decode(raw, []byte(id)); err != nil {
-			return false
-		}
-		if !db.has(raw) {
-			return false
+func (db *odb) haveHex(id string) bool {
+	raw, err := hex.DecodeString(id)
+	return err == nil && len(raw) == db.hashLen && db.has(raw)
+}
+
+// lookupRef reads one ref by its full name in-process: its object id and
+// whether it exists; sure is false when git must answer (a symbolic or
+// odd ref, a reftable repository).
+func (s *Store) lookupRef(name string) (id string, found, sure bool) {
+	refs, ids, err := listRefs(s.loc.CommonDir, 2*s.hashLen(), []string{name}, nil)
+	if err != nil {
+		return "", false, false
+	}
+	for i, r := range refs {
+		if r == name {
+			return ids[i], true, true
 		}
 	}
-	return true
+	return "", false, true
+}
+
+// ResolveCommit resolves rev — a full ref name, or a short one git would
+// expand (a tag, a branch, a remote-tracking branch, in git's order) — to
+// the commit it names, as `git rev-parse rev^{commit}` does, and the full
+// ref name it went through (rev itself for another revision, or a name git
+// finds ambiguous); ok is false when it names no commit. It reads refs
+// in-process and asks git whatever it cannot settle (a tag to peel, a
+// pseudo-ref, any other kind of revision).
+func (s *Store) ResolveCommit(ctx context.Context, rev string) (ref, commit string, ok bool) {
+	if db := s.objects(); db != nil && plainRefName(rev) {
+		var candidates []string
+		settled := true
+		if strings.HasPrefix(rev, "refs/") {
+			candidates = []string{rev}
+		} else {
+			// git tries the name itself first, as a file in the git dir.
+			for _, dir := range []string{s.loc.GitDir, s.loc.CommonDir} {
+				if _, err := os.Lstat(filepath.Join(dir, rev)); err == nil {
+					settled = false
+				}
+			}
+			candidates = []string{"refs/" + rev, "refs/tags/" + rev, "refs/heads/" + rev, "refs/remotes/" + rev, "refs/remotes/" + rev + "/HEAD"}
+		}
+		for _, c := range candidates {
+			if !settled {
+				break
+			}
+			id, found, sure := s.lookupRef(c)
+			if !sure {
+				settled = false
+				break
+			}
+			if !found {
+				continue
+			}
+			if typ, _, err := db.read(id); err != nil || typ != "commit" {
+				settled = false
+				break
+			}
+			return c, id, true
+		}
+		if settled {
+			return "", "", false
+		}
+	}
+	commit, err := s.git.Output(ctx, "rev-parse", "--verify", "-q", rev+"^{commit}")
+	if err != nil || commit == "" {
+		return "", "", false
+	}
+	// An ambiguous name (a tag and a branch) or a revision has no one full
+	// name; the name itself stands for it.
+	if ref, err = s.git.Output(ctx, "rev-parse", "--verify", "-q", "--symbolic-full-name", rev); err != nil || ref == "" {
+		ref = rev
+	}
+	return ref, commit, true
+}
+
+// plainRefName reports whether rev is a ref name whose expansion
+// ResolveCommit can follow in-process: no revision syntax, no pseudo-ref
+// (HEAD, FETCH_HEAD, …) that lives in the git dir instead of refs/.
+func plainRefName(rev string) bool {
+	if rev == "" || strings.HasPrefix(rev, "-") || strings.HasSuffix(rev, "/") || strings.Contains(rev, "//") {
+		return false
+	}
+	upper := true
+	for _, part := range strings.Split(rev, "/") {
+		if !refComponentOK(part) || strings.HasSuffix(part, ".lock") {
+			return false
+		}
+		for i := 0; i < len(part); i++ {
+			if c := part[i]; c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' {
+				upper = false
+			}
+		}
+	}
+	return !upper || strings.HasPrefix(rev, "refs/")
 }

@@ -432,6 +432,36 @@ func (s *Store) Roots(ctx context.Context, k Kind, tips map[string]string) (map[
 	return roots, nil
 }
 
+// walkRootsLocal finds the root of each chain in tips in-process, following
+// the smallest parent as walkRoots does; ok is false when a commit does not
+// read (git walks then).
+func walkRootsLocal(db *odb, tipOf map[string]string) (map[string]string, bool) {
+	out := make(map[string]string, len(tipOf))
+	for id, c := range tipOf {
+		for steps := 0; ; steps++ {
+			typ, data, err := db.read(c)
+			if err != nil || typ != "commit" || steps > 1<<20 {
+				return nil, false
+			}
+			next := ""
+			for _, line := range strings.Split(string(data), "\n") {
+				if line == "" {
+					break
+				}
+				if p, ok := strings.CutPrefix(line, "parent "); ok && (next == "" || p < next) {
+					next = p
+				}
+			}
+			if next == "" {
+				break
+			}
+			c = next
+		}
+		out[id] = c
+	}
+	return out, true
+}
+
 // fewRoots is how many chains Roots walks without its cache.
 const fewRoots = 16
 
@@ -440,6 +470,14 @@ const fewRoots = 16
 func (s *Store) walkRoots(ctx context.Context, k Kind, tipOf, roots map[string]string) (map[string]string, error) {
 	if len(tipOf) == 0 {
 		return roots, nil
+	}
+	if db := s.objects(); db != nil {
+		if found, ok := walkRootsLocal(db, tipOf); ok {
+			for id, r := range found {
+				roots[id] = r
+			}
+			return roots, nil
+		}
 	}
 	missing := make([]string, 0, len(tipOf))
 	for _, c := range tipOf {

@@ -87,8 +87,11 @@ func (rp refPattern) dir() string {
 // listRefs lists the refs matching patterns from the common git dir, sorted
 // by name, with the object each points at, as `git for-each-ref
 // --format='%(objectname) %(refname)'` would; errRefsNotHere when git must
-// answer.
-func listRefs(commonDir string, hexLen int, patterns []string) (refs, ids []string, err error) {
+// answer. have, when not nil, tells whether a loose ref's object exists:
+// for-each-ref leaves out a ref whose object is missing, and a loose ref is
+// where a broken or planted value shows up (packed refs were written by
+// git's pack-refs from refs it could read).
+func listRefs(commonDir string, hexLen int, patterns []string, have func(id string) bool) (refs, ids []string, err error) {
 	pats := make([]refPattern, 0, len(patterns))
 	for _, p := range patterns {
 		rp, ok := parseRefPattern(p)
@@ -106,23 +109,38 @@ func listRefs(commonDir string, hexLen int, patterns []string) (refs, ids []stri
 			return nil, nil, err
 		}
 	}
-	packed, err := readPackedRefs(commonDir, hexLen, pats)
+	if have != nil {
+		for _, id := range loose {
+			if !have(id) {
+				return nil, nil, errRefsNotHere
+			}
+		}
+	}
+	prefs, pids, err := readPackedRefs(commonDir, hexLen, pats)
 	if err != nil {
 		return nil, nil, err
 	}
-	for name, id := range packed {
-		if _, ok := loose[name]; !ok {
-			loose[name] = id
-		}
-	}
-	refs = make([]string, 0, len(loose))
+	// Merge the two sorted lists; a loose ref overrides its packed value.
+	names := make([]string, 0, len(loose))
 	for name := range loose {
-		refs = append(refs, name)
+		names = append(names, name)
 	}
-	sort.Strings(refs)
-	ids = make([]string, len(refs))
-	for i, name := range refs {
-		ids[i] = loose[name]
+	sort.Strings(names)
+	refs = make([]string, 0, len(prefs)+len(names))
+	ids = make([]string, 0, len(prefs)+len(names))
+	i, j := 0, 0
+	for i < len(prefs) || j < len(names) {
+		switch {
+		case j == len(names) || i < len(prefs) && prefs[i] < names[j]:
+			refs, ids = append(refs, prefs[i]), append(ids, pids[i])
+			i++
+		default:
+			if i < len(prefs) && prefs[i] == names[j] {
+				i++
+			}
+			refs, ids = append(refs, names[j]), append(ids, loose[names[j]])
+			j++
+		}
 	}
 	return refs, ids, nil
 }
@@ -234,20 +252,21 @@ func isHexID(id string, n int) bool {
 	return true
 }
 
-// readPackedRefs returns the packed refs matching pats. The file is mapped;
-// when git marked it sorted, each pattern's range is found by binary search
-// instead of a scan of every line.
-func readPackedRefs(commonDir string, hexLen int, pats []refPattern) (map[string]string, error) {
-	out := map[string]string{}
+// readPackedRefs returns the packed refs matching pats, sorted by name.
+// The file is mapped; when git marked it sorted, each pattern's range is
+// found by binary search instead of a scan of every line, and the range is
+// copied into one string that the names and ids are cut from, instead of
+// two allocations per ref.
+func readPackedRefs(commonDir string, hexLen int, pats []refPattern) (refs, ids []string, err error) {
 	data, err := mapFile(filepath.Join(commonDir, "packed-refs"))
 	if err != nil {
 		if os.IsNotExist(err) {
-			return out, nil
+			return nil, nil, nil
 		}
 		if fi, serr := os.Stat(filepath.Join(commonDir, "packed-refs")); serr == nil && fi.Size() == 0 {
-			return out, nil
+			return nil, nil, nil
 		}
-		return nil, errRefsNotHere
+		return nil, nil, errRefsNotHere
 	}
 	defer syscall.Munmap(data)
 	body := data
@@ -255,87 +274,141 @@ func readPackedRefs(commonDir string, hexLen int, pats []refPattern) (map[string
 	if bytes.HasPrefix(body, []byte("# pack-refs with:")) {
 		nl := bytes.IndexByte(body, '\n')
 		if nl < 0 {
-			return nil, errRefsNotHere
+			return nil, nil, errRefsNotHere
 		}
 		traits := " " + string(body[len("# pack-refs with:"):nl]) + " "
 		sorted = strings.Contains(traits, " sorted ")
 		body = body[nl+1:]
 	}
+	if len(body) > 0 && body[len(body)-1] != '\n' {
+		return nil, nil, errRefsNotHere // git always ends the file with a newline
+	}
 	lineLen := hexLen + 1 // "<id> " before the name
-	scan := func(from []byte, rp refPattern) error {
-		for len(from) > 0 {
-			nl := bytes.IndexByte(from, '\n')
-			if nl < 0 {
-				return errRefsNotHere // git always ends the file with a newline
-			}
-			line := from[:nl]
-			from = from[nl+1:]
+	// scan adds the matching refs of the lines in region (whole lines).
+	scan := func(region []byte, rp refPattern) error {
+		text := string(region)
+		for len(text) > 0 {
+			nl := strings.IndexByte(text, '\n')
+			line := text[:nl]
+			text = text[nl+1:]
 			if len(line) > 0 && line[0] == '^' {
 				continue // the peeled value of the tag above
 			}
 			if len(line) <= lineLen || line[hexLen] != ' ' {
 				return errRefsNotHere
 			}
-			name := string(line[lineLen:])
+			name := line[lineLen:]
 			if sorted && !strings.HasPrefix(name, rp.prefix) && name > rp.prefix {
 				return nil // past the pattern's range
 			}
 			if rp.match(name) {
-				id := string(line[:hexLen])
-				if !isHexID(id, hexLen) {
+				if !isHexID(line[:hexLen], hexLen) {
 					return errRefsNotHere
 				}
-				out[name] = id
+				refs, ids = append(refs, name), append(ids, line[:hexLen])
 			}
 		}
 		return nil
 	}
 	for _, rp := range pats {
-		from := body
+		region := body
 		if sorted {
-			from = body[seekPacked(body, rp.prefix, lineLen):]
+			from := seekPacked(body, rp.prefix, lineLen)
+			// The range ends before the first line past the prefix.
+			to := from + seekPacked(body[from:], prefixEnd(rp.prefix), lineLen)
+			region = body[from:to]
 		}
-		if err := scan(from, rp); err != nil {
-			return nil, err
+		if err := scan(region, rp); err != nil {
+			return nil, nil, err
 		}
 	}
-	return out, nil
+	if !sorted || len(pats) > 1 {
+		refs, ids = sortUnique(refs, ids)
+	}
+	return refs, ids, nil
+}
+
+// prefixEnd returns the smallest string greater than every string with the
+// given prefix (the prefix with its last byte incremented; prefixes here
+// are printable ASCII).
+func prefixEnd(prefix string) string {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1])
+		}
+	}
+	return "\xff"
+}
+
+// sortUnique sorts refs (with ids alongside) by name and drops repeats (two
+// patterns can match one ref), unless they already are in order.
+func sortUnique(refs, ids []string) ([]string, []string) {
+	inOrder := true
+	for i := 1; i < len(refs); i++ {
+		if refs[i-1] >= refs[i] {
+			inOrder = false
+			break
+		}
+	}
+	if inOrder {
+		return refs, ids
+	}
+	idx := make([]int, len(refs))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return refs[idx[a]] < refs[idx[b]] })
+	outRefs, outIDs := make([]string, 0, len(refs)), make([]string, 0, len(refs))
+	for _, i := range idx {
+		if n := len(outRefs); n > 0 && outRefs[n-1] == refs[i] {
+			continue
+		}
+		outRefs, outIDs = append(outRefs, refs[i]), append(outIDs, ids[i])
+	}
+	return outRefs, outIDs
 }
 
 // seekPacked returns the offset in the sorted packed-refs body of the first
-// line whose name is not before prefix (or a line just before it), by
-// binary search over byte offsets, each probe moved to a line start.
+// line whose ref name is not before prefix (or of a peeled line just before
+// it), by binary search over byte offsets, each probe moved to the start of
+// its line. A peeled line ("^<id>") is judged by the ref line above it.
 func seekPacked(body []byte, prefix string, lineLen int) int {
 	lo, hi := 0, len(body)
 	for lo < hi {
-		mid := (lo + hi) / 2
-		// The start of the line holding mid.
+		mid := lo + (hi-lo)/2
 		start := bytes.LastIndexByte(body[:mid], '\n') + 1
-		nl := bytes.IndexByte(body[start:], '\n')
-		if nl < 0 {
+		if start < lo {
+			start = lo
+		}
+		end := bytes.IndexByte(body[start:], '\n')
+		if end < 0 {
 			hi = start
 			continue
 		}
-		line := body[start : start+nl]
-		if len(line) > 0 && line[0] == '^' || len(line) <= lineLen {
-			// A peeled line belongs to the ref above it: compare that.
-			prev := bytes.LastIndexByte(body[:max(start-1, 0)], '\n') + 1
-			if prev >= start {
-				hi = start
-				continue
-			}
-			start = prev
-			nl = bytes.IndexByte(body[start:], '\n')
-			line = body[start : start+nl]
-			if len(line) <= lineLen {
-				hi = start
-				continue
+		end += start + 1 // the start of the next line
+		// The ref line this line belongs to: itself, or the one above a
+		// peeled line.
+		ref := start
+		if body[start] == '^' {
+			ref = bytes.LastIndexByte(body[:max(start-1, 0)], '\n') + 1
+			if ref >= start || body[ref] == '^' {
+				return lo // damaged: let the scan from lo refuse it
 			}
 		}
+		nl := bytes.IndexByte(body[ref:], '\n')
+		line := body[ref : ref+nl]
+		if len(line) <= lineLen {
+			return lo
+		}
 		if string(line[lineLen:]) < prefix {
-			lo = start + nl + 1
+			lo = end
 		} else {
-			hi = start
+			hi = min(ref, start)
+			if hi < lo {
+				hi = lo
+			}
 		}
 	}
 	return lo

@@ -68,7 +68,7 @@ func TestListRefsAsGit(t *testing.T) {
 	check := func(what string) {
 		t.Helper()
 		for _, p := range patterns {
-			refs, ids, err := listRefs(common, 40, p)
+			refs, ids, err := listRefs(common, 40, p, nil)
 			if err != nil {
 				t.Fatalf("%s %v: %v", what, p, err)
 			}
@@ -111,7 +111,7 @@ func TestListRefsLeavesToGit(t *testing.T) {
 	gittest.Git(t, repo, "update-ref", "refs/agentmine/tasks/a", head)
 	common := filepath.Join(repo, ".git")
 	for _, p := range []string{"refs/agentmine/t?sks/", "refs/*/tasks/", "HEAD", "refs/agentmine/[ab]*"} {
-		if _, _, err := listRefs(common, 40, []string{p}); err != errRefsNotHere {
+		if _, _, err := listRefs(common, 40, []string{p}, nil); err != errRefsNotHere {
 			t.Fatalf("pattern %q: %v, want git to answer", p, err)
 		}
 	}
@@ -217,7 +217,7 @@ func TestListRefsUnderConcurrentWriters(t *testing.T) {
 	db := newODB(filepath.Join(common, "objects"), 20)
 	defer db.close()
 	for time.Now().Before(deadline) {
-		refs, ids, err := listRefs(common, 40, []string{"refs/agentmine/tasks/"})
+		refs, ids, err := listRefs(common, 40, []string{"refs/agentmine/tasks/"}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,5 +244,48 @@ func TestListRefsUnderConcurrentWriters(t *testing.T) {
 	t.Logf("%d listings against %d ref moves, %d pack-refs and %d repacks", lists, moves.Load(), packs.Load(), repacks.Load())
 	if moves.Load() < 30 || packs.Load() < 5 {
 		t.Fatalf("too little concurrency to show anything: %d moves, %d packs", moves.Load(), packs.Load())
+	}
+}
+
+// TestSeekPacked: on sorted packed-refs bodies with peeled lines in random
+// places, the binary search lands where a linear scan would: every ref
+// before it sorts before the prefix, and it skips no ref that does not.
+func TestSeekPacked(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	id := strings.Repeat("a", 40)
+	for round := 0; round < 300; round++ {
+		n := rng.IntN(40)
+		names := make([]string, n)
+		for i := range names {
+			names[i] = fmt.Sprintf("refs/%c/%x", "abc"[rng.IntN(3)], rng.IntN(64))
+		}
+		slices.Sort(names)
+		names = slices.Compact(names)
+		var body strings.Builder
+		for _, name := range names {
+			body.WriteString(id + " " + name + "\n")
+			if rng.IntN(3) == 0 {
+				body.WriteString("^" + id + "\n")
+			}
+		}
+		b := []byte(body.String())
+		for q := 0; q < 10; q++ {
+			prefix := fmt.Sprintf("refs/%c/%x", "abcd"[rng.IntN(4)], rng.IntN(80))
+			at := seekPacked(b, prefix, 41)
+			for _, l := range strings.Split(string(b[:at]), "\n") {
+				if len(l) > 41 && l[0] != '^' && l[41:] >= prefix {
+					t.Fatalf("round %d: seek for %q passed %q", round, prefix, l[41:])
+				}
+			}
+			rest := strings.Split(string(b[at:]), "\n")
+			for _, l := range rest {
+				if len(l) > 41 && l[0] != '^' {
+					if l[41:] < prefix {
+						t.Fatalf("round %d: seek for %q stopped before %q", round, prefix, l[41:])
+					}
+					break
+				}
+			}
+		}
 	}
 }
