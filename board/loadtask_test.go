@@ -2,8 +2,8 @@ package board
 
 import (
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"

@@ -217,4 +217,3 @@ func TestODBDamage(t *testing.T) {
 }
 
 func newZlibWriter(w io.Writer) *zlib.Writer { return zlib.NewWriter(w) }
-
