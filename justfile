@@ -30,10 +30,11 @@ lint:
     gofmt -l . | tee /dev/stderr | (! read)
     go vet ./...
 
-# Install git-agentmine into GOBIN (or GOPATH/bin), so `git agentmine` works,
-# and its man page beside it (../share/man/man1), so `git agentmine --help` does.
+# Install git-agentmine and git-agentmine-serve (which runs serve and mcp)
+# into GOBIN (or GOPATH/bin), so `git agentmine` works, and the man page
+# beside them (../share/man/man1), so `git agentmine --help` does.
 install:
-    go install ./cmd/git-agentmine
+    go install ./cmd/...
     "$(go env GOBIN | grep . || echo "$(go env GOPATH)/bin")/git-agentmine" install-man
 
 # Run the demo: the whole worker lifecycle in a throwaway repository.

@@ -4,22 +4,33 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/git-agentmine/git-agentmine/cmd/internal/serverargs"
+	"github.com/git-agentmine/git-agentmine/cmd/internal/servers"
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
 	"github.com/git-agentmine/git-agentmine/isolation"
 )
 
-// TestMain lets the test binary act as git-agentmine, so testscripts run
-// `git agentmine …` through git itself.
+// TestMain lets the test binary act as git-agentmine and as
+// git-agentmine-serve (testscript puts both on PATH for every test), so
+// testscripts run `git agentmine …` through git itself.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"git-agentmine": func() {
 			os.Exit(Main(context.Background(), os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv))
+		},
+		serverargs.Name: func() {
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			code := servers.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+			stop()
+			os.Exit(code)
 		},
 	})
 }

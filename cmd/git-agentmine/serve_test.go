@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -545,5 +547,41 @@ func TestServeRefusesRemoteAddr(t *testing.T) {
 	code, out, errs := docsMain(t, repo, "serve", "--addr", ln.Addr().String())
 	if code != 6 || out != "" || !strings.HasPrefix(errs, "error: listening on "+ln.Addr().String()+": ") || strings.Count(errs, "\n") != 1 {
 		t.Errorf("address in use: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+// TestServerNotInstalled: without git-agentmine-serve beside git-agentmine
+// or on PATH, serve and mcp fail with exit 5, one error line naming the
+// missing program and a hint saying how to install it.
+func TestServerNotInstalled(t *testing.T) {
+	repo := testRepo(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test binary acts as git-agentmine under that name (TestMain).
+	bin := t.TempDir()
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "git-agentmine"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"serve", "--addr", "127.0.0.1:0"}, {"mcp"}} {
+		cmd := exec.Command(filepath.Join(bin, "git-agentmine"), append([]string{"-C", repo}, args...)...)
+		cmd.Env = append(os.Environ(), "PATH="+bin+":/usr/bin:/bin")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 5 {
+			t.Fatalf("%v: %v, want exit 5; stderr %q", args, err, stderr.String())
+		}
+		want := "error: git-agentmine-serve is not installed: it serves git agentmine serve and git agentmine mcp\n" +
+			"hint: install it beside git-agentmine: go install ./cmd/git-agentmine-serve (just install installs both)\n"
+		if stderr.String() != want || stdout.Len() != 0 {
+			t.Fatalf("%v: stdout %q, stderr %q; want %q", args, stdout.String(), stderr.String(), want)
+		}
 	}
 }

@@ -1,0 +1,34 @@
+package servers
+
+import (
+	"io"
+	"os"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/git-agentmine/git-agentmine/mcpserver"
+	"github.com/git-agentmine/git-agentmine/output"
+)
+
+// MCP serves the repository's tools on stdin and stdout until the client
+// disconnects; warnings go to stderr.
+func MCP(e *Env) error {
+	if _, err := e.Store(); err != nil {
+		return err
+	}
+	if f, ok := e.In.(*os.File); ok && output.IsTerminal(f) {
+		e.P.Notef("serving MCP on stdin and stdout: an MCP client starts this command (see README's MCP section)\n")
+	}
+	s, err := mcpserver.New(e.Ctx, mcpserver.Options{Dir: e.Dir, Getenv: e.Getenv, Version: e.Version, Log: e.P.Err,
+		Supervisor: e.Supervisor})
+	if err != nil {
+		return err
+	}
+	return s.Serve(e.Ctx, &mcp.IOTransport{Reader: io.NopCloser(e.In), Writer: nopWriteCloser{e.P.Out}})
+}
+
+// nopWriteCloser is stdout as the transport writes it: closing the
+// connection must not close the process's stdout.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

@@ -1,0 +1,125 @@
+package servers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/git-agentmine/git-agentmine/cmd/internal/serverargs"
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/web"
+)
+
+// ServeOptions are the flags of `git agentmine serve`.
+type ServeOptions = serverargs.Serve
+
+// checkAddr refuses an --addr that is not HOST:PORT, or that is not
+// loopback without AllowRemote; it reports whether the address is loopback.
+func checkAddr(o ServeOptions) (host string, loopback bool, err error) {
+	host, _, err = net.SplitHostPort(o.Addr)
+	if err != nil {
+		return "", false, exitcode.New(exitcode.Usage, fmt.Errorf("--addr %q is not HOST:PORT: %w", o.Addr, err), "")
+	}
+	loopback = isLoopback(host)
+	if !loopback && !o.AllowRemote {
+		return "", false, exitcode.New(exitcode.Usage, fmt.Errorf("--addr %s is not a loopback address; the board would be reachable from other machines", o.Addr),
+			"pass --allow-remote as well to serve it there (the access token is still required)")
+	}
+	return host, loopback, nil
+}
+
+// Serve serves the board until the context ends.
+func Serve(e *Env, o ServeOptions) error {
+	host, loopback, err := checkAddr(o)
+	if err != nil {
+		return err
+	}
+	st, err := e.Store()
+	if err != nil {
+		return err
+	}
+	token, err := web.Token(st)
+	if err != nil {
+		return err
+	}
+	s, err := web.New(e.Ctx, web.Options{Dir: e.Dir, Getenv: e.Getenv, Token: token, ReadOnly: o.ReadOnly, Loopback: loopback,
+		Log: e.P.Err, Supervisor: e.Supervisor})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return exitcode.New(exitcode.State, fmt.Errorf("listening on %s: %w", o.Addr, err), "")
+	}
+	url := "http://" + urlHost(ln.Addr(), host) + "/?token=" + token
+	ctx := e.Ctx
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	e.P.Printf("%s\n", url)
+	if !e.P.Quiet {
+		mode := ""
+		if o.ReadOnly {
+			mode = " (read-only)"
+		}
+		e.P.Notef("serving the board of %s%s; Ctrl-C stops it\n", st.Location().Top, mode)
+	}
+	if o.Open {
+		if err := openBrowser(url); err != nil {
+			e.P.Warnf("could not open a browser: %v; open the address above yourself", err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("serving the board: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("stopping the board: %w", err)
+	}
+	return nil
+}
+
+// isLoopback reports whether a listening host is loopback only: a loopback
+// IP or "localhost". An empty host listens on every interface.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// urlHost is the host:port to print for the listener: the address asked
+// for, with the port actually bound (port 0 picks one).
+func urlHost(addr net.Addr, host string) string {
+	_, port, _ := net.SplitHostPort(addr.String())
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// openBrowser opens url in the desktop's browser.
+func openBrowser(url string) error {
+	name := "xdg-open"
+	if runtime.GOOS == "darwin" {
+		name = "open"
+	}
+	cmd := exec.Command(name, url)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	go cmd.Wait()
+	return nil
+}
