@@ -44,8 +44,12 @@ type Reach struct {
 
 // Has reports whether the commit id (hex) is in the set.
 func (r *Reach) Has(id string) bool {
-	raw, err := hex.DecodeString(id)
-	if err != nil || len(raw) != r.hashLen {
+	var buf [32]byte
+	if len(id) != 2*r.hashLen {
+		return false
+	}
+	raw := buf[:r.hashLen]
+	if _, err := hex.Decode(raw, []byte(id)); err != nil {
 		return false
 	}
 	_, found := r.search(raw)

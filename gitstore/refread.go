@@ -310,7 +310,9 @@ func readPackedRefs(commonDir string, hexLen int, pats []refPattern) (refs, ids 
 		}
 		return nil
 	}
-	for _, rp := range pats {
+	regions := make([][]byte, len(pats))
+	lines := 0
+	for i, rp := range pats {
 		region := body
 		if sorted {
 			from := seekPacked(body, rp.prefix, lineLen)
@@ -318,7 +320,12 @@ func readPackedRefs(commonDir string, hexLen int, pats []refPattern) (refs, ids 
 			to := from + seekPacked(body[from:], prefixEnd(rp.prefix), lineLen)
 			region = body[from:to]
 		}
-		if err := scan(region, rp); err != nil {
+		regions[i] = region
+		lines += bytes.Count(region, []byte{'\n'})
+	}
+	refs, ids = make([]string, 0, lines), make([]string, 0, lines)
+	for i, rp := range pats {
+		if err := scan(regions[i], rp); err != nil {
 			return nil, nil, err
 		}
 	}
