@@ -74,17 +74,24 @@ func load(ctx context.Context, st *gitstore.Store, defaultBase string,
 
 // LoadTask is Load for one task: the task prefix names (any unique
 // prefix), its blockers and its parent (tasks.LoadNear), and the sessions
-// of the task and of its blockers (sessions.OfTasks, whole records), without
-// reading the rest of the board. The statuses of the task and of its
+// of the task and of its blockers (sessions.OfTasks, whole records, found
+// through an index while the session refs have not changed since it was
+// written), without reading the rest of the board. The statuses of the task and of its
 // blockers are those Load would give; no other status is resolved. It
 // returns the task's id.
 func LoadTask(ctx context.Context, st *gitstore.Store, defaultBase, prefix string) (*Board, string, error) {
-	// One for-each-ref lists the task refs near prefix, the session refs
+	// Without an index of the sessions by task (reads sent to git, say),
+	// one for-each-ref lists the task refs near prefix, the session refs
 	// and the notes ref: one snapshot, one git process fewer.
+	stamp, _ := st.RefsStamp(sessions.Kind.RefPrefix())
+	indexed := stamp != ""
 	var refs, commits []string
 	if near := tasks.NearPatterns(prefix); near != nil {
+		if !indexed {
+			near = append(near, sessions.TipPatterns()...)
+		}
 		var err error
-		if refs, commits, err = st.TipList(ctx, append(near, sessions.TipPatterns()...)...); err != nil {
+		if refs, commits, err = st.TipList(ctx, near...); err != nil {
 			return nil, "", err
 		}
 	}
@@ -98,7 +105,13 @@ func LoadTask(ctx context.Context, st *gitstore.Store, defaultBase, prefix strin
 			judged = append(judged, bl)
 		}
 	}
-	recs, problems, err := sessions.OfTasksIn(ctx, st, judged, refs, commits)
+	var recs []sessions.Record
+	var problems []error
+	if indexed {
+		recs, problems, err = sessions.OfTasks(ctx, st, judged)
+	} else {
+		recs, problems, err = sessions.OfTasksIn(ctx, st, judged, refs, commits)
+	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
@@ -22,18 +23,125 @@ import (
 const taskIndex = "by-task"
 
 // OfTasks returns the whole records (documents and outcomes) of the
-// sessions of the given tasks, sorted by id, reading only those sessions:
-// one for-each-ref of the session refs and the task index, then the
-// documents and notes of the sessions found (and the documents of sessions
-// new to the index, to learn their task) in one cat-file. When the index is
-// missing or most of a large board changed, every session's summary is read
-// (LoadSummaries) to find them, and the problems it met are returned.
+// sessions of the given tasks, sorted by id, reading only those sessions.
+// While the session refs are as they were when the task-keyed index was
+// last written (their stamp, gitstore's RefsStamp), the index names them
+// outright, in a few reads whatever the number of sessions; otherwise it is
+// OfTasksIn over one listing of every session ref, which writes the index
+// again. Each session found is read from git whole, and dropped if it does
+// not name its task after all.
 func OfTasks(ctx context.Context, st *gitstore.Store, taskIDs []string) ([]Record, []error, error) {
+	tok := st.DropToken()
+	stamp, settled := st.RefsStamp(Kind.RefPrefix())
+	if recs, ok := ofTasksIndexed(ctx, st, taskIDs, stamp); ok {
+		return recs, nil, nil
+	}
 	refs, commits, err := st.TipList(ctx, TipPatterns()...)
 	if err != nil {
 		return nil, nil, err
 	}
-	return OfTasksIn(ctx, st, taskIDs, refs, commits)
+	recs, problems, all, err := ofTasksIn(ctx, st, taskIDs, refs, commits)
+	if err == nil && all != nil && settled {
+		// Only if no session ref moved while they were listed.
+		if again, _ := st.RefsStamp(Kind.RefPrefix()); again == stamp {
+			writeTaskKeyed(st, all, stamp, tok)
+		}
+	}
+	return recs, problems, err
+}
+
+// taskKeyed names the task-keyed index among the sessions' summaries:
+// "<task> <session> <tip>" records sorted by task (gitstore's sorted index,
+// which checks every record it reads), made under a stamp of the session
+// refs.
+const taskKeyed = "task-keyed"
+
+// ofTasksIndexed reads the sessions of the tasks through the task-keyed
+// index made under stamp; ok is false when there is none, or a session it
+// names does not read as named.
+func ofTasksIndexed(ctx context.Context, st *gitstore.Store, taskIDs []string, stamp string) ([]Record, bool) {
+	if stamp == "" {
+		return nil, false
+	}
+	var ids []string
+	tips := map[string]string{}
+	hexLen := 0
+	for _, t := range taskIDs {
+		recs, ok := st.LookupSortedIndex(Kind, taskKeyed, stamp, t)
+		if !ok {
+			return nil, false
+		}
+		for _, r := range recs {
+			f := strings.Fields(r)
+			if len(f) != 3 || f[0] != t || !gitstore.ValidID(f[1]) || len(f[1]) != gitstore.IDLen {
+				return nil, false
+			}
+			if hexLen == 0 {
+				hexLen = len(f[2])
+			}
+			if len(f[2]) != hexLen || !isHex(f[2]) {
+				return nil, false
+			}
+			ids = append(ids, f[1])
+			tips[Kind.Ref(f[1])] = f[2]
+		}
+	}
+	if len(ids) == 0 {
+		return nil, true
+	}
+	sort.Strings(ids)
+	_, notes, err := st.TipList(ctx, gitstore.NotesRef)
+	if err != nil {
+		return nil, false
+	}
+	notesAt := gitstore.NoNotes
+	if len(notes) == 1 {
+		notesAt = notes[0]
+	}
+	recs := make([]Record, len(ids))
+	todo := make([]int, len(ids))
+	for i := range todo {
+		todo[i] = i
+	}
+	if err := readStale(ctx, st, ids, tips, notesAt, recs, todo, true); err != nil {
+		return nil, false
+	}
+	want := make(map[string]bool, len(taskIDs))
+	for _, t := range taskIDs {
+		want[t] = true
+	}
+	for _, r := range recs {
+		if !want[r.Session.Task] {
+			return nil, false // the index is wrong about this session
+		}
+	}
+	return recs, true
+}
+
+// writeTaskKeyed writes the task-keyed index of every session (ids sorted,
+// at tipOf, of taskOf) under stamp.
+func writeTaskKeyed(st *gitstore.Store, all *taskMap, stamp string, tok gitstore.DropToken) {
+	records := make([]string, 0, len(all.ids))
+	for i, id := range all.ids {
+		if !gitstore.ValidID(all.taskOf[i]) || len(all.taskOf[i]) != gitstore.IDLen {
+			return // a session without a task of the usual form: no index
+		}
+		records = append(records, all.taskOf[i]+" "+id+" "+all.tipOf[i]+"\n")
+	}
+	sort.Strings(records)
+	st.WriteSortedIndex(Kind, taskKeyed, stamp, records, tok)
+}
+
+// taskMap is the task of every session, as ofTasksIn learned it.
+type taskMap struct{ ids, tipOf, taskOf []string }
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // TipPatterns are the refs OfTasks lists: every session ref and the notes
@@ -45,6 +153,13 @@ func TipPatterns() []string { return []string{Kind.RefPrefix(), gitstore.NotesRe
 // are ignored), so that a caller can list them together with other refs
 // in one for-each-ref.
 func OfTasksIn(ctx context.Context, st *gitstore.Store, taskIDs []string, refs, commits []string) ([]Record, []error, error) {
+	recs, problems, _, err := ofTasksIn(ctx, st, taskIDs, refs, commits)
+	return recs, problems, err
+}
+
+// ofTasksIn is OfTasksIn, also returning the task of every session when it
+// learned them all cleanly (nil otherwise).
+func ofTasksIn(ctx context.Context, st *gitstore.Store, taskIDs []string, refs, commits []string) ([]Record, []error, *taskMap, error) {
 	idx, list := st.ReadSummaryListOf(Kind, taskIndex)
 	notesAt := gitstore.NoNotes
 	ids := make([]string, 0, len(refs))
@@ -59,7 +174,7 @@ func OfTasksIn(ctx context.Context, st *gitstore.Store, taskIDs []string, refs, 
 		}
 	}
 	if len(ids) == 0 {
-		return nil, nil, nil
+		return nil, nil, &taskMap{}, nil
 	}
 	want := make(map[string]bool, len(taskIDs))
 	for _, t := range taskIDs {
@@ -72,7 +187,7 @@ func OfTasksIn(ctx context.Context, st *gitstore.Store, taskIDs []string, refs, 
 		if !ok {
 			var err error
 			if taskOf, problems, err = tasksFromAll(ctx, st, idx, ids); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		}
 		var todoIDs []string
@@ -93,7 +208,7 @@ func OfTasksIn(ctx context.Context, st *gitstore.Store, taskIDs []string, refs, 
 			break
 		}
 		if !ok {
-			return nil, nil, fmt.Errorf("reading the sessions of task %s: %w", taskIDs[0], err)
+			return nil, nil, nil, fmt.Errorf("reading the sessions of task %s: %w", taskIDs[0], err)
 		}
 		// A session that does not read: the whole board reports it as a
 		// problem and leaves it out.
@@ -108,7 +223,11 @@ func OfTasksIn(ctx context.Context, st *gitstore.Store, taskIDs []string, refs, 
 			out = append(out, r)
 		}
 	}
-	return out, problems, nil
+	var all *taskMap
+	if len(problems) == 0 {
+		all = &taskMap{ids: ids, tipOf: tipOf, taskOf: taskOf}
+	}
+	return out, problems, all, nil
 }
 
 // indexTasks returns the task of each session ids[i] (sorted, at commit

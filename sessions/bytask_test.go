@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
@@ -196,5 +198,83 @@ func TestOfTasksUnderConcurrentWriter(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// TestOfTasksTaskKeyedIndex: once the session refs are settled (packed-refs
+// unchanged for a while), OfTasks writes the task-keyed index and then
+// finds a task's sessions through it alone; a new session changes the
+// stamp and the index is not used until written again; an index that
+// names a session of another task, or is damaged, is not believed. Every
+// answer is what git alone has.
+func TestOfTasksTaskKeyedIndex(t *testing.T) {
+	gittest.SkipShort(t, "waits for packed-refs to settle")
+	ctx := context.Background()
+	dir := gittest.NewRepo(t)
+	st := open(t, dir)
+	task := fmt.Sprintf("7a5c%016x", 1)
+	for n := 1; n <= 9; n++ {
+		addSession(t, st, n, nil)
+	}
+	gittest.Git(t, dir, "pack-refs", "--all")
+	time.Sleep(2100 * time.Millisecond) // packed-refs settles
+	index := filepath.Join(dir, ".git", "agentmine", "cache", "summary-"+Kind.Dir+"-"+taskKeyed)
+	indexed := func() bool {
+		stamp, _ := st.RefsStamp(Kind.RefPrefix())
+		_, ok := ofTasksIndexed(ctx, st, []string{task}, stamp)
+		return ok
+	}
+	if indexed() {
+		t.Fatal("an index was used before any was written")
+	}
+	// (wholeOfTask removes every cache: it runs first each time.)
+	want := wholeOfTask(t, dir, task)
+	if got := ofTask(t, st, task); got != want {
+		t.Fatalf("first read:\n got %s\nwant %s", got, want)
+	}
+	if _, err := os.Stat(index); err != nil {
+		t.Fatalf("no task-keyed index written: %v", err)
+	}
+	if !indexed() {
+		t.Fatal("the task-keyed index was not used once written")
+	}
+	if got := ofTask(t, st, task); got != want {
+		t.Fatalf("through the index:\n got %s\nwant %s", got, want)
+	}
+	addSession(t, st, 10, nil) // a session of the task, loose
+	if indexed() {
+		t.Fatal("the index was used after a session was added")
+	}
+	want = wholeOfTask(t, dir, task)
+	if got := ofTask(t, st, task); got != want {
+		t.Fatalf("after a session was added:\n got %s\nwant %s", got, want)
+	}
+	if !indexed() {
+		t.Fatal("the index was not written again under the new stamp")
+	}
+	// An index claiming that a session of another task is the task's.
+	raw, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := fmt.Sprintf("5e55%016x", 2) // of task n%3 == 2
+	lines := strings.Split(string(raw), "\n")
+	for i, l := range lines {
+		if strings.Contains(l, " "+other+" ") {
+			lines[i] = task + l[len(task):]
+		}
+	}
+	planted := strings.Join(lines, "\n")
+	// keep the records sorted: the planted one moved to the task's run
+	for what, b := range map[string]string{"planted": planted, "damaged": strings.Replace(string(raw), task, "zz"+task[2:], 1)} {
+		if err := os.WriteFile(index, []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if indexed() {
+			t.Fatalf("a %s index was believed", what)
+		}
+		if got := ofTask(t, st, task); got != want {
+			t.Fatalf("%s index:\n got %s\nwant %s", what, got, want)
+		}
 	}
 }
