@@ -8,6 +8,8 @@ package board
 
 import (
 	"context"
+	"sort"
+	"time"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/sessions"
@@ -27,6 +29,13 @@ type Board struct {
 	// rest of the board is still whole.
 	TaskProblems    []error
 	SessionProblems []error
+	// Partial is set on a board from LoadStatus: Sessions holds only the
+	// running sessions, and Usage and Finished hold, per task, what all of
+	// them would give: the usage its sessions reported (nil entries are
+	// absent) and when the last of them finished.
+	Partial  bool
+	Usage    map[string]*sessions.Usage
+	Finished map[string]time.Time
 }
 
 // Load reads every task and every session (the two reads run at the same
@@ -70,6 +79,122 @@ func load(ctx context.Context, st *gitstore.Store, defaultBase string,
 	}
 	return &Board{Tasks: tb, Sessions: recs, Facts: facts, Status: status.Resolve(tb, facts), Here: here,
 		TaskProblems: tb.Problems, SessionProblems: problems}, nil
+}
+
+// LoadStatus is LoadSummary for the board's counts and lists (the status
+// document): every task's status from every session, the running sessions,
+// and per task the usage its sessions reported and when the last of them
+// finished (Partial). It keeps one fact per attempt rather than a record
+// per session: with 30,000 sessions the records were half of what
+// LoadSummary holds.
+func LoadStatus(ctx context.Context, st *gitstore.Store, defaultBase string) (*Board, error) {
+	var tb *tasks.Board
+	var terr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tb, terr = tasks.Load(ctx, st)
+	}()
+	set, problems, err := sessions.OpenSummaries(ctx, st)
+	<-done
+	if terr != nil {
+		return nil, terr
+	}
+	if err != nil {
+		return nil, err
+	}
+	here := HereOf(st)
+	now := time.Now()
+	b := &Board{Tasks: tb, Here: here, TaskProblems: tb.Problems, SessionProblems: problems, Partial: true,
+		Usage: map[string]*sessions.Usage{}, Finished: map[string]time.Time{}}
+	// One array of attempts (and of the tasks they belong to), grouped by
+	// task afterwards, as Gather does: no slice grown per task.
+	n := set.Len()
+	attempts := make([]status.Attempt, 0, n)
+	taskOf := make([]string, 0, n)
+	tips := make([]tipFact, 0, n)
+	var r sessions.Record
+	for i := 0; i < n; i++ {
+		if !set.Decode(i, &r) {
+			// A cached entry that does not decode: the slow, whole way.
+			return load(ctx, st, defaultBase, sessions.LoadSummaries)
+		}
+		s := &r.Session
+		if o := r.Outcome; o != nil {
+			if o.Usage != nil {
+				sum := b.Usage[s.Task]
+				if sum == nil {
+					sum = &sessions.Usage{}
+					b.Usage[s.Task] = sum
+				}
+				*sum = sum.Add(*o.Usage)
+			}
+			if o.Finished.After(b.Finished[s.Task]) {
+				b.Finished[s.Task] = o.Finished
+			}
+		}
+		if live, _ := Liveness(r, here, now); live {
+			b.Sessions = append(b.Sessions, r)
+		}
+		if !s.IsAttempt() {
+			continue
+		}
+		if t, ok := tipOf(&r); ok {
+			tips = append(tips, t)
+		}
+		attempts = append(attempts, attemptOf(&r, here, now))
+		taskOf = append(taskOf, s.Task)
+	}
+	merged, err := mergedTips(ctx, st, tb, tips, defaultBase)
+	if err != nil {
+		return nil, err
+	}
+	for i := range attempts {
+		attempts[i].Merged = attempts[i].Ended && merged[attempts[i].Session]
+	}
+	// Group the attempts by task in place (each task's in their order),
+	// and hand each task its run of the array.
+	order := make([]int, len(attempts))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return taskOf[order[i]] < taskOf[order[j]] })
+	permute(attempts, taskOf, order)
+	facts := status.Facts{Attempts: map[string][]status.Attempt{}}
+	for i := 0; i < len(attempts); {
+		j := i
+		for j < len(attempts) && taskOf[j] == taskOf[i] {
+			j++
+		}
+		facts.Attempts[taskOf[i]] = attempts[i:j:j]
+		i = j
+	}
+	b.Facts = facts
+	b.Status = status.Resolve(tb, facts)
+	return b, nil
+}
+
+// permute reorders attempts and taskOf so that position i holds what was
+// at order[i], in place (following each cycle of the permutation).
+func permute(attempts []status.Attempt, taskOf []string, order []int) {
+	done := make([]bool, len(order))
+	for start := range order {
+		if done[start] || order[start] == start {
+			continue
+		}
+		a, t := attempts[start], taskOf[start]
+		i := start
+		for {
+			next := order[i]
+			done[i] = true
+			if next == start {
+				attempts[i], taskOf[i] = a, t
+				break
+			}
+			attempts[i], taskOf[i] = attempts[next], taskOf[next]
+			i = next
+		}
+	}
 }
 
 // LoadTask is Load for one task: the task prefix names (any unique

@@ -103,7 +103,13 @@ func sortRecords(rs []sessions.Record) {
 // each base (mergedTips).
 func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []sessions.Record, defaultBase string, here Here) (status.Facts, error) {
 	now := time.Now()
-	merged, err := mergedTips(ctx, st, tb, recs, defaultBase)
+	tips := make([]tipFact, 0, len(recs))
+	for i := range recs {
+		if t, ok := tipOf(&recs[i]); ok {
+			tips = append(tips, t)
+		}
+	}
+	merged, err := mergedTips(ctx, st, tb, tips, defaultBase)
 	if err != nil {
 		return status.Facts{}, err
 	}
@@ -127,29 +133,8 @@ func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []ses
 			// planner and reviewer runs never decide a task's status
 			continue
 		}
-		a := status.Attempt{Session: s.ID, Started: s.Started}
-		a.Live, a.Lost = Liveness(*r, here, now)
-		a.Forged = sessions.ForgedReason(r.Forged)
-		if a.Forged == "" {
-			// a review line the worker wrote for its own session
-			a.Forged = sessions.ForgedReviewReason(r.ForgedReviews)
-		}
-		if o := r.Outcome; o != nil {
-			a.Ended = true
-			a.ExitCode = o.ExitCode
-			a.Signal = o.Signal
-			a.TimedOut = o.TimedOut
-			a.Reason = o.Reason
-			v := verify.Summarize(o)
-			a.DoD, a.Verified, a.ScopeValid, a.Acceptable = v.DoD, v.Verified, v.ScopeValid, v.Acceptable
-			if a.Reason == "" {
-				a.Reason = v.Explained
-			}
-			a.Merged = merged[s.ID]
-			if rv := r.Review; rv != nil {
-				a.Review, a.Reviewer, a.ReviewReasons = rv.Verdict, rv.Agent, rv.Reasons
-			}
-		}
+		a := attemptOf(r, here, now)
+		a.Merged = a.Ended && merged[s.ID]
 		got, ok := f.Attempts[s.Task]
 		if !ok {
 			n := len(all)
@@ -161,31 +146,68 @@ func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []ses
 	return f, nil
 }
 
+// attemptOf is the resolver's fact of one attempt, but for Merged.
+func attemptOf(r *sessions.Record, here Here, now time.Time) status.Attempt {
+	s := &r.Session
+	a := status.Attempt{Session: s.ID, Started: s.Started}
+	a.Live, a.Lost = Liveness(*r, here, now)
+	a.Forged = sessions.ForgedReason(r.Forged)
+	if a.Forged == "" {
+		// a review line the worker wrote for its own session
+		a.Forged = sessions.ForgedReviewReason(r.ForgedReviews)
+	}
+	if o := r.Outcome; o != nil {
+		a.Ended = true
+		a.ExitCode = o.ExitCode
+		a.Signal = o.Signal
+		a.TimedOut = o.TimedOut
+		a.Reason = o.Reason
+		v := verify.Summarize(o)
+		a.DoD, a.Verified, a.ScopeValid, a.Acceptable = v.DoD, v.Verified, v.ScopeValid, v.Acceptable
+		if a.Reason == "" {
+			a.Reason = v.Explained
+		}
+		if rv := r.Review; rv != nil {
+			a.Review, a.Reviewer, a.ReviewReasons = rv.Verdict, rv.Agent, rv.Reasons
+		}
+	}
+	return a
+}
+
+// tipFact is what mergedTips needs of a session that produced commits.
+type tipFact struct {
+	session, task, baseRef, tip string
+}
+
+// tipOf is the session's tipFact; ok is false when it ended without a
+// commit beyond its base (or has not ended).
+func tipOf(r *sessions.Record) (tipFact, bool) {
+	o := r.Outcome
+	if o == nil || o.Tip == "" || o.Tip == r.Session.BaseCommit {
+		return tipFact{}, false
+	}
+	return tipFact{session: r.Session.ID, task: r.Session.Task, baseRef: r.Session.BaseRef, tip: o.Tip}, true
+}
+
 // mergedTips reports, per session id, whether the session's recorded tip
 // has at least one commit beyond its base commit and is an ancestor of the
 // base branch: a member of the set of commits reachable from the base
 // (gitstore's Reachable, kept up to date incrementally). A base that does
 // not exist here is judged by the sync remote's remote-tracking branch of
 // it; one that exists nowhere has nothing merged into it.
-func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []sessions.Record, defaultBase string) (map[string]bool, error) {
+func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, tips []tipFact, defaultBase string) (map[string]bool, error) {
 	out := map[string]bool{}
-	// Pointers, not copies: a Record is large and there may be tens of
-	// thousands of them.
-	byBase := map[string][]*sessions.Record{}
-	for i := range recs {
-		r := &recs[i]
-		o := r.Outcome
-		if o == nil || o.Tip == "" || o.Tip == r.Session.BaseCommit {
-			continue
-		}
-		base := r.Session.BaseRef
-		if t, ok := tb.Tasks[r.Session.Task]; ok && t.Task.Base != "" {
-			base = t.Task.Base
+	// Indexes into tips, by base: usually one base holds them all.
+	byBase := map[string][]int{}
+	for i, t := range tips {
+		base := t.baseRef
+		if e, ok := tb.Tasks[t.task]; ok && e.Task.Base != "" {
+			base = e.Task.Base
 		}
 		if base == "" {
 			base = defaultBase
 		}
-		byBase[base] = append(byBase[base], r)
+		byBase[base] = append(byBase[base], i)
 	}
 	for base, rs := range byBase {
 		ref, commit, ok := st.ResolveCommit(ctx, base)
@@ -200,9 +222,9 @@ func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs [
 		if err != nil {
 			return nil, fmt.Errorf("checking which sessions reached %s: %w", base, err)
 		}
-		for _, r := range rs {
-			if reach.Has(r.Outcome.Tip) {
-				out[r.Session.ID] = true
+		for _, i := range rs {
+			if reach.Has(tips[i].tip) {
+				out[tips[i].session] = true
 			}
 		}
 	}

@@ -185,14 +185,18 @@ func NewRun(s sessions.Session, promptFile string) RunJSON {
 // NewBoard is the board document: the count of tasks per status, the
 // ready and blocked counts, the running sessions (with their last log
 // line), the review queue and the failures most recently finished first
-// (at most failures of them).
+// (at most failures of them). b may be a whole board or a partial one
+// (board.LoadStatus).
 func NewBoard(b *board.Board, failures int, now time.Time) BoardJSON {
 	j := BoardJSON{V: output.SchemaVersion, Counts: map[string]int{}, Running: []SessionJSON{}, Review: []TaskJSON{}, Failures: []TaskJSON{}}
 	for _, s := range status.All {
 		j.Counts[string(s)] = 0
 	}
 	var failed []string
-	usage := usageByTask(b.Sessions)
+	usage := b.Usage
+	if !b.Partial {
+		usage = usageByTask(b.Sessions)
+	}
 	for _, id := range b.Tasks.IDs {
 		r := b.Status[id]
 		j.Counts[string(r.Status)]++
@@ -211,11 +215,14 @@ func NewBoard(b *board.Board, failures int, now time.Time) BoardJSON {
 			failed = append(failed, id)
 		}
 	}
-	finished := map[string]time.Time{}
-	for i := range b.Sessions {
-		s := &b.Sessions[i]
-		if s.Outcome != nil && s.Outcome.Finished.After(finished[s.Session.Task]) {
-			finished[s.Session.Task] = s.Outcome.Finished
+	finished := b.Finished
+	if !b.Partial {
+		finished = map[string]time.Time{}
+		for i := range b.Sessions {
+			s := &b.Sessions[i]
+			if s.Outcome != nil && s.Outcome.Finished.After(finished[s.Session.Task]) {
+				finished[s.Session.Task] = s.Outcome.Finished
+			}
 		}
 	}
 	sort.SliceStable(failed, func(i, k int) bool { return finished[failed[i]].After(finished[failed[k]]) })

@@ -50,6 +50,59 @@ func (r Record) Summary() Record {
 // exactly, else from git, refreshing the cache. A stale, corrupt or
 // missing cache gives the same answers as none.
 func LoadSummaries(ctx context.Context, st *gitstore.Store) ([]Record, []error, error) {
+	set, problems, err := OpenSummaries(ctx, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	if set.recs != nil {
+		return set.recs, problems, nil
+	}
+	recs, ok := decodeAll(set.list)
+	if !ok {
+		// The cache held an entry that does not decode: read from git.
+		return loadSummariesFromGit(ctx, st, set.cached, set.notesAt)
+	}
+	return recs, problems, nil
+}
+
+// SummarySet is every session's summary (Record.Summary), sorted by id,
+// to be decoded one at a time (Decode): a reader that keeps only what it
+// derives from each session holds one record at a time instead of tens of
+// thousands.
+type SummarySet struct {
+	// list is the checked cache's entries, or recs the records read from
+	// git when the cache did not serve.
+	list    []gitstore.SummaryEntry
+	recs    []Record
+	cached  gitstore.Summaries
+	notesAt string
+}
+
+// Len returns the number of sessions.
+func (s *SummarySet) Len() int {
+	if s.recs != nil {
+		return len(s.recs)
+	}
+	return len(s.list)
+}
+
+// Decode decodes session i into *r (overwriting all of it): a reader
+// walking the set reuses one record. ok is false when its cached entry
+// does not decode (LoadSummaries then reads from git).
+func (s *SummarySet) Decode(i int, r *Record) (ok bool) {
+	if s.recs != nil {
+		*r = s.recs[i]
+		return true
+	}
+	*r = Record{Commit: s.list[i].Commit}
+	return decodeSummary(s.list[i].Data, s.list[i].ID, r) == nil
+}
+
+// OpenSummaries is LoadSummaries without decoding the cached summaries:
+// the set serves them one at a time. When the cache does not serve, the
+// records are read from git (and the cache refreshed) as LoadSummaries
+// does.
+func OpenSummaries(ctx context.Context, st *gitstore.Store) (*SummarySet, []error, error) {
 	// The cache is read while git lists the refs it is checked against.
 	var cached gitstore.Summaries
 	var list []gitstore.SummaryEntry
@@ -68,8 +121,8 @@ func LoadSummaries(ctx context.Context, st *gitstore.Store) ([]Record, []error, 
 		notesAt = commits[n-1]
 		refs, commits = refs[:n-1], commits[:n-1]
 	}
-	if recs, ok := fromSummaries(cached.Key, list, refs, commits, notesAt); ok {
-		return recs, nil, nil
+	if cachedFor(cached.Key, list, refs, commits, notesAt) {
+		return &SummarySet{list: list, cached: cached, notesAt: notesAt}, nil, nil
 	}
 	tips := make(map[string]string, len(refs))
 	for i, ref := range refs {
@@ -77,8 +130,27 @@ func LoadSummaries(ctx context.Context, st *gitstore.Store) ([]Record, []error, 
 	}
 	if recs, entries, ok := refreshSummaries(ctx, st, cached.Key, list, tips, notesAt); ok {
 		st.WriteSummaries(Kind, cached, notesAt, entries)
-		return recs, nil, nil
+		return &SummarySet{recs: nonNilRecords(recs)}, nil, nil
 	}
+	recs, problems, err := loadSummariesFromGit(ctx, st, cached, notesAt)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &SummarySet{recs: nonNilRecords(recs)}, problems, nil
+}
+
+// nonNilRecords makes an empty result a non-nil slice, which SummarySet
+// tells from "serve from the cache list".
+func nonNilRecords(recs []Record) []Record {
+	if recs == nil {
+		return []Record{}
+	}
+	return recs
+}
+
+// loadSummariesFromGit reads every session from git, returns their
+// summaries and writes the cache from them (unless some did not read).
+func loadSummariesFromGit(ctx context.Context, st *gitstore.Store, cached gitstore.Summaries, notesAt string) ([]Record, []error, error) {
 	recs, problems, readAt, err := loadAll(ctx, st)
 	if err != nil {
 		return nil, nil, err
@@ -98,7 +170,7 @@ func LoadSummaries(ctx context.Context, st *gitstore.Store) ([]Record, []error, 
 			entries[i] = gitstore.Doc{ID: recs[i].Session.ID, Commit: recs[i].Commit, Data: data}
 		})
 		if !slices.Contains(failed, true) {
-			// in ref order, the order fromSummaries walks
+			// in ref order, the order cachedFor checks
 			slices.SortFunc(entries, func(a, b gitstore.Doc) int { return strings.Compare(a.ID, b.ID) })
 			st.WriteSummaries(Kind, cached, readAt, entries)
 		}
@@ -106,20 +178,26 @@ func LoadSummaries(ctx context.Context, st *gitstore.Store) ([]Record, []error, 
 	return recs, problems, nil
 }
 
-// fromSummaries returns the cached summaries list (the cache's entries,
-// keyed key) when they describe exactly the session refs (sorted by name)
-// pointing at commits and the notes commit notesAt, sorted by id.
-func fromSummaries(key string, list []gitstore.SummaryEntry, refs, commits []string, notesAt string) ([]Record, bool) {
+// cachedFor reports whether the cached summaries list (the cache's
+// entries, keyed key) describes exactly the session refs (sorted by name)
+// pointing at commits and the notes commit notesAt.
+func cachedFor(key string, list []gitstore.SummaryEntry, refs, commits []string, notesAt string) bool {
 	if key != notesAt || len(list) != len(refs) {
-		return nil, false
+		return false
 	}
 	prefix := Kind.RefPrefix()
 	for i, ref := range refs {
 		e := list[i]
 		if e.Commit != commits[i] || len(ref) != len(prefix)+len(e.ID) || ref[len(prefix):] != e.ID || ref[:len(prefix)] != prefix {
-			return nil, false
+			return false
 		}
 	}
+	return true
+}
+
+// decodeAll decodes every cached summary, in parallel; ok is false when
+// one does not decode.
+func decodeAll(list []gitstore.SummaryEntry) ([]Record, bool) {
 	recs := make([]Record, len(list))
 	bad := make([]bool, len(list))
 	parallel.For(len(list), func(i int) {

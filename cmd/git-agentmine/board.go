@@ -21,11 +21,12 @@ type StatusCmd struct {
 // Run prints the board.
 func (c *StatusCmd) Run(a *App) error {
 	// The JSON board holds no session's own document beyond the running
-	// ones, which summaries keep whole; the human board prints the
+	// ones, which summaries keep whole, so it reads a partial board (one
+	// fact per attempt, board.LoadStatus); the human board prints the
 	// findings of listed sessions, which need their full verdicts.
 	load := loadView
 	if a.G.JSON {
-		load = loadSummaryView
+		load = func(a *App) (*view, error) { return loadViewWith(a, board.LoadStatus) }
 	}
 	v, err := load(a)
 	if err != nil {
