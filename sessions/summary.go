@@ -2,6 +2,8 @@ package sessions
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"sort"
@@ -60,7 +62,7 @@ func LoadSummaries(ctx context.Context, st *gitstore.Store) ([]Record, []error, 
 	recs, ok := decodeAll(set.list)
 	if !ok {
 		// The cache held an entry that does not decode: read from git.
-		return loadSummariesFromGit(ctx, st, set.cached, set.notesAt)
+		return loadSummariesFromGit(ctx, st, set.cached, set.notesAt, set.notesAt)
 	}
 	return recs, problems, nil
 }
@@ -103,6 +105,24 @@ func (s *SummarySet) Decode(i int, r *Record) (ok bool) {
 // records are read from git (and the cache refreshed) as LoadSummaries
 // does.
 func OpenSummaries(ctx context.Context, st *gitstore.Store) (*SummarySet, []error, error) {
+	// While the session refs are as they were when the cache was written
+	// (their stamp is in its key, with the notes commit), the cache is
+	// served without listing the refs at all.
+	stamp, settled := st.RefsStamp(Kind.RefPrefix())
+	if stamp != "" {
+		_, notes, err := st.TipList(ctx, gitstore.NotesRef)
+		if err != nil {
+			return nil, nil, err
+		}
+		notesAt := gitstore.NoNotes
+		if len(notes) == 1 {
+			notesAt = notes[0]
+		}
+		cached, list := st.ReadSummaryList(Kind)
+		if cached.Key == stampedKey(notesAt, stamp) {
+			return &SummarySet{list: list, cached: cached, notesAt: notesAt}, nil, nil
+		}
+	}
 	// The cache is read while git lists the refs it is checked against.
 	var cached gitstore.Summaries
 	var list []gitstore.SummaryEntry
@@ -121,22 +141,51 @@ func OpenSummaries(ctx context.Context, st *gitstore.Store) (*SummarySet, []erro
 		notesAt = commits[n-1]
 		refs, commits = refs[:n-1], commits[:n-1]
 	}
-	if cachedFor(cached.Key, list, refs, commits, notesAt) {
+	// The key a cache written now gets: the notes commit, and the stamp
+	// too when it is settled and no ref moved while they were listed.
+	key := notesAt
+	if settled {
+		if again, _ := st.RefsStamp(Kind.RefPrefix()); again == stamp {
+			key = stampedKey(notesAt, stamp)
+		}
+	}
+	if cachedFor(notesOfKey(cached.Key), list, refs, commits, notesAt) {
+		if key != cached.Key {
+			// Right, but keyed without the stamp: key it with it.
+			entries := make([]gitstore.Doc, len(list))
+			for i, e := range list {
+				entries[i] = gitstore.Doc{ID: e.ID, Commit: e.Commit, Data: []byte(e.Data)}
+			}
+			st.WriteSummaries(Kind, cached, key, entries)
+		}
 		return &SummarySet{list: list, cached: cached, notesAt: notesAt}, nil, nil
 	}
 	tips := make(map[string]string, len(refs))
 	for i, ref := range refs {
 		tips[ref] = commits[i]
 	}
-	if recs, entries, ok := refreshSummaries(ctx, st, cached.Key, list, tips, notesAt); ok {
-		st.WriteSummaries(Kind, cached, notesAt, entries)
+	if recs, entries, ok := refreshSummaries(ctx, st, notesOfKey(cached.Key), list, tips, notesAt); ok {
+		st.WriteSummaries(Kind, cached, key, entries)
 		return &SummarySet{recs: nonNilRecords(recs)}, nil, nil
 	}
-	recs, problems, err := loadSummariesFromGit(ctx, st, cached, notesAt)
+	recs, problems, err := loadSummariesFromGit(ctx, st, cached, notesAt, key)
 	if err != nil {
 		return nil, nil, err
 	}
 	return &SummarySet{recs: nonNilRecords(recs)}, problems, nil
+}
+
+// stampedKey is the summary cache's key under a stamp of the session refs:
+// the notes commit, then a digest of the stamp.
+func stampedKey(notesAt, stamp string) string {
+	sum := sha256.Sum256([]byte(stamp))
+	return notesAt + ":" + hex.EncodeToString(sum[:16])
+}
+
+// notesOfKey is the notes commit of a summary cache key (stamped or not).
+func notesOfKey(key string) string {
+	notes, _, _ := strings.Cut(key, ":")
+	return notes
 }
 
 // nonNilRecords makes an empty result a non-nil slice, which SummarySet
@@ -150,7 +199,7 @@ func nonNilRecords(recs []Record) []Record {
 
 // loadSummariesFromGit reads every session from git, returns their
 // summaries and writes the cache from them (unless some did not read).
-func loadSummariesFromGit(ctx context.Context, st *gitstore.Store, cached gitstore.Summaries, notesAt string) ([]Record, []error, error) {
+func loadSummariesFromGit(ctx context.Context, st *gitstore.Store, cached gitstore.Summaries, notesAt, key string) ([]Record, []error, error) {
 	recs, problems, readAt, err := loadAll(ctx, st)
 	if err != nil {
 		return nil, nil, err
@@ -160,6 +209,9 @@ func loadSummariesFromGit(ctx context.Context, st *gitstore.Store, cached gitsto
 	}
 	if readAt == "" {
 		readAt = notesAt // no session: no outcome depends on the notes
+	}
+	if readAt == notesAt {
+		readAt = key // read at the notes commit the key names
 	}
 	if len(problems) == 0 {
 		entries := make([]gitstore.Doc, len(recs))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -278,6 +279,11 @@ func TestSummaryCacheIsUsed(t *testing.T) {
 	c := st.ReadSummaries(Kind)
 	if c.Key == "" || len(c.Entries) != 1 {
 		t.Fatalf("cache %+v", c)
+	}
+	// The refs are loose and settled: the key holds their stamp, so the
+	// next read serves the cache without listing them.
+	if stamp, settled := st.RefsStamp(Kind.RefPrefix()); !settled || !strings.HasSuffix(c.Key, stampedKey("", stamp)) {
+		t.Fatalf("cache key %q is not stamped (settled %v)", c.Key, settled)
 	}
 	planted := recs[0]
 	planted.Session.Agent = "planted"
