@@ -109,16 +109,11 @@ func LoadStatus(ctx context.Context, st *gitstore.Store, defaultBase string) (*B
 		Usage: map[string]*sessions.Usage{}, Finished: map[string]time.Time{}}
 	// One array of attempts (and of the tasks they belong to), grouped by
 	// task afterwards, as Gather does: no slice grown per task.
-	n := set.Len()
+	n := set.SizeHint()
 	attempts := make([]status.Attempt, 0, n)
 	taskOf := make([]string, 0, n)
 	tips := make([]tipFact, 0, n)
-	var r sessions.Record
-	for i := 0; i < n; i++ {
-		if !set.Decode(i, &r) {
-			// A cached entry that does not decode: the slow, whole way.
-			return load(ctx, st, defaultBase, sessions.LoadSummaries)
-		}
+	walked := set.Each(func(r *sessions.Record) {
 		s := &r.Session
 		if o := r.Outcome; o != nil {
 			if o.Usage != nil {
@@ -133,17 +128,22 @@ func LoadStatus(ctx context.Context, st *gitstore.Store, defaultBase string) (*B
 				b.Finished[s.Task] = o.Finished
 			}
 		}
-		if live, _ := Liveness(r, here, now); live {
-			b.Sessions = append(b.Sessions, r)
+		if live, _ := Liveness(*r, here, now); live {
+			b.Sessions = append(b.Sessions, *r)
 		}
 		if !s.IsAttempt() {
-			continue
+			return
 		}
-		if t, ok := tipOf(&r); ok {
+		if t, ok := tipOf(r); ok {
 			tips = append(tips, t)
 		}
-		attempts = append(attempts, attemptOf(&r, here, now))
+		attempts = append(attempts, attemptOf(r, here, now))
 		taskOf = append(taskOf, s.Task)
+	})
+	if !walked {
+		// A cached summary that does not decode, or a cache file that did
+		// not check out: the slow, whole way.
+		return load(ctx, st, defaultBase, sessions.LoadSummaries)
 	}
 	merged, err := mergedTips(ctx, st, tb, tips, defaultBase)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -79,17 +81,19 @@ func TestLoadStatusMatchesLoad(t *testing.T) {
 	gittest.Git(t, dir, "update-ref", "refs/heads/main", gittest.Git(t, dir, "rev-parse", "refs/heads/"+m.Session.Branch))
 	session(ids[3], sessions.ModeManual, "", 0, false, false, 0)
 	session(ids[5], sessions.ModeDetach, sessions.RolePlanner, 0, false, true, 7)
+	fallback := false
 	check := func(what string) {
 		t.Helper()
-		whole, err := LoadSummary(ctx, st, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		// LoadStatus first: LoadSummary would mend a damaged cache.
 		part, err := LoadStatus(ctx, st, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !part.Partial || !reflect.DeepEqual(part.Status, whole.Status) {
+		whole, err := LoadSummary(ctx, st, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(part.Status, whole.Status) {
 			t.Fatalf("%s: statuses\n got %+v\nwant %+v", what, part.Status, whole.Status)
 		}
 		usage := map[string]*sessions.Usage{}
@@ -111,6 +115,14 @@ func TestLoadStatusMatchesLoad(t *testing.T) {
 				live = append(live, r.Session.ID)
 			}
 		}
+		if !part.Partial {
+			// The fallback of a cache that did not check out: the whole
+			// board.
+			if !fallback || len(part.Sessions) != len(whole.Sessions) {
+				t.Fatalf("%s: a whole board (%d sessions of %d) where a partial one was due", what, len(part.Sessions), len(whole.Sessions))
+			}
+			return
+		}
 		var gotLive []string
 		for _, r := range part.Sessions {
 			gotLive = append(gotLive, r.Session.ID)
@@ -124,6 +136,20 @@ func TestLoadStatusMatchesLoad(t *testing.T) {
 	}
 	check("cache cold")
 	check("cache warm")
+	// A cache whose key still matches but whose content was damaged: the
+	// stream finds out only at its end, and the board is read from git.
+	cache := filepath.Join(dir, ".git", "agentmine", "cache", "summary-"+sessions.Kind.Dir)
+	raw, err := os.ReadFile(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)/2] ^= 0x01
+	if err := os.WriteFile(cache, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fallback = true
+	check("cache damaged under its key")
+	fallback = false
 	if err := st.DropCaches(tasks.Kind, sessions.Kind); err != nil {
 		t.Fatal(err)
 	}

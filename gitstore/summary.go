@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -40,6 +41,14 @@ type Summaries struct {
 }
 
 func (s *Store) summaryPath(k Kind) string { return s.summaryPathOf(k, "") }
+
+// Size is the size of the file the summaries were read from (0: none).
+func (c Summaries) Size() int64 {
+	if c.gen == nil {
+		return 0
+	}
+	return c.gen.Size()
+}
 
 // summaryPathOf is the file of the summary named name of kind k ("" is the
 // kind's main summary). DropCaches removes every summary of the kind.
@@ -266,4 +275,90 @@ func (s *Store) markDropped() error {
 // refs beside another sorted list.
 func (s *Store) TipList(ctx context.Context, prefixes ...string) (refs, commits []string, err error) {
 	return s.listRefs(ctx, prefixes...)
+}
+
+// StreamSummaries reads the summary cache of kind k entry by entry,
+// calling fn with each one's id, commit and digest, when the file's key is
+// key; it never holds the whole file (tens of megabytes at tens of
+// thousands of sessions), only one entry at a time. The checksum can only
+// be checked at the end: ok reports whether the file had that key, parsed
+// and checked out, and a caller must drop whatever it made of the entries
+// when it did not. Each digest is a string of its own (fn may keep it).
+func (s *Store) StreamSummaries(k Kind, key string, fn func(e SummaryEntry)) (ok bool) {
+	f, err := os.Open(s.summaryPathOf(k, ""))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	h := sha256.New()
+	r := bufio.NewReaderSize(f, 1<<16)
+	line := func() (string, bool) {
+		l, err := r.ReadString('\n')
+		if err != nil {
+			return "", false
+		}
+		return l, true
+	}
+	head, ok := line()
+	if !ok || head != summaryMagic+" "+key+"\n" {
+		return false
+	}
+	h.Write([]byte(head))
+	var data []byte
+	for {
+		l, ok := line()
+		if !ok {
+			return false
+		}
+		if sum, trailer := strings.CutPrefix(l, "sha256 "); trailer {
+			// The trailer: the checksum of everything before it, and then
+			// the end of the file.
+			if _, err := r.ReadByte(); err != io.EOF {
+				return false
+			}
+			return sum == hex.EncodeToString(h.Sum(nil))+"\n"
+		}
+		h.Write([]byte(l))
+		id, rest, ok1 := strings.Cut(strings.TrimSuffix(l, "\n"), " ")
+		commit, size, ok2 := strings.Cut(rest, " ")
+		n, err := strconv.Atoi(size)
+		if !ok1 || !ok2 || id == "" || commit == "" || err != nil || n < 0 || n > maxSummary {
+			return false
+		}
+		if cap(data) < n {
+			data = make([]byte, n)
+		}
+		data = data[:n]
+		if _, err := io.ReadFull(r, data); err != nil {
+			return false
+		}
+		h.Write(data)
+		fn(SummaryEntry{ID: id, Commit: commit, Data: string(data)})
+	}
+}
+
+// maxSummary bounds one digest StreamSummaries reads (a damaged length
+// must not allocate gigabytes).
+const maxSummary = 1 << 20
+
+// SummaryHead reads only the key of the summary cache of kind k (the
+// first line of its file), for a reader that streams the entries
+// (StreamSummaries); the Summaries it returns (no entries) serves
+// WriteSummaries as ReadSummaryList's does.
+func (s *Store) SummaryHead(k Kind) Summaries {
+	out := Summaries{drop: statOrNil(s.dropMarkerPath())}
+	f, err := os.Open(s.summaryPathOf(k, ""))
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	out.gen, _ = f.Stat()
+	head, err := bufio.NewReaderSize(f, 512).ReadString('\n')
+	if err != nil {
+		return out
+	}
+	if key, ok := strings.CutPrefix(strings.TrimSuffix(head, "\n"), summaryMagic+" "); ok {
+		out.Key = key
+	}
+	return out
 }

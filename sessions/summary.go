@@ -56,48 +56,90 @@ func LoadSummaries(ctx context.Context, st *gitstore.Store) ([]Record, []error, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if set.recs != nil {
+	switch {
+	case set.recs != nil:
 		return set.recs, problems, nil
+	case set.st == nil:
+		if recs, ok := decodeAll(set.list); ok {
+			return recs, problems, nil
+		}
+	default:
+		recs := []Record{}
+		if set.Each(func(r *Record) { recs = append(recs, *r) }) {
+			return recs, problems, nil
+		}
 	}
-	recs, ok := decodeAll(set.list)
-	if !ok {
-		// The cache held an entry that does not decode: read from git.
-		return loadSummariesFromGit(ctx, st, set.cached, set.notesAt, set.notesAt)
-	}
-	return recs, problems, nil
+	// The cache held an entry that does not decode, or did not check
+	// out: read from git.
+	return loadSummariesFromGit(ctx, st, set.cached, set.notesAt, set.notesAt)
 }
 
 // SummarySet is every session's summary (Record.Summary), sorted by id,
-// to be decoded one at a time (Decode): a reader that keeps only what it
+// to be walked one at a time (Each): a reader that keeps only what it
 // derives from each session holds one record at a time instead of tens of
-// thousands.
+// thousands, and, when the cache is served as it is, not even the cache
+// file whole.
 type SummarySet struct {
-	// list is the checked cache's entries, or recs the records read from
-	// git when the cache did not serve.
+	// The records come from one of: the cache file, streamed (st and key
+	// set); the checked cache's entries (list); or git (recs), when the
+	// cache did not serve.
+	st      *gitstore.Store
+	key     string
 	list    []gitstore.SummaryEntry
 	recs    []Record
 	cached  gitstore.Summaries
 	notesAt string
 }
 
-// Len returns the number of sessions.
-func (s *SummarySet) Len() int {
-	if s.recs != nil {
+// SizeHint is about how many sessions the set holds (exactly, unless the
+// cache file is streamed: then from its size), to size what a walk fills.
+func (s *SummarySet) SizeHint() int {
+	switch {
+	case s.recs != nil:
 		return len(s.recs)
+	case s.st != nil:
+		return int(s.cached.Size() / 300)
 	}
 	return len(s.list)
 }
 
-// Decode decodes session i into *r (overwriting all of it): a reader
-// walking the set reuses one record. ok is false when its cached entry
-// does not decode (LoadSummaries then reads from git).
-func (s *SummarySet) Decode(i int, r *Record) (ok bool) {
-	if s.recs != nil {
-		*r = s.recs[i]
+// Each calls fn with every session's summary in turn, in one record that
+// it overwrites each time (fn copies what it keeps). ok is false when a
+// cached summary does not decode or the cache file does not check out once
+// read to its end: the caller then drops what it made of the records and
+// reads them another way (LoadSummaries reads them from git).
+func (s *SummarySet) Each(fn func(r *Record)) (ok bool) {
+	var r Record
+	switch {
+	case s.recs != nil:
+		for i := range s.recs {
+			r = s.recs[i]
+			fn(&r)
+		}
 		return true
+	case s.st != nil:
+		good := true
+		ok := s.st.StreamSummaries(Kind, s.key, func(e gitstore.SummaryEntry) {
+			if !good {
+				return
+			}
+			r = Record{Commit: e.Commit}
+			if decodeSummary(e.Data, e.ID, &r) != nil {
+				good = false
+				return
+			}
+			fn(&r)
+		})
+		return ok && good
 	}
-	*r = Record{Commit: s.list[i].Commit}
-	return decodeSummary(s.list[i].Data, s.list[i].ID, r) == nil
+	for i := range s.list {
+		r = Record{Commit: s.list[i].Commit}
+		if decodeSummary(s.list[i].Data, s.list[i].ID, &r) != nil {
+			return false
+		}
+		fn(&r)
+	}
+	return true
 }
 
 // OpenSummaries is LoadSummaries without decoding the cached summaries:
@@ -118,9 +160,8 @@ func OpenSummaries(ctx context.Context, st *gitstore.Store) (*SummarySet, []erro
 		if len(notes) == 1 {
 			notesAt = notes[0]
 		}
-		cached, list := st.ReadSummaryList(Kind)
-		if cached.Key == stampedKey(notesAt, stamp) {
-			return &SummarySet{list: list, cached: cached, notesAt: notesAt}, nil, nil
+		if head := st.SummaryHead(Kind); head.Key == stampedKey(notesAt, stamp) {
+			return &SummarySet{st: st, key: head.Key, cached: head, notesAt: notesAt}, nil, nil
 		}
 	}
 	// The cache is read while git lists the refs it is checked against.
