@@ -13,7 +13,9 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // The object reader answers object reads in-process from the repository's
@@ -56,7 +58,16 @@ type odb struct {
 
 	// bases caches delta bases (see baseCache).
 	bases baseCache
+	// lookedAt is when the pack directory was last looked at (unix
+	// nanoseconds): a long-lived process (serve, mcp, a supervisor) looks
+	// again every recheck, so that packs a gc replaced are unmapped and
+	// their disk space freed, even when every read still succeeds.
+	lookedAt atomic.Int64
+	recheck  time.Duration
 }
+
+// recheckPacks is how often a reader looks at the pack directory again.
+const recheckPacks = 10 * time.Second
 
 // packFile is one mapped pack and its version 2 index.
 type packFile struct {
@@ -89,7 +100,7 @@ const maxDeltaDepth = 10000
 var errNotHere = errors.New("object not readable in-process")
 
 func newODB(dir string, hashLen int) *odb {
-	return &odb{dir: dir, hashLen: hashLen}
+	return &odb{dir: dir, hashLen: hashLen, recheck: recheckPacks}
 }
 
 // read returns the type and content of the object with hex id, or
@@ -110,6 +121,10 @@ func (db *odb) readRaw(raw []byte) (typ string, data []byte, err error) {
 			typ, data, err = "", nil, errNotHere
 		}
 	}()
+	if now := time.Now().UnixNano(); now-db.lookedAt.Load() > int64(db.recheck) {
+		db.lookedAt.Store(now)
+		db.relist()
+	}
 	for attempt := 0; attempt < 2; attempt++ {
 		if attempt > 0 && !db.relist() {
 			break

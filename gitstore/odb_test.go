@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -158,6 +159,46 @@ func TestODBFollowsRepacks(t *testing.T) {
 	}
 	if _, data, err := db.read(late); err != nil || string(data) != "late\n" {
 		t.Fatalf("the object packed after listing reads as %q, %v", data, err)
+	}
+}
+
+// TestODBUnmapsReplacedPacks: a reader that keeps reading objects it finds
+// in a pack a repack has since deleted looks at the pack directory again
+// after its recheck interval and unmaps the deleted pack, so that a
+// long-lived process does not keep its disk space.
+func TestODBUnmapsReplacedPacks(t *testing.T) {
+	repo := deltaRepo(t)
+	gittest.Git(t, repo, "repack", "-a", "-d", "-q")
+	db := newODB(filepath.Join(repo, ".git", "objects"), 20)
+	defer db.close()
+	head := gittest.Git(t, repo, "rev-parse", "HEAD")
+	if _, _, err := db.read(head); err != nil {
+		t.Fatal(err)
+	}
+	old := packOf(t, repo)
+	gittest.CommitFiles(t, repo, "more", map[string]string{"more.txt": "more\n"})
+	gittest.Git(t, repo, "repack", "-a", "-d", "-f", "-q")
+	if packOf(t, repo) == old {
+		t.Fatal("the repack kept the old pack: the test shows nothing")
+	}
+	mapped := func() []string {
+		db.mu.RLock()
+		defer db.mu.RUnlock()
+		var names []string
+		for _, p := range db.packs {
+			names = append(names, p.name)
+		}
+		return names
+	}
+	if _, _, err := db.read(head); err != nil || !slices.Contains(mapped(), old) {
+		t.Fatalf("before the recheck: %v, mapped %v", err, mapped())
+	}
+	db.recheck = 0
+	if _, _, err := db.read(head); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(mapped(), old) {
+		t.Fatalf("the deleted pack is still mapped: %v", mapped())
 	}
 }
 
