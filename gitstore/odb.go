@@ -389,16 +389,7 @@ func (db *odb) unpackAt(p *packFile, off int64, depth int) (int, []byte, error) 
 		if rel <= 0 || rel > off {
 			return 0, nil, errNotHere
 		}
-		bt, base, err := db.unpack(p, off-rel, depth+1)
-		if err != nil {
-			return 0, nil, err
-		}
-		delta, err := inflate(p.data[pos:], int(size))
-		if err != nil {
-			return 0, nil, err
-		}
-		out, err := applyDelta(base, delta)
-		return bt, out, err
+		return db.undelta(p, off-rel, pos, size, depth)
 	case objRefDelta:
 		hl := db.hashLen
 		if pos+hl > len(p.data) {
@@ -412,18 +403,25 @@ func (db *odb) unpackAt(p *packFile, off int64, depth int) (int, []byte, error) 
 		if !ok {
 			return 0, nil, errNotHere
 		}
-		bt, base, err := db.unpack(p, boff, depth+1)
-		if err != nil {
-			return 0, nil, err
-		}
-		delta, err := inflate(p.data[pos:], int(size))
-		if err != nil {
-			return 0, nil, err
-		}
-		out, err := applyDelta(base, delta)
-		return bt, out, err
+		return db.undelta(p, boff, pos, size, depth)
 	}
 	return 0, nil, errNotHere
+}
+
+// undelta applies the delta of size bytes (inflated) whose stream starts at
+// pos of p to the object at base, and returns the result with the type of
+// the base.
+func (db *odb) undelta(p *packFile, base int64, pos int, size uint64, depth int) (int, []byte, error) {
+	bt, b, err := db.unpack(p, base, depth+1)
+	if err != nil {
+		return 0, nil, err
+	}
+	delta, err := inflate(p.data[pos:], int(size))
+	if err != nil {
+		return 0, nil, err
+	}
+	out, err := applyDelta(b, delta)
+	return bt, out, err
 }
 
 func typeCode(name string) int {

@@ -256,31 +256,11 @@ func readReach(path string, hl int) (at string, ids []byte, prev os.FileInfo) {
 // writeReach replaces the reach cache file, unless the file prev that the
 // set was built on was dropped or replaced meanwhile (see stillCurrent).
 func writeReach(path, at string, ids []byte, prev os.FileInfo) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "reach.tmp*")
-	if err != nil {
-		return
-	}
-	h := sha256.New()
 	var buf bytes.Buffer
 	buf.WriteString(reachMagic)
 	buf.WriteString(at + "\n")
 	buf.Write(ids)
-	h.Write(buf.Bytes())
-	buf.Write(h.Sum(nil))
-	_, err = f.Write(buf.Bytes())
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && !stillCurrent(path, prev) {
-		err = os.ErrExist
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
+	sum := sha256.Sum256(buf.Bytes())
+	buf.Write(sum[:])
+	writeFileAtomic(path, buf.Bytes(), prev)
 }
