@@ -57,18 +57,12 @@ func LoadSummary(ctx context.Context, st *gitstore.Store, defaultBase string) (*
 
 func load(ctx context.Context, st *gitstore.Store, defaultBase string,
 	loadSessions func(context.Context, *gitstore.Store) ([]sessions.Record, []error, error)) (*Board, error) {
-	var tb *tasks.Board
-	var terr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tb, terr = tasks.Load(ctx, st)
-	}()
-	recs, problems, err := loadSessions(ctx, st)
-	<-done
-	if terr != nil {
-		return nil, terr
-	}
+	var recs []sessions.Record
+	var problems []error
+	tb, err := alongTasks(ctx, st, func() (err error) {
+		recs, problems, err = loadSessions(ctx, st)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -81,13 +75,9 @@ func load(ctx context.Context, st *gitstore.Store, defaultBase string,
 		TaskProblems: tb.Problems, SessionProblems: problems}, nil
 }
 
-// LoadStatus is LoadSummary for the board's counts and lists (the status
-// document): every task's status from every session, the running sessions,
-// and per task the usage its sessions reported and when the last of them
-// finished (Partial). It keeps one fact per attempt rather than a record
-// per session: with 30,000 sessions the records were half of what
-// LoadSummary holds.
-func LoadStatus(ctx context.Context, st *gitstore.Store, defaultBase string) (*Board, error) {
+// alongTasks reads every task while f reads the sessions, and returns the
+// tasks once both are done (the tasks' error first).
+func alongTasks(ctx context.Context, st *gitstore.Store, f func() error) (*tasks.Board, error) {
 	var tb *tasks.Board
 	var terr error
 	done := make(chan struct{})
@@ -95,11 +85,27 @@ func LoadStatus(ctx context.Context, st *gitstore.Store, defaultBase string) (*B
 		defer close(done)
 		tb, terr = tasks.Load(ctx, st)
 	}()
-	set, problems, err := sessions.OpenSummaries(ctx, st)
+	err := f()
 	<-done
 	if terr != nil {
 		return nil, terr
 	}
+	return tb, err
+}
+
+// LoadStatus is LoadSummary for the board's counts and lists (the status
+// document): every task's status from every session, the running sessions,
+// and per task the usage its sessions reported and when the last of them
+// finished (Partial). It keeps one fact per attempt rather than a record
+// per session: with 30,000 sessions the records were half of what
+// LoadSummary holds.
+func LoadStatus(ctx context.Context, st *gitstore.Store, defaultBase string) (*Board, error) {
+	var set *sessions.SummarySet
+	var problems []error
+	tb, err := alongTasks(ctx, st, func() (err error) {
+		set, problems, err = sessions.OpenSummaries(ctx, st)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
