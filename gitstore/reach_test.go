@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
@@ -179,4 +181,100 @@ func gitTry(dir string, args ...string) (string, error) {
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	return strings.TrimSpace(string(out)), err
+}
+
+// TestReachableUnderConcurrentWriters: while real git processes keep
+// merging side branches into main, readers with stores of their own
+// resolve main and compute what it reaches, sharing one cache file that
+// they all read and rewrite; every set is exactly git rev-list's for the
+// commit it was computed for.
+func TestReachableUnderConcurrentWriters(t *testing.T) {
+	gittest.SkipShort(t, "several seconds of merges next to readers")
+	ctx := context.Background()
+	repo := objRepo(t)
+	gittest.CommitFiles(t, repo, "one", map[string]string{"a": "1\n"})
+	git := func(args ...string) (string, error) {
+		out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	stop := make(chan struct{})
+	merged := make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { merged <- n }()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// A commit on a side line from main's parent, merged into
+			// main with a merge commit (git plumbing, real processes).
+			main, err := git("rev-parse", "main")
+			if err != nil {
+				return
+			}
+			tree, _ := git("rev-parse", "main^{tree}")
+			side, err := git("commit-tree", "-p", "main~1", "-m", fmt.Sprint("side ", i), tree)
+			if err != nil {
+				return
+			}
+			m, err := git("commit-tree", "-p", main, "-p", side, "-m", fmt.Sprint("merge ", i), tree)
+			if err != nil {
+				return
+			}
+			if _, err := git("update-ref", "refs/heads/main", m, main); err != nil {
+				return
+			}
+			n++
+		}
+	}()
+	deadline := time.Now().Add(4 * time.Second)
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for r := 0; r < 3; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, err := Open(ctx, repo)
+			if err != nil {
+				errs <- err
+				return
+			}
+			for time.Now().Before(deadline) {
+				_, commit, ok := st.ResolveCommit(ctx, "main")
+				if !ok {
+					errs <- fmt.Errorf("main did not resolve")
+					return
+				}
+				reach, err := st.Reachable(ctx, "refs/heads/main", commit)
+				if err != nil {
+					errs <- err
+					return
+				}
+				out, err := exec.Command("git", "-C", repo, "rev-list", commit).Output()
+				if err != nil {
+					errs <- err
+					return
+				}
+				want := strings.Fields(string(out))
+				slices.Sort(want)
+				if got := reachIDs(reach); !slices.Equal(got, want) {
+					errs <- fmt.Errorf("main at %s: %d commits, git lists %d", commit, len(got), len(want))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	n := <-merged
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	t.Logf("%d merges while three readers computed", n)
+	if n < 3 {
+		t.Fatalf("only %d merges: too little to show anything", n)
+	}
 }
