@@ -170,8 +170,8 @@ func TestReadmeInstall(t *testing.T) {
 		}
 	}
 	cmds := readmeInstall(t)
-	if len(cmds) != 2 || cmds[0] != "go install ./cmd/git-agentmine" || cmds[1] != "git agentmine install-man" {
-		t.Fatalf("README's Install runs %q; this test follows exactly: go install ./cmd/git-agentmine, git agentmine install-man", cmds)
+	if len(cmds) != 2 || cmds[0] != "go install ./cmd/..." || cmds[1] != "git agentmine install-man" {
+		t.Fatalf("README's Install runs %q; this test follows exactly: go install ./cmd/..., git agentmine install-man", cmds)
 	}
 	prefix := t.TempDir()
 	bin := filepath.Join(prefix, "bin")
@@ -192,11 +192,17 @@ func TestReadmeInstall(t *testing.T) {
 	}
 
 	// go install, as README says, with GOBIN standing for $GOPATH/bin.
-	build := exec.Command("go", "install", "./cmd/git-agentmine")
+	build := exec.Command("go", "install", "./cmd/...")
 	build.Dir = "../.."
 	build.Env = append(os.Environ(), "GOBIN="+bin)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go install: %v\n%s", err, out)
+	}
+	// Both programs, side by side: serve and mcp run the second.
+	for _, name := range []string{"git-agentmine", "git-agentmine-serve"} {
+		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
+			t.Fatalf("go install ./cmd/... did not install %s: %v", name, err)
+		}
 	}
 
 	// Before install-man: git hands --help to man, which has no page.
@@ -220,5 +226,12 @@ func TestReadmeInstall(t *testing.T) {
 	code, out, errs = run("git agentmine version")
 	if code != 0 || errs != "" || !strings.HasPrefix(out, "git-agentmine version ") || !strings.HasSuffix(out, " "+runtime.Version()+"\n") {
 		t.Errorf("git agentmine version: exit %d, stderr %q, stdout %q", code, errs, out)
+	}
+	// The installed git-agentmine finds the installed server: outside a
+	// repository, mcp is refused by git-agentmine-serve itself (exit 6),
+	// not as a missing program (exit 5).
+	code, out, errs = run("git agentmine mcp </dev/null")
+	if code != 6 || out != "" || !strings.Contains(errs, "not a git repository") {
+		t.Errorf("git agentmine mcp outside a repository: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
