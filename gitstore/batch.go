@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/git-agentmine/git-agentmine/gitcmd"
+	"github.com/git-agentmine/git-agentmine/parallel"
 )
 
 // catFile answers object reads: in-process through the store's object and
@@ -122,13 +123,17 @@ func (c *catFile) close() {
 // in-process reader cannot answer go to git in one pipelined round trip.
 func (c *catFile) getMany(names []string) ([]object, error) {
 	out := make([]object, len(names))
+	// Inflating is the cost of a bulk read (10,000 small documents): on
+	// every core.
+	local := make([]bool, len(names))
+	parallel.For(len(names), func(i int) {
+		out[i], local[i] = c.st.readLocal(names[i])
+	})
 	var rest []int
-	for i, n := range names {
-		if o, ok := c.st.readLocal(n); ok {
-			out[i] = o
-			continue
+	for i := range names {
+		if !local[i] {
+			rest = append(rest, i)
 		}
-		rest = append(rest, i)
 	}
 	if len(rest) == 0 {
 		return out, nil
