@@ -639,7 +639,8 @@ func isExecutable(path string) bool {
 // Detach starts argv as a detached process that outlives the caller: a
 // new session (so no terminal signal reaches it), stdin from /dev/null,
 // stdout and stderr appended to logPath, extra KEY=VALUE pairs added to
-// the environment. It does not wait for the process; it returns its pid
+// the environment. It waits only until the process says it handles
+// signals (Ready, see ReadyEnv), not for it to end; it returns its pid
 // and start time, which identify it for Alive. While the caller lives, a
 // background goroutine reaps the process when it exits, so it never stays
 // a zombie; once the caller exits, init adopts it.
@@ -663,9 +664,18 @@ func Detach(ctx context.Context, argv []string, dir string, env []string, logPat
 		return 0, 0, fmt.Errorf("detach: %w", err)
 	}
 	defer logf.Close()
+	ready, readyW, err := os.Pipe()
+	if err != nil {
+		return 0, 0, fmt.Errorf("detach: %w", err)
+	}
+	// The pipe's write end is the child's descriptor 3 (ExtraFiles[0]).
+	fullEnv = append(fullEnv, fmt.Sprintf("%s=3:%d", ReadyEnv, os.Getpid()))
 	cmd := &exec.Cmd{Path: path, Args: argv, Dir: dir, Env: fullEnv, Stdout: logf, Stderr: logf,
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
-	if err := cmd.Start(); err != nil {
+		ExtraFiles: []*os.File{readyW}, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
+	err = cmd.Start()
+	readyW.Close()
+	if err != nil {
+		ready.Close()
 		if errors.Is(err, fs.ErrNotExist) && dir != "" {
 			return 0, 0, exitcode.New(exitcode.NotFound, fmt.Errorf("detach %q: %w", argv[0], err), "")
 		}
@@ -674,6 +684,7 @@ func Detach(ctx context.Context, argv []string, dir string, env []string, logPat
 	pid = cmd.Process.Pid
 	start, err = StartTime(pid)
 	go func() { _ = cmd.Wait() }()
+	waitReady(ready)
 	if err != nil {
 		return pid, 0, fmt.Errorf("detach: %w", err)
 	}

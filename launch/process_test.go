@@ -360,7 +360,8 @@ func TestDetach(t *testing.T) {
 	scrubEnv(t)
 	dir := t.TempDir()
 	log := filepath.Join(dir, "sup", "supervisor.log")
-	script := writeScript(t, dir, "sup.sh", `echo "sup $AGENTMINE_X in $(pwd)"; cat; sleep 1000`)
+	// Closing the readiness descriptor says "ready" as well as Ready does.
+	script := writeScript(t, dir, "sup.sh", `exec 3>&-; echo "sup $AGENTMINE_X in $(pwd)"; cat; sleep 1000`)
 	ctx, cancel := context.WithCancel(context.Background())
 	pid, start, err := Detach(ctx, []string{script}, dir, []string{"AGENTMINE_X=42"}, log)
 	cancel() // the caller's context ending must not matter

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/board"
@@ -43,9 +44,16 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			fmt.Fprintf(opts.Progress, format+"\n", a...)
 		}
 	}
+	// Everything before the worker starts runs to its end even when a stop
+	// arrives meanwhile (worker stop, run stop, Ctrl-C): a session stopped
+	// while it was being set up is recorded as stopped, with the signal,
+	// not as a setup step that failed with "context canceled". The
+	// watchers it starts run until they are stopped, through the worker's
+	// grace period.
+	pctx := context.WithoutCancel(ctx)
 	// The seal comes first: nothing of the worker runs before the session
 	// records who alone can write its verdict.
-	nonce, sealed, err := e.sealRun(ctx, rec, say)
+	nonce, sealed, err := e.sealRun(pctx, rec, say)
 	if err != nil {
 		if errors.Is(err, sessions.ErrAlreadySealed) {
 			return sessions.Outcome{}, exitcode.New(exitcode.State, err, "")
@@ -62,7 +70,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	spec := specOf(s)
 	generated := s.Generated
 	ignore := func(rel string) bool { return isGenerated(rel, generated) }
-	wopts := verify.WatchOptions{Ignore: ignore, Extra: e.watchExtras(ctx, s)}
+	wopts := verify.WatchOptions{Ignore: ignore, Extra: e.watchExtras(pctx, s)}
 	var proc *launch.Process
 	// strict holds the first violation seen live and the running process;
 	// whichever of the two arrives second stops the worker, so a write made
@@ -91,24 +99,34 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			}
 		}
 	}
-	main := e.startMainCheckout(ctx, s)
-	refs := e.watchRefs(ctx, rec, say)
-	watcher, werr := verify.StartWatch(ctx, s.Worktree, wopts)
+	main := e.startMainCheckout(pctx, s)
+	refs := e.watchRefs(pctx, rec, say)
+	watcher, werr := verify.StartWatch(pctx, s.Worktree, wopts)
 	if werr != nil {
 		say("warning: live watcher unavailable: %v", werr)
 	}
 	var res launch.Result
 	reaper := launch.NewReaper()
 	// The one place the worker's command is wrapped: its isolation level.
-	box, startErr := e.isolate(ctx, s)
+	box, startErr := e.isolate(pctx, s)
+	stoppedEarly := false
 	if startErr == nil {
 		defer box.Close()
-		proc, startErr = launch.Start(ctx, launch.Spec{Argv: box.Command(s.Command), Dir: s.Worktree, Env: append(e.workerEnv(rec), box.Env()...),
-			Stdin: s.CommandStdin, LogPath: s.Log, Tee: opts.Tee, Timeout: time.Duration(s.Timeout) * time.Second,
-			Grace: time.Duration(s.Grace) * time.Second, Stalls: stallsOf(s), Marker: markerOf(s), Reaper: reaper,
-			StallTimeout: time.Duration(s.StallTimeout) * time.Second, Progress: e.tipOf(s)})
+		if ctx.Err() != nil {
+			// Stopped while it was being set up: the worker never starts.
+			stoppedEarly = true
+		} else {
+			proc, startErr = launch.Start(ctx, launch.Spec{Argv: box.Command(s.Command), Dir: s.Worktree, Env: append(e.workerEnv(rec), box.Env()...),
+				Stdin: s.CommandStdin, LogPath: s.Log, Tee: opts.Tee, Timeout: time.Duration(s.Timeout) * time.Second,
+				Grace: time.Duration(s.Grace) * time.Second, Stalls: stallsOf(s), Marker: markerOf(s), Reaper: reaper,
+				StallTimeout: time.Duration(s.StallTimeout) * time.Second, Progress: e.tipOf(s)})
+		}
 	}
-	if startErr == nil {
+	switch {
+	case stoppedEarly:
+		res = stoppedBeforeStart(ctx)
+		say("stopped before the worker started")
+	case startErr == nil:
 		strict.Lock()
 		strict.proc = proc
 		if strict.ev != nil {
@@ -129,7 +147,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		if err := e.bringBack(context.WithoutCancel(ctx), box, s); err != nil {
 			say("warning: %v", err)
 		}
-	} else {
+	default:
 		now := time.Now()
 		res = launch.Result{ExitCode: 127, Started: now, Finished: now}
 	}
@@ -149,7 +167,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		if err := appendLog(s.Log, "agentmine: "+startErr.Error()+"\n"); err != nil {
 			say("warning: %v", err)
 		}
-	} else {
+	} else if !stoppedEarly {
 		tail, _ := launch.TailBytes(s.Log, usageTailBytes)
 		if v := launch.ReadVerdict(launch.Client(s.Client), res.ExitCode, tail); v.Reason != "" {
 			out.Reason = v.Reason
@@ -185,10 +203,16 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		// quote whatever the worker printed last.
 		out.Reason = "stopped"
 	}
+	if stoppedEarly {
+		out.Reason = "stopped before the worker started"
+		if res.Interrupted {
+			out.Reason = "interrupted before the worker started"
+		}
+	}
 	if strict.ev != nil {
 		out.Reason = "stopped by --strict at the first out-of-scope change: " + strict.v.Type + " " + strict.ev.Path
 	}
-	if startErr == nil {
+	if startErr == nil && !stoppedEarly {
 		say("worker ended: exit %d%s", out.ExitCode, sigText(out.Signal, out.TimedOut))
 	}
 	main.end(jctx)
@@ -474,4 +498,16 @@ func refuseInUse(path, task, session string) error {
 
 func specOf(s sessions.Session) scope.Spec {
 	return scope.Spec{Read: s.Scope.Read, Write: s.Scope.Write, Exclude: s.Scope.Exclude}
+}
+
+// stoppedBeforeStart is the result of a run whose context ended before its
+// worker was started: a stop (SIGTERM, cause launch.ErrStopRequested) is
+// recorded as the signal a running worker would have been ended with, an
+// interruption (Ctrl-C) with exit code 130 and no signal: none was sent.
+func stoppedBeforeStart(ctx context.Context) launch.Result {
+	now := time.Now()
+	if errors.Is(context.Cause(ctx), launch.ErrStopRequested) {
+		return launch.Result{ExitCode: 128 + int(syscall.SIGTERM), Signal: "SIGTERM", Stopped: true, Started: now, Finished: now}
+	}
+	return launch.Result{ExitCode: exitcode.Interrupted, Interrupted: true, Started: now, Finished: now}
 }

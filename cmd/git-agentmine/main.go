@@ -6,6 +6,8 @@ package main
 import (
 	"context"
 	"os"
+
+	"github.com/git-agentmine/git-agentmine/launch"
 )
 
 // The garbage collector runs with Go's defaults for every command. Turning
@@ -17,8 +19,16 @@ import (
 // 4.92-5.42 s on.
 
 func main() {
+	os.Exit(processMain())
+}
+
+// processMain is the whole process around Main: signals handled from the
+// start, a detacher told so, the exit code returned. The tests' copy of
+// the program runs it too.
+func processMain() int {
 	ctx, stop := signalContext(context.Background())
-	code := Main(ctx, os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv)
-	stop()
-	os.Exit(code)
+	defer stop()
+	// A detached supervisor may be signalled by pid from now on.
+	launch.Ready(os.Getenv)
+	return Main(ctx, os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv)
 }
