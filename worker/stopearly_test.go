@@ -33,7 +33,7 @@ func TestStopBeforeTheWorkerStarts(t *testing.T) {
 			dir := gittest.NewRepo(t)
 			ran := filepath.Join(t.TempDir(), "ran")
 			gittest.CommitFiles(t, dir, "fixture", map[string]string{
-				"src/app.txt": "app\n",
+				"src/app.txt":                  "app\n",
 				".agentmine/agents/coder.toml": "client = \"custom\"\ncommand = [\"sh\", \"-c\", \"touch " + ran + "\"]\n[scope]\nwrite = [\"src/**\"]\n",
 			})
 			ctx := context.Background()
