@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
@@ -31,11 +30,26 @@ func build50k(tb testing.TB, repo string) {
 	gittest.Git(tb, repo, "checkout", "-q", "-f", "main")
 }
 
+// rawWorktreeSparse is what raw git does to make a scoped worktree: `git
+// worktree add` on a new branch, then `git sparse-checkout set --no-cone`
+// inside it. $1 is the worktree's directory, $2 the branch, the rest the
+// sparse-checkout patterns.
+const rawWorktreeSparse = `set -e
+dir=$1 branch=$2
+shift 2
+git worktree add -q -b "$branch" "$dir" main
+cd "$dir"
+git sparse-checkout set --no-cone "$@"
+`
+
 // BenchmarkWorkerRun50k reports `git agentmine worker run` (no --exec: the
 // session, the scoped worktree with read-only guard rails and its check,
 // memory snapshot, prompt) on a 50,000-file repository against raw git
 // doing `git worktree add` + `git sparse-checkout set --no-cone` with the
-// same patterns, in the same run, as the ratio agentmine/raw.
+// same patterns (rawWorktreeSparse), in the same run and in alternating
+// order, after one warming run of each: both sides' wall-clock and CPU
+// times and their ratios agentmine/raw, both peak memories, and how many
+// git processes one run of each starts (counted in an extra, untimed run).
 func BenchmarkWorkerRun50k(b *testing.B) {
 	useBuiltBinary(b)
 	repo := gittest.Init(b)
@@ -45,46 +59,87 @@ func BenchmarkWorkerRun50k(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(repo, ".agentmine", "agents", "bench.toml"), []byte(agent), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	var ours, raw time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		out, err := exec.Command("git", "-C", repo, "agentmine", "task", "add", fmt.Sprintf("bench %d", i), "-q").Output()
+	n := 0
+	addTask := func() string {
+		n++
+		out, err := exec.Command("git", "-C", repo, "agentmine", "task", "add", fmt.Sprintf("bench %d", n), "-q").Output()
 		if err != nil {
 			b.Fatal(err)
 		}
-		id := strings.TrimSpace(string(out))
-		b.StartTimer()
-		start := time.Now()
-		cmd := exec.Command("git", "agentmine", "worker", "run", id, "--agent", "bench", "--json")
-		cmd.Dir = repo
-		js, err := cmd.Output()
-		if err != nil {
-			b.Fatalf("worker run: %v", err)
+		return strings.TrimSpace(string(out))
+	}
+	rawDir := func() (dir, branch string) {
+		n++
+		return filepath.Join(b.TempDir(), "raw"), fmt.Sprintf("raw-%d", n)
+	}
+	done := func(task, dir string) {
+		if out, err := exec.Command("git", "-C", repo, "agentmine", "worker", "done", task, "--force").CombinedOutput(); err != nil {
+			b.Fatalf("worker done: %v: %s", err, out)
 		}
-		ours += time.Since(start)
-		b.StopTimer()
-		var r struct {
-			Session string `json:"session"`
+		if out, err := exec.Command("git", "-C", repo, "worktree", "remove", "--force", dir).CombinedOutput(); err != nil {
+			b.Fatalf("worktree remove: %v: %s", err, out)
 		}
-		json.Unmarshal(js, &r)
-		show, _ := exec.Command("git", "-C", repo, "agentmine", "session", "show", r.Session, "--json").Output()
-		_ = show
-		patterns := sessionSparse(b, repo, r.Session)
-		dir := filepath.Join(b.TempDir(), "raw")
-		b.StartTimer()
-		start = time.Now()
-		timeCmd(b, repo, "git", "worktree", "add", "-q", "-b", fmt.Sprintf("raw-%d", i), dir, "main")
-		timeCmd(b, dir, "git", append([]string{"sparse-checkout", "set", "--no-cone"}, patterns...)...)
-		raw += time.Since(start)
+	}
+
+	// The warming run of our side also gives the patterns raw git is
+	// given, and both sides must then hold the same files.
+	task := addTask()
+	cmd := exec.Command("git", "agentmine", "worker", "run", task, "--agent", "bench", "--json")
+	cmd.Dir = repo
+	js, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("worker run: %v", err)
+	}
+	var run struct {
+		Session  string `json:"session"`
+		Worktree string `json:"worktree"`
+	}
+	if err := json.Unmarshal(js, &run); err != nil {
+		b.Fatalf("worker run --json: %v: %s", err, js)
+	}
+	patterns := sessionSparse(b, repo, run.Session)
+	dir, branch := rawDir()
+	var warm benchSides
+	warm.run(b, repo, "sh", append([]string{"-c", rawWorktreeSparse, "sh", dir, branch}, patterns...)...)
+	if ours, raw := gittest.Git(b, run.Worktree, "ls-files", "-t"), gittest.Git(b, dir, "ls-files", "-t"); ours != raw {
+		b.Fatalf("worker run and raw git differ in what they check out")
+	}
+	done(task, dir)
+
+	var o, r benchSides
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		exec.Command("git", "-C", repo, "worktree", "remove", "--force", dir).Run()
-		exec.Command("git", "-C", repo, "agentmine", "worker", "done", id, "--force").Run()
+		task := addTask()
+		dir, branch := rawDir()
+		b.StartTimer()
+		ours := func() { o.run(b, repo, "git", "agentmine", "worker", "run", task, "--agent", "bench", "--json") }
+		raw := func() {
+			r.run(b, repo, "sh", append([]string{"-c", rawWorktreeSparse, "sh", dir, branch}, patterns...)...)
+		}
+		// Alternate the order, so that neither side always runs on a
+		// warmer cache.
+		if i%2 == 0 {
+			ours()
+			raw()
+		} else {
+			raw()
+			ours()
+		}
+		b.StopTimer()
+		done(task, dir)
 		b.StartTimer()
 	}
-	b.ReportMetric(float64(ours.Milliseconds())/float64(b.N), "agentmine-ms/op")
-	b.ReportMetric(float64(raw.Milliseconds())/float64(b.N), "raw-git-ms/op")
-	b.ReportMetric(float64(ours)/float64(raw), "ratio")
+	b.StopTimer()
+	reportRatio(b, o, r)
+	b.ReportMetric(float64(o.peakKB), "agentmine-peak-KiB")
+	b.ReportMetric(float64(r.peakKB), "raw-peak-KiB")
+	counter := gittest.NewGitCounter(b)
+	task = addTask()
+	dir, branch = rawDir()
+	b.ReportMetric(float64(countGit(b, counter, repo, "git-agentmine", "worker", "run", task, "--agent", "bench", "--json")), "agentmine-git-procs")
+	b.ReportMetric(float64(countGit(b, counter, repo, "sh", append([]string{"-c", rawWorktreeSparse, "sh", dir, branch}, patterns...)...)), "raw-git-procs")
+	done(task, dir)
 }
 
 func sessionSparse(b *testing.B, repo, session string) []string {
