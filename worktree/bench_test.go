@@ -56,9 +56,8 @@ func bigRepo(b *testing.B, files int) string {
 //   - raw: `git worktree add` + `git sparse-checkout set --no-cone` with the
 //     patterns Create computed (the plain way: full checkout, then prune);
 //   - rawbest: `git worktree add --no-checkout`, `git sparse-checkout set
-//     --no-cone`, then `git -c checkout.workers=0 read-tree -mu HEAD` (the
-//     fastest raw sequence found; Create does this plus classification,
-//     chmod and verification).
+//     --no-cone`, then `git read-tree -mu HEAD` (the raw sequence Create
+//     follows, plus classification, chmod and verification).
 //
 // It reports each side's wall time and CPU time (this process's and its
 // children's: Create runs in-process; "incore" is this process's part)
@@ -99,7 +98,7 @@ func BenchmarkCreate50k(b *testing.B) {
 		stop := best.start(b)
 		run(repo, "worktree", "add", "-q", "--no-checkout", "-b", name, wtPath(repo, name), "main")
 		run(wtPath(repo, name), append([]string{"sparse-checkout", "set", "--no-cone"}, patterns...)...)
-		run(wtPath(repo, name), "-c", "checkout.workers=0", "read-tree", "-mu", "HEAD")
+		run(wtPath(repo, name), "read-tree", "-mu", "HEAD")
 		stop()
 	}
 	cleanUp := func(ours, raw, best string) {

@@ -18,9 +18,13 @@ import (
 // shell is the POSIX shell that sets git's umask for the checkout.
 const shell = "/bin/sh"
 
-// checkOut writes the worktree's files with git's parallel checkout,
+// checkOut writes the worktree's files with one `git read-tree -m -u`,
 // honouring the sparse-checkout patterns already written, and returns
-// the umask git created the files with.
+// the umask git created the files with. git checks out as the user's
+// configuration says, as raw git would: forcing parallel checkout
+// (checkout.workers=0) cost twice the CPU time of git's sequential
+// checkout on a 50,000-file tree, and was slower by the clock too, on
+// tmpfs and on ext4 with a journal, with two cores.
 //
 // When the process umask is known and a POSIX shell is there, git runs
 // with the write bits added to the umask, so that every file comes out
@@ -32,7 +36,7 @@ const shell = "/bin/sh"
 // without root. The index git writes comes out read-only too and gets
 // back its usual mode.
 func checkOut(ctx context.Context, wt gitcmd.Runner, root, gitDir string, entries []entry, umask int) (int, error) {
-	args := []string{"-c", "checkout.workers=0", "read-tree", "-m", "-u", "HEAD"}
+	args := []string{"read-tree", "-m", "-u", "HEAD"}
 	if umask < 0 {
 		_, err := wt.Run(ctx, args...)
 		return umask, err

@@ -84,7 +84,7 @@ type entry struct {
 // opts.Path holding exactly the files the scope lets the worker see, with
 // the permissions it allows. The sparse-checkout lives in the worktree's
 // own configuration, so later merges and checkouts inside the worktree
-// keep honouring it; files are written by git's parallel checkout, read-only
+// keep honouring it; files are written by one git checkout, read-only
 // from the start where the process umask is known (git runs with the write
 // bits in its umask), so that only the writable files need a chmod. The
 // listing and classification of the base tree run while git creates the
