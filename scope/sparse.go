@@ -1,7 +1,7 @@
 package scope
 
 import (
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -38,25 +38,22 @@ func (s Spec) SparsePatterns(files []string) []string {
 // paths of the same shape and may select them or, negated, drop them:
 // callers must check the checked-out set.
 func SparsePatterns(files []string, keep []bool) []string {
-	root := &node{children: map[string]*node{}}
+	t := newSparseTree()
 	for i, f := range files {
 		f = cleanPath(f)
 		if f == "" {
 			continue
 		}
-		n := root
-		for _, seg := range strings.Split(f, "/") {
-			c := n.children[seg]
-			if c == nil {
-				c = &node{children: map[string]*node{}}
-				n.children[seg] = c
-			}
-			n = c
+		parent, name := "", f
+		if j := strings.LastIndexByte(f, '/'); j >= 0 {
+			parent, name = f[:j], f[j+1:]
 		}
-		n.leaf = true
-		n.kept = i < len(keep) && keep[i]
+		d := t.dir(parent)
+		t.dirs[d].kids = append(t.dirs[d].kids, sparseKid{name: name, dir: -1, kept: i < len(keep) && keep[i]})
 	}
-	root.measure()
+	t.settle()
+	root := &t.dirs[0]
+	t.measure(0)
 	switch root.state {
 	case none:
 		return []string{}
@@ -64,7 +61,7 @@ func SparsePatterns(files []string, keep []bool) []string {
 		return []string{"/*"}
 	}
 	var out []string
-	root.emit(&out, "", true)
+	t.emit(&out, 0, true)
 	return out
 }
 
@@ -76,12 +73,19 @@ const (
 	mixed
 )
 
-type node struct {
-	children map[string]*node
-	names    []string // sorted child names
-	leaf     bool
-	kept     bool
-	state    fill
+// sparseTree is the directories of a file list, each holding its files
+// and subdirectories by name. Only directories are looked up by path;
+// files are appended to their directory, so a large list costs one small
+// record per file.
+type sparseTree struct {
+	dirs  []sparseDir
+	index map[string]int32
+}
+
+type sparseDir struct {
+	path  string // "" for the root
+	kids  []sparseKid
+	state fill
 	// For a mixed directory: the number of lines needed to select its kept
 	// paths when everything beneath it is dropped by default (pos) and to
 	// drop its unwanted paths when everything is kept by default (neg),
@@ -90,24 +94,77 @@ type node struct {
 	sumPos, sumNeg int
 }
 
-func (n *node) pos() int { return min(n.sumPos, 1+n.sumNeg) }
-func (n *node) neg() int { return min(n.sumNeg, 1+n.sumPos) }
+// sparseKid is a file (dir < 0) or a subdirectory of a sparseDir.
+type sparseKid struct {
+	name string
+	dir  int32
+	kept bool // for a file
+}
 
-func (n *node) measure() {
-	if n.leaf && len(n.children) == 0 {
-		if n.kept {
-			n.state = full
-		} else {
-			n.state = none
-		}
-		return
+func newSparseTree() *sparseTree {
+	return &sparseTree{dirs: []sparseDir{{}}, index: map[string]int32{"": 0}}
+}
+
+// dir returns the index of the directory p, adding it and its parents.
+func (t *sparseTree) dir(p string) int32 {
+	if i, ok := t.index[p]; ok {
+		return i
 	}
-	n.names = make([]string, 0, len(n.children))
+	parent, name := "", p
+	if j := strings.LastIndexByte(p, '/'); j >= 0 {
+		parent, name = p[:j], p[j+1:]
+	}
+	pi := t.dir(parent)
+	i := int32(len(t.dirs))
+	t.dirs = append(t.dirs, sparseDir{path: p})
+	t.dirs[pi].kids = append(t.dirs[pi].kids, sparseKid{name: name, dir: i})
+	t.index[p] = i
+	return i
+}
+
+// settle sorts every directory's children by name and merges the ones
+// that share a name: a path listed twice counts as its last listing, and
+// a name that is both a file and a directory is the directory.
+func (t *sparseTree) settle() {
+	for d := range t.dirs {
+		kids := t.dirs[d].kids
+		slices.SortStableFunc(kids, func(a, b sparseKid) int { return strings.Compare(a.name, b.name) })
+		out := kids[:0]
+		for _, k := range kids {
+			if n := len(out); n > 0 && out[n-1].name == k.name {
+				if out[n-1].dir < 0 {
+					out[n-1] = k
+				}
+				continue
+			}
+			out = append(out, k)
+		}
+		t.dirs[d].kids = out
+	}
+}
+
+func (d *sparseDir) pos() int { return min(d.sumPos, 1+d.sumNeg) }
+func (d *sparseDir) neg() int { return min(d.sumNeg, 1+d.sumPos) }
+
+// kidState is the fill of a child, measured.
+func (t *sparseTree) kidState(k sparseKid) fill {
+	switch {
+	case k.dir >= 0:
+		return t.dirs[k.dir].state
+	case k.kept:
+		return full
+	}
+	return none
+}
+
+func (t *sparseTree) measure(d int32) {
 	sawFull, sawNone := false, false
-	for name, c := range n.children {
-		n.names = append(n.names, name)
-		c.measure()
-		switch c.state {
+	for _, k := range t.dirs[d].kids {
+		if k.dir >= 0 {
+			t.measure(k.dir)
+		}
+		n := &t.dirs[d]
+		switch t.kidState(k) {
 		case full:
 			sawFull = true
 			n.sumPos++
@@ -116,11 +173,11 @@ func (n *node) measure() {
 			n.sumNeg++
 		case mixed:
 			sawFull, sawNone = true, true
-			n.sumPos += c.pos()
-			n.sumNeg += c.neg()
+			n.sumPos += t.dirs[k.dir].pos()
+			n.sumNeg += t.dirs[k.dir].neg()
 		}
 	}
-	sort.Strings(n.names)
+	n := &t.dirs[d]
 	switch {
 	case sawFull && sawNone:
 		n.state = mixed
@@ -131,43 +188,43 @@ func (n *node) measure() {
 	}
 }
 
-// emit appends the lines for a mixed directory n at path p ("" for the
-// root). positive says whether the default beneath n is "dropped" (true)
-// or "kept" (false).
-func (n *node) emit(out *[]string, p string, positive bool) {
+// emit appends the lines for the mixed directory d. positive says whether
+// the default beneath it is "dropped" (true) or "kept" (false).
+func (t *sparseTree) emit(out *[]string, d int32, positive bool) {
+	n := &t.dirs[d]
 	if positive {
 		if n.sumPos <= 1+n.sumNeg {
-			n.emitChildren(out, p, true)
+			t.emitChildren(out, d, true)
 			return
 		}
-		*out = append(*out, dirLine(p, false))
-		n.emitChildren(out, p, false)
+		*out = append(*out, dirLine(n.path, false))
+		t.emitChildren(out, d, false)
 		return
 	}
 	if n.sumNeg <= 1+n.sumPos {
-		n.emitChildren(out, p, false)
+		t.emitChildren(out, d, false)
 		return
 	}
-	*out = append(*out, dirLine(p, true))
-	n.emitChildren(out, p, true)
+	*out = append(*out, dirLine(n.path, true))
+	t.emitChildren(out, d, true)
 }
 
-// emitChildren lists n's children under the given default: with
+// emitChildren lists d's children under the given default: with
 // positive, the fully kept ones are selected; without, the fully dropped
 // ones are negated. Mixed children recurse.
-func (n *node) emitChildren(out *[]string, p string, positive bool) {
-	for _, name := range n.names {
-		c := n.children[name]
-		cp := name
-		if p != "" {
-			cp = p + "/" + name
-		}
-		switch {
-		case c.state == mixed:
-			c.emit(out, cp, positive)
-		case positive && c.state == full, !positive && c.state == none:
+func (t *sparseTree) emitChildren(out *[]string, d int32, positive bool) {
+	p := t.dirs[d].path
+	for _, k := range t.dirs[d].kids {
+		switch st := t.kidState(k); {
+		case st == mixed:
+			t.emit(out, k.dir, positive)
+		case positive && st == full, !positive && st == none:
+			cp := k.name
+			if p != "" {
+				cp = p + "/" + k.name
+			}
 			line := "/" + escapePath(cp)
-			if !c.leaf || len(c.children) > 0 {
+			if k.dir >= 0 {
 				line += "/"
 			}
 			if !positive {
