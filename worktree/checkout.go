@@ -7,12 +7,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
-	"sort"
 
 	"github.com/git-agentmine/git-agentmine/gitcmd"
-	"github.com/git-agentmine/git-agentmine/scope"
 )
 
 // shell is the POSIX shell that sets git's umask for the checkout.
@@ -35,7 +32,7 @@ const shell = "/bin/sh"
 // under that umask would be read-only, and git could not write into it
 // without root. The index git writes comes out read-only too and gets
 // back its usual mode.
-func checkOut(ctx context.Context, wt gitcmd.Runner, root, gitDir string, entries []entry, umask int) (int, error) {
+func checkOut(ctx context.Context, wt gitcmd.Runner, root, gitDir string, l *layout, umask int) (int, error) {
 	args := []string{"read-tree", "-m", "-u", "HEAD"}
 	if umask < 0 {
 		_, err := wt.Run(ctx, args...)
@@ -45,7 +42,7 @@ func checkOut(ctx context.Context, wt gitcmd.Runner, root, gitDir string, entrie
 		_, err := wt.Run(ctx, args...)
 		return umask, err
 	}
-	if err := makeDirs(root, entries); err != nil {
+	if err := l.makeDirs(root); err != nil {
 		return umask, err
 	}
 	gitUmask := umask | int(writeBits)
@@ -57,36 +54,6 @@ func checkOut(ctx context.Context, wt gitcmd.Runner, root, gitDir string, entrie
 		return umask, fmt.Errorf("restore the index's mode: %w", err)
 	}
 	return gitUmask, nil
-}
-
-// makeDirs creates under root every directory the present entries need:
-// the parents of files and links, and the directories of gitlinks.
-func makeDirs(root string, entries []entry) error {
-	dirs := map[string]bool{}
-	for _, e := range entries {
-		if e.access == scope.Absent {
-			continue
-		}
-		d := path.Dir(e.path)
-		if e.mode == "160000" {
-			d = e.path
-		}
-		for d != "." && !dirs[d] {
-			dirs[d] = true
-			d = path.Dir(d)
-		}
-	}
-	list := make([]string, 0, len(dirs))
-	for d := range dirs {
-		list = append(list, d)
-	}
-	sort.Strings(list) // parents first
-	for _, d := range list {
-		if err := os.Mkdir(filepath.Join(root, filepath.FromSlash(d)), 0o777); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("create the worktree's directories: %w", err)
-		}
-	}
-	return nil
 }
 
 // runWithUmask runs git with args through the shell with the given umask,
@@ -103,16 +70,22 @@ func runWithUmask(ctx context.Context, wt gitcmd.Runner, umask int, args ...stri
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		ge := &gitcmd.Error{Args: args, Code: -1, Stderr: stderr.String(), Err: err}
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			ge.Code = ee.ExitCode()
-		}
-		if ctx.Err() != nil {
-			ge.Canceled = true
-			ge.Err = ctx.Err()
-		}
-		return ge
+		return gitFailure(ctx, args, err, stderr.String())
 	}
 	return nil
+}
+
+// gitFailure reports a git process run without gitcmd's Run the way
+// gitcmd does: a *gitcmd.Error with git's exit code and stderr.
+func gitFailure(ctx context.Context, args []string, err error, stderr string) error {
+	ge := &gitcmd.Error{Args: args, Code: -1, Stderr: stderr, Err: err}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		ge.Code = ee.ExitCode()
+	}
+	if ctx.Err() != nil {
+		ge.Canceled = true
+		ge.Err = ctx.Err()
+	}
+	return ge
 }

@@ -24,19 +24,12 @@ const maxNamed = 5
 // walkScope walks the worktree at root (skipping its .git entry and the
 // directories of gitlinks), giving every file the write permission spec
 // allows and making read-only the directories that can hold no writable
-// path. Symbolic links are never changed. When expected is not nil (the
-// kept entries of the tree git just checked out) it first checks that the
-// files found are exactly its keys, reporting every difference as one
-// error and changing nothing; it then also knows each file's mode from git
-// and, with umask (the process's, -1 when unknown) and gitUmask (the one
-// git created the files with), needs no stat per file. It returns the
-// numbers of read-only and writable entries found.
-func walkScope(root string, spec scope.Spec, expected map[string]entry, umask, gitUmask int) (Counts, error) {
+// path. Symbolic links are never changed. It returns the numbers of
+// read-only and writable entries found.
+func walkScope(root string, spec scope.Spec) (Counts, error) {
 	var counts Counts
 	var readOnlyDirs []string
-	var unexpected []string
 	var jobs []chmodJob
-	seen := 0
 	k := newDirCache(spec)
 	classify := spec.Classifier()
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -58,12 +51,7 @@ func walkScope(root string, spec scope.Spec, expected map[string]entry, umask, g
 			return nil
 		}
 		if d.IsDir() {
-			if e, ok := expected[rel]; ok && e.mode == "160000" {
-				seen++
-				countAccess(&counts, e.access)
-				return filepath.SkipDir
-			}
-			if expected == nil && rel != "" && isGitlinkDir(p) {
+			if rel != "" && isGitlinkDir(p) {
 				return filepath.SkipDir
 			}
 			if !k.writable(rel) {
@@ -71,57 +59,16 @@ func walkScope(root string, spec scope.Spec, expected map[string]entry, umask, g
 			}
 			return nil
 		}
-		access := scope.Absent
-		gitMode := ""
-		if expected != nil {
-			e, ok := expected[rel]
-			if !ok {
-				unexpected = append(unexpected, rel)
-				return nil
-			}
-			seen++
-			access, gitMode = e.access, e.mode
-		} else {
-			access = classify(rel)
-		}
+		access := classify(rel)
 		countAccess(&counts, access)
 		if d.Type()&fs.ModeSymlink != 0 || !d.Type().IsRegular() {
 			return nil // chmod would follow a link
 		}
-		job := chmodJob{path: p, writable: access == scope.Writable, mode: -1}
-		if umask >= 0 && gitUmask >= 0 && (gitMode == "100644" || gitMode == "100755") {
-			// git created the file with 0666 or 0777 minus its umask; the
-			// file's usual mode is that minus the process's umask.
-			base := 0o666
-			if gitMode == "100755" {
-				base = 0o777
-			}
-			perm := base &^ umask
-			want := perm &^ 0o222
-			if job.writable {
-				want = perm | 0o200
-			}
-			if want == base&^gitUmask {
-				return nil
-			}
-			job.mode = want
-		}
-		jobs = append(jobs, job)
+		jobs = append(jobs, chmodJob{path: p, writable: access == scope.Writable, mode: -1})
 		return nil
 	})
 	if err != nil {
 		return counts, fmt.Errorf("apply permissions: %w", err)
-	}
-	if expected != nil && (len(unexpected) > 0 || seen != len(expected)) {
-		var missing []string
-		if seen != len(expected) {
-			for rel, e := range expected {
-				if !present(root, rel, e) {
-					missing = append(missing, rel)
-				}
-			}
-		}
-		return counts, mismatchError(unexpected, missing)
 	}
 	if err := runChmods(jobs); err != nil {
 		return counts, fmt.Errorf("apply permissions: %w", err)
@@ -215,18 +162,6 @@ func countAccess(c *Counts, a scope.Access) {
 	}
 }
 
-// present reports whether the expected entry rel exists under root.
-func present(root, rel string, e entry) bool {
-	fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rel)))
-	if err != nil {
-		return false
-	}
-	if e.mode == "160000" {
-		return fi.IsDir()
-	}
-	return !fi.IsDir()
-}
-
 // isGitlinkDir reports whether dir looks like a submodule's checkout.
 func isGitlinkDir(dir string) bool {
 	_, err := os.Lstat(filepath.Join(dir, ".git"))
@@ -309,21 +244,7 @@ func ApplyPermissions(root string, spec scope.Spec) (Counts, error) {
 	if err := spec.Validate(); err != nil {
 		return Counts{}, err
 	}
-	return walkScope(root, spec, nil, -1, -1)
-}
-
-// applyAndVerify applies permissions and checks the checked-out set
-// against the kept entries of the base tree, which git created with
-// gitUmask while the process's is umask.
-func applyAndVerify(root string, spec scope.Spec, entries []entry, umask, gitUmask int) error {
-	expected := make(map[string]entry, len(entries))
-	for _, e := range entries {
-		if e.access != scope.Absent {
-			expected[e.path] = e
-		}
-	}
-	_, err := walkScope(root, spec, expected, umask, gitUmask)
-	return err
+	return walkScope(root, spec)
 }
 
 // MakeWritable gives the owner write permission on every directory and

@@ -15,9 +15,12 @@
 package worktree
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -75,8 +78,8 @@ type Counts struct {
 
 // entry is one path of the base tree.
 type entry struct {
-	mode   string // git mode: 100644, 100755, 120000, 160000
 	path   string
+	mode   uint32 // git mode: modeFile, modeExec, modeLink, modeGitlink
 	access scope.Access
 }
 
@@ -197,7 +200,7 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 	umask := processUmask()
 	gitUmask := umask
 	if plan.counts.Present > 0 {
-		gitUmask, err = checkOut(ctx, wt, path, gitDir, plan.entries, umask)
+		gitUmask, err = checkOut(ctx, wt, path, gitDir, plan.layout, umask)
 		if err != nil {
 			return nil, fmt.Errorf("create worktree: check out %s: %w", base, err)
 		}
@@ -208,7 +211,7 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 			return nil, fmt.Errorf("create worktree: %w", err)
 		}
 	}
-	if err = applyAndVerify(path, opts.Scope, plan.entries, umask, gitUmask); err != nil {
+	if err = plan.layout.checkAndApply(path, opts.Scope, umask, gitUmask); err != nil {
 		return nil, fmt.Errorf("create worktree: %w", err)
 	}
 	return &Result{Path: path, GitDir: gitDir, Branch: opts.Branch, Base: base, Patterns: plan.patterns, Counts: plan.counts}, nil
@@ -250,7 +253,7 @@ func checkInputs(ctx context.Context, git gitcmd.Runner, branch, base string) (s
 
 // planResult is what the scope makes of the base tree.
 type planResult struct {
-	entries  []entry
+	layout   *layout
 	patterns []string
 	counts   Counts
 	err      error
@@ -258,25 +261,25 @@ type planResult struct {
 
 // planCheckout lists commit's tree and classifies every entry by what
 // spec allows, computing the sparse-checkout patterns that keep exactly
-// the present ones.
+// the present ones and the layout they make.
 func planCheckout(ctx context.Context, git gitcmd.Runner, commit string, spec scope.Spec) planResult {
 	entries, err := listTree(ctx, git, commit)
 	if err != nil {
 		return planResult{err: err}
 	}
-	paths := make([]string, len(entries))
-	for i, e := range entries {
-		paths[i] = e.path
-	}
-	keep := make([]bool, len(entries))
+	paths := make([]string, entries.len())
+	keep := make([]bool, entries.len())
 	var counts Counts
-	for i, a := range spec.ClassifyAll(paths) {
-		entries[i].access = a
-		keep[i] = a != scope.Absent
-		countAccess(&counts, a)
+	classify := spec.Classifier()
+	for i := range paths {
+		e := entries.at(i)
+		paths[i] = e.path
+		e.access = classify(e.path)
+		keep[i] = e.access != scope.Absent
+		countAccess(&counts, e.access)
 	}
 	counts.Present = counts.ReadOnly + counts.Writable
-	return planResult{entries: entries, patterns: scope.SparsePatterns(paths, keep), counts: counts}
+	return planResult{layout: newLayout(entries), patterns: scope.SparsePatterns(paths, keep), counts: counts}
 }
 
 // linkedGitDir reads the private git directory of the linked worktree at
@@ -305,26 +308,119 @@ func branchExists(ctx context.Context, git gitcmd.Runner, branch string) bool {
 }
 
 // listTree lists every entry of commit's tree, recursively, without
-// descending into submodules.
-func listTree(ctx context.Context, git gitcmd.Runner, commit string) ([]entry, error) {
-	out, err := git.Run(ctx, "ls-tree", "-r", "-z", "--full-tree", commit)
+// descending into submodules. The listing is read as git writes it, and
+// the paths are kept in a few large strings, not one allocation each.
+func listTree(ctx context.Context, git gitcmd.Runner, commit string) (*entryList, error) {
+	// Not --format: git 2.39 quotes %(path) even with -z.
+	args := []string{"ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit}
+	cmd := git.Command(ctx, args...)
+	if cmd.Err != nil {
+		_, err := git.Run(ctx, args...) // the runner's own "git not found"
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
-	var entries []entry
-	for _, rec := range strings.Split(string(out), "\x00") {
-		if rec == "" {
-			continue
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, gitFailure(ctx, args, err, "")
+	}
+	entries, perr := parseTree(bufio.NewReaderSize(out, 64<<10))
+	if perr != nil {
+		_, _ = io.Copy(io.Discard, out) // let git finish
+	}
+	if err := cmd.Wait(); err != nil {
+		return nil, gitFailure(ctx, args, err, stderr.String())
+	}
+	return entries, perr
+}
+
+// pathArena is how many bytes of paths parseTree gathers before it turns
+// them into one string.
+const pathArena = 256 << 10
+
+// parseTree reads `ls-tree -z` records: <mode> SP <type> SP <object> TAB
+// <path> NUL.
+func parseTree(r *bufio.Reader) (*entryList, error) {
+	entries := &entryList{}
+	// The paths of entries[flushed:] are arena's bytes from their
+	// offsets in spans; flush makes them strings of arena's one string
+	// and starts a new arena.
+	var arena strings.Builder
+	var spans []int
+	flushed := 0
+	flush := func() {
+		s := arena.String()
+		for i, start := range spans {
+			end := len(s)
+			if i+1 < len(spans) {
+				end = spans[i+1]
+			}
+			entries.at(flushed + i).path = s[start:end]
 		}
-		// <mode> SP <type> SP <object> TAB <path>
-		tab := strings.IndexByte(rec, '\t')
-		sp := strings.IndexByte(rec, ' ')
-		if tab < 0 || sp < 0 || sp > tab {
+		flushed = entries.len()
+		arena, spans = strings.Builder{}, spans[:0]
+	}
+	var long []byte
+	for {
+		rec, err := r.ReadSlice(0)
+		if err == bufio.ErrBufferFull {
+			long = append(long[:0], rec...)
+			for err == bufio.ErrBufferFull {
+				rec, err = r.ReadSlice(0)
+				long = append(long, rec...)
+			}
+			rec = long
+		}
+		if err == io.EOF && len(rec) == 0 {
+			break
+		}
+		if err != nil && err != io.EOF {
+			return nil, err
+		}
+		rec = bytes.TrimSuffix(rec, []byte{0})
+		tab := bytes.IndexByte(rec, '\t')
+		sp := bytes.IndexByte(rec, ' ')
+		if tab < 0 || sp < 0 || sp > tab || tab == len(rec)-1 {
 			return nil, fmt.Errorf("unexpected ls-tree record %q", rec)
 		}
-		entries = append(entries, entry{mode: rec[:sp], path: rec[tab+1:]})
+		mode, ok := parseMode(rec[:sp])
+		if !ok {
+			return nil, fmt.Errorf("unexpected ls-tree record %q", rec)
+		}
+		p := rec[tab+1:]
+		if arena.Len()+len(p) > arena.Cap() {
+			if arena.Len() > 0 {
+				flush()
+			}
+			arena.Grow(max(pathArena, len(p)))
+		}
+		spans = append(spans, arena.Len())
+		arena.Write(p)
+		entries.add(entry{mode: mode})
+		if err == io.EOF {
+			break
+		}
 	}
+	flush()
 	return entries, nil
+}
+
+// parseMode parses a git mode: up to seven octal digits.
+func parseMode(b []byte) (uint32, bool) {
+	if len(b) == 0 || len(b) > 7 {
+		return 0, false
+	}
+	var m uint32
+	for _, c := range b {
+		if c < '0' || c > '7' {
+			return 0, false
+		}
+		m = m<<3 | uint32(c-'0')
+	}
+	return m, true
 }
 
 // writePatterns replaces the worktree's sparse-checkout file.
