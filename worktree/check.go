@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/git-agentmine/git-agentmine/scope"
 )
 
@@ -180,12 +182,14 @@ func (l *layout) makeDirs(root string) error {
 // checkAndApply checks that the worktree at root holds exactly what the
 // layout says (a regular file or link for each entry, a directory for
 // each gitlink, and nothing else but the directories that lead to them;
-// the root's .git is skipped), reporting every difference as one error
-// and changing nothing. It then gives every file the write permission
-// its access allows and makes read-only the directories that can hold no
-// writable path. Symbolic links are never changed. git created the files
-// with gitUmask while the process's umask is umask (-1 when unknown), so
-// a file's mode is known without a stat.
+// the root's .git is skipped), reporting every difference as one error.
+// On the way it gives every file the write permission its access allows
+// and makes read-only the directories that can hold no writable path,
+// each directory opened once and its files changed through it: after a
+// mismatch some of them may have been changed, which does not matter to
+// Create, which removes the worktree then. Symbolic links are never
+// changed. git created the files with gitUmask while the process's umask
+// is umask (-1 when unknown), so a file's mode is known without a stat.
 func (l *layout) checkAndApply(root string, spec scope.Spec, umask, gitUmask int) error {
 	c := checker{l: l, root: root, k: newDirCache(spec), umask: umask, gitUmask: gitUmask}
 	if err := c.dir(0); err != nil {
@@ -193,14 +197,6 @@ func (l *layout) checkAndApply(root string, spec scope.Spec, umask, gitUmask int
 	}
 	if len(c.unexpected) > 0 || len(c.missing) > 0 {
 		return mismatchError(c.unexpected, c.missing)
-	}
-	if err := runChmods(c.jobs); err != nil {
-		return fmt.Errorf("apply permissions: %w", err)
-	}
-	for _, d := range c.readOnlyDirs {
-		if err := setWrite(d, false); err != nil {
-			return fmt.Errorf("apply permissions: %w", err)
-		}
 	}
 	return nil
 }
@@ -212,8 +208,6 @@ type checker struct {
 	k                   *dirCache
 	umask, gitUmask     int
 	unexpected, missing []string
-	jobs                []chmodJob
-	readOnlyDirs        []string
 }
 
 // full is the file system path of the slash-separated rel.
@@ -224,36 +218,42 @@ func (c *checker) full(rel string) string {
 	return c.root + string(filepath.Separator) + filepath.FromSlash(rel)
 }
 
-// dir checks the directory dirs[d], which exists, against its listing.
+func byName(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) }
+
+// dir checks the directory dirs[d], which exists, against its listing,
+// and applies the permissions of what it holds and then its own.
 func (c *checker) dir(d int32) error {
 	plan := &c.l.dirs[d]
-	full := c.full(plan.path)
-	found, err := os.ReadDir(full)
+	f, err := os.Open(c.full(plan.path))
 	if err != nil {
 		return err
 	}
-	if !c.k.writable(plan.path) {
-		c.readOnlyDirs = append(c.readOnlyDirs, full)
+	defer f.Close()
+	found, err := f.ReadDir(-1)
+	if err != nil {
+		return err
 	}
+	slices.SortFunc(found, byName)
+	fd := int(f.Fd())
 	kids := plan.kids
 	for len(found) > 0 || len(kids) > 0 {
 		switch {
 		case len(kids) == 0 || len(found) > 0 && found[0].Name() < kids[0].name:
-			f := found[0]
+			e := found[0]
 			found = found[1:]
-			if plan.path == "" && f.Name() == ".git" {
+			if plan.path == "" && e.Name() == ".git" {
 				continue
 			}
-			if err := c.extra(joinPath(plan.path, f.Name()), f); err != nil {
+			if err := c.extra(joinPath(plan.path, e.Name()), e); err != nil {
 				return err
 			}
 		case len(found) == 0 || kids[0].name < found[0].Name():
 			c.absent(plan.path, kids[0])
 			kids = kids[1:]
 		default:
-			f, k := found[0], kids[0]
+			e, k := found[0], kids[0]
 			found, kids = found[1:], kids[1:]
-			if err := c.match(plan.path, f, k); err != nil {
+			if err := c.match(fd, plan.path, e, k); err != nil {
 				return err
 			}
 			// A malformed tree may name the same path twice: only the
@@ -264,55 +264,97 @@ func (c *checker) dir(d int32) error {
 			}
 		}
 	}
+	if c.k.writable(plan.path) {
+		return nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	perm := fi.Mode().Perm() | fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)
+	if want := perm &^ writeBits; want != perm {
+		return f.Chmod(want)
+	}
 	return nil
 }
 
-// match checks the directory entry f found where the layout has k.
-func (c *checker) match(dir string, f fs.DirEntry, k kid) error {
+// match checks the entry e found in the directory dir (open as fd) where
+// the layout has k, and gives a file the write permission its access
+// allows.
+func (c *checker) match(fd int, dir string, e fs.DirEntry, k kid) error {
 	rel := joinPath(dir, k.name)
 	if k.dir >= 0 {
-		if !f.IsDir() {
+		if !e.IsDir() {
 			c.unexpected = append(c.unexpected, rel)
 			c.absent(dir, k)
 			return nil
 		}
 		return c.dir(k.dir)
 	}
-	e := c.l.entries.at(int(k.entry))
-	if e.mode == modeGitlink {
-		if !f.IsDir() {
+	te := c.l.entries.at(int(k.entry))
+	if te.mode == modeGitlink {
+		if !e.IsDir() {
 			c.unexpected = append(c.unexpected, rel)
 			c.missing = append(c.missing, rel)
 		}
 		return nil // never descended into
 	}
-	if f.IsDir() {
+	if e.IsDir() {
 		c.missing = append(c.missing, rel)
-		return c.extra(rel, f)
+		return c.extra(rel, e)
 	}
-	if !f.Type().IsRegular() {
+	if !e.Type().IsRegular() {
 		return nil // a link: chmod would follow it
 	}
-	job := chmodJob{path: c.full(rel), writable: e.access == scope.Writable, mode: -1}
-	if c.umask >= 0 && c.gitUmask >= 0 && (e.mode == modeFile || e.mode == modeExec) {
+	writable := te.access == scope.Writable
+	if c.umask >= 0 && c.gitUmask >= 0 && (te.mode == modeFile || te.mode == modeExec) {
 		// git created the file with 0666 or 0777 minus its umask; the
 		// file's usual mode is that minus the process's umask.
 		base := 0o666
-		if e.mode == modeExec {
+		if te.mode == modeExec {
 			base = 0o777
 		}
 		perm := base &^ c.umask
 		want := perm &^ 0o222
-		if job.writable {
+		if writable {
 			want = perm | 0o200
 		}
 		if want == base&^c.gitUmask {
 			return nil
 		}
-		job.mode = want
+		return c.chmodAt(fd, rel, k.name, uint32(want))
 	}
-	c.jobs = append(c.jobs, job)
-	return nil
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, k.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &fs.PathError{Op: "stat", Path: c.full(rel), Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil // changed since it was listed
+	}
+	perm := st.Mode & 0o7777
+	want := perm &^ uint32(writeBits)
+	if writable {
+		want = perm | 0o200
+	}
+	if want == perm {
+		return nil
+	}
+	return c.chmodAt(fd, rel, k.name, want)
+}
+
+// chmodAt sets the mode of the file rel, named name in the directory open
+// as fd.
+func (c *checker) chmodAt(fd int, rel, name string, mode uint32) error {
+	for {
+		err := unix.Fchmodat(fd, name, mode, 0)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return &fs.PathError{Op: "chmod", Path: c.full(rel), Err: err}
+		}
+		return nil
+	}
 }
 
 // extra records what the layout does not have at rel: a file or link, or

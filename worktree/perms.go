@@ -64,7 +64,7 @@ func walkScope(root string, spec scope.Spec) (Counts, error) {
 		if d.Type()&fs.ModeSymlink != 0 || !d.Type().IsRegular() {
 			return nil // chmod would follow a link
 		}
-		jobs = append(jobs, chmodJob{path: p, writable: access == scope.Writable, mode: -1})
+		jobs = append(jobs, chmodJob{path: p, writable: access == scope.Writable})
 		return nil
 	})
 	if err != nil {
@@ -82,12 +82,10 @@ func walkScope(root string, spec scope.Spec) (Counts, error) {
 	return counts, nil
 }
 
-// chmodJob is one file whose write permission must change: to mode when
-// it is known (>= 0), else by stat-ing the file first.
+// chmodJob is one file whose write permission must change.
 type chmodJob struct {
 	path     string
 	writable bool
-	mode     int
 }
 
 // runChmods applies jobs with a few goroutines: on a busy disk the
@@ -125,12 +123,7 @@ func runChmods(jobs []chmodJob) error {
 	return nil
 }
 
-func (j chmodJob) run() error {
-	if j.mode < 0 {
-		return setWrite(j.path, j.writable)
-	}
-	return os.Chmod(j.path, fs.FileMode(j.mode))
-}
+func (j chmodJob) run() error { return setWrite(j.path, j.writable) }
 
 // processUmask reads the process's umask without changing it (Linux
 // /proc); it returns -1 when it cannot tell.
