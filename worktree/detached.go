@@ -32,7 +32,7 @@ func AddDetached(ctx context.Context, repo, dir, commit string, sparse []string)
 	gitDir, err := linkedGitDir(dir)
 	if err == nil && sparse != nil {
 		on, _ := wt.Output(ctx, "config", "--type=bool", "--get", "extensions.worktreeConfig")
-		err = enableSparse(ctx, wt, gitDir, on == "true")
+		err = enableSparse(ctx, wt, gitDir, on == "true", "")
 	}
 	lock.unlock()
 	if err == nil && sparse != nil {

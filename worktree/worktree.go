@@ -45,6 +45,20 @@ type Options struct {
 	Base string
 	// Scope is applied to the checkout.
 	Scope scope.Spec
+	// CommonDir is the repository's common git directory when the caller
+	// already knows it; Repo must then be the top of one of its working
+	// trees, and Create does not ask git where the repository is.
+	CommonDir string
+	// Config looks up the repository's git configuration as the caller
+	// has already read it (such as gitstore's Store.Config), so that
+	// Create need not run git to learn whether extensions.worktreeConfig
+	// is on; nil asks git.
+	Config func(key string) (string, bool)
+	// ExcludesFile, when not empty, names a file under the new worktree's
+	// git directory (slash-separated, such as "info/exclude-more") that
+	// the worktree's own configuration sets as its core.excludesFile.
+	// The file need not exist yet.
+	ExcludesFile string
 }
 
 // Result describes a created worktree.
@@ -107,8 +121,14 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 	if repo == "" {
 		repo = "."
 	}
-	loc, err := gitcmd.Locate(ctx, repo)
-	if err != nil {
+	var loc gitcmd.Location
+	if opts.CommonDir != "" {
+		top, err := filepath.Abs(repo)
+		if err != nil {
+			return nil, fmt.Errorf("create worktree: %w", err)
+		}
+		loc = gitcmd.Location{Top: top, CommonDir: opts.CommonDir}
+	} else if loc, err = gitcmd.Locate(ctx, repo); err != nil {
 		return nil, fmt.Errorf("create worktree: %w", err)
 	}
 	if loc.Top == "" {
@@ -129,9 +149,20 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("create worktree: %w", err)
 	}
-	base, err := checkInputs(ctx, git, opts.Branch, opts.Base)
+	base, verified, err := checkInputs(ctx, git, opts.Branch, opts.Base)
 	if err != nil {
 		return nil, err
+	}
+	// baseError is the error for a failure that may come from a base
+	// not yet verified to be a commit (a full object id is taken as one
+	// until git uses it).
+	baseError := func(err error) error {
+		if !verified {
+			if _, verr := verifyBase(ctx, git, base); verr != nil {
+				return verr
+			}
+		}
+		return err
 	}
 
 	// What the worktree will hold is worked out while git creates it: the
@@ -145,11 +176,18 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 	}()
 	var wtConfigOn bool
 	configRead := make(chan struct{})
-	go func() {
-		defer close(configRead)
-		on, _ := git.Output(ctx, "config", "--type=bool", "--get", "extensions.worktreeConfig")
-		wtConfigOn = on == "true"
-	}()
+	if opts.Config != nil {
+		// Not set (or not yet seen set) takes the path that sets it.
+		v, _ := opts.Config("extensions.worktreeconfig")
+		wtConfigOn = isTrue(v)
+		close(configRead)
+	} else {
+		go func() {
+			defer close(configRead)
+			on, _ := git.Output(ctx, "config", "--type=bool", "--get", "extensions.worktreeConfig")
+			wtConfigOn = on == "true"
+		}()
+	}
 	// Neither goroutine outlives Create, even on an early return.
 	defer func() { <-planned; <-configRead }()
 
@@ -177,7 +215,7 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 		}
 	}()
 	if _, err = git.Run(ctx, "worktree", "add", "--quiet", "--no-checkout", "-b", opts.Branch, path, base); err != nil {
-		return nil, fmt.Errorf("create worktree: %w", err)
+		return nil, baseError(fmt.Errorf("create worktree: %w", err))
 	}
 	created = true
 	wt := git.In(path)
@@ -186,13 +224,17 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 		return nil, fmt.Errorf("create worktree: %w", err)
 	}
 	<-configRead
-	if err = enableSparse(ctx, wt, gitDir, wtConfigOn); err != nil {
+	excludes := ""
+	if opts.ExcludesFile != "" {
+		excludes = filepath.Join(gitDir, filepath.FromSlash(opts.ExcludesFile))
+	}
+	if err = enableSparse(ctx, wt, gitDir, wtConfigOn, excludes); err != nil {
 		return nil, fmt.Errorf("create worktree: enable sparse-checkout: %w", err)
 	}
 	lock.unlock()
 	<-planned
 	if err = plan.err; err != nil {
-		return nil, fmt.Errorf("create worktree: list %s: %w", base, err)
+		return nil, baseError(fmt.Errorf("create worktree: list %s: %w", base, err))
 	}
 	if err = writePatterns(gitDir, plan.patterns); err != nil {
 		return nil, fmt.Errorf("create worktree: %w", err)
@@ -220,35 +262,103 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 // checkInputs checks, with git processes run side by side, that branch is
 // a valid branch name that does not exist yet and that base names a
 // commit, and returns the commit's full id. The errors keep that order.
-func checkInputs(ctx context.Context, git gitcmd.Runner, branch, base string) (string, error) {
+// Git is not asked about a branch name made only of letters, digits,
+// "_", "-" and "/" between non-empty parts (valid by git's rules), nor
+// about a base that is a full object id: verified then says false, and
+// it is taken as a commit until git uses it.
+func checkInputs(ctx context.Context, git gitcmd.Runner, branch, base string) (commit string, verified bool, err error) {
 	var wg sync.WaitGroup
 	var badName, exists bool
-	var commit string
 	var baseErr error
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
-		_, err := git.Run(ctx, "check-ref-format", "--branch", branch)
-		badName = err != nil
-	}()
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		exists = branchExists(ctx, git, branch)
 	}()
-	go func() {
-		defer wg.Done()
-		commit, baseErr = git.Output(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", base+"^{commit}")
-	}()
+	if !plainBranchName(branch) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := git.Run(ctx, "check-ref-format", "--branch", branch)
+			badName = err != nil
+		}()
+	}
+	if fullID(base) {
+		commit = base
+	} else {
+		verified = true
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			commit, baseErr = verifyBase(ctx, git, base)
+		}()
+	}
 	wg.Wait()
 	switch {
 	case badName:
-		return "", exitcode.New(exitcode.Usage, fmt.Errorf("create worktree: %q is not a valid branch name", branch), "")
+		return "", false, exitcode.New(exitcode.Usage, fmt.Errorf("create worktree: %q is not a valid branch name", branch), "")
 	case exists:
-		return "", exitcode.New(exitcode.State, fmt.Errorf("create worktree: branch %s already exists", branch), "")
-	case baseErr != nil || commit == "":
+		return "", false, exitcode.New(exitcode.State, fmt.Errorf("create worktree: branch %s already exists", branch), "")
+	case baseErr != nil:
+		return "", false, baseErr
+	}
+	return commit, verified, nil
+}
+
+// verifyBase returns the full id of the commit base names, or the error
+// saying it names none.
+func verifyBase(ctx context.Context, git gitcmd.Runner, base string) (string, error) {
+	commit, err := git.Output(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", base+"^{commit}")
+	if err != nil || commit == "" {
 		return "", exitcode.New(exitcode.NotFound, fmt.Errorf("create worktree: base %q is not a commit", base), "")
 	}
 	return commit, nil
+}
+
+// plainBranchName reports whether name is made only of letters, digits,
+// "_" and "-" in non-empty parts separated by "/", the first character
+// of each part not "-", and is not "HEAD": a valid branch name by every
+// rule of git check-ref-format --branch.
+func plainBranchName(name string) bool {
+	if name == "" || name == "HEAD" {
+		return false
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == "" || part[0] == '-' {
+			return false
+		}
+		for i := 0; i < len(part); i++ {
+			switch c := part[i]; {
+			case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// fullID reports whether s is a full object id in lower-case hex (SHA-1
+// or SHA-256), which git takes as that object whatever refs exist.
+func fullID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// isTrue reports whether a git configuration value is boolean true.
+func isTrue(v string) bool {
+	switch strings.ToLower(v) {
+	case "true", "yes", "on", "1":
+		return true
+	}
+	return false
 }
 
 // planResult is what the scope makes of the base tree.
@@ -460,7 +570,8 @@ func fillIndexSkipped(ctx context.Context, wt gitcmd.Runner) error {
 }
 
 // enableSparse turns on non-cone sparse-checkout in the new worktree's
-// own config.worktree. The first time in a repository (worktreeConfig
+// own config.worktree, and sets core.excludesFile there to excludes when
+// that is not empty. The first time in a repository (worktreeConfig
 // false: extensions.worktreeConfig is not set yet) it lets `git
 // sparse-checkout` do it, which also enables extensions.worktreeConfig in
 // the shared config (and moves core.bare/core.worktree if needed); after
@@ -469,29 +580,64 @@ func fillIndexSkipped(ctx context.Context, wt gitcmd.Runner) error {
 // else writes it, and concurrent creations do not fight over the shared
 // config's lock. The index is still empty, so no file is checked out or
 // removed here.
-func enableSparse(ctx context.Context, wt gitcmd.Runner, gitDir string, worktreeConfig bool) error {
-	if !worktreeConfig {
-		_, err := wt.Run(ctx, "sparse-checkout", "set", "--no-cone")
-		return err
-	}
-	f, err := os.OpenFile(filepath.Join(gitDir, "config.worktree"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
-	if err == nil {
-		_, err = f.WriteString("[core]\n\tsparseCheckout = true\n\tsparseCheckoutCone = false\n")
-		if cerr := f.Close(); err == nil {
-			err = cerr
+func enableSparse(ctx context.Context, wt gitcmd.Runner, gitDir string, worktreeConfig bool, excludes string) error {
+	file := filepath.Join(gitDir, "config.worktree")
+	if worktreeConfig {
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		if err == nil {
+			text := "[core]\n\tsparseCheckout = true\n\tsparseCheckoutCone = false\n"
+			if excludes != "" {
+				text += "\texcludesFile = " + quoteConfigValue(excludes) + "\n"
+			}
+			_, err = f.WriteString(text)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			return err
 		}
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		// Not a new file after all: let git edit it.
+		for _, kv := range [][2]string{{"core.sparseCheckout", "true"}, {"core.sparseCheckoutCone", "false"}} {
+			if _, err := wt.Run(ctx, "config", "--file", file, kv[0], kv[1]); err != nil {
+				return err
+			}
+		}
+	} else if _, err := wt.Run(ctx, "sparse-checkout", "set", "--no-cone"); err != nil {
 		return err
 	}
-	if !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	// Not a new file after all: let git edit it.
-	for _, kv := range [][2]string{{"core.sparseCheckout", "true"}, {"core.sparseCheckoutCone", "false"}} {
-		if _, err := wt.Run(ctx, "config", "--worktree", kv[0], kv[1]); err != nil {
+	if excludes != "" {
+		// --file, not --worktree: the latter enumerates every worktree and
+		// fails when another is being created at the same moment.
+		if _, err := wt.Run(ctx, "config", "--file", file, "core.excludesFile", excludes); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// quoteConfigValue writes v as a double-quoted git configuration value.
+func quoteConfigValue(v string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; c {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\b':
+			b.WriteString(`\b`)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // rollback undoes a partly created worktree: the worktree (if git

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
@@ -230,6 +231,9 @@ func TestCreateBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := fixtureSpec()
+	tree := gittest.Git(t, repo, "rev-parse", "main^{tree}")
+	blob := gittest.Git(t, repo, "rev-parse", "main:README.md")
+	missing := strings.Repeat("0", len(tree))
 	cases := []struct {
 		name string
 		opts Options
@@ -244,9 +248,19 @@ func TestCreateBadInput(t *testing.T) {
 			exitcode.NotFound, `base "nosuch" is not a commit`},
 		{"base is a tree", Options{Path: "new", Branch: "b1", Base: "main^{tree}", Scope: good},
 			exitcode.NotFound, "is not a commit"},
+		{"base is a tree id", Options{Path: "new", Branch: "b1", Base: tree, Scope: good},
+			exitcode.NotFound, "is not a commit"},
+		{"base is a blob id", Options{Path: "new", Branch: "b1", Base: blob, Scope: good},
+			exitcode.NotFound, "is not a commit"},
+		{"base is a missing id", Options{Path: "new", Branch: "b1", Base: missing, Scope: good},
+			exitcode.NotFound, "is not a commit"},
 		{"branch exists", Options{Path: "new", Branch: "taken", Base: "main", Scope: good},
 			exitcode.State, "branch taken already exists"},
 		{"bad branch name", Options{Path: "new", Branch: "a..b", Base: "main", Scope: good},
+			exitcode.Usage, "not a valid branch name"},
+		{"branch name HEAD", Options{Path: "new", Branch: "HEAD", Base: "main", Scope: good},
+			exitcode.Usage, "not a valid branch name"},
+		{"branch name ending in a slash", Options{Path: "new", Branch: "a/", Base: "main", Scope: good},
 			exitcode.Usage, "not a valid branch name"},
 		{"path exists", Options{Path: "exists", Branch: "b1", Base: "main", Scope: good},
 			exitcode.State, "already exists"},
@@ -610,6 +624,108 @@ func TestCreateHonoursUmask(t *testing.T) {
 		}
 		if st := gittest.Git(t, res.Path, "status", "--porcelain", "--untracked-files=all"); st != "" {
 			t.Errorf("%s: git status in the worktree is not clean:\n%s", name, st)
+		}
+	}
+}
+
+// TestCreateGitCalls: given where the repository lives, its configuration
+// and a full commit id, Create starts four git processes: one to see that
+// the branch is new, one listing the tree, one adding the worktree and
+// one checking it out.
+func TestCreateGitCalls(t *testing.T) {
+	repo := newRepo(t)
+	// The first creation turns extensions.worktreeConfig on.
+	create(t, repo, "first", fixtureSpec())
+	base := gittest.Git(t, repo, "rev-parse", "main")
+	common := gittest.Git(t, repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	counter := gittest.NewGitCounter(t)
+	t.Setenv("PATH", counter.Dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	config := func(key string) (string, bool) {
+		if key == "extensions.worktreeconfig" {
+			return "true", true
+		}
+		return "", false
+	}
+	res, err := Create(context.Background(), Options{Repo: repo, Path: wtPath(repo, "counted"), Branch: "task-counted",
+		Base: base, Scope: fixtureSpec(), CommonDir: common, Config: config})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = MakeWritable(res.Path) })
+	calls := strings.Split(strings.TrimSpace(counter.Calls(t)), "\n")
+	sort.Strings(calls)
+	verbs := make([]string, len(calls))
+	for i, c := range calls {
+		f := strings.Fields(c)
+		verbs[i] = f[0]
+	}
+	if got := strings.Join(verbs, " "); got != "ls-tree read-tree show-ref worktree" {
+		t.Errorf("Create ran\n%s", strings.Join(calls, "\n"))
+	}
+	if got := gittest.Git(t, res.Path, "config", "core.sparseCheckout"); got != "true" {
+		t.Errorf("core.sparseCheckout = %q", got)
+	}
+}
+
+// TestCreateExcludesFile: the worktree's own configuration names the
+// excludes file, whether Create writes its config.worktree or git has
+// made it (the first worktree of a repository), and whatever characters
+// the path holds.
+func TestCreateExcludesFile(t *testing.T) {
+	gittest.Scrub(t)
+	repo := filepath.Join(t.TempDir(), `odd "name" \ #1 ;x`)
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, repo, "init", "-q", "-b", "main")
+	gittest.WriteFiles(t, repo, map[string]string{"src/a.go": "package a\n", "README.md": "# r\n"})
+	gittest.Git(t, repo, "add", "-A")
+	gittest.Git(t, repo, "commit", "-q", "-m", "files")
+	appendExclude(t, repo)
+	for _, name := range []string{"first", "second"} {
+		res, err := Create(context.Background(), Options{Repo: repo, Path: wtPath(repo, name), Branch: "task-" + name,
+			Base: "main", Scope: scope.Spec{Write: []string{"src/**"}}, ExcludesFile: "info/more-exclude"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = MakeWritable(res.Path) })
+		want := filepath.Join(res.GitDir, "info", "more-exclude")
+		if got := gittest.Git(t, res.Path, "config", "core.excludesFile"); got != want {
+			t.Errorf("%s: core.excludesFile = %q, want %q", name, got, want)
+		}
+		if err := os.WriteFile(want, []byte("/ignored\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(res.Path, "ignored"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if st := gittest.Git(t, res.Path, "status", "--porcelain", "--untracked-files=all"); st != "" {
+			t.Errorf("%s: status shows\n%s", name, st)
+		}
+	}
+}
+
+// TestPlainBranchName: every name Create takes as valid without asking
+// git, git takes as valid too.
+func TestPlainBranchName(t *testing.T) {
+	dir := gittest.Init(t)
+	for _, c := range []struct {
+		name  string
+		plain bool
+	}{
+		{"task-0123abcd-s89abcdef", true}, {"a/b_c/D-9", true}, {"x", true},
+		{"HEAD", false}, {"-x", false}, {"a/-x", false}, {"a//b", false}, {"a/", false}, {"/a", false},
+		{"a.b", false}, {"a..b", false}, {"a.lock", false}, {"a b", false}, {"a@{1}", false}, {"@", false},
+		{"a~1", false}, {"a^", false}, {"a:b", false}, {"a?", false}, {"a*", false}, {"a[b", false}, {`a\b`, false},
+		{"é", false}, {"", false},
+	} {
+		if got := plainBranchName(c.name); got != c.plain {
+			t.Errorf("plainBranchName(%q) = %v, want %v", c.name, got, c.plain)
+		}
+		if c.plain {
+			if _, err := (gitcmd.Runner{Dir: dir}).Run(context.Background(), "check-ref-format", "--branch", c.name); err != nil {
+				t.Errorf("git rejects %q: %v", c.name, err)
+			}
 		}
 	}
 }
