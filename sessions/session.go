@@ -5,8 +5,10 @@
 package sessions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -250,6 +252,32 @@ func Update(ctx context.Context, st *gitstore.Store, id, msg string, mutate func
 		return gitstore.Change{Data: s.Encode(), Message: msg}, nil
 	})
 	return out, err
+}
+
+// UpdateAt is Update for a caller that holds the session as it is at its
+// tip commit (as Create returned them): the change is written on top of
+// that commit without reading the document again. When the ref has moved
+// since, it is Update, which reads the session as it is now.
+func UpdateAt(ctx context.Context, st *gitstore.Store, cur Session, commit, msg string, mutate func(s *Session)) (Session, error) {
+	before := cur.Encode()
+	s := cur
+	mutate(&s)
+	data := s.Encode()
+	if bytes.Equal(data, before) {
+		return s, nil
+	}
+	c, err := st.CommitDoc(ctx, Kind, data, []string{commit}, msg)
+	if err != nil {
+		return Session{}, err
+	}
+	err = st.Transact(ctx, []gitstore.RefOp{{Verb: "update", Ref: Kind.Ref(cur.ID), New: c, Old: commit}})
+	if errors.Is(err, gitstore.ErrConflict) {
+		return Update(ctx, st, cur.ID, msg, mutate)
+	}
+	if err != nil {
+		return Session{}, &gitstore.UpdateError{Noun: Kind.Noun, ID: cur.ID, Err: err}
+	}
+	return s, nil
 }
 
 // Delete removes a session record (used only to roll back a failed
