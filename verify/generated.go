@@ -44,6 +44,12 @@ func GeneratedBlobs(ctx context.Context, worktree string, paths []string) (map[s
 	if err != nil {
 		return nil, fmt.Errorf("hash generated files: %w", err)
 	}
+	return GeneratedBlobsIn(worktree, format, paths)
+}
+
+// GeneratedBlobsIn is GeneratedBlobs for a caller that knows the
+// repository's object format ("sha1" or "sha256"), without asking git.
+func GeneratedBlobsIn(worktree, format string, paths []string) (map[string]string, error) {
 	out := make(map[string]string, len(paths))
 	for _, p := range paths {
 		rel := strings.Trim(filepath.ToSlash(p), "/")

@@ -27,6 +27,14 @@ func TestGeneratedBlobsMatchGit(t *testing.T) {
 	if _, err := GeneratedBlobs(ctxT(t), t.TempDir(), []string{"x"}); err == nil {
 		t.Errorf("GeneratedBlobs outside a repository: want an error")
 	}
+	// Told the format, the same ids without git.
+	in, err := GeneratedBlobsIn(f.wt, "sha1", []string{".agentmine/prompt.md"})
+	if err != nil || in[".agentmine/prompt.md"] != want {
+		t.Errorf("GeneratedBlobsIn = %v, %v; want the prompt's blob %s", in, err, want)
+	}
+	if _, err := GeneratedBlobsIn(f.wt, "md5", []string{".agentmine/prompt.md"}); err == nil {
+		t.Errorf("GeneratedBlobsIn with an unknown format: want an error")
+	}
 }
 
 func TestCheckGeneratedCommittedAsWritten(t *testing.T) {
