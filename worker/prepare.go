@@ -111,22 +111,19 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	if err := st.RequireCommits(ctx); err != nil {
 		return nil, err
 	}
-	tb, err := tasks.Load(ctx, st)
+	taskID, claimShort, err := resolveTask(ctx, st, o.Task)
 	if err != nil {
 		return nil, err
 	}
-	taskID, err := tb.Resolve(o.Task)
-	if err != nil {
-		return nil, err
-	}
-	// Only one process prepares a task at a time; the board is read after
-	// the claim, so it sees a session the previous holder just recorded.
-	release, err := claimTask(st, taskID, tb.ShortID(taskID))
+	// Only one process prepares a task at a time; the task's part of the
+	// board (the task, its blockers and their sessions) is read after the
+	// claim, so it sees a session the previous holder just recorded.
+	release, err := claimTask(st, taskID, claimShort)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	b, err := board.Load(ctx, st, e.Cfg.Base)
+	b, _, err := board.LoadTask(ctx, st, e.Cfg.Base, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -257,16 +254,26 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 			return nil, err
 		}
 	}
+	// The Memory Bank is read while the worktree is made.
+	var mems []memory.Memory
+	var memErr error
+	memRead := make(chan struct{})
+	go func() {
+		defer close(memRead)
+		mems, memErr = memory.Active(ctx, st)
+	}()
+	defer func() { <-memRead }()
 	st.RecordWorktree(gitstore.JournalWorktreeAdd, wtPath)
-	wt, err := worktree.Create(ctx, worktree.Options{Repo: e.Top, Path: wtPath, Branch: sess.Branch, Base: baseCommit, Scope: spec})
+	wt, err := worktree.Create(ctx, worktree.Options{Repo: e.Top, Path: wtPath, Branch: sess.Branch, Base: baseCommit, Scope: spec,
+		CommonDir: st.Location().CommonDir, Config: st.Config, ExcludesFile: excludeRel})
 	if err != nil {
 		return nil, fmt.Errorf("preparing the worktree for task %s: %w", short, err)
 	}
 	undo = append(undo, func() { worktree.Remove(context.WithoutCancel(ctx), e.Top, wtPath, sess.Branch, true) })
 
-	mems, err := memory.Active(ctx, st)
-	if err != nil {
-		return nil, err
+	<-memRead
+	if memErr != nil {
+		return nil, memErr
 	}
 	memPaths, err := memory.WriteSnapshot(wtPath, mems)
 	if err != nil {
@@ -290,11 +297,15 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	generated = append(generated, ctxFiles...)
 	// What was written, byte for byte: only that is exempt from the scope.
 	written := append(append([]string{PromptRel}, memPaths...), ctxFiles...)
-	blobs, err := verify.GeneratedBlobs(ctx, wtPath, written)
+	format := "sha1"
+	if st.HashLen() == 32 {
+		format = "sha256"
+	}
+	blobs, err := verify.GeneratedBlobsIn(wtPath, format, written)
 	if err != nil {
 		return nil, err
 	}
-	if err := ignoreGenerated(ctx, st, wtPath, wt.GitDir, generated); err != nil {
+	if err := ignoreGenerated(st, wt.GitDir, generated); err != nil {
 		return nil, err
 	}
 	promptFile := filepath.Join(wtPath, PromptRel)
@@ -305,7 +316,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		return nil, exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
 	}
 	clientVersion := <-version
-	sess, err = sessions.Update(ctx, st, sid, "session prepared: worktree ready", func(s *sessions.Session) {
+	sess, err = sessions.UpdateAt(ctx, st, sess, root, "session prepared: worktree ready", func(s *sessions.Session) {
 		s.ClientVersion = clientVersion
 		s.Sparse = wt.Patterns
 		s.Generated = generated
@@ -320,6 +331,27 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	}
 	return &Prepared{Rec: sessions.Record{Session: sess, Root: root}, Task: task, Agent: ag, Worktree: wtPath,
 		PromptFile: promptFile, Command: cmd, Client: client, Claimed: claimedOn, ClaimNote: claimNote}, nil
+}
+
+// resolveTask turns the task named on the command line into its canonical
+// id and short form, reading only the tasks near it. A full id needs no
+// reading: the board read after the claim (board.LoadTask) says whether
+// the task exists.
+func resolveTask(ctx context.Context, st *gitstore.Store, name string) (id, short string, err error) {
+	if p := strings.ToLower(strings.TrimSpace(name)); len(p) == gitstore.IDLen && gitstore.ValidID(p) {
+		return p, p[:gitstore.MinPrefix+4], nil
+	}
+	var refs, commits []string
+	if near := tasks.NearPatterns(name); near != nil {
+		if refs, commits, err = st.TipList(ctx, near...); err != nil {
+			return "", "", err
+		}
+	}
+	tb, id, err := tasks.LoadNear(ctx, st, name, refs, commits)
+	if err != nil {
+		return "", "", err
+	}
+	return id, tb.ShortID(id), nil
 }
 
 // removeLeftover removes a finished session's worktree for --replace,

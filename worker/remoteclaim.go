@@ -50,7 +50,13 @@ func (e *Env) claimRemoteFor(ctx context.Context, o RunOptions) string {
 	case config.FromFlag, config.FromEnv, config.FromGitConfig, config.FromFile:
 		return e.Cfg.Remote
 	}
-	if r := replica.DefaultRemote(e.St); replica.HasRemote(ctx, e.St, r) {
+	r := replica.DefaultRemote(e.St)
+	// The configuration read at start names no such remote in any letter
+	// case: no need to ask git (which tells the remote's case apart).
+	if _, ok := e.St.Config("remote." + r + ".url"); !ok {
+		return ""
+	}
+	if replica.HasRemote(ctx, e.St, r) {
 		return r
 	}
 	return ""

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
+)
+
+// TestWorkerRunGitCalls: preparing a worker (worker run without --exec,
+// the task named by its full id) starts at most 15 git processes, however
+// many files the worktree gets: the worktree costs four (branch check,
+// tree listing, worktree add, checkout), the task's part of the board,
+// the session record and the Memory Bank the rest.
+func TestWorkerRunGitCalls(t *testing.T) {
+	repo := testRepo(t)
+	run(t, repo, "git", "agentmine", "init")
+	gittest.WriteFiles(t, repo, map[string]string{
+		".agentmine/agents/bench.toml": "client = \"custom\"\ncommand = [\"true\"]\n[scope]\nwrite = [\"src/**\"]\n",
+		"src/a.go":                     "package a\n",
+		"docs/b.md":                    "# b\n",
+	})
+	gittest.Git(t, repo, "add", "-A")
+	gittest.Git(t, repo, "commit", "-qm", "files")
+	id := run(t, repo, "git", "agentmine", "task", "add", "counted", "-q")
+	counter := gittest.NewGitCounter(t)
+	cmd := exec.Command("git-agentmine", "worker", "run", id, "--agent", "bench", "--json")
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "PATH="+counter.Dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("worker run: %v\n%s", err, out)
+	}
+	calls := strings.TrimSpace(counter.Calls(t))
+	if n := len(strings.Split(calls, "\n")); n > 15 {
+		t.Errorf("worker run started %d git processes, want at most 15:\n%s", n, calls)
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".agentmine", "worktrees", "task-"+id[:8], "src", "a.go")); err != nil {
+		t.Errorf("the worktree was not made: %v", err)
+	}
+}
