@@ -108,9 +108,6 @@ const (
 // Prepare does steps 1-4 of the lifecycle (design §6) as one unit.
 func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error) {
 	st := e.St
-	if err := st.RequireCommits(ctx); err != nil {
-		return nil, err
-	}
 	taskID, claimShort, err := resolveTask(ctx, st, o.Task)
 	if err != nil {
 		return nil, err
@@ -174,6 +171,10 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	baseRef := firstNonEmpty(o.Base, task.Base, e.Cfg.Base)
 	baseCommit, err := st.Git().Output(ctx, "rev-parse", "--verify", "-q", baseRef+"^{commit}")
 	if err != nil || baseCommit == "" {
+		// In a repository with no commits no base can exist: say that.
+		if err := st.RequireCommits(ctx); err != nil {
+			return nil, err
+		}
 		return nil, exitcode.New(exitcode.NotFound, fmt.Errorf("base ref %q does not exist", baseRef), "pass --base <ref>, or set the base in .agentmine/config.toml")
 	}
 	timeout := o.Timeout
