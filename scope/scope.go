@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
 
@@ -65,6 +66,66 @@ func (a Access) String() string {
 type pattern struct {
 	glob    string // doublestar glob without leading "/" or trailing "/"
 	dirOnly bool   // the original ended in "/": it matches directories only
+	// shape, set when the pattern is compiled, lets match answer common
+	// globs without the general matcher; tail is what it compares.
+	shape shape
+	tail  string
+}
+
+// shape is a form of glob that match answers directly.
+type shape int
+
+const (
+	shapeGlob    shape = iota // anything else: doublestar decides
+	shapeLiteral              // no special character: the path itself
+	shapeBase                 // "**/" and one segment: the path's last segment matches tail
+	shapeSegment              // "**/" + a plain segment + "/**": some segment is tail
+)
+
+// globMeta are the characters that make a glob more than a literal path.
+const globMeta = "*?[]{}\\"
+
+// shapeOf recognises the globs match can answer without doublestar: only
+// ASCII ones, as doublestar compares runes and reads an invalid byte of a
+// path as U+FFFD.
+func shapeOf(glob string) (shape, string) {
+	for i := 0; i < len(glob); i++ {
+		if glob[i] >= utf8.RuneSelf {
+			return shapeGlob, ""
+		}
+	}
+	if !strings.ContainsAny(glob, globMeta) {
+		return shapeLiteral, glob
+	}
+	rest, ok := strings.CutPrefix(glob, "**/")
+	if !ok || rest == "" {
+		return shapeGlob, ""
+	}
+	if seg, ok := strings.CutSuffix(rest, "/**"); ok && seg != "" && !strings.ContainsAny(seg, globMeta+"/") {
+		return shapeSegment, seg
+	}
+	if !strings.Contains(rest, "/") && !strings.Contains(rest, "**") && !strings.Contains(rest, "\\") {
+		return shapeBase, rest
+	}
+	return shapeGlob, ""
+}
+
+// match reports whether the pattern matches path, as doublestar would.
+func (p pattern) match(path string) bool {
+	switch p.shape {
+	case shapeLiteral:
+		return path == p.tail
+	case shapeBase:
+		return doublestar.MatchUnvalidated(p.tail, path[strings.LastIndexByte(path, '/')+1:])
+	case shapeSegment:
+		for seg := range strings.SplitSeq(path, "/") {
+			if seg == p.tail {
+				return true
+			}
+		}
+		return false
+	}
+	return doublestar.MatchUnvalidated(p.glob, path)
 }
 
 // normalize turns a user pattern into its matching form, or returns an
@@ -142,6 +203,7 @@ func compileList(ps []string) []pattern {
 	out := make([]pattern, 0, len(ps))
 	for _, p := range ps {
 		if n, err := normalize(p); err == nil {
+			n.shape, n.tail = shapeOf(n.glob)
 			out = append(out, n)
 		}
 	}
@@ -163,7 +225,7 @@ func matchSelf(ps []pattern, path string, isDir bool) bool {
 		if p.dirOnly && !isDir {
 			continue
 		}
-		if doublestar.MatchUnvalidated(p.glob, path) {
+		if p.match(path) {
 			return true
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bmatcuk/doublestar/v4"
+
 	"github.com/git-agentmine/git-agentmine/exitcode"
 )
 
@@ -184,6 +186,35 @@ func TestAccessString(t *testing.T) {
 	for a, want := range map[Access]string{Absent: "absent", ReadOnly: "read-only", Writable: "writable"} {
 		if a.String() != want {
 			t.Errorf("%d.String() = %q", int(a), a.String())
+		}
+	}
+}
+
+// TestPatternShapes: the globs match answers without doublestar are
+// recognised, and every answer is doublestar's.
+func TestPatternShapes(t *testing.T) {
+	shapes := map[string]shape{
+		".env": shapeLiteral, "src/main.go": shapeLiteral, "**/*.env": shapeBase, "**/secrets": shapeBase,
+		"**/{a,b}.go": shapeBase, "**/secrets/**": shapeSegment, "**/a/b/**": shapeGlob, "**/*/**": shapeGlob,
+		"**": shapeGlob, "**/**": shapeGlob, "src/**": shapeGlob, "**/a\\*b": shapeGlob, "*.go": shapeGlob,
+		"\x80": shapeGlob, "ü.txt": shapeGlob, "**/ü": shapeGlob,
+	}
+	paths := []string{"", ".env", "a/.env", "x.env", "a/b/x.env", "secrets", "a/secrets", "secrets/k", "a/secrets/k",
+		"asecrets/k", "a/secretsx", "a//secrets", "src/main.go", "src/main.gox", "a/b", "a/b/c", "a.go", "b.go", "c/a.go",
+		"a*b", "x/a*b", "a/x.env/", "a//x.env", "\x80", "a/\x80/secrets", "\x80/x.env", "ü.txt", "\uFFFD"}
+	for glob, want := range shapes {
+		n, err := normalize(glob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.shape, n.tail = shapeOf(n.glob)
+		if n.shape != want {
+			t.Errorf("shapeOf(%q) = %v, want %v", glob, n.shape, want)
+		}
+		for _, p := range paths {
+			if got, ds := n.match(p), doublestar.MatchUnvalidated(n.glob, p); got != ds {
+				t.Errorf("%q matching %q: %v, doublestar says %v", glob, p, got, ds)
+			}
 		}
 	}
 }
