@@ -185,14 +185,21 @@ func (l *layout) makeDirs(root string) error {
 // the root's .git is skipped), reporting every difference as one error.
 // On the way it gives every file the write permission its access allows
 // and makes read-only the directories that can hold no writable path,
-// each directory opened once and its files changed through it: after a
-// mismatch some of them may have been changed, which does not matter to
-// Create, which removes the worktree then. Symbolic links are never
-// changed. git created the files with gitUmask while the process's umask
-// is umask (-1 when unknown), so a file's mode is known without a stat.
+// each directory opened once (through its parent's descriptor) and its
+// files changed through it: after a mismatch some of them may have been
+// changed, which does not matter to Create, which removes the worktree
+// then. Symbolic links are never changed. git created the files with
+// gitUmask while the process's umask is umask (-1 when unknown), so a
+// file's mode is known without a stat.
 func (l *layout) checkAndApply(root string, spec scope.Spec, umask, gitUmask int) error {
-	c := checker{l: l, root: root, k: newDirCache(spec), umask: umask, gitUmask: gitUmask}
-	if err := c.dir(0); err != nil {
+	c := checker{l: l, root: root, k: newDirCache(spec), umask: umask, gitUmask: gitUmask, buf: make([]byte, 32<<10)}
+	fd, err := openDir(unix.AT_FDCWD, root, 0) // the root may be reached through a link
+	if err != nil {
+		return fmt.Errorf("apply permissions: %w", &fs.PathError{Op: "open", Path: root, Err: err})
+	}
+	err = c.dir(0, fd)
+	unix.Close(fd)
+	if err != nil {
 		return fmt.Errorf("apply permissions: %w", err)
 	}
 	if len(c.unexpected) > 0 || len(c.missing) > 0 {
@@ -208,6 +215,7 @@ type checker struct {
 	k                   *dirCache
 	umask, gitUmask     int
 	unexpected, missing []string
+	buf                 []byte // for directory entries
 }
 
 // full is the file system path of the slash-separated rel.
@@ -218,92 +226,131 @@ func (c *checker) full(rel string) string {
 	return c.root + string(filepath.Separator) + filepath.FromSlash(rel)
 }
 
-func byName(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) }
+// openDir opens the directory name (relative to the directory open as
+// at) for reading its entries, with the extra open flags (unix.O_NOFOLLOW
+// not to follow a symbolic link).
+func openDir(at int, name string, flags int) (int, error) {
+	for {
+		fd, err := unix.Openat(at, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|flags, 0)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
 
-// dir checks the directory dirs[d], which exists, against its listing,
-// and applies the permissions of what it holds and then its own.
-func (c *checker) dir(d int32) error {
+// dir checks the directory dirs[d], open as fd, against its entries, and
+// applies the permissions of what it holds and then its own.
+func (c *checker) dir(d int32, fd int) error {
 	plan := &c.l.dirs[d]
-	f, err := os.Open(c.full(plan.path))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	found, err := f.ReadDir(-1)
-	if err != nil {
-		return err
-	}
-	slices.SortFunc(found, byName)
-	fd := int(f.Fd())
 	kids := plan.kids
-	for len(found) > 0 || len(kids) > 0 {
-		switch {
-		case len(kids) == 0 || len(found) > 0 && found[0].Name() < kids[0].name:
-			e := found[0]
-			found = found[1:]
-			if plan.path == "" && e.Name() == ".git" {
-				continue
+	seen := make([]bool, len(kids))
+	var subdirs []int
+	err := readDirents(fd, c.buf, func(name []byte, typ uint8) error {
+		if d == 0 && string(name) == ".git" {
+			return nil
+		}
+		// kids are sorted by name: find this one, if it is there.
+		lo, hi := 0, len(kids)
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if kids[m].name < string(name) {
+				lo = m + 1
+			} else {
+				hi = m
 			}
-			if err := c.extra(joinPath(plan.path, e.Name()), e); err != nil {
-				return err
+		}
+		if typ == unix.DT_UNKNOWN {
+			var st unix.Stat_t
+			if err := unix.Fstatat(fd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return &fs.PathError{Op: "stat", Path: c.full(joinPath(plan.path, string(name))), Err: err}
 			}
-		case len(found) == 0 || kids[0].name < found[0].Name():
-			c.absent(plan.path, kids[0])
-			kids = kids[1:]
-		default:
-			e, k := found[0], kids[0]
-			found, kids = found[1:], kids[1:]
-			if err := c.match(fd, plan.path, e, k); err != nil {
-				return err
-			}
-			// A malformed tree may name the same path twice: only the
-			// first can match what is there.
-			for len(kids) > 0 && kids[0].name == k.name {
-				c.absent(plan.path, kids[0])
-				kids = kids[1:]
-			}
+			typ = direntType(uint32(st.Mode))
+		}
+		if lo == len(kids) || kids[lo].name != string(name) {
+			return c.extra(joinPath(plan.path, string(name)), typ == unix.DT_DIR)
+		}
+		// A malformed tree may name the same path twice: only the first
+		// can match what is there, and the others are missing.
+		seen[lo] = true
+		if k := kids[lo]; k.dir >= 0 && typ == unix.DT_DIR {
+			subdirs = append(subdirs, lo)
+			return nil
+		}
+		return c.match(fd, plan.path, kids[lo], typ)
+	})
+	if err != nil {
+		return &fs.PathError{Op: "read", Path: c.full(plan.path), Err: err}
+	}
+	for i, k := range kids {
+		if !seen[i] {
+			c.absent(plan.path, k)
+		}
+	}
+	for _, i := range subdirs {
+		k := kids[i]
+		sub, err := openDir(fd, k.name, unix.O_NOFOLLOW)
+		if err != nil {
+			return &fs.PathError{Op: "open", Path: c.full(c.l.dirs[k.dir].path), Err: err}
+		}
+		err = c.dir(k.dir, sub)
+		unix.Close(sub)
+		if err != nil {
+			return err
 		}
 	}
 	if c.k.writable(plan.path) {
 		return nil
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		return err
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &fs.PathError{Op: "stat", Path: c.full(plan.path), Err: err}
 	}
-	perm := fi.Mode().Perm() | fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)
-	if want := perm &^ writeBits; want != perm {
-		return f.Chmod(want)
+	perm := uint32(st.Mode) & 0o7777
+	if want := perm &^ uint32(writeBits); want != perm {
+		if err := unix.Fchmod(fd, want); err != nil {
+			return &fs.PathError{Op: "chmod", Path: c.full(plan.path), Err: err}
+		}
 	}
 	return nil
 }
 
-// match checks the entry e found in the directory dir (open as fd) where
-// the layout has k, and gives a file the write permission its access
-// allows.
-func (c *checker) match(fd int, dir string, e fs.DirEntry, k kid) error {
-	rel := joinPath(dir, k.name)
-	if k.dir >= 0 {
-		if !e.IsDir() {
-			c.unexpected = append(c.unexpected, rel)
-			c.absent(dir, k)
-			return nil
-		}
-		return c.dir(k.dir)
+// direntType is the directory entry type of a file of mode.
+func direntType(mode uint32) uint8 {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return unix.DT_DIR
+	case unix.S_IFREG:
+		return unix.DT_REG
+	case unix.S_IFLNK:
+		return unix.DT_LNK
+	}
+	return unix.DT_UNKNOWN
+}
+
+// match checks the entry of type typ found in the directory dir (open as
+// fd) where the layout has k, and gives a file the write permission its
+// access allows.
+func (c *checker) match(fd int, dir string, k kid, typ uint8) error {
+	if k.dir >= 0 { // not a directory where the layout has one
+		c.unexpected = append(c.unexpected, joinPath(dir, k.name))
+		c.absent(dir, k)
+		return nil
 	}
 	te := c.l.entries.at(int(k.entry))
 	if te.mode == modeGitlink {
-		if !e.IsDir() {
+		if typ != unix.DT_DIR {
+			rel := joinPath(dir, k.name)
 			c.unexpected = append(c.unexpected, rel)
 			c.missing = append(c.missing, rel)
 		}
 		return nil // never descended into
 	}
-	if e.IsDir() {
+	if typ == unix.DT_DIR {
+		rel := joinPath(dir, k.name)
 		c.missing = append(c.missing, rel)
-		return c.extra(rel, e)
+		return c.extra(rel, true)
 	}
-	if !e.Type().IsRegular() {
+	if typ != unix.DT_REG {
 		return nil // a link: chmod would follow it
 	}
 	writable := te.access == scope.Writable
@@ -322,16 +369,16 @@ func (c *checker) match(fd int, dir string, e fs.DirEntry, k kid) error {
 		if want == base&^c.gitUmask {
 			return nil
 		}
-		return c.chmodAt(fd, rel, k.name, uint32(want))
+		return c.chmodAt(fd, dir, k.name, uint32(want))
 	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(fd, k.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return &fs.PathError{Op: "stat", Path: c.full(rel), Err: err}
+		return &fs.PathError{Op: "stat", Path: c.full(joinPath(dir, k.name)), Err: err}
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG {
 		return nil // changed since it was listed
 	}
-	perm := st.Mode & 0o7777
+	perm := uint32(st.Mode) & 0o7777
 	want := perm &^ uint32(writeBits)
 	if writable {
 		want = perm | 0o200
@@ -339,19 +386,19 @@ func (c *checker) match(fd int, dir string, e fs.DirEntry, k kid) error {
 	if want == perm {
 		return nil
 	}
-	return c.chmodAt(fd, rel, k.name, want)
+	return c.chmodAt(fd, dir, k.name, want)
 }
 
-// chmodAt sets the mode of the file rel, named name in the directory open
-// as fd.
-func (c *checker) chmodAt(fd int, rel, name string, mode uint32) error {
+// chmodAt sets the mode of the file name in the directory dir, open as
+// fd.
+func (c *checker) chmodAt(fd int, dir, name string, mode uint32) error {
 	for {
 		err := unix.Fchmodat(fd, name, mode, 0)
 		switch {
 		case err == unix.EINTR:
 			continue
 		case err != nil:
-			return &fs.PathError{Op: "chmod", Path: c.full(rel), Err: err}
+			return &fs.PathError{Op: "chmod", Path: c.full(joinPath(dir, name)), Err: err}
 		}
 		return nil
 	}
@@ -359,8 +406,8 @@ func (c *checker) chmodAt(fd int, rel, name string, mode uint32) error {
 
 // extra records what the layout does not have at rel: a file or link, or
 // every file and link beneath a directory.
-func (c *checker) extra(rel string, f fs.DirEntry) error {
-	if !f.IsDir() {
+func (c *checker) extra(rel string, isDir bool) error {
+	if !isDir {
 		c.unexpected = append(c.unexpected, rel)
 		return nil
 	}

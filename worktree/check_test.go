@@ -2,11 +2,14 @@ package worktree
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/git-agentmine/git-agentmine/scope"
 )
@@ -158,6 +161,12 @@ func TestCheckAndApplyMismatch(t *testing.T) {
 		{"missing gitlink", func(root string) error {
 			return os.Remove(filepath.Join(root, "vendor/sub"))
 		}, `1 in scope but missing ("vendor/sub")`},
+		{"link for a directory", func(root string) error {
+			if err := os.RemoveAll(filepath.Join(root, "docs")); err != nil {
+				return err
+			}
+			return os.Symlink("src", filepath.Join(root, "docs"))
+		}, `1 present but out of scope ("docs"); 1 in scope but missing ("docs/guide.md")`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			root := checkFixture(t)
@@ -180,6 +189,77 @@ func TestCheckAndApplyEmptyDirectoriesAllowed(t *testing.T) {
 	}
 	if err := newLayout(checkTree()).checkAndApply(root, checkSpec, -1, -1); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCheckAndApplyTwiceNamed: a malformed tree naming a path twice has
+// one of them missing, as only one file can be there.
+func TestCheckAndApplyTwiceNamed(t *testing.T) {
+	root := checkFixture(t)
+	entries := checkTree().all()
+	entries = append(entries[:1], entries...)
+	err := newLayout(listOf(entries)).checkAndApply(root, checkSpec, -1, -1)
+	if want := `: 1 in scope but missing ("README.md")`; err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Fatalf("error %v, want one ending %q", err, want)
+	}
+}
+
+// TestCheckAndApplyBigDirectory: a directory whose entries take several
+// reads is checked and changed whole.
+func TestCheckAndApplyBigDirectory(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, ".git"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "big"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var entries []entry
+	for i := range 3000 {
+		name := fmt.Sprintf("big/%s-%04d.txt", strings.Repeat("n", 40), i)
+		if err := os.WriteFile(filepath.Join(root, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, entry{path: name, mode: modeFile, access: scope.ReadOnly})
+	}
+	spec := scope.Spec{Write: []string{"other/**"}}
+	if err := newLayout(listOf(entries)).checkAndApply(root, spec, -1, -1); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if got := mode(t, filepath.Join(root, e.path)).Perm(); got != 0o444 {
+			t.Fatalf("%s: mode %v, want 0444", e.path, got)
+		}
+	}
+	if got := mode(t, filepath.Join(root, "big")).Perm(); got != 0o555 {
+		t.Errorf("big: mode %v, want 0555", got)
+	}
+	// The last of them missing is noticed too.
+	if err := os.Chmod(filepath.Join(root, "big"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(root, entries[len(entries)-1].path)); err != nil {
+		t.Fatal(err)
+	}
+	err := newLayout(listOf(entries)).checkAndApply(root, spec, -1, -1)
+	if want := fmt.Sprintf(": 1 in scope but missing (%q)", entries[len(entries)-1].path); err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Fatalf("error %v, want one ending %q", err, want)
+	}
+}
+
+// TestCheckAndApplyRootThroughLink: the worktree's own path may lead
+// through a symbolic link; only links inside it are never followed.
+func TestCheckAndApplyRootThroughLink(t *testing.T) {
+	root := checkFixture(t)
+	link := filepath.Join(t.TempDir(), "wt")
+	if err := os.Symlink(root, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := newLayout(checkTree()).checkAndApply(link, checkSpec, -1, -1); err != nil {
+		t.Fatal(err)
+	}
+	if got := mode(t, filepath.Join(root, "README.md")).Perm(); got != 0o444 {
+		t.Errorf("README.md: mode %v, want 0444", got)
 	}
 }
 
@@ -228,5 +308,16 @@ func TestParseTreeMany(t *testing.T) {
 	}
 	if got.len() != len(want) || !reflect.DeepEqual(got.all(), want) {
 		t.Errorf("parseTree read %d entries, not the %d written", got.len(), len(want))
+	}
+}
+
+func TestDirentType(t *testing.T) {
+	for mode, want := range map[uint32]uint8{
+		unix.S_IFDIR | 0o755: unix.DT_DIR, unix.S_IFREG | 0o644: unix.DT_REG, unix.S_IFLNK | 0o777: unix.DT_LNK,
+		unix.S_IFIFO | 0o644: unix.DT_UNKNOWN,
+	} {
+		if got := direntType(mode); got != want {
+			t.Errorf("direntType(%o) = %d, want %d", mode, got, want)
+		}
 	}
 }
