@@ -12,11 +12,12 @@ import (
 )
 
 // TestWorkerRunGitCalls: preparing a worker (worker run without --exec,
-// the task named by its full id) starts at most 13 git processes, however
+// the task named by its full id) starts at most 9 git processes, however
 // many files the worktree gets: the worktree costs four (branch check,
-// tree listing, worktree add, checkout), the task's part of the board,
-// the session record and the Memory Bank the rest. The repository's first
-// worktree may take one more, to turn on per-worktree configuration.
+// worktree add, tree listing, checkout), finding the repository and its
+// identity two, the base one and the session record two; the board and
+// the Memory Bank are read in-process. The repository's first worktree
+// takes two more, to turn on per-worktree configuration.
 func TestWorkerRunGitCalls(t *testing.T) {
 	repo := testRepo(t)
 	run(t, repo, "git", "agentmine", "init")
@@ -28,7 +29,7 @@ func TestWorkerRunGitCalls(t *testing.T) {
 	gittest.Git(t, repo, "add", "-A")
 	gittest.Git(t, repo, "commit", "-qm", "files")
 	counter := gittest.NewGitCounter(t)
-	for i, most := range []int{14, 13} {
+	for i, most := range []int{11, 9} {
 		id := run(t, repo, "git", "agentmine", "task", "add", fmt.Sprintf("counted %d", i), "-q")
 		counter.Reset()
 		cmd := exec.Command("git-agentmine", "worker", "run", id, "--agent", "bench", "--json")
