@@ -103,9 +103,10 @@ type Store struct {
 	journalWarnOnce sync.Once
 }
 
-// Open locates the repository containing dir and prepares the store: one
-// git call for the location and object format. The identities and git's
-// config are read on first use.
+// Open locates the repository containing dir and prepares the store: in
+// the ordinary case in-process (discoverLocal), else with one git call for
+// the location and object format. The identities and git's config are
+// read on first use.
 func Open(ctx context.Context, dir string) (*Store, error) {
 	// The git binary is looked up once here; every command the store (and
 	// whoever uses Git()) runs starts that binary.
@@ -118,6 +119,12 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 	for _, k := range identityVars {
 		if v, ok := os.LookupEnv(k); ok {
 			s.identEnv[k] = v
+		}
+	}
+	if !s.gitReads {
+		if d, ok := discoverLocal(dir, os.Getenv); ok {
+			s.loc, s.objDir, s.sha1 = d.loc, d.objDir, d.sha1
+			return s, nil
 		}
 	}
 	loc, extra, err := r.LocateWith(ctx, []string{"--show-object-format"}, []string{"--git-path", "objects"})

@@ -1,0 +1,279 @@
+package gitstore
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/git-agentmine/git-agentmine/gitcmd"
+)
+
+// Every command opens the store, and asking git where the repository is
+// (`git rev-parse`) was one process start of every command: about 9 ms of
+// a 45 ms `task show` on the development machine. discoverLocal finds the
+// repository as git does in the ordinary case — a working tree whose .git
+// is the repository or names it, found by walking up from the directory —
+// and gives up, leaving the answer to git, on anything else: a variable
+// that changes discovery (GIT_DIR, GIT_CEILING_DIRECTORIES, ...), a
+// configuration given on git's command line, a bare repository, a
+// core.worktree or core.bare setting, includes, a repository extension
+// other than the object format, a file-system boundary crossed, a
+// symbolic link named .git, or a repository owned by another user (git's
+// safe.directory rules decide those). The tests compare its answers with
+// git's for each layout it accepts.
+
+// discoveryVars are the environment variables that change how git finds
+// a repository or reads its configuration; when one is set, git answers.
+var discoveryVars = []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+	"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+	"GIT_NAMESPACE", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_IMPLICIT_WORK_TREE"}
+
+// discovered is what Open needs to know of a repository.
+type discovered struct {
+	loc    gitcmd.Location
+	objDir string
+	sha1   bool
+}
+
+// discoverLocal finds the repository containing dir in-process; ok is false
+// when git must answer (see above).
+func discoverLocal(dir string, getenv func(string) string) (d discovered, ok bool) {
+	for _, v := range discoveryVars {
+		if getenv(v) != "" {
+			return d, false
+		}
+	}
+	if os.Geteuid() == 0 && getenv("SUDO_UID") != "" {
+		return d, false // git's ownership rule has a case of its own for sudo
+	}
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return d, false
+		}
+		dir = wd
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return d, false
+	}
+	// git works from the physical directory (getcwd), symbolic links
+	// resolved.
+	start, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return d, false
+	}
+	var startSt syscall.Stat_t
+	if syscall.Stat(start, &startSt) != nil {
+		return d, false
+	}
+	for cur := start; ; {
+		var st syscall.Stat_t
+		if syscall.Stat(cur, &st) != nil || st.Dev != startSt.Dev {
+			return d, false
+		}
+		dotGit := filepath.Join(cur, ".git")
+		fi, err := os.Lstat(dotGit)
+		switch {
+		case err == nil && fi.IsDir():
+			return openFound(cur, dotGit)
+		case err == nil && fi.Mode().IsRegular():
+			gitDir, ok := readGitFile(cur, dotGit)
+			if !ok {
+				return d, false
+			}
+			return openFound(cur, gitDir)
+		case err == nil || !os.IsNotExist(err):
+			return d, false // a symbolic link, or something stranger
+		case isGitDir(cur):
+			return d, false // a bare repository, or inside a .git directory
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return d, false // git says there is no repository, in its words
+		}
+		cur = parent
+	}
+}
+
+// readGitFile reads a .git file ("gitdir: <path>", relative to the
+// directory holding it) and returns the directory it names.
+func readGitFile(top, path string) (string, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	gd, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "gitdir: ")
+	if !ok || gd == "" {
+		return "", false
+	}
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(top, gd)
+	}
+	return gd, true
+}
+
+// openFound checks the repository found for the working tree top with git
+// directory gitDir and reads what Open needs of it.
+func openFound(top, gitDir string) (d discovered, ok bool) {
+	gitDir, err := filepath.EvalSymlinks(gitDir)
+	if err != nil {
+		return d, false
+	}
+	common := gitDir
+	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		c := strings.TrimSpace(string(b))
+		if c == "" {
+			return d, false
+		}
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(gitDir, c)
+		}
+		if common, err = filepath.EvalSymlinks(c); err != nil {
+			return d, false
+		}
+	} else if !os.IsNotExist(err) {
+		return d, false
+	}
+	if !isGitDirWith(gitDir, common) {
+		return d, false
+	}
+	// Owned by another user: git's safe.directory rules apply.
+	uid := uint32(os.Geteuid())
+	for _, p := range []string{top, gitDir, common} {
+		var st syscall.Stat_t
+		if syscall.Stat(p, &st) != nil || st.Uid != uid {
+			return d, false
+		}
+	}
+	sha1, ok := plainConfig(filepath.Join(common, "config"))
+	if !ok {
+		return d, false
+	}
+	if gitDir != common {
+		if _, err := os.Stat(filepath.Join(gitDir, "config.worktree")); err == nil {
+			return d, false
+		}
+	}
+	return discovered{loc: gitcmd.Location{Top: top, GitDir: gitDir, CommonDir: common},
+		objDir: filepath.Join(common, "objects"), sha1: sha1}, true
+}
+
+// isGitDir reports whether dir looks like a git directory to git: HEAD,
+// objects and refs (for a linked worktree's, the common directory's).
+func isGitDir(dir string) bool {
+	common := dir
+	if b, err := os.ReadFile(filepath.Join(dir, "commondir")); err == nil {
+		c := strings.TrimSpace(string(b))
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(dir, c)
+		}
+		common = c
+	}
+	return isGitDirWith(dir, common)
+}
+
+// isGitDirWith is isGitDir with the common directory known.
+func isGitDirWith(gitDir, common string) bool {
+	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return false
+	}
+	h := strings.TrimSpace(string(head))
+	if !strings.HasPrefix(h, "ref: refs/") && !isHexID(h, 40) && !isHexID(h, 64) {
+		return false
+	}
+	for _, sub := range []string{"objects", "refs"} {
+		fi, err := os.Stat(filepath.Join(common, sub))
+		if err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
+}
+
+// plainConfig reads a repository's config file for what would make git
+// find or read the repository differently than discoverLocal assumes, and
+// returns whether its object format is SHA-1; ok is false when git must
+// answer: includes, core.worktree, core.bare true, an extension other
+// than objectFormat (refStorage, worktreeConfig, ...), a repository format
+// newer than 1, a line continued with a backslash, or a file it cannot
+// read.
+func plainConfig(path string) (sha1, ok bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, false
+	}
+	sha1 = true
+	section := ""
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if strings.HasSuffix(line, `\`) {
+			return false, false
+		}
+		if line[0] == '[' {
+			end := strings.IndexByte(line, ']')
+			if end < 0 {
+				return false, false
+			}
+			name := strings.ToLower(strings.TrimSpace(line[1:end]))
+			if sub := strings.IndexAny(name, " \t\""); sub >= 0 {
+				name = name[:sub]
+			}
+			section = name
+			if section == "include" || section == "includeif" {
+				return false, false
+			}
+			line = strings.TrimSpace(line[end+1:])
+			if line == "" || line[0] == '#' || line[0] == ';' {
+				continue
+			}
+		}
+		key, value, _ := strings.Cut(line, "=")
+		key = strings.ToLower(strings.TrimSpace(key))
+		value = strings.ToLower(strings.Trim(strings.TrimSpace(value), `"`))
+		if i := strings.IndexAny(value, "#;"); i >= 0 {
+			value = strings.TrimSpace(value[:i])
+		}
+		switch section {
+		case "core":
+			switch key {
+			case "worktree":
+				return false, false
+			case "bare":
+				if value != "false" && value != "no" && value != "off" && value != "0" {
+					return false, false
+				}
+			case "repositoryformatversion":
+				if value != "0" && value != "1" {
+					return false, false
+				}
+			}
+		case "extensions":
+			if key != "objectformat" {
+				return false, false
+			}
+			switch value {
+			case "sha1":
+				sha1 = true
+			case "sha256":
+				sha1 = false
+			default:
+				return false, false
+			}
+		}
+	}
+	if sc.Err() != nil {
+		return false, false
+	}
+	return sha1, true
+}

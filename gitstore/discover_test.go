@@ -1,0 +1,145 @@
+package gitstore
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
+)
+
+// gitLocation is what git answers for dir: git dir, common dir, object
+// format, objects directory and top, as Open asks it.
+func gitLocation(t *testing.T, dir string) (discovered, bool) {
+	t.Helper()
+	cmd := exec.Command("git", "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir",
+		"--show-object-format", "--git-path", "objects", "--show-toplevel")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		return discovered{}, false
+	}
+	l := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(l) != 5 {
+		t.Fatalf("git rev-parse in %s: %q", dir, l)
+	}
+	d := discovered{sha1: l[2] == "sha1", objDir: l[3]}
+	d.loc.GitDir, d.loc.CommonDir, d.loc.Top = l[0], l[1], l[4]
+	return d, true
+}
+
+// TestDiscoverLocalMatchesGit: wherever discoverLocal answers, it answers
+// what git does; the layouts it must leave to git, it does.
+func TestDiscoverLocalMatchesGit(t *testing.T) {
+	gittest.Scrub(t)
+	root := t.TempDir()
+	repo := filepath.Join(root, "repo")
+	gittest.Git(t, root, "init", "-q", "-b", "main", "repo")
+	gittest.CommitFiles(t, repo, "init", map[string]string{"a/b/c.txt": "c\n"})
+	gittest.Git(t, repo, "worktree", "add", "-q", filepath.Join(root, "wt"), "-b", "wt")
+	os.MkdirAll(filepath.Join(root, "wt", "deep", "er"), 0o755)
+	// A symbolic link to the repository: git works from the physical path.
+	if err := os.Symlink(repo, filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, root, "init", "-q", "--object-format=sha256", "sha256")
+	// A submodule-style .git file with a relative path.
+	gittest.Git(t, root, "init", "-q", "sep")
+	os.MkdirAll(filepath.Join(root, "store"), 0o755)
+	if err := os.Rename(filepath.Join(root, "sep", ".git"), filepath.Join(root, "store", "sep.git")); err != nil {
+		t.Fatal(err)
+	}
+	gittest.WriteFiles(t, filepath.Join(root, "sep"), map[string]string{".git": "gitdir: ../store/sep.git\n"})
+	gittest.Git(t, root, "init", "-q", "--bare", "bare.git")
+	gittest.Git(t, root, "init", "-q", "cw")
+	gittest.Git(t, filepath.Join(root, "cw"), "config", "core.worktree", filepath.Join(root, "repo"))
+	gittest.Git(t, root, "init", "-q", "inc")
+	gittest.Git(t, filepath.Join(root, "inc"), "config", "include.path", "/dev/null")
+	gittest.Git(t, root, "init", "-q", "ext")
+	gittest.Git(t, filepath.Join(root, "ext"), "config", "extensions.worktreeConfig", "true")
+	gittest.Git(t, filepath.Join(root, "ext"), "config", "core.repositoryformatversion", "1")
+	os.MkdirAll(filepath.Join(root, "nogit"), 0o755)
+	os.MkdirAll(filepath.Join(root, "dotlink"), 0o755)
+	if err := os.Symlink(filepath.Join(repo, ".git"), filepath.Join(root, "dotlink", ".git")); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		dir   string
+		local bool // discoverLocal answers
+	}{
+		{"repo", true},
+		{"repo/a/b", true},
+		{"wt", true},
+		{"wt/deep/er", true},
+		{"link/a", true},
+		{"sha256", true},
+		{"sep", true},
+		{"repo/.git", false},
+		{"repo/.git/refs", false},
+		{"bare.git", false},
+		{"cw", false},
+		{"inc", false},
+		{"ext", false},
+		{"dotlink", false},
+	} {
+		dir := filepath.Join(root, c.dir)
+		got, ok := discoverLocal(dir, os.Getenv)
+		if ok != c.local {
+			t.Errorf("%s: discoverLocal answered %v, want %v", c.dir, ok, c.local)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		want, _ := gitLocation(t, dir)
+		if got != want {
+			t.Errorf("%s:\n in-process %+v\n git        %+v", c.dir, got, want)
+		}
+	}
+	// No repository at all (as far as the temporary directory goes, a
+	// parent may be one): discoverLocal never claims one git does not see.
+	if got, ok := discoverLocal(filepath.Join(root, "nogit"), os.Getenv); ok {
+		if want, gitOK := gitLocation(t, filepath.Join(root, "nogit")); !gitOK || got != want {
+			t.Errorf("nogit: in-process %+v, git %+v (found %v)", got, want, gitOK)
+		}
+	}
+	// A variable that changes discovery sends it to git.
+	for _, v := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_CEILING_DIRECTORIES", "GIT_CONFIG_PARAMETERS"} {
+		env := func(k string) string {
+			if k == v {
+				return "x"
+			}
+			return os.Getenv(k)
+		}
+		if _, ok := discoverLocal(repo, env); ok {
+			t.Errorf("with %s set, discoverLocal answered", v)
+		}
+	}
+}
+
+// TestOpenInProcessMatchesGit opens the store both ways in a linked
+// worktree's subdirectory: the same location either way.
+func TestOpenInProcessMatchesGit(t *testing.T) {
+	gittest.Scrub(t)
+	root := t.TempDir()
+	repo := filepath.Join(root, "repo")
+	gittest.Git(t, root, "init", "-q", "-b", "main", "repo")
+	gittest.CommitFiles(t, repo, "init", map[string]string{"a/b.txt": "b\n"})
+	gittest.Git(t, repo, "worktree", "add", "-q", filepath.Join(root, "wt"), "-b", "wt")
+	dir := filepath.Join(root, "wt", "a")
+	local, err := Open(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AGENTMINE_GIT_READS", "1")
+	viaGit, err := Open(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if local.loc != viaGit.loc || local.objDir != viaGit.objDir || local.sha1 != viaGit.sha1 {
+		t.Errorf("in-process %+v %s %v, git %+v %s %v", local.loc, local.objDir, local.sha1, viaGit.loc, viaGit.objDir, viaGit.sha1)
+	}
+}
