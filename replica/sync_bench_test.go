@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,11 +41,36 @@ func syncFastImport(tb testing.TB, dir string, ids []string, edit bool, field, v
 	gittest.Git(tb, dir, "pack-refs", "--all")
 }
 
+// syncChangedEntities is how many entities BenchmarkSync10k's sync changes
+// on either side: 1,000 changed on the remote, 1,000 locally, 500 of them
+// the same.
+const syncChangedEntities = 1500
+
 // BenchmarkSync10k: 10,000 entities; another clone changed 1,000 and pushed
 // them, this clone changed 1,000 (500 of them the same entities): the sync
 // fetches, fast-forwards 500, merges 500 and pushes 1,000. The baseline is
 // plain git fetching the same refs into the staging namespace and pushing
-// the same refs, on an identical copy, in the same run.
+// the same refs, on an identical copy, in the same run, alternating with
+// the sync.
+//
+// It reports, per sync:
+//   - ratio and cpu-ratio: wall-clock and CPU time of the sync against the
+//     baseline's. The sync runs in this process, so its CPU time is this
+//     process's plus that of the git processes it waited for (getrusage
+//     before and after); the baseline's is its git processes'. On a busy
+//     machine the CPU ratio is the steadier one.
+//   - git-procs: the git processes the sync starts itself (counted in an
+//     extra, untimed sync through a wrapper on PATH), against the
+//     baseline's 2; git's own helpers (upload-pack, pack-objects, …) are
+//     not counted on either side.
+//   - peak-B/changed-entity: agentmine's own memory per changed entity.
+//     Before the sync the heap is collected and returned to the system and
+//     the process's peak resident set (VmHWM) is reset to its current size
+//     (/proc/self/clear_refs); the sync's figure is how far the peak rose
+//     above that, divided by the 1,500 changed entities. Git's child
+//     processes are not in it: their memory is git's, as in the baseline.
+//     alloc-B/changed-entity is everything the sync allocated, collected
+//     or not.
 func BenchmarkSync10k(b *testing.B) {
 	gittest.Scrub(b)
 	// No detached auto-gc racing the fixture's own gc.
@@ -75,53 +105,132 @@ func BenchmarkSync10k(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	copyFixture := func() (string, string) {
+	copyFixture := func() string {
 		dst := b.TempDir()
 		if err := exec.Command("cp", "-a", fixture+"/.", dst).Run(); err != nil {
 			b.Fatal(err)
 		}
 		gittest.Git(b, filepath.Join(dst, "a"), "remote", "set-url", "origin", filepath.Join(dst, "remote.git"))
-		return filepath.Join(dst, "a"), filepath.Join(dst, "remote.git")
+		return filepath.Join(dst, "a")
+	}
+	sync := func(s *gitstore.Store, progress func(Progress)) {
+		b.Helper()
+		rep, err := Sync(context.Background(), s, Options{Progress: progress})
+		if err != nil || rep.Merged != 500 || rep.FastForwarded != 500 || rep.Pushed != 1000 {
+			b.Fatalf("sync: %+v %v", rep, err)
+		}
 	}
 	step("fixture")
-	var syncTotal, rawTotal time.Duration
-	var allocated uint64
+	var ours, raw sideCost
+	var allocated, peak uint64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		d1, _ := copyFixture()
-		d2, _ := copyFixture()
+		d1, d2 := copyFixture(), copyFixture()
 		s1 := syncOpen(b, d1, 30)
-		b.StartTimer()
+		runtime.GC()
+		debug.FreeOSMemory()
+		base := resetPeakRSS(b)
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
+		b.StartTimer()
 		t0 := time.Now()
 		last := t0
-		rep, err := Sync(context.Background(), s1, Options{Progress: func(p Progress) {
+		end := ours.start(b)
+		sync(s1, func(p Progress) {
 			if i == 0 && p.Done == 0 {
 				b.Logf("phase %-6s starts after %v (+%v)", p.Phase, time.Since(t0).Round(time.Millisecond), time.Since(last).Round(time.Millisecond))
 				last = time.Now()
 			}
-		}})
-		syncTotal += time.Since(t0)
+		})
+		end()
 		b.StopTimer()
+		peak += peakRSS(b) - base
 		runtime.ReadMemStats(&after)
 		allocated += after.TotalAlloc - before.TotalAlloc
-		if err != nil || rep.Merged != 500 || rep.FastForwarded != 500 || rep.Pushed != 1000 {
-			b.Fatalf("sync: %+v %v", rep, err)
-		}
-		t0 = time.Now()
+		end = raw.start(b)
 		gittest.Git(b, d2, "fetch", "-q", "--no-tags", "--prune", "origin", "+refs/agentmine/*:refs/agentmine-remote/origin/*")
 		gittest.Git(b, d2, "push", "-q", "--atomic", "--force", "origin", "refs/agentmine/*:refs/agentmine/*")
-		rawTotal += time.Since(t0)
+		end()
 		b.StartTimer()
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(syncTotal.Milliseconds())/float64(b.N), "sync-ms/op")
-	b.ReportMetric(float64(rawTotal.Milliseconds())/float64(b.N), "git-ms/op")
-	b.ReportMetric(float64(syncTotal)/float64(rawTotal), "ratio")
-	// What a sync allocates, per entity changed on either side (1,500 of
-	// them): with collection on, the process holds much less at once.
-	b.ReportMetric(float64(allocated)/float64(b.N)/1024, "alloc-KiB/op")
-	b.ReportMetric(float64(allocated)/float64(b.N)/1500, "alloc-B/changed-entity")
+	ms := func(d time.Duration) float64 { return float64(d.Milliseconds()) / float64(b.N) }
+	b.ReportMetric(ms(ours.wall), "sync-ms/op")
+	b.ReportMetric(ms(raw.wall), "git-ms/op")
+	b.ReportMetric(float64(ours.wall)/float64(raw.wall), "ratio")
+	b.ReportMetric(ms(ours.cpu), "sync-cpu-ms/op")
+	b.ReportMetric(ms(raw.cpu), "git-cpu-ms/op")
+	b.ReportMetric(float64(ours.cpu)/float64(raw.cpu), "cpu-ratio")
+	b.ReportMetric(float64(peak)/float64(b.N)/syncChangedEntities, "peak-B/changed-entity")
+	b.ReportMetric(float64(allocated)/float64(b.N)/syncChangedEntities, "alloc-B/changed-entity")
+
+	counter := gittest.NewGitCounter(b)
+	d := copyFixture()
+	path := os.Getenv("PATH")
+	b.Setenv("PATH", counter.Dir+string(os.PathListSeparator)+path)
+	counter.Reset()
+	sync(syncOpen(b, d, 30), nil)
+	b.Setenv("PATH", path)
+	b.ReportMetric(float64(counter.Count(b)), "git-procs")
+	b.Logf("git processes of one sync:\n%s", counter.Calls(b))
+}
+
+// sideCost sums the wall-clock and CPU time of one side's runs.
+type sideCost struct{ wall, cpu time.Duration }
+
+// start starts timing one run and returns the function that ends it. CPU
+// time is this process's (all threads) plus that of the children it waited
+// for meanwhile, read from getrusage before and after.
+func (s *sideCost) start(b *testing.B) func() {
+	b.Helper()
+	cpu0 := cpuTime(b, syscall.RUSAGE_SELF) + cpuTime(b, syscall.RUSAGE_CHILDREN)
+	t0 := time.Now()
+	return func() {
+		s.wall += time.Since(t0)
+		s.cpu += cpuTime(b, syscall.RUSAGE_SELF) + cpuTime(b, syscall.RUSAGE_CHILDREN) - cpu0
+	}
+}
+
+// cpuTime is the user plus system time getrusage reports for who.
+func cpuTime(b *testing.B, who int) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// resetPeakRSS resets this process's peak resident set size to its current
+// one and returns it, in bytes.
+func resetPeakRSS(b *testing.B) uint64 {
+	b.Helper()
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		b.Skipf("cannot reset the peak resident set size: %v", err)
+	}
+	return procStatus(b, "VmHWM")
+}
+
+// peakRSS returns this process's peak resident set size in bytes.
+func peakRSS(b *testing.B) uint64 { return procStatus(b, "VmHWM") }
+
+// procStatus reads a size field (in kB) of /proc/self/status, in bytes.
+func procStatus(b *testing.B, field string) uint64 {
+	b.Helper()
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				b.Fatalf("%s in /proc/self/status: %q", field, l)
+			}
+			return kb * 1024
+		}
+	}
+	b.Fatalf("no %s in /proc/self/status", field)
+	return 0
 }
