@@ -35,6 +35,8 @@ type graph struct {
 	commits map[string]*commitInfo
 	trees   map[string]treeDoc
 	blobs   map[string][]byte
+	// types holds the type of every object probe found.
+	types map[string]string
 }
 
 func newGraph(ctx context.Context, st Store) (*graph, error) {
@@ -42,7 +44,7 @@ func newGraph(ctx context.Context, st Store) (*graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &graph{batch: b, hashLen: st.HashLen(), commits: map[string]*commitInfo{}, trees: map[string]treeDoc{}, blobs: map[string][]byte{}}, nil
+	return &graph{batch: b, hashLen: st.HashLen(), commits: map[string]*commitInfo{}, trees: map[string]treeDoc{}, blobs: map[string][]byte{}, types: map[string]string{}}, nil
 }
 
 func (g *graph) close() { g.batch.Close() }
@@ -52,40 +54,75 @@ func (g *graph) readAll(names []string) ([]gitstore.Object, error) {
 	return g.batch.ReadMany(names)
 }
 
-// loadHistory reads the whole history of every tip, one batch per
-// generation across all tips.
-func (g *graph) loadHistory(tips []string) error {
-	queued := map[string]bool{}
-	var frontier []string
-	for _, t := range tips {
-		if t != "" && g.commits[t] == nil && !queued[t] {
-			queued[t] = true
-			frontier = append(frontier, t)
+// probe looks the named objects up in one round trip: it records the type
+// of each one present, loads those that are commits, and returns the set of
+// those missing.
+func (g *graph) probe(ids []string) (missing map[string]bool, err error) {
+	missing = map[string]bool{}
+	var want []string
+	for _, id := range ids {
+		if g.types[id] == "" && !missing[id] {
+			missing[id] = true
+			want = append(want, id)
 		}
 	}
-	for len(frontier) > 0 {
-		objs, err := g.readAll(frontier)
+	objs, err := g.readAll(want)
+	if err != nil {
+		return nil, err
+	}
+	for i, o := range objs {
+		id := want[i]
+		if o.Missing {
+			continue
+		}
+		delete(missing, id)
+		g.types[id] = o.Type
+		if o.Type == "commit" && g.commits[id] == nil {
+			c, err := parseCommit(o.Data)
+			if err != nil {
+				return nil, fmt.Errorf("reading commit %s: %w", id, err)
+			}
+			g.commits[id] = c
+		}
+	}
+	return missing, nil
+}
+
+// loadHistory reads the whole history of every tip, one batch per
+// generation across all tips; commits already loaded are not read again,
+// but their parents are walked.
+func (g *graph) loadHistory(tips []string) error {
+	seen := map[string]bool{}
+	level := tips
+	for len(level) > 0 {
+		var read, next []string
+		for _, c := range level {
+			if c == "" || seen[c] {
+				continue
+			}
+			seen[c] = true
+			if ci := g.commits[c]; ci != nil {
+				next = append(next, ci.parents...)
+			} else {
+				read = append(read, c)
+			}
+		}
+		objs, err := g.readAll(read)
 		if err != nil {
 			return err
 		}
-		var next []string
 		for i, o := range objs {
 			if o.Missing || o.Type != "commit" {
-				return fmt.Errorf("reading commit %s: object missing or not a commit", frontier[i])
+				return fmt.Errorf("reading commit %s: object missing or not a commit", read[i])
 			}
 			c, err := parseCommit(o.Data)
 			if err != nil {
-				return fmt.Errorf("reading commit %s: %w", frontier[i], err)
+				return fmt.Errorf("reading commit %s: %w", read[i], err)
 			}
-			g.commits[frontier[i]] = c
-			for _, p := range c.parents {
-				if g.commits[p] == nil && !queued[p] {
-					queued[p] = true
-					next = append(next, p)
-				}
-			}
+			g.commits[read[i]] = c
+			next = append(next, c.parents...)
 		}
-		frontier = next
+		level = next
 	}
 	return nil
 }

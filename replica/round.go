@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitcmd"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 )
 
@@ -21,8 +23,11 @@ type entityPlan struct {
 	local   string // "" when absent locally
 	remote  string // "" when absent on the remote
 	desired string // the tip both sides should have; "" to leave alone
-	action  string // up_to_date, push, create, ff, merge, pending, skip
+	action  string // push, create, ff, merge, pending, skip
 	base    string
+	// remoteMissing: the remote's tip is not in this repository (push
+	// fetches nothing, so the remote has changes this clone lacks).
+	remoteMissing bool
 }
 
 // ancPair holds the ancestor sets of a diverged entity's two tips.
@@ -31,6 +36,8 @@ type ancPair struct{ l, r map[string]bool }
 // notesPlan is what one round does with the notes ref.
 type notesPlan struct {
 	local, remote string
+	// remoteMissing: as for entityPlan.
+	remoteMissing bool
 	desired       string // "" to leave both alone
 	action        string // push, ff, merge or ""
 }
@@ -44,10 +51,16 @@ type round struct {
 	n      int
 	rep    Report
 
-	plans []*entityPlan
-	notes notesPlan
-	g     *graph
-	anc   map[string]ancPair
+	// plans has one plan per entity whose two sides differ; upToDate counts
+	// the others.
+	plans    []*entityPlan
+	upToDate int
+	notes    notesPlan
+	// staging is the staging namespace as this round knows it: the refs a
+	// previous sync left there when listed, then the ones this round wrote.
+	staging map[string]string
+	g       *graph
+	anc     map[string]ancPair
 }
 
 func (r *round) progress(phase string, done, total int) {
@@ -71,15 +84,17 @@ func (r *round) rulesFor(ref string) MergeRules {
 
 // run runs the round's steps.
 func (r *round) run(ctx context.Context) (again bool, err error) {
-	if err := r.fetch(ctx); err != nil {
-		return false, err
-	}
+	// The batch reader starts first: its process starts while both sides'
+	// refs are listed.
 	g, err := newGraph(ctx, r.st)
 	if err != nil {
 		return false, err
 	}
 	defer g.close()
 	r.g = g
+	if again, err := r.fetch(ctx); again || err != nil {
+		return again, err
+	}
 	if err := r.plan(); err != nil {
 		return false, err
 	}
@@ -100,55 +115,48 @@ func (r *round) run(ctx context.Context) (again bool, err error) {
 	return false, nil
 }
 
-// fetch copies the remote's agentmine refs into the staging namespace and
-// lists both sides' tips into one plan per entity ref.
-func (r *round) fetch(ctx context.Context) error {
-	prefix := stagingPrefix(r.remote)
+// fetch lists both sides' tips into one plan per entity whose sides differ,
+// and fetches the remote tips this repository lacks (push fetches nothing).
+// The remote's refs are listed with `git ls-remote` and its objects fetched
+// by id: no ref is written for them, so a clone that never synced does not
+// write (and later pack) a staging ref for every entity, only the objects
+// it lacks arrive, and one for-each-ref of the local refs remains. A fetched
+// object is unreferenced until the update step points a local ref at it;
+// like the objects sync writes, it is in the repository from the moment it
+// arrives and only a prune with no expiry could drop it.
+func (r *round) fetch(ctx context.Context) (again bool, err error) {
 	r.progress("fetch", 0, 0)
-	before, err := r.st.RefTips(ctx, prefix, stagingNotes(r.remote))
+	remoteTips, localTips, err := r.list(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if err := fetchStaging(ctx, r.st, r.remote); err != nil {
-		return err
-	}
-	tips, err := r.st.RefTips(ctx, gitstore.RefRoot, prefix, gitstore.NotesRef, stagingNotes(r.remote))
-	if err != nil {
-		return err
-	}
+	prefix := stagingPrefix(r.remote)
+	r.staging = map[string]string{}
 	byRef := map[string]*entityPlan{}
-	get := func(ref string) *entityPlan {
-		p := byRef[ref]
-		if p == nil {
-			p = &entityPlan{ref: ref}
-			byRef[ref] = p
-		}
-		return p
-	}
-	for ref, t := range tips {
+	for ref, t := range localTips {
 		switch {
 		case ref == gitstore.NotesRef:
 			r.notes.local = t.ID
-		case ref == stagingNotes(r.remote):
-			r.notes.remote = t.ID
-			if before[ref].ID != t.ID {
-				r.rep.Fetched++
-			}
-		case strings.HasPrefix(ref, prefix):
-			if before[ref].ID != t.ID {
-				r.rep.Fetched++
-			}
-			p := get(gitstore.RefRoot + strings.TrimPrefix(ref, prefix))
-			p.remote = t.ID
-			if t.Type != "commit" {
-				r.skip(p, fmt.Sprintf("on %s it points at a %s, not a commit", r.remote, t.Type))
-			}
+		case ref == stagingNotes(r.remote) || strings.HasPrefix(ref, prefix):
+			r.staging[ref] = t.ID
 		case strings.HasPrefix(ref, gitstore.RefRoot):
-			p := get(ref)
-			p.local = t.ID
-			if t.Type != "commit" && p.action != "skip" {
+			rid := remoteTips[ref]
+			if rid == t.ID && t.Type == "commit" {
+				r.upToDate++
+				continue
+			}
+			p := &entityPlan{ref: ref, local: t.ID, remote: rid}
+			if t.Type != "commit" {
 				r.skip(p, fmt.Sprintf("points at a %s, not a commit", t.Type))
 			}
+			byRef[ref] = p
+		}
+	}
+	for ref, id := range remoteTips {
+		if ref == gitstore.NotesRef {
+			r.notes.remote = id
+		} else if _, ok := localTips[ref]; !ok {
+			byRef[ref] = &entityPlan{ref: ref, remote: id}
 		}
 	}
 	r.plans = make([]*entityPlan, 0, len(byRef))
@@ -156,22 +164,119 @@ func (r *round) fetch(ctx context.Context) error {
 		r.plans = append(r.plans, p)
 	}
 	sort.Slice(r.plans, func(i, j int) bool { return r.plans[i].ref < r.plans[j].ref })
-	return nil
+
+	// The remote tips to look for: every one that differs from the local
+	// tip. Those present are read into the graph now (the plan reads them
+	// anyway); the others are fetched.
+	var tips []string
+	for _, p := range r.plans {
+		if p.remote != "" && p.action != "skip" {
+			tips = append(tips, p.remote)
+		}
+	}
+	if n := r.notes; n.remote != "" && n.remote != n.local {
+		tips = append(tips, n.remote)
+	}
+	missing, err := r.g.probe(tips)
+	if err != nil {
+		return false, fmt.Errorf("reading remote tips: %w", err)
+	}
+	if len(missing) > 0 && r.mode != modePush {
+		ids := make([]string, 0, len(missing))
+		for id := range missing {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		if moved, err := fetchObjects(ctx, r.st, r.remote, ids); moved || err != nil {
+			return moved, err
+		}
+		still, err := r.g.probe(ids)
+		if err != nil {
+			return false, fmt.Errorf("reading fetched tips: %w", err)
+		}
+		if len(still) > 0 {
+			return false, exitcode.New(exitcode.Git, fmt.Errorf("fetching agentmine state from %s: %d objects were not sent", r.remote, len(still)), "")
+		}
+	}
+	for _, p := range r.plans {
+		if p.remote == "" || p.action == "skip" {
+			continue
+		}
+		if missing[p.remote] {
+			if r.mode == modePush {
+				p.remoteMissing = true
+				continue
+			}
+			r.rep.Fetched++
+		}
+		if typ := r.g.types[p.remote]; typ != "commit" {
+			r.skip(p, fmt.Sprintf("on %s it points at a %s, not a commit", r.remote, typ))
+		}
+	}
+	if n := r.notes; n.remote != "" && n.remote != n.local && missing[n.remote] {
+		if r.mode == modePush {
+			r.notes.remoteMissing = true
+		} else {
+			r.rep.Fetched++
+		}
+	}
+	return false, nil
 }
 
-// fetchStaging copies the remote's agentmine refs into the staging
-// namespace, pruning staging refs the remote no longer has.
-func fetchStaging(ctx context.Context, st Store, remote string) error {
-	_, err := st.Git().Run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--no-recurse-submodules", remote,
-		"+"+gitstore.RefRoot+"*:"+stagingPrefix(remote)+"*",
-		// A glob, because an exact notes refspec fails when the remote has
-		// no notes yet; the negative refspec keeps other notes refs out.
-		"+"+gitstore.NotesRef+"*:"+stagingNotes(remote)+"*",
-		"^"+gitstore.NotesRef+"-*")
-	if err != nil {
-		return exitcode.New(exitcode.Git, fmt.Errorf("fetching agentmine state from %s: %w", remote, err), "check that the remote exists and is reachable: git ls-remote "+remote)
+// list reads the remote's tips with `git ls-remote` and, meanwhile, the
+// local ones (with the staging refs a previous sync left) with one
+// for-each-ref.
+func (r *round) list(ctx context.Context) (remote map[string]string, local map[string]gitstore.RefTip, err error) {
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		remote, err = listRemote(ctx, r.st, r.remote)
+		done <- err
+	}()
+	local, err = r.st.RefTips(ctx, gitstore.RefRoot, gitstore.NotesRef, stagingPrefix(r.remote), stagingNotes(r.remote))
+	if rerr := <-done; rerr != nil {
+		return nil, nil, rerr
 	}
-	return nil
+	return remote, local, err
+}
+
+// listRemote returns the remote's entity refs and notes ref, by full name,
+// with the objects they point at.
+func listRemote(ctx context.Context, st Store, remote string) (map[string]string, error) {
+	out, err := st.Git().Run(ctx, "ls-remote", "--refs", remote)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Git, fmt.Errorf("fetching agentmine state from %s: %w", remote, err), "check that the remote exists and is reachable: git ls-remote "+remote)
+	}
+	tips := map[string]string{}
+	for len(out) > 0 {
+		var line []byte
+		line, out, _ = bytes.Cut(out, []byte("\n"))
+		id, ref, ok := bytes.Cut(line, []byte("\t"))
+		if ok && (bytes.HasPrefix(ref, []byte(gitstore.RefRoot)) || string(ref) == gitstore.NotesRef) {
+			tips[string(ref)] = string(id)
+		}
+	}
+	return tips, nil
+}
+
+// fetchObjects fetches the named objects (and what they need) from the
+// remote, writing no ref. It reports moved=true when the remote no longer
+// has one: it moved since it was listed.
+func fetchObjects(ctx context.Context, st Store, remote string, ids []string) (moved bool, err error) {
+	in := strings.Join(ids, "\n") + "\n"
+	_, err = st.Git().RunInput(ctx, strings.NewReader(in), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--stdin", remote)
+	if err == nil {
+		return false, nil
+	}
+	var ge *gitcmd.Error
+	if errors.As(err, &ge) && !ge.Canceled {
+		for _, w := range []string{"not our ref", "unadvertised object", "no such remote ref"} {
+			if strings.Contains(ge.Stderr, w) {
+				return true, nil
+			}
+		}
+	}
+	return false, exitcode.New(exitcode.Git, fmt.Errorf("fetching agentmine state from %s: %w", remote, err), "check that the remote exists and is reachable: git ls-remote "+remote)
 }
 
 // plan classifies every entity by ancestry (histories of diverging refs
@@ -180,11 +285,11 @@ func (r *round) plan() error {
 	g := r.g
 	var hist []string
 	for _, p := range r.plans {
-		if p.action == "" && p.local != "" && p.remote != "" && p.local != p.remote {
+		if p.action == "" && p.local != "" && p.remote != "" && p.local != p.remote && !p.remoteMissing {
 			hist = append(hist, p.local, p.remote)
 		}
 	}
-	if n := r.notes; n.local != "" && n.remote != "" && n.local != n.remote {
+	if n := r.notes; n.local != "" && n.remote != "" && n.local != n.remote && !n.remoteMissing {
 		hist = append(hist, n.local, n.remote)
 	}
 	r.progress("merge", 0, len(r.plans))
@@ -203,7 +308,8 @@ func (r *round) plan() error {
 			created = append(created, p.remote)
 		}
 	}
-	// Remote-only refs have no loaded history: load their tip commits.
+	// Remote-only refs have no loaded history: load their tip commits (the
+	// fetch step read them already).
 	if err := g.loadHistoryShallow(created); err != nil {
 		return fmt.Errorf("reading remote entities: %w", err)
 	}
@@ -217,8 +323,9 @@ func (r *round) plan() error {
 // leaves to the other half what this half (push or pull) does not do.
 func (r *round) classify(p *entityPlan) {
 	switch {
-	case p.local == p.remote:
-		p.action = "up_to_date"
+	case p.remoteMissing:
+		// Push fetched nothing: the remote has changes this clone lacks.
+		p.action = "pending"
 	case p.remote == "":
 		p.action = "push"
 	case p.local == "":
@@ -330,59 +437,78 @@ func (r *round) mergeOne(ctx context.Context, p *entityPlan, parsed map[string]*
 // push sends the desired state to the remote as fast-forwards, atomically.
 // The desired tips are written into the staging refs first and pushed with
 // one wildcard refspec: git matches thousands of explicit refspecs slowly
-// (about 9 ms each), a wildcard in one pass. Staging refs left at the
-// remote's value are up to date and cost nothing. If the push fails,
-// staging is put back (and the next fetch would overwrite it anyway).
+// (about 9 ms each), a wildcard in one pass. The staging namespace holds
+// exactly the refs to push, so the staging refs an earlier sync left are
+// deleted in the same transaction; the update step deletes the rest. A push
+// that fails leaves them for the next sync, which replaces them.
 func (r *round) push(ctx context.Context) (again bool, err error) {
-	sops, undo := r.stagingOps()
 	pushNotes := r.notes.desired != "" && r.notes.desired != r.notes.remote
-	r.progress("push", 0, len(sops))
-	if len(sops) > 0 {
+	pushed := 0
+	for _, p := range r.plans {
+		if p.desired != "" && p.desired != p.remote {
+			pushed++
+		}
+	}
+	r.progress("push", 0, pushed)
+	if pushed > 0 || pushNotes {
+		sops, staged := r.stagingOps()
 		if err := r.st.Transact(ctx, sops); err != nil {
 			if errors.Is(err, gitstore.ErrConflict) {
 				return true, nil // another sync of this repository is running
 			}
 			return false, fmt.Errorf("staging agentmine refs for push: %w", err)
 		}
-		moved, err := pushStaged(ctx, r.st, r.remote, pushNotes)
-		if moved || err != nil {
-			r.st.Transact(context.WithoutCancel(ctx), undo)
+		r.staging = staged
+		if moved, err := pushStaged(ctx, r.st, r.remote, pushNotes); moved || err != nil {
 			return moved && err == nil, err
 		}
 	}
-	for _, p := range r.plans {
-		if p.desired != "" && p.desired != p.remote {
-			r.rep.Pushed++
-		}
-	}
+	r.rep.Pushed = pushed
 	r.rep.NotesPushed = pushNotes
-	r.progress("push", len(sops), len(sops))
+	r.progress("push", pushed, pushed)
 	return false, nil
 }
 
-// stagingOps moves the staging refs to the desired tips, and back.
-func (r *round) stagingOps() (ops, undo []gitstore.RefOp) {
-	move := func(sref, from, to string) {
-		ops = append(ops, gitstore.RefOp{Verb: "update", Ref: sref, New: to, Old: from})
-		if from == "" {
-			undo = append(undo, gitstore.RefOp{Verb: "delete", Ref: sref, Old: to})
-		} else {
-			undo = append(undo, gitstore.RefOp{Verb: "update", Ref: sref, New: from, Old: to})
-		}
+// stagingOps sets the staging refs to the desired tips to push and deletes
+// the other staging refs, each expected where it was listed. It returns the
+// staging namespace as the transaction leaves it.
+func (r *round) stagingOps() (ops []gitstore.RefOp, staged map[string]string) {
+	staged = map[string]string{}
+	set := func(sref, to string) {
+		ops = append(ops, gitstore.RefOp{Verb: "update", Ref: sref, New: to, Old: r.staging[sref]})
+		staged[sref] = to
 	}
 	prefix := stagingPrefix(r.remote)
 	for _, p := range r.plans {
 		if p.desired != "" && p.desired != p.remote {
-			move(prefix+strings.TrimPrefix(p.ref, gitstore.RefRoot), p.remote, p.desired)
+			set(prefix+strings.TrimPrefix(p.ref, gitstore.RefRoot), p.desired)
 		}
 	}
 	if n := r.notes; n.desired != "" && n.desired != n.remote {
-		move(stagingNotes(r.remote), n.remote, n.desired)
+		set(stagingNotes(r.remote), n.desired)
 	}
-	return ops, undo
+	return append(ops, r.stagingDeletes(staged)...), staged
 }
 
-// update moves the local refs, each only if it is still where it was.
+// stagingDeletes deletes every staging ref the round knows of, except those
+// in keep.
+func (r *round) stagingDeletes(keep map[string]string) []gitstore.RefOp {
+	var refs []string
+	for sref := range r.staging {
+		if _, ok := keep[sref]; !ok {
+			refs = append(refs, sref)
+		}
+	}
+	sort.Strings(refs)
+	ops := make([]gitstore.RefOp, 0, len(refs))
+	for _, sref := range refs {
+		ops = append(ops, gitstore.RefOp{Verb: "delete", Ref: sref, Old: r.staging[sref]})
+	}
+	return ops
+}
+
+// update moves the local refs, each only if it is still where it was, and
+// empties the staging namespace in the same transaction.
 func (r *round) update(ctx context.Context) (again bool, err error) {
 	var ops []gitstore.RefOp
 	for _, p := range r.plans {
@@ -399,7 +525,9 @@ func (r *round) update(ctx context.Context) (again bool, err error) {
 	if n.desired != "" && n.desired != n.local {
 		ops = append(ops, gitstore.RefOp{Verb: "update", Ref: gitstore.NotesRef, New: n.desired, Old: n.local})
 	}
-	r.progress("update", 0, len(ops))
+	local := len(ops)
+	r.progress("update", 0, local)
+	ops = append(ops, r.stagingDeletes(nil)...)
 	if len(ops) > 0 {
 		if err := r.st.Transact(ctx, ops); err != nil {
 			if errors.Is(err, gitstore.ErrConflict) {
@@ -409,17 +537,16 @@ func (r *round) update(ctx context.Context) (again bool, err error) {
 		}
 	}
 	r.rep.NotesUpdated = n.desired != "" && n.desired != n.local
-	r.progress("update", len(ops), len(ops))
+	r.progress("update", local, local)
 	return false, nil
 }
 
 // count fills the report's per-action counters.
 func (r *round) count() {
 	r.rep.NotesMerged = r.notes.action == "merge"
+	r.rep.UpToDate = r.upToDate
 	for _, p := range r.plans {
 		switch p.action {
-		case "up_to_date":
-			r.rep.UpToDate++
 		case "create":
 			r.rep.Created++
 		case "ff":

@@ -7,18 +7,19 @@
 //
 // It works over a narrow Store (implemented by *gitstore.Store): ref tips,
 // batch object reads, object writes, ref transactions with expected old
-// values, and the shared git runner, through which it runs the fetches and
-// pushes of refs/agentmine. Apart from what `git fetch` writes into the
-// staging namespace, every object and local ref it writes goes through the
+// values, and the shared git runner, through which it lists the remote's
+// refs and runs the fetches and pushes of refs/agentmine. Apart from the
+// objects `git fetch` brings, every object and ref it writes goes through the
 // Store (gitstore's object writer and `git update-ref --stdin`).
 //
-// A sync round is: fetch the remote's refs/agentmine/* and refs/notes/agentmine
-// into a staging namespace (refs/agentmine-remote/<remote>/… and
-// refs/notes/agentmine-remote/<remote>/agentmine, never straight into
-// refs/agentmine/*); compute for every entity the state both sides should
-// have (fast-forward, or a deterministic merge commit); push that state to the
-// remote as plain fast-forwards with `git push --atomic`; and only then move
-// the local refs, each with a compare-and-swap. Pushing before updating local
+// A sync round is: list the remote's refs/agentmine/* and refs/notes/agentmine
+// (`git ls-remote`) and the local ones; fetch by id the remote tips this
+// repository lacks, writing no ref at all (never anything into
+// refs/agentmine/*); compute for every entity whose sides differ the state
+// both sides should have (fast-forward, or a deterministic merge commit);
+// push that state to the remote as plain fast-forwards with `git push
+// --atomic`; and only then move the local refs, each with a
+// compare-and-swap. Pushing before updating local
 // refs means a remote that refuses the refs leaves local state untouched, and
 // a sync killed at any point leaves nothing half-done that the next sync does
 // not repair: the remote never loses commits (pushes are fast-forwards only)
@@ -45,11 +46,17 @@
 // from history alone, so every clone picks the same winner.
 //
 // Deletions do not propagate: an entity ref that exists on one side only is
-// copied to the other side. Likewise the staging refs are written with the
-// tips to push just before the push (a wildcard push is far faster than
-// thousands of explicit refspecs); the next fetch overwrites them anyway.
-// Remote names containing "/" share a staging prefix with a shorter remote
-// name and should be avoided.
+// copied to the other side.
+//
+// The staging namespace (refs/agentmine-remote/<remote>/… and
+// refs/notes/agentmine-remote/<remote>/agentmine) holds the tips to push,
+// written just before the push, which sends them with one wildcard refspec
+// (far faster than thousands of explicit refspecs), and deleted with the
+// local update: between syncs it is empty. The remote's state is never
+// stored there: a clone that meets 10,000 remote entities for the first
+// time does not write, read back and pack 10,000 refs, only the objects it
+// lacks arrive. Remote names containing "/" share a staging prefix with a
+// shorter remote name and should be avoided.
 package replica
 
 import (
@@ -202,8 +209,10 @@ const (
 	modePush
 )
 
-// loosePackThreshold is how many refs a sync may create or move before it
-// packs refs, so that bulk reads stay fast (design §2).
+// loosePackThreshold is how many local entity refs a sync may create or
+// move before it packs refs, so that bulk reads stay fast (design §2). The
+// staging refs a sync writes are deleted before it ends, and the remote's
+// refs are never written locally, so they do not count.
 const loosePackThreshold = 256
 
 // Sync fetches the remote's agentmine state, merges it entity by entity with
@@ -266,7 +275,7 @@ func loop(ctx context.Context, st Store, opts Options, m mode) (Report, error) {
 			return rep, err
 		}
 	}
-	if m != modePush && rep.Pushed+rep.Created+rep.FastForwarded+rep.Merged+rep.Fetched > loosePackThreshold {
+	if m != modePush && rep.Created+rep.FastForwarded+rep.Merged > loosePackThreshold {
 		st.PackRefs(ctx)
 	}
 	return rep, skippedError(rep)

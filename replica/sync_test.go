@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -629,6 +630,132 @@ func TestSyncLocalMovedMeanwhile(t *testing.T) {
 		got := syncDocs(t, s)[id]
 		if got["title"] != "a" || got["priority"] != "b" || got["assignee"] != "late" {
 			t.Fatalf("lost an edit: %v", got)
+		}
+	}
+}
+
+// A sync writes no ref for what it fetches and leaves the staging namespace
+// empty: a clone meeting many remote entities for the first time writes a
+// ref only for each entity it lacks, not one per remote entity.
+func TestSyncLeavesNoStagingRefs(t *testing.T) {
+	gittest.SkipShort(t, "two clones syncing, staging refs counted")
+	gittest.Scrub(t)
+	remote := syncRemote(t)
+	a, b := syncClone(t, remote), syncClone(t, remote)
+	sa := syncOpen(t, a, 0)
+	var ids []string
+	for i := 0; i < 5; i++ {
+		ids = append(ids, syncCreate(t, sa, map[string]any{"title": fmt.Sprintf("t%d", i)}))
+	}
+	syncRun(t, sa, Options{})
+	// b has the same entities without ever having synced: fetched by hand.
+	gittest.Git(t, b, "fetch", "-q", remote, "refs/agentmine/*:refs/agentmine/*")
+	syncEdit(t, sa, ids[0], func(d map[string]any) { d["title"] = "a" })
+	syncRun(t, sa, Options{})
+	sb := syncOpen(t, b, 10)
+	syncEdit(t, sb, ids[1], func(d map[string]any) { d["title"] = "b" })
+	rep := syncRun(t, sb, Options{})
+	if rep.Fetched != 1 || rep.FastForwarded != 1 || rep.Pushed != 1 || rep.UpToDate != 3 {
+		t.Fatalf("report: %+v", rep)
+	}
+	for _, dir := range []string{a, b} {
+		if out := gittest.Git(t, dir, "for-each-ref", "refs/agentmine-remote/", "refs/notes/agentmine-remote/"); out != "" {
+			t.Fatalf("staging refs left in %s:\n%s", dir, out)
+		}
+	}
+	syncRun(t, sa, Options{})
+	if syncRefs(t, a) != syncRefs(t, b) {
+		t.Fatal("clones differ")
+	}
+}
+
+// Staging refs an earlier sync left behind (killed after staging, or an
+// older agentmine that mirrored the remote there) are replaced or deleted,
+// never pushed: one of them here is behind the remote, which an atomic
+// wildcard push would refuse, and one names no entity at all.
+func TestSyncReplacesLeftoverStagingRefs(t *testing.T) {
+	gittest.SkipShort(t, "a sync after stale staging refs")
+	gittest.Scrub(t)
+	remote := syncRemote(t)
+	a, b := syncClone(t, remote), syncClone(t, remote)
+	sa := syncOpen(t, a, 0)
+	stale := syncCreate(t, sa, map[string]any{"title": "stale"})
+	other := syncCreate(t, sa, map[string]any{"title": "other"})
+	syncRun(t, sa, Options{})
+	sb := syncOpen(t, b, 0)
+	syncRun(t, sb, Options{})
+	old := gittest.Git(t, b, "rev-parse", syncKind.Ref(stale))
+	syncEdit(t, syncOpen(t, a, 10), stale, func(d map[string]any) { d["title"] = "moved on" })
+	syncRun(t, sa, Options{})
+	gittest.Git(t, b, "update-ref", stagingPrefix("origin")+"tasks/"+stale, old)
+	gittest.Git(t, b, "update-ref", stagingPrefix("origin")+"tasks/"+other, gittest.Git(t, b, "rev-parse", syncKind.Ref(other)))
+	gittest.Git(t, b, "update-ref", stagingPrefix("origin")+"tasks/gone", old)
+	sb = syncOpen(t, b, 20)
+	syncEdit(t, sb, other, func(d map[string]any) { d["title"] = "b" })
+	rep := syncRun(t, sb, Options{})
+	if rep.FastForwarded != 1 || rep.Pushed != 1 {
+		t.Fatalf("report: %+v", rep)
+	}
+	if out := gittest.Git(t, b, "for-each-ref", "refs/agentmine-remote/"); out != "" {
+		t.Fatalf("staging refs left:\n%s", out)
+	}
+	if out := gittest.Git(t, remote, "for-each-ref", "--format=%(refname)", gitstore.RefRoot); strings.Contains(out, "gone") {
+		t.Fatalf("a leftover staging ref was pushed:\n%s", out)
+	}
+	if got := syncDocs(t, sb)[stale]["title"]; got != "moved on" {
+		t.Fatalf("stale entity: %v", got)
+	}
+}
+
+// Push fetches nothing: a remote change it lacks stays pending, and its
+// objects stay on the remote.
+func TestPushFetchesNothing(t *testing.T) {
+	gittest.SkipShort(t, "two clones, one pushing while the remote moved")
+	gittest.Scrub(t)
+	remote := syncRemote(t)
+	a, b := syncClone(t, remote), syncClone(t, remote)
+	sa := syncOpen(t, a, 0)
+	id := syncCreate(t, sa, map[string]any{"title": "x"})
+	syncRun(t, sa, Options{})
+	sb := syncOpen(t, b, 0)
+	syncRun(t, sb, Options{})
+	syncEdit(t, syncOpen(t, a, 10), id, func(d map[string]any) { d["title"] = "a" })
+	fresh := syncCreate(t, sa, map[string]any{"title": "new on a"})
+	syncRun(t, sa, Options{})
+	mine := syncCreate(t, syncOpen(t, b, 20), map[string]any{"title": "new on b"})
+	rep, err := Push(context.Background(), sb, Options{})
+	if err != nil || rep.Pushed != 1 || rep.Pending != 2 || rep.Fetched != 0 {
+		t.Fatalf("push: %+v %v", rep, err)
+	}
+	for _, ref := range []string{syncKind.Ref(id), syncKind.Ref(fresh)} {
+		tip := gittest.Git(t, remote, "rev-parse", ref)
+		if err := exec.Command("git", "-C", b, "cat-file", "-e", tip).Run(); err == nil {
+			t.Fatalf("push fetched %s", ref)
+		}
+	}
+	if gittest.Git(t, remote, "rev-parse", syncKind.Ref(mine)) == "" {
+		t.Fatal("the local entity was not pushed")
+	}
+}
+
+// An object the remote does not have (any more) when it is fetched means
+// the remote moved since it was listed: the round is repeated, whatever
+// protocol the remote speaks.
+func TestFetchObjectsRemoteMoved(t *testing.T) {
+	gittest.Scrub(t)
+	remote := syncRemote(t)
+	a := syncClone(t, remote)
+	sa := syncOpen(t, a, 0)
+	syncCreate(t, sa, map[string]any{"title": "x"})
+	syncRun(t, sa, Options{})
+	gone := strings.Repeat("1", 40)
+	for _, v := range []string{"0", "2"} {
+		t.Setenv("GIT_CONFIG_COUNT", "1")
+		t.Setenv("GIT_CONFIG_KEY_0", "protocol.version")
+		t.Setenv("GIT_CONFIG_VALUE_0", v)
+		moved, err := fetchObjects(context.Background(), syncOpen(t, a, 0), "origin", []string{gone})
+		if !moved || err != nil {
+			t.Fatalf("protocol %s: moved %v, err %v", v, moved, err)
 		}
 	}
 }

@@ -38,9 +38,9 @@ import (
 //
 //   - gitstore: all of them (ref writes through `git update-ref --stdin`).
 //   - replica: fetch and push only. Sharing state with a remote needs a
-//     fetch into its staging namespace and pushes of refs/agentmine, and
-//     those run through the store's runner; replica writes objects and local
-//     refs only through gitstore methods.
+//     fetch of the remote's objects (by id, writing no ref) and pushes of
+//     refs/agentmine, and those run through the store's runner; replica
+//     writes objects and refs only through gitstore methods.
 //   - worktree: branch and `worktree add -b`. The worker's branch is created
 //     with its worktree and deleted with it; git keeps the worktree's
 //     administrative files and the branch in step itself.
