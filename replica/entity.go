@@ -2,7 +2,6 @@ package replica
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -45,9 +44,9 @@ func (e *skipError) Error() string { return e.msg }
 // every clone writes the same commit for the same merge.
 const syncIdent = "git-agentmine <git-agentmine@localhost>"
 
-// mergeEntity writes the merge commit of a diverged entity and returns it
-// with the conflicting fields.
-func mergeEntity(ctx context.Context, st Store, g *graph, p *entityPlan, anc ancPair, rules MergeRules, parsed map[string]*jsonDoc, remote string) (string, []Conflict, error) {
+// mergeEntity queues the merge commit of a diverged entity in objs and
+// returns it with the conflicting fields.
+func mergeEntity(objs *objectBatch, g *graph, p *entityPlan, anc ancPair, rules MergeRules, parsed map[string]*jsonDoc, remote string) (string, []Conflict, error) {
 	file, ld, rd, err := sideDocs(g, p, rules, remote)
 	if err != nil {
 		return "", nil, err
@@ -81,7 +80,7 @@ func mergeEntity(ctx context.Context, st Store, g *graph, p *entityPlan, anc anc
 	parents := []string{p.local, p.remote}
 	sort.Strings(parents)
 	dir, id, _ := strings.Cut(strings.TrimPrefix(p.ref, gitstore.RefRoot), "/")
-	commit, err := writeMergeCommit(ctx, st, file, merged, parents, max(a.time, b.time), mergeMessage(dir, id, fcs))
+	commit, err := writeMergeCommit(objs, file, merged, parents, max(a.time, b.time), mergeMessage(dir, id, fcs))
 	if err != nil {
 		return "", nil, err
 	}
@@ -191,14 +190,10 @@ func (g *graph) fieldChanged(tip, field string, own, other map[string]bool, docA
 	return bestT, best
 }
 
-// writeMergeCommit writes the document, its one-file tree and a commit with
-// the fixed sync identity at time when.
-func writeMergeCommit(ctx context.Context, st Store, file string, doc []byte, parents []string, when int64, message string) (string, error) {
-	blob, err := st.WriteObject(ctx, "blob", doc)
-	if err != nil {
-		return "", err
-	}
-	tree, err := writeTreeOf(ctx, st, file, blob)
+// writeMergeCommit queues the document, its one-file tree and a commit with
+// the fixed sync identity at time when, and returns the commit's id.
+func writeMergeCommit(objs *objectBatch, file string, doc []byte, parents []string, when int64, message string) (string, error) {
+	tree, err := writeTreeOf(objs, file, objs.add("blob", doc))
 	if err != nil {
 		return "", err
 	}
@@ -210,5 +205,5 @@ func writeMergeCommit(ctx context.Context, st Store, file string, doc []byte, pa
 	fmt.Fprintf(&c, "author %s %d +0000\ncommitter %s %d +0000\n\n", syncIdent, when, syncIdent, when)
 	c.WriteString(strings.TrimRight(message, "\n"))
 	c.WriteString("\n")
-	return st.WriteObject(ctx, "commit", c.Bytes())
+	return objs.add("commit", c.Bytes()), nil
 }

@@ -2,7 +2,6 @@ package replica
 
 import (
 	"bytes"
-	"context"
 	"encoding/hex"
 	"fmt"
 	"sort"
@@ -18,7 +17,7 @@ import (
 
 // planNotes decides the notes tip both sides should have; "" means leave
 // both alone. action is "merge" when a merge commit was written.
-func planNotes(ctx context.Context, st Store, g *graph, local, remote string, m mode) (desired, action string, err error) {
+func planNotes(objs *objectBatch, g *graph, local, remote string, m mode) (desired, action string, err error) {
 	switch {
 	case local == remote:
 		return "", "", nil
@@ -51,7 +50,7 @@ func planNotes(ctx context.Context, st Store, g *graph, local, remote string, m 
 		return "", "", nil
 	}
 	base := g.mergeBase(al, ar)
-	c, err := mergeNotes(ctx, st, g, base, local, remote)
+	c, err := mergeNotes(objs, g, base, local, remote)
 	if err != nil {
 		return "", "", fmt.Errorf("merging notes: %w", err)
 	}
@@ -103,8 +102,9 @@ func (g *graph) notesTree(commit string) (map[string]string, error) {
 	return notes, nil
 }
 
-// mergeNotes writes the merge of two notes commits against base.
-func mergeNotes(ctx context.Context, st Store, g *graph, base, local, remote string) (string, error) {
+// mergeNotes queues the merge of two notes commits against base in objs and
+// returns its id.
+func mergeNotes(objs *objectBatch, g *graph, base, local, remote string) (string, error) {
 	bt, err := g.notesTree(base)
 	if err != nil {
 		return "", err
@@ -141,23 +141,18 @@ func mergeNotes(ctx context.Context, st Store, g *graph, base, local, remote str
 			}
 		}
 	}
-	objs, err := g.readAll(blobs)
+	read, err := g.readAll(blobs)
 	if err != nil {
 		return "", err
 	}
 	text := map[string][]byte{}
-	for i, o := range objs {
+	for i, o := range read {
 		text[blobs[i]] = o.Data
 	}
 	for _, obj := range both {
-		merged := catSortUniq(text[lt[obj]], text[rt[obj]])
-		id, err := st.WriteObject(ctx, "blob", merged)
-		if err != nil {
-			return "", err
-		}
-		result[obj] = id
+		result[obj] = objs.add("blob", catSortUniq(text[lt[obj]], text[rt[obj]]))
 	}
-	tree, err := writeNotesTree(ctx, st, result)
+	tree, err := writeNotesTree(objs, result)
 	if err != nil {
 		return "", err
 	}
@@ -170,7 +165,7 @@ func mergeNotes(ctx context.Context, st Store, g *graph, base, local, remote str
 		fmt.Fprintf(&c, "parent %s\n", p)
 	}
 	fmt.Fprintf(&c, "author %s %d +0000\ncommitter %s %d +0000\n\nsync: merge notes\n", syncIdent, when, syncIdent, when)
-	return st.WriteObject(ctx, "commit", c.Bytes())
+	return objs.add("commit", c.Bytes()), nil
 }
 
 func union(a, b map[string]string) map[string]bool {
@@ -205,9 +200,9 @@ func catSortUniq(a, b []byte) []byte {
 	return []byte(strings.Join(lines, "\n") + "\n")
 }
 
-// writeNotesTree writes a notes tree: flat up to 256 notes, else with one
+// writeNotesTree queues a notes tree: flat up to 256 notes, else with one
 // level of fan-out (the first two hex digits), as git itself reads either.
-func writeNotesTree(ctx context.Context, st Store, notes map[string]string) (string, error) {
+func writeNotesTree(objs *objectBatch, notes map[string]string) (string, error) {
 	names := make([]string, 0, len(notes))
 	for n, id := range notes {
 		if id != "" {
@@ -231,7 +226,7 @@ func writeNotesTree(ctx context.Context, st Store, notes map[string]string) (str
 				return "", err
 			}
 		}
-		return st.WriteObject(ctx, "tree", b.Bytes())
+		return objs.add("tree", b.Bytes()), nil
 	}
 	var root bytes.Buffer
 	for i := 0; i < len(names); {
@@ -242,19 +237,15 @@ func writeNotesTree(ctx context.Context, st Store, notes map[string]string) (str
 				return "", err
 			}
 		}
-		id, err := st.WriteObject(ctx, "tree", sub.Bytes())
-		if err != nil {
-			return "", err
-		}
-		if err := entry(&root, "40000", dir, id); err != nil {
+		if err := entry(&root, "40000", dir, objs.add("tree", sub.Bytes())); err != nil {
 			return "", err
 		}
 	}
-	return st.WriteObject(ctx, "tree", root.Bytes())
+	return objs.add("tree", root.Bytes()), nil
 }
 
-// writeTreeOf writes a tree holding one file.
-func writeTreeOf(ctx context.Context, st Store, file, blob string) (string, error) {
+// writeTreeOf queues a tree holding one file.
+func writeTreeOf(objs *objectBatch, file, blob string) (string, error) {
 	raw, err := hex.DecodeString(blob)
 	if err != nil {
 		return "", fmt.Errorf("writing tree: bad blob id %q", blob)
@@ -262,5 +253,5 @@ func writeTreeOf(ctx context.Context, st Store, file, blob string) (string, erro
 	var tree bytes.Buffer
 	fmt.Fprintf(&tree, "100644 %s\x00", file)
 	tree.Write(raw)
-	return st.WriteObject(ctx, "tree", tree.Bytes())
+	return objs.add("tree", tree.Bytes()), nil
 }

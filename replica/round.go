@@ -60,6 +60,7 @@ type round struct {
 	// previous sync left there when listed, then the ones this round wrote.
 	staging map[string]string
 	g       *graph
+	objs    *objectBatch
 	anc     map[string]ancPair
 }
 
@@ -394,11 +395,14 @@ func (r *round) merge(ctx context.Context) error {
 	}
 	r.rep.ConflictingFields = len(r.rep.Conflicts)
 	r.progress("merge", len(r.plans), len(r.plans))
-	desired, action, err := planNotes(ctx, r.st, r.g, r.notes.local, r.notes.remote, r.mode)
+	desired, action, err := planNotes(r.objs, r.g, r.notes.local, r.notes.remote, r.mode)
 	if err != nil {
 		return err
 	}
 	r.notes.desired, r.notes.action = desired, action
+	if err := r.objs.write(ctx); err != nil {
+		return fmt.Errorf("writing merge commits: %w", err)
+	}
 	return nil
 }
 
@@ -419,7 +423,7 @@ func (r *round) mergeOne(ctx context.Context, p *entityPlan, parsed map[string]*
 		}
 		p.desired = p.remote
 	case "merge":
-		m, conflicts, err := mergeEntity(ctx, r.st, r.g, p, r.anc[p.ref], rules, parsed, r.remote)
+		m, conflicts, err := mergeEntity(r.objs, r.g, p, r.anc[p.ref], rules, parsed, r.remote)
 		if err != nil {
 			var se *skipError
 			if errors.As(err, &se) {

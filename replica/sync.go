@@ -86,8 +86,10 @@ type Store interface {
 	OpenBatch(ctx context.Context) (*gitstore.Batch, error)
 	// HashLen is the byte length of object ids in raw trees.
 	HashLen() int
-	// WriteObject stores a blob, tree or commit and returns its id.
-	WriteObject(ctx context.Context, typ string, data []byte) (string, error)
+	// ObjectID returns the id an object would have, without writing it.
+	ObjectID(typ string, data []byte) string
+	// WriteObjects stores objects, in one pack when there are many.
+	WriteObjects(ctx context.Context, objs []gitstore.Object) error
 	// Transact applies ref updates atomically, each with its expected old
 	// value; a ref that moved fails the whole transaction with
 	// gitstore.ErrConflict.
@@ -259,7 +261,7 @@ func loop(ctx context.Context, st Store, opts Options, m mode) (Report, error) {
 		maxRounds = 10
 	}
 	for n := 1; ; n++ {
-		r := &round{st: st, remote: remote, mode: m, opts: opts, n: n, rep: newReport(remote, n)}
+		r := &round{st: st, remote: remote, mode: m, opts: opts, n: n, rep: newReport(remote, n), objs: newObjectBatch(st)}
 		again, err := r.run(ctx)
 		rep = r.rep
 		if err != nil {

@@ -759,3 +759,44 @@ func TestFetchObjectsRemoteMoved(t *testing.T) {
 		}
 	}
 }
+
+// Many merges are written as one pack, not as loose objects: the sync of 40
+// diverged entities (120 objects) adds no loose object.
+func TestSyncWritesMergesAsOnePack(t *testing.T) {
+	gittest.SkipShort(t, "40 entities edited on two clones, then merged")
+	gittest.Scrub(t)
+	remote := syncRemote(t)
+	a, b := syncClone(t, remote), syncClone(t, remote)
+	sa := syncOpen(t, a, 0)
+	var ids []string
+	for i := 0; i < 40; i++ {
+		ids = append(ids, syncCreate(t, sa, map[string]any{"title": fmt.Sprintf("t%d", i)}))
+	}
+	syncRun(t, sa, Options{})
+	sb := syncOpen(t, b, 0)
+	syncRun(t, sb, Options{})
+	sa, sb = syncOpen(t, a, 10), syncOpen(t, b, 20)
+	for _, id := range ids {
+		syncEdit(t, sa, id, func(d map[string]any) { d["title"] = "a" })
+		syncEdit(t, sb, id, func(d map[string]any) { d["owner"] = "b" })
+	}
+	syncRun(t, sa, Options{})
+	loose := func() string {
+		out := gittest.Git(t, b, "count-objects", "-v")
+		line, _, _ := strings.Cut(out, "\n")
+		return line
+	}
+	before := loose()
+	if rep := syncRun(t, sb, Options{}); rep.Merged != 40 {
+		t.Fatalf("report: %+v", rep)
+	}
+	if after := loose(); after != before {
+		t.Fatalf("loose objects: %s before the sync, %s after", before, after)
+	}
+	for id, d := range syncDocs(t, sb) {
+		if d["title"] != "a" || d["owner"] != "b" {
+			t.Fatalf("%s: %v", id, d)
+		}
+	}
+	gittest.Git(t, b, "fsck", "--no-dangling")
+}
