@@ -26,10 +26,13 @@ type treeDoc struct {
 }
 
 // graph is an in-process cache of commits, trees and blobs read through the
-// store's batch reader (one `git cat-file --batch`), requested in batches so
+// store's batch reader (one `git cat-file --batch`, started on the first
+// read: a sync with nothing to merge starts none), requested in batches so
 // that thousands of entities cost a few pipe round trips instead of a
 // process each.
 type graph struct {
+	ctx     context.Context
+	st      Store
 	batch   *gitstore.Batch
 	hashLen int
 	commits map[string]*commitInfo
@@ -39,18 +42,28 @@ type graph struct {
 	types map[string]string
 }
 
-func newGraph(ctx context.Context, st Store) (*graph, error) {
-	b, err := st.OpenBatch(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &graph{batch: b, hashLen: st.HashLen(), commits: map[string]*commitInfo{}, trees: map[string]treeDoc{}, blobs: map[string][]byte{}, types: map[string]string{}}, nil
+func newGraph(ctx context.Context, st Store) *graph {
+	return &graph{ctx: ctx, st: st, hashLen: st.HashLen(), commits: map[string]*commitInfo{}, trees: map[string]treeDoc{}, blobs: map[string][]byte{}, types: map[string]string{}}
 }
 
-func (g *graph) close() { g.batch.Close() }
+func (g *graph) close() {
+	if g.batch != nil {
+		g.batch.Close()
+	}
+}
 
 // readAll reads every named object in one round trip, in order.
 func (g *graph) readAll(names []string) ([]gitstore.Object, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	if g.batch == nil {
+		b, err := g.st.OpenBatch(g.ctx)
+		if err != nil {
+			return nil, err
+		}
+		g.batch = b
+	}
 	return g.batch.ReadMany(names)
 }
 

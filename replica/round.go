@@ -85,12 +85,7 @@ func (r *round) rulesFor(ref string) MergeRules {
 
 // run runs the round's steps.
 func (r *round) run(ctx context.Context) (again bool, err error) {
-	// The batch reader starts first: its process starts while both sides'
-	// refs are listed.
-	g, err := newGraph(ctx, r.st)
-	if err != nil {
-		return false, err
-	}
+	g := newGraph(ctx, r.st)
 	defer g.close()
 	r.g = g
 	if again, err := r.fetch(ctx); again || err != nil {

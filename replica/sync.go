@@ -243,17 +243,16 @@ func newReport(remote string, round int) Report {
 
 func loop(ctx context.Context, st Store, opts Options, m mode) (Report, error) {
 	remote := opts.Remote
-	if remote == "" {
+	defaulted := remote == ""
+	if defaulted {
 		remote = DefaultRemote(st)
-		if !HasRemote(ctx, st, remote) {
-			if _, set := st.Config("agentmine.remote"); !set {
-				return newReport(remote, 0), exitcode.New(exitcode.Config,
-					fmt.Errorf("%w: agentmine.remote is not set and there is no remote named %s", ErrNoRemote, remote), "")
-			}
-		}
 	}
 	rep := newReport(remote, 0)
 	if err := checkRemote(ctx, st, remote); err != nil {
+		if _, set := st.Config("agentmine.remote"); defaulted && !set && exitcode.Of(err) == exitcode.NotFound {
+			return rep, exitcode.New(exitcode.Config,
+				fmt.Errorf("%w: agentmine.remote is not set and there is no remote named %s", ErrNoRemote, remote), "")
+		}
 		return rep, err
 	}
 	maxRounds := opts.MaxRounds

@@ -800,3 +800,47 @@ func TestSyncWritesMergesAsOnePack(t *testing.T) {
 	}
 	gittest.Git(t, b, "fsck", "--no-dangling")
 }
+
+// The git processes a sync starts: a quiet one lists both sides and reads
+// nothing; one with changes on both sides adds one cat-file, one fetch, the
+// staging transaction, the push and the local update.
+func TestSyncGitProcesses(t *testing.T) {
+	gittest.SkipShort(t, "two clones syncing through a counting git")
+	gittest.Scrub(t)
+	remote := syncRemote(t)
+	a, b := syncClone(t, remote), syncClone(t, remote)
+	sa := syncOpen(t, a, 0)
+	id := syncCreate(t, sa, map[string]any{"title": "x"})
+	syncRun(t, sa, Options{})
+	syncRun(t, syncOpen(t, b, 0), Options{})
+	syncEdit(t, syncOpen(t, a, 10), id, func(d map[string]any) { d["title"] = "a" })
+	syncRun(t, sa, Options{})
+	syncCreate(t, syncOpen(t, b, 20), map[string]any{"title": "y"})
+
+	counter := gittest.NewGitCounter(t)
+	t.Setenv("PATH", counter.Dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	calls := func() string {
+		var subs []string
+		for _, l := range strings.Split(strings.TrimSpace(counter.Calls(t)), "\n") {
+			sub, _, _ := strings.Cut(l, " ")
+			subs = append(subs, sub)
+		}
+		counter.Reset()
+		return strings.Join(subs, " ")
+	}
+	counter.Reset()
+	rep := syncRun(t, syncOpen(t, b, 30), Options{})
+	if rep.FastForwarded != 1 || rep.Pushed != 1 {
+		t.Fatalf("report: %+v", rep)
+	}
+	want := "rev-parse var config for-each-ref ls-remote cat-file fetch update-ref push update-ref"
+	got := calls()
+	sorted := func(s string) string { f := strings.Fields(s); sort.Strings(f); return strings.Join(f, " ") }
+	if sorted(got) != sorted(want) {
+		t.Fatalf("git processes of a sync:\n%s\nwant\n%s", got, want)
+	}
+	syncRun(t, syncOpen(t, b, 40), Options{})
+	if got, want := calls(), "rev-parse var config for-each-ref ls-remote"; sorted(got) != sorted(want) {
+		t.Fatalf("git processes of a quiet sync:\n%s\nwant\n%s", got, want)
+	}
+}
