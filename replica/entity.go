@@ -46,7 +46,7 @@ const syncIdent = "git-agentmine <git-agentmine@localhost>"
 
 // mergeEntity queues the merge commit of a diverged entity in objs and
 // returns it with the conflicting fields.
-func mergeEntity(objs *objectBatch, g *graph, p *entityPlan, anc ancPair, rules MergeRules, parsed map[string]*jsonDoc, remote string) (string, []Conflict, error) {
+func mergeEntity(objs *objectBatch, g *graph, p *entityPlan, anc ancPair, rules MergeRules, remote string) (string, []Conflict, error) {
 	file, ld, rd, err := sideDocs(g, p, rules, remote)
 	if err != nil {
 		return "", nil, err
@@ -57,6 +57,7 @@ func mergeEntity(objs *objectBatch, g *graph, p *entityPlan, anc ancPair, rules 
 			base, _ = parseDoc(bdata) // a corrupt base merges as if unrelated
 		}
 	}
+	parsed := map[string]*jsonDoc{}
 	docAt := func(c string) *jsonDoc {
 		if d, ok := parsed[c]; ok {
 			return d

@@ -67,9 +67,16 @@ func (g *graph) readAll(names []string) ([]gitstore.Object, error) {
 	return g.batch.ReadMany(names)
 }
 
+// forget drops the commits, trees and documents read so far (not the
+// types probe found).
+func (g *graph) forget() {
+	g.commits = map[string]*commitInfo{}
+	g.trees = map[string]treeDoc{}
+	g.blobs = map[string][]byte{}
+}
+
 // probe looks the named objects up in one round trip: it records the type
-// of each one present, loads those that are commits, and returns the set of
-// those missing.
+// of each one present and returns the set of those missing.
 func (g *graph) probe(ids []string) (missing map[string]bool, err error) {
 	missing = map[string]bool{}
 	var want []string
@@ -90,13 +97,6 @@ func (g *graph) probe(ids []string) (missing map[string]bool, err error) {
 		}
 		delete(missing, id)
 		g.types[id] = o.Type
-		if o.Type == "commit" && g.commits[id] == nil {
-			c, err := parseCommit(o.Data)
-			if err != nil {
-				return nil, fmt.Errorf("reading commit %s: %w", id, err)
-			}
-			g.commits[id] = c
-		}
 	}
 	return missing, nil
 }

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -103,5 +104,15 @@ func TestCatSortUniq(t *testing.T) {
 	got := string(catSortUniq([]byte("{\"b\":1}\n{\"a\":1}\n"), []byte("{\"a\":1}\n{\"c\":1}\n\n")))
 	if got != "{\"a\":1}\n{\"b\":1}\n{\"c\":1}\n" {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// A remote that lists its refs out of order, or one twice, is read as if
+// sorted: the listing is joined with the local one in ref order.
+func TestSortTips(t *testing.T) {
+	got := sortTips([]remoteTip{{"refs/agentmine/tasks/b", "2"}, {"refs/agentmine/memory/z", "1"}, {"refs/agentmine/tasks/b", "3"}, {"refs/agentmine/tasks/a", "4"}})
+	want := []remoteTip{{"refs/agentmine/memory/z", "1"}, {"refs/agentmine/tasks/a", "4"}, {"refs/agentmine/tasks/b", "2"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("sorted %v, want %v", got, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -91,9 +92,6 @@ func (r *round) run(ctx context.Context) (again bool, err error) {
 	if again, err := r.fetch(ctx); again || err != nil {
 		return again, err
 	}
-	if err := r.plan(); err != nil {
-		return false, err
-	}
 	if err := r.merge(ctx); err != nil {
 		return false, err
 	}
@@ -122,44 +120,9 @@ func (r *round) run(ctx context.Context) (again bool, err error) {
 // arrives and only a prune with no expiry could drop it.
 func (r *round) fetch(ctx context.Context) (again bool, err error) {
 	r.progress("fetch", 0, 0)
-	remoteTips, localTips, err := r.list(ctx)
-	if err != nil {
+	if err := r.list(ctx); err != nil {
 		return false, err
 	}
-	prefix := stagingPrefix(r.remote)
-	r.staging = map[string]string{}
-	byRef := map[string]*entityPlan{}
-	for ref, t := range localTips {
-		switch {
-		case ref == gitstore.NotesRef:
-			r.notes.local = t.ID
-		case ref == stagingNotes(r.remote) || strings.HasPrefix(ref, prefix):
-			r.staging[ref] = t.ID
-		case strings.HasPrefix(ref, gitstore.RefRoot):
-			rid := remoteTips[ref]
-			if rid == t.ID && t.Type == "commit" {
-				r.upToDate++
-				continue
-			}
-			p := &entityPlan{ref: ref, local: t.ID, remote: rid}
-			if t.Type != "commit" {
-				r.skip(p, fmt.Sprintf("points at a %s, not a commit", t.Type))
-			}
-			byRef[ref] = p
-		}
-	}
-	for ref, id := range remoteTips {
-		if ref == gitstore.NotesRef {
-			r.notes.remote = id
-		} else if _, ok := localTips[ref]; !ok {
-			byRef[ref] = &entityPlan{ref: ref, remote: id}
-		}
-	}
-	r.plans = make([]*entityPlan, 0, len(byRef))
-	for _, p := range byRef {
-		r.plans = append(r.plans, p)
-	}
-	sort.Slice(r.plans, func(i, j int) bool { return r.plans[i].ref < r.plans[j].ref })
 
 	// The remote tips to look for: every one that differs from the local
 	// tip. Those present are read into the graph now (the plan reads them
@@ -219,40 +182,134 @@ func (r *round) fetch(ctx context.Context) (again bool, err error) {
 	return false, nil
 }
 
-// list reads the remote's tips with `git ls-remote` and, meanwhile, the
-// local ones (with the staging refs a previous sync left) with one
-// for-each-ref.
-func (r *round) list(ctx context.Context) (remote map[string]string, local map[string]gitstore.RefTip, err error) {
-	done := make(chan error, 1)
+// list compares both sides' tips and sets r.plans to one plan per entity
+// whose sides differ (sorted by ref), r.upToDate to the number of the
+// others, the notes tips, and r.staging. The remote's tips come from `git
+// ls-remote`, while for-each-ref starts; the local ones stream from
+// for-each-ref and are joined with the remote's in ref order, so that the
+// local side is never held whole and only the plans of the entities that
+// differ outlive the listing.
+func (r *round) list(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type listed struct {
+		tips  []remoteTip
+		notes string
+		err   error
+	}
+	done := make(chan listed, 1)
 	go func() {
-		var err error
-		remote, err = listRemote(ctx, r.st, r.remote)
-		done <- err
+		var l listed
+		l.tips, l.notes, l.err = listRemote(ctx, r.st, r.remote)
+		done <- l
 	}()
-	local, err = r.st.RefTips(ctx, gitstore.RefRoot, gitstore.NotesRef, stagingPrefix(r.remote), stagingNotes(r.remote))
-	if rerr := <-done; rerr != nil {
-		return nil, nil, rerr
+	local, err := startStream(ctx, r.st, "for-each-ref", "--format=%(objectname) %(objecttype) %(refname)",
+		gitstore.RefRoot, gitstore.NotesRef, stagingPrefix(r.remote), stagingNotes(r.remote))
+	remote := <-done
+	if err != nil || remote.err != nil {
+		cancel()
+		if err == nil {
+			local.wait()
+			return remote.err
+		}
+		return fmt.Errorf("listing agentmine refs: %w", err)
 	}
-	return remote, local, err
-}
-
-// listRemote returns the remote's entity refs and notes ref, by full name,
-// with the objects they point at.
-func listRemote(ctx context.Context, st Store, remote string) (map[string]string, error) {
-	out, err := st.Git().Run(ctx, "ls-remote", "--refs", remote)
-	if err != nil {
-		return nil, exitcode.New(exitcode.Git, fmt.Errorf("fetching agentmine state from %s: %w", remote, err), "check that the remote exists and is reachable: git ls-remote "+remote)
-	}
-	tips := map[string]string{}
-	for len(out) > 0 {
-		var line []byte
-		line, out, _ = bytes.Cut(out, []byte("\n"))
-		id, ref, ok := bytes.Cut(line, []byte("\t"))
-		if ok && (bytes.HasPrefix(ref, []byte(gitstore.RefRoot)) || string(ref) == gitstore.NotesRef) {
-			tips[string(ref)] = string(id)
+	r.notes.remote = remote.notes
+	rt := remote.tips
+	r.staging = map[string]string{}
+	r.plans = nil
+	i := 0
+	// remoteOnly adds the plans of the remote's entities sorting before ref
+	// (all of the rest when all is set).
+	remoteOnly := func(ref []byte, all bool) {
+		for ; i < len(rt) && (all || rt[i].ref < string(ref)); i++ {
+			r.plans = append(r.plans, &entityPlan{ref: rt[i].ref, remote: rt[i].id})
 		}
 	}
-	return tips, nil
+	root, staging, stagingN := []byte(gitstore.RefRoot), []byte(stagingPrefix(r.remote)), stagingNotes(r.remote)
+	for {
+		line, ok := local.next()
+		if !ok {
+			break
+		}
+		// No string is made for an entity whose sides agree.
+		id, rest, _ := bytes.Cut(line, []byte(" "))
+		typ, name, _ := bytes.Cut(rest, []byte(" "))
+		switch {
+		case string(name) == gitstore.NotesRef:
+			r.notes.local = string(id)
+		case string(name) == stagingN || bytes.HasPrefix(name, staging):
+			r.staging[string(name)] = string(id)
+		case bytes.HasPrefix(name, root):
+			remoteOnly(name, false)
+			remoteID := ""
+			if i < len(rt) && rt[i].ref == string(name) {
+				remoteID = rt[i].id
+				i++
+			}
+			if remoteID == string(id) && string(typ) == "commit" {
+				r.upToDate++
+				continue
+			}
+			p := &entityPlan{ref: string(name), local: string(id), remote: remoteID}
+			if string(typ) != "commit" {
+				r.skip(p, fmt.Sprintf("points at a %s, not a commit", typ))
+			}
+			r.plans = append(r.plans, p)
+		}
+	}
+	if err := local.wait(); err != nil {
+		return fmt.Errorf("listing agentmine refs: %w", err)
+	}
+	remoteOnly(nil, true)
+	return nil
+}
+
+// remoteTip is one of the remote's entity refs and the object it points at.
+type remoteTip struct{ ref, id string }
+
+// sortTips sorts tips by ref, keeping the first of a ref listed twice: git
+// servers list refs in order, another server might not.
+func sortTips(tips []remoteTip) []remoteTip {
+	sort.SliceStable(tips, func(i, j int) bool { return tips[i].ref < tips[j].ref })
+	return slices.CompactFunc(tips, func(a, b remoteTip) bool { return a.ref == b.ref })
+}
+
+// listRemote returns the remote's entity refs with the objects they point
+// at, sorted by ref, and the tip of its notes ref ("" when it has none).
+func listRemote(ctx context.Context, st Store, remote string) (tips []remoteTip, notes string, err error) {
+	ls, err := startStream(ctx, st, "ls-remote", "--refs", remote)
+	if err == nil {
+		sorted := true
+		for {
+			line, ok := ls.next()
+			if !ok {
+				break
+			}
+			id, ref, ok := bytes.Cut(line, []byte("\t"))
+			switch {
+			case !ok:
+			case string(ref) == gitstore.NotesRef:
+				notes = string(id)
+			case bytes.HasPrefix(ref, []byte(gitstore.RefRoot)):
+				// One string a line, the id and the ref slices of it.
+				l := string(line)
+				t := remoteTip{ref: l[len(id)+1:], id: l[:len(id)]}
+				if n := len(tips); n > 0 && tips[n-1].ref >= t.ref {
+					sorted = false
+				}
+				tips = append(tips, t)
+			}
+		}
+		err = ls.wait()
+		if !sorted {
+			tips = sortTips(tips)
+		}
+	}
+	if err != nil {
+		return nil, "", exitcode.New(exitcode.Git, fmt.Errorf("fetching agentmine state from %s: %w", remote, err), "check that the remote exists and is reachable: git ls-remote "+remote)
+	}
+	return tips, notes, nil
 }
 
 // fetchObjects fetches the named objects (and what they need) from the
@@ -275,26 +332,66 @@ func fetchObjects(ctx context.Context, st Store, remote string, ids []string) (m
 	return false, exitcode.New(exitcode.Git, fmt.Errorf("fetching agentmine state from %s: %w", remote, err), "check that the remote exists and is reachable: git ls-remote "+remote)
 }
 
-// plan classifies every entity by ancestry (histories of diverging refs
-// load in batches) and loads the documents the merge step reads.
-func (r *round) plan() error {
+// mergeChunk is how many entities are planned and merged at a time: the
+// histories, documents and parsed fields read for one chunk are dropped
+// before the next chunk is read, so that what a sync holds follows the
+// chunk, not the number of changed entities, at the cost of a few more
+// round trips to cat-file.
+const mergeChunk = 256
+
+// merge decides the desired tip of every entity whose sides differ, a
+// chunk at a time (plan, then mergeOne), writing merge commits for the
+// diverged ones, then the notes' desired tip, and stores the objects it
+// wrote.
+func (r *round) merge(ctx context.Context) error {
+	r.progress("merge", 0, len(r.plans))
+	for start := 0; start < len(r.plans); start += mergeChunk {
+		part := r.plans[start:min(start+mergeChunk, len(r.plans))]
+		if err := r.plan(part); err != nil {
+			return err
+		}
+		for _, p := range part {
+			if err := r.mergeOne(p); err != nil {
+				return err
+			}
+		}
+		r.g.forget()
+		r.progress("merge", start+len(part), len(r.plans))
+	}
+	r.rep.ConflictingFields = len(r.rep.Conflicts)
+	if n := r.notes; n.local != "" && n.remote != "" && n.local != n.remote && !n.remoteMissing {
+		if err := r.g.loadHistory([]string{n.local, n.remote}); err != nil {
+			return fmt.Errorf("reading notes histories: %w", err)
+		}
+	}
+	desired, action, err := planNotes(r.objs, r.g, r.notes.local, r.notes.remote, r.mode)
+	if err != nil {
+		return err
+	}
+	r.notes.desired, r.notes.action = desired, action
+	r.g.forget()
+	if err := r.objs.write(ctx); err != nil {
+		return fmt.Errorf("writing merge commits: %w", err)
+	}
+	return nil
+}
+
+// plan classifies the entities of one chunk by ancestry (histories of
+// diverging refs load in batches) and loads the documents mergeOne reads.
+func (r *round) plan(part []*entityPlan) error {
 	g := r.g
 	var hist []string
-	for _, p := range r.plans {
+	for _, p := range part {
 		if p.action == "" && p.local != "" && p.remote != "" && p.local != p.remote && !p.remoteMissing {
 			hist = append(hist, p.local, p.remote)
 		}
 	}
-	if n := r.notes; n.local != "" && n.remote != "" && n.local != n.remote && !n.remoteMissing {
-		hist = append(hist, n.local, n.remote)
-	}
-	r.progress("merge", 0, len(r.plans))
 	if err := g.loadHistory(hist); err != nil {
 		return fmt.Errorf("reading entity histories: %w", err)
 	}
 	r.anc = map[string]ancPair{}
 	var docCommits, created []string
-	for _, p := range r.plans {
+	for _, p := range part {
 		if p.action != "" {
 			continue
 		}
@@ -304,8 +401,7 @@ func (r *round) plan() error {
 			created = append(created, p.remote)
 		}
 	}
-	// Remote-only refs have no loaded history: load their tip commits (the
-	// fetch step read them already).
+	// Remote-only refs have no loaded history: load their tip commits.
 	if err := g.loadHistoryShallow(created); err != nil {
 		return fmt.Errorf("reading remote entities: %w", err)
 	}
@@ -376,33 +472,8 @@ func (r *round) docsToRead(p *entityPlan) []string {
 	return nil
 }
 
-// merge decides each entity's desired tip, writing merge commits for the
-// diverged ones, and the notes' desired tip.
-func (r *round) merge(ctx context.Context) error {
-	parsed := map[string]*jsonDoc{}
-	for i, p := range r.plans {
-		if i%500 == 0 && i > 0 {
-			r.progress("merge", i, len(r.plans))
-		}
-		if err := r.mergeOne(ctx, p, parsed); err != nil {
-			return err
-		}
-	}
-	r.rep.ConflictingFields = len(r.rep.Conflicts)
-	r.progress("merge", len(r.plans), len(r.plans))
-	desired, action, err := planNotes(r.objs, r.g, r.notes.local, r.notes.remote, r.mode)
-	if err != nil {
-		return err
-	}
-	r.notes.desired, r.notes.action = desired, action
-	if err := r.objs.write(ctx); err != nil {
-		return fmt.Errorf("writing merge commits: %w", err)
-	}
-	return nil
-}
-
 // mergeOne sets one entity's desired tip.
-func (r *round) mergeOne(ctx context.Context, p *entityPlan, parsed map[string]*jsonDoc) error {
+func (r *round) mergeOne(p *entityPlan) error {
 	rules := r.rulesFor(p.ref)
 	switch p.action {
 	case "push":
@@ -418,7 +489,7 @@ func (r *round) mergeOne(ctx context.Context, p *entityPlan, parsed map[string]*
 		}
 		p.desired = p.remote
 	case "merge":
-		m, conflicts, err := mergeEntity(r.objs, r.g, p, r.anc[p.ref], rules, parsed, r.remote)
+		m, conflicts, err := mergeEntity(r.objs, r.g, p, r.anc[p.ref], rules, r.remote)
 		if err != nil {
 			var se *skipError
 			if errors.As(err, &se) {

@@ -80,8 +80,6 @@ type Store interface {
 	Config(key string) (string, bool)
 	// SetConfig sets a git config value in the repository.
 	SetConfig(ctx context.Context, key, value string) error
-	// RefTips lists the refs matching for-each-ref patterns.
-	RefTips(ctx context.Context, patterns ...string) (map[string]gitstore.RefTip, error)
 	// OpenBatch starts a batch object reader.
 	OpenBatch(ctx context.Context) (*gitstore.Batch, error)
 	// HashLen is the byte length of object ids in raw trees.
