@@ -184,46 +184,77 @@ func (r *round) fetch(ctx context.Context) (again bool, err error) {
 
 // list compares both sides' tips and sets r.plans to one plan per entity
 // whose sides differ (sorted by ref), r.upToDate to the number of the
-// others, the notes tips, and r.staging. The remote's tips come from `git
-// ls-remote`, while for-each-ref starts; the local ones stream from
-// for-each-ref and are joined with the remote's in ref order, so that the
-// local side is never held whole and only the plans of the entities that
-// differ outlive the listing.
+// others, the notes tips, and r.staging. `git ls-remote` and for-each-ref
+// run at once and their outputs, both in ref order, are joined line by
+// line: neither side is ever held whole, and only the plans of the
+// entities that differ outlive the listing, so what a sync holds does not
+// grow with the number of entities. Git servers list refs in order; should
+// one not, the listing is read again, the remote's held and sorted.
 func (r *round) list(ctx context.Context) error {
+	err := r.listWith(ctx, func(ctx context.Context) (tipSource, func() error, error) {
+		ls, err := startStream(ctx, r.st, "ls-remote", "--refs", r.remote)
+		if err != nil {
+			return nil, nil, err
+		}
+		src := &streamTips{s: ls}
+		return src, func() error {
+			if err := ls.wait(); err != nil {
+				return err
+			}
+			if src.unsorted {
+				return errUnsorted
+			}
+			return nil
+		}, nil
+	})
+	if !errors.Is(err, errUnsorted) {
+		return err
+	}
+	return r.listWith(ctx, func(ctx context.Context) (tipSource, func() error, error) {
+		tips, notes, err := listRemote(ctx, r.st, r.remote)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &sliceTips{tips: tips, notes: notes}, func() error { return nil }, nil
+	})
+}
+
+// errUnsorted: the remote listed its refs out of order.
+var errUnsorted = errors.New("the remote listed its refs out of order")
+
+// tipSource yields the remote's entity refs in ref order, each with the
+// object it points at.
+type tipSource interface {
+	next() (ref, id string, ok bool)
+	// notesTip is the remote's notes tip, once every ref was read.
+	notesTip() string
+}
+
+// listWith is list with the remote's refs from open, which also returns
+// the function that ends the listing.
+func (r *round) listWith(ctx context.Context, open func(context.Context) (tipSource, func() error, error)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type listed struct {
-		tips  []remoteTip
-		notes string
-		err   error
-	}
-	done := make(chan listed, 1)
-	go func() {
-		var l listed
-		l.tips, l.notes, l.err = listRemote(ctx, r.st, r.remote)
-		done <- l
-	}()
 	local, err := startStream(ctx, r.st, "for-each-ref", "--format=%(objectname) %(objecttype) %(refname)",
 		gitstore.RefRoot, gitstore.NotesRef, stagingPrefix(r.remote), stagingNotes(r.remote))
-	remote := <-done
-	if err != nil || remote.err != nil {
-		cancel()
-		if err == nil {
-			local.wait()
-			return remote.err
-		}
+	if err != nil {
 		return fmt.Errorf("listing agentmine refs: %w", err)
 	}
-	r.notes.remote = remote.notes
-	rt := remote.tips
+	remote, end, err := open(ctx)
+	if err != nil {
+		cancel()
+		local.wait()
+		return remoteError(r.remote, err)
+	}
 	r.staging = map[string]string{}
 	r.plans = nil
-	i := 0
+	r.upToDate = 0
+	rref, rid, rok := remote.next()
 	// remoteOnly adds the plans of the remote's entities sorting before ref
 	// (all of the rest when all is set).
 	remoteOnly := func(ref []byte, all bool) {
-		for ; i < len(rt) && (all || rt[i].ref < string(ref)); i++ {
-			r.plans = append(r.plans, &entityPlan{ref: rt[i].ref, remote: rt[i].id})
+		for ; rok && (all || rref < string(ref)); rref, rid, rok = remote.next() {
+			r.plans = append(r.plans, &entityPlan{ref: rref, remote: rid})
 		}
 	}
 	root, staging, stagingN := []byte(gitstore.RefRoot), []byte(stagingPrefix(r.remote)), stagingNotes(r.remote)
@@ -232,7 +263,7 @@ func (r *round) list(ctx context.Context) error {
 		if !ok {
 			break
 		}
-		// No string is made for an entity whose sides agree.
+		// No string is made for a local entity whose sides agree.
 		id, rest, _ := bytes.Cut(line, []byte(" "))
 		typ, name, _ := bytes.Cut(rest, []byte(" "))
 		switch {
@@ -243,9 +274,9 @@ func (r *round) list(ctx context.Context) error {
 		case bytes.HasPrefix(name, root):
 			remoteOnly(name, false)
 			remoteID := ""
-			if i < len(rt) && rt[i].ref == string(name) {
-				remoteID = rt[i].id
-				i++
+			if rok && rref == string(name) {
+				remoteID = rid
+				rref, rid, rok = remote.next()
 			}
 			if remoteID == string(id) && string(typ) == "commit" {
 				r.upToDate++
@@ -258,18 +289,82 @@ func (r *round) list(ctx context.Context) error {
 			r.plans = append(r.plans, p)
 		}
 	}
-	if err := local.wait(); err != nil {
-		return fmt.Errorf("listing agentmine refs: %w", err)
-	}
+	lerr := local.wait()
 	remoteOnly(nil, true)
+	if err := end(); err != nil {
+		if errors.Is(err, errUnsorted) {
+			return err
+		}
+		return remoteError(r.remote, err)
+	}
+	if lerr != nil {
+		return fmt.Errorf("listing agentmine refs: %w", lerr)
+	}
+	r.notes.remote = remote.notesTip()
 	return nil
 }
+
+// remoteError is the error of a remote that could not be listed.
+func remoteError(remote string, err error) error {
+	return exitcode.New(exitcode.Git, fmt.Errorf("fetching agentmine state from %s: %w", remote, err), "check that the remote exists and is reachable: git ls-remote "+remote)
+}
+
+// streamTips reads the remote's refs from `git ls-remote` as they come,
+// noting whether they come in order.
+type streamTips struct {
+	s        *gitStream
+	notes    string
+	last     string
+	unsorted bool
+}
+
+func (t *streamTips) next() (ref, id string, ok bool) {
+	for {
+		line, ok := t.s.next()
+		if !ok {
+			return "", "", false
+		}
+		bid, bref, ok := bytes.Cut(line, []byte("\t"))
+		switch {
+		case !ok:
+		case string(bref) == gitstore.NotesRef:
+			t.notes = string(bid)
+		case bytes.HasPrefix(bref, []byte(gitstore.RefRoot)):
+			if t.last != "" && string(bref) <= t.last {
+				t.unsorted = true
+			}
+			// One string a line, the id and the ref slices of it: the
+			// stream's buffer is reused for the next line.
+			l := string(line)
+			t.last = l[len(bid)+1:]
+			return t.last, l[:len(bid)], true
+		}
+	}
+}
+
+func (t *streamTips) notesTip() string { return t.notes }
+
+// sliceTips yields tips held in a sorted slice.
+type sliceTips struct {
+	tips  []remoteTip
+	notes string
+}
+
+func (t *sliceTips) next() (ref, id string, ok bool) {
+	if len(t.tips) == 0 {
+		return "", "", false
+	}
+	tip := t.tips[0]
+	t.tips = t.tips[1:]
+	return tip.ref, tip.id, true
+}
+
+func (t *sliceTips) notesTip() string { return t.notes }
 
 // remoteTip is one of the remote's entity refs and the object it points at.
 type remoteTip struct{ ref, id string }
 
-// sortTips sorts tips by ref, keeping the first of a ref listed twice: git
-// servers list refs in order, another server might not.
+// sortTips sorts tips by ref, keeping the first of a ref listed twice.
 func sortTips(tips []remoteTip) []remoteTip {
 	sort.SliceStable(tips, func(i, j int) bool { return tips[i].ref < tips[j].ref })
 	return slices.CompactFunc(tips, func(a, b remoteTip) bool { return a.ref == b.ref })
@@ -279,37 +374,27 @@ func sortTips(tips []remoteTip) []remoteTip {
 // at, sorted by ref, and the tip of its notes ref ("" when it has none).
 func listRemote(ctx context.Context, st Store, remote string) (tips []remoteTip, notes string, err error) {
 	ls, err := startStream(ctx, st, "ls-remote", "--refs", remote)
-	if err == nil {
-		sorted := true
-		for {
-			line, ok := ls.next()
-			if !ok {
-				break
-			}
-			id, ref, ok := bytes.Cut(line, []byte("\t"))
-			switch {
-			case !ok:
-			case string(ref) == gitstore.NotesRef:
-				notes = string(id)
-			case bytes.HasPrefix(ref, []byte(gitstore.RefRoot)):
-				// One string a line, the id and the ref slices of it.
-				l := string(line)
-				t := remoteTip{ref: l[len(id)+1:], id: l[:len(id)]}
-				if n := len(tips); n > 0 && tips[n-1].ref >= t.ref {
-					sorted = false
-				}
-				tips = append(tips, t)
-			}
-		}
-		err = ls.wait()
-		if !sorted {
-			tips = sortTips(tips)
-		}
-	}
 	if err != nil {
-		return nil, "", exitcode.New(exitcode.Git, fmt.Errorf("fetching agentmine state from %s: %w", remote, err), "check that the remote exists and is reachable: git ls-remote "+remote)
+		return nil, "", err
 	}
-	return tips, notes, nil
+	for {
+		line, ok := ls.next()
+		if !ok {
+			break
+		}
+		id, ref, ok := bytes.Cut(line, []byte("\t"))
+		switch {
+		case !ok:
+		case string(ref) == gitstore.NotesRef:
+			notes = string(id)
+		case bytes.HasPrefix(ref, []byte(gitstore.RefRoot)):
+			tips = append(tips, remoteTip{ref: string(ref), id: string(id)})
+		}
+	}
+	if err := ls.wait(); err != nil {
+		return nil, "", err
+	}
+	return sortTips(tips), notes, nil
 }
 
 // fetchObjects fetches the named objects (and what they need) from the

@@ -844,3 +844,80 @@ func TestSyncGitProcesses(t *testing.T) {
 		t.Fatalf("git processes of a quiet sync:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// A listing far larger than the buffers that stream it (3,000 entities,
+// about 250 KB from each side) is joined entity by entity: each remote
+// change reaches its own entity and no other.
+func TestSyncLargeListing(t *testing.T) {
+	gittest.SkipShort(t, "3,000 entities on two clones")
+	gittest.Scrub(t)
+	remote := syncRemote(t)
+	a, b := syncClone(t, remote), syncClone(t, remote)
+	ids := make([]string, 3000)
+	for i := range ids {
+		ids[i] = gitstore.NewID()
+	}
+	syncFastImport(t, a, ids, false, "", "", 0)
+	gittest.Git(t, a, "push", "-q", "origin", "refs/agentmine/*:refs/agentmine/*")
+	gittest.Git(t, b, "fetch", "-q", "origin", "refs/agentmine/*:refs/agentmine/*")
+	gittest.Git(t, b, "pack-refs", "--all")
+	var theirs, mine []string
+	for i, id := range ids {
+		switch i % 7 {
+		case 1:
+			theirs = append(theirs, id)
+		case 2:
+			mine = append(mine, id)
+		case 3:
+			theirs, mine = append(theirs, id), append(mine, id)
+		}
+	}
+	syncFastImport(t, a, theirs, true, "by", "a", 10)
+	gittest.Git(t, a, "push", "-q", "origin", "refs/agentmine/*:refs/agentmine/*")
+	syncFastImport(t, b, mine, true, "mine", "b", 20)
+	rep := syncRun(t, syncOpen(t, b, 30), Options{})
+	both := len(theirs) + len(mine) - len(ids)/7 - 1
+	if rep.Merged != len(ids)/7+1 || rep.FastForwarded != len(theirs)-rep.Merged || rep.Pushed != len(mine) || rep.UpToDate != len(ids)-both || len(rep.Conflicts) != 0 {
+		t.Fatalf("report: merged %d ff %d pushed %d up to date %d conflicts %d", rep.Merged, rep.FastForwarded, rep.Pushed, rep.UpToDate, len(rep.Conflicts))
+	}
+	for id, d := range syncDocs(t, syncOpen(t, b, 30)) {
+		if d["id"] != id {
+			t.Fatalf("entity %s holds the document of %v", id, d["id"])
+		}
+	}
+}
+
+// A remote listed out of order (no git server does) is held, sorted and
+// joined with the local refs like an ordered one.
+func TestListSortedRemote(t *testing.T) {
+	gittest.Scrub(t)
+	remote := syncRemote(t)
+	a := syncClone(t, remote)
+	sa := syncOpen(t, a, 0)
+	same := syncCreate(t, sa, map[string]any{"title": "same"})
+	changed := syncCreate(t, sa, map[string]any{"title": "changed"})
+	onlyLocal := syncCreate(t, sa, map[string]any{"title": "only here"})
+	tip := func(id string) string { return gittest.Git(t, a, "rev-parse", syncKind.Ref(id)) }
+	tips := sortTips([]remoteTip{
+		{syncKind.Ref("zzzz"), tip(same)},
+		{syncKind.Ref(changed), tip(same)},
+		{syncKind.Ref(same), tip(same)},
+		{syncKind.Ref("0000"), tip(changed)},
+	})
+	r := &round{st: sa, remote: "origin", rep: newReport("origin", 1)}
+	err := r.listWith(context.Background(), func(context.Context) (tipSource, func() error, error) {
+		return &sliceTips{tips: tips, notes: "n"}, func() error { return nil }, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range r.plans {
+		got = append(got, fmt.Sprintf("%s %t %t", strings.TrimPrefix(p.ref, syncKind.RefPrefix()), p.local != "", p.remote != ""))
+	}
+	want := []string{"0000 false true", changed + " true true", onlyLocal + " true false", "zzzz false true"}
+	sort.Strings(want)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || r.upToDate != 1 || r.notes.remote != "n" {
+		t.Fatalf("plans:\n%s\nwant\n%s\n(up to date %d, notes %q)", strings.Join(got, "\n"), strings.Join(want, "\n"), r.upToDate, r.notes.remote)
+	}
+}
