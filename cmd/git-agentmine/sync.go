@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -50,6 +51,7 @@ func runSync(a *App, remote, verb string) error {
 	if err != nil {
 		return err
 	}
+	debug.SetGCPercent(replica.GCPercent)
 	opts := replica.Options{Remote: remote, Rules: syncRules()}
 	progress := output.IsTerminal(a.P.Err) && !a.G.Quiet && !a.G.JSON
 	if progress {
