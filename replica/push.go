@@ -11,15 +11,11 @@ import (
 	"github.com/git-agentmine/git-agentmine/gitstore"
 )
 
-// pushStaged pushes the staging refs (and, if notes, the staged notes) to
-// the remote's agentmine refs as fast-forwards with --atomic. It reports
-// moved=true when the remote rejected them because it moved meanwhile; any
-// other refusal is an error.
-func pushStaged(ctx context.Context, st Store, remote string, notes bool) (moved bool, err error) {
-	args := []string{"push", "--atomic", "--porcelain", "--no-recurse-submodules", remote, stagingPrefix(remote) + "*:" + gitstore.RefRoot + "*"}
-	if notes {
-		args = append(args, stagingNotes(remote)+":"+gitstore.NotesRef)
-	}
+// pushRefs pushes refspecs to the remote as fast-forwards with --atomic.
+// It reports moved=true when the remote rejected them because it moved
+// meanwhile; any other refusal is an error.
+func pushRefs(ctx context.Context, st Store, remote string, refspecs []string) (moved bool, err error) {
+	args := append([]string{"push", "--atomic", "--porcelain", "--no-recurse-submodules", remote}, refspecs...)
 	out, err := st.Git().Run(ctx, args...)
 	if err == nil {
 		return false, nil

@@ -589,23 +589,45 @@ func (r *round) mergeOne(p *entityPlan) error {
 	return nil
 }
 
+// explicitPairs bounds pushed refs times local refs for a push that names
+// each ref: git matches every explicit refspec against every local ref,
+// about 0.45 µs a pair (10,000 refs: 4.5 ms a refspec), while the staging
+// refs cost a transaction (a process, about 10 ms here) and about 1.3 ms a
+// ref to write and delete again. Below 20,000 pairs naming them is cheaper.
+// A variable so that tests can send a few refs through the staging refs.
+var explicitPairs = 20000
+
 // push sends the desired state to the remote as fast-forwards, atomically.
-// The desired tips are written into the staging refs first and pushed with
-// one wildcard refspec: git matches thousands of explicit refspecs slowly
-// (about 9 ms each), a wildcard in one pass. The staging namespace holds
-// exactly the refs to push, so the staging refs an earlier sync left are
-// deleted in the same transaction; the update step deletes the rest. A push
-// that fails leaves them for the next sync, which replaces them.
+// A few refs are named in the push itself (tip:ref). Many are written into
+// the staging refs first and pushed with one wildcard refspec, which git
+// matches in one pass where thousands of explicit refspecs take seconds.
+// The staging namespace then holds exactly the refs to push, so the
+// staging refs an earlier sync left are deleted in the same transaction;
+// the update step deletes the rest. A push that fails leaves them for the
+// next sync, which replaces them.
 func (r *round) push(ctx context.Context) (again bool, err error) {
 	pushNotes := r.notes.desired != "" && r.notes.desired != r.notes.remote
-	pushed := 0
+	var named []string
 	for _, p := range r.plans {
 		if p.desired != "" && p.desired != p.remote {
-			pushed++
+			named = append(named, p.desired+":"+p.ref)
 		}
 	}
+	pushed := len(named)
+	if pushNotes {
+		named = append(named, r.notes.desired+":"+gitstore.NotesRef)
+	}
 	r.progress("push", 0, pushed)
-	if pushed > 0 || pushNotes {
+	// The local refs git matches refspecs against: the listed ones, and a
+	// few branches and tags.
+	local := r.upToDate + len(r.plans) + len(r.staging) + 16
+	switch {
+	case len(named) == 0:
+	case len(named)*local <= explicitPairs:
+		if moved, err := pushRefs(ctx, r.st, r.remote, named); moved || err != nil {
+			return moved && err == nil, err
+		}
+	default:
 		sops, staged := r.stagingOps()
 		if err := r.st.Transact(ctx, sops); err != nil {
 			if errors.Is(err, gitstore.ErrConflict) {
@@ -614,7 +636,11 @@ func (r *round) push(ctx context.Context) (again bool, err error) {
 			return false, fmt.Errorf("staging agentmine refs for push: %w", err)
 		}
 		r.staging = staged
-		if moved, err := pushStaged(ctx, r.st, r.remote, pushNotes); moved || err != nil {
+		refspecs := []string{stagingPrefix(r.remote) + "*:" + gitstore.RefRoot + "*"}
+		if pushNotes {
+			refspecs = append(refspecs, stagingNotes(r.remote)+":"+gitstore.NotesRef)
+		}
+		if moved, err := pushRefs(ctx, r.st, r.remote, refspecs); moved || err != nil {
 			return moved && err == nil, err
 		}
 	}

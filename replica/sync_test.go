@@ -672,38 +672,47 @@ func TestSyncLeavesNoStagingRefs(t *testing.T) {
 // Staging refs an earlier sync left behind (killed after staging, or an
 // older agentmine that mirrored the remote there) are replaced or deleted,
 // never pushed: one of them here is behind the remote, which an atomic
-// wildcard push would refuse, and one names no entity at all.
+// wildcard push would refuse, and one names no entity at all. Both ways of
+// pushing are run: naming the few refs, and (explicitPairs 0) through the
+// staging refs.
 func TestSyncReplacesLeftoverStagingRefs(t *testing.T) {
 	gittest.SkipShort(t, "a sync after stale staging refs")
 	gittest.Scrub(t)
-	remote := syncRemote(t)
-	a, b := syncClone(t, remote), syncClone(t, remote)
-	sa := syncOpen(t, a, 0)
-	stale := syncCreate(t, sa, map[string]any{"title": "stale"})
-	other := syncCreate(t, sa, map[string]any{"title": "other"})
-	syncRun(t, sa, Options{})
-	sb := syncOpen(t, b, 0)
-	syncRun(t, sb, Options{})
-	old := gittest.Git(t, b, "rev-parse", syncKind.Ref(stale))
-	syncEdit(t, syncOpen(t, a, 10), stale, func(d map[string]any) { d["title"] = "moved on" })
-	syncRun(t, sa, Options{})
-	gittest.Git(t, b, "update-ref", stagingPrefix("origin")+"tasks/"+stale, old)
-	gittest.Git(t, b, "update-ref", stagingPrefix("origin")+"tasks/"+other, gittest.Git(t, b, "rev-parse", syncKind.Ref(other)))
-	gittest.Git(t, b, "update-ref", stagingPrefix("origin")+"tasks/gone", old)
-	sb = syncOpen(t, b, 20)
-	syncEdit(t, sb, other, func(d map[string]any) { d["title"] = "b" })
-	rep := syncRun(t, sb, Options{})
-	if rep.FastForwarded != 1 || rep.Pushed != 1 {
-		t.Fatalf("report: %+v", rep)
-	}
-	if out := gittest.Git(t, b, "for-each-ref", "refs/agentmine-remote/"); out != "" {
-		t.Fatalf("staging refs left:\n%s", out)
-	}
-	if out := gittest.Git(t, remote, "for-each-ref", "--format=%(refname)", gitstore.RefRoot); strings.Contains(out, "gone") {
-		t.Fatalf("a leftover staging ref was pushed:\n%s", out)
-	}
-	if got := syncDocs(t, sb)[stale]["title"]; got != "moved on" {
-		t.Fatalf("stale entity: %v", got)
+	for _, pairs := range []int{explicitPairs, 0} {
+		t.Run(fmt.Sprintf("explicitPairs=%d", pairs), func(t *testing.T) {
+			saved := explicitPairs
+			explicitPairs = pairs
+			t.Cleanup(func() { explicitPairs = saved })
+			remote := syncRemote(t)
+			a, b := syncClone(t, remote), syncClone(t, remote)
+			sa := syncOpen(t, a, 0)
+			stale := syncCreate(t, sa, map[string]any{"title": "stale"})
+			other := syncCreate(t, sa, map[string]any{"title": "other"})
+			syncRun(t, sa, Options{})
+			sb := syncOpen(t, b, 0)
+			syncRun(t, sb, Options{})
+			old := gittest.Git(t, b, "rev-parse", syncKind.Ref(stale))
+			syncEdit(t, syncOpen(t, a, 10), stale, func(d map[string]any) { d["title"] = "moved on" })
+			syncRun(t, sa, Options{})
+			gittest.Git(t, b, "update-ref", stagingPrefix("origin")+"tasks/"+stale, old)
+			gittest.Git(t, b, "update-ref", stagingPrefix("origin")+"tasks/"+other, gittest.Git(t, b, "rev-parse", syncKind.Ref(other)))
+			gittest.Git(t, b, "update-ref", stagingPrefix("origin")+"tasks/gone", old)
+			sb = syncOpen(t, b, 20)
+			syncEdit(t, sb, other, func(d map[string]any) { d["title"] = "b" })
+			rep := syncRun(t, sb, Options{})
+			if rep.FastForwarded != 1 || rep.Pushed != 1 {
+				t.Fatalf("report: %+v", rep)
+			}
+			if out := gittest.Git(t, b, "for-each-ref", "refs/agentmine-remote/"); out != "" {
+				t.Fatalf("staging refs left:\n%s", out)
+			}
+			if out := gittest.Git(t, remote, "for-each-ref", "--format=%(refname)", gitstore.RefRoot); strings.Contains(out, "gone") {
+				t.Fatalf("a leftover staging ref was pushed:\n%s", out)
+			}
+			if got := syncDocs(t, sb)[stale]["title"]; got != "moved on" {
+				t.Fatalf("stale entity: %v", got)
+			}
+		})
 	}
 }
 
@@ -803,7 +812,7 @@ func TestSyncWritesMergesAsOnePack(t *testing.T) {
 
 // The git processes a sync starts: a quiet one lists both sides and reads
 // nothing; one with changes on both sides adds one cat-file, one fetch, the
-// staging transaction, the push and the local update.
+// push (naming its few refs: no staging transaction) and the local update.
 func TestSyncGitProcesses(t *testing.T) {
 	gittest.SkipShort(t, "two clones syncing through a counting git")
 	gittest.Scrub(t)
@@ -833,7 +842,7 @@ func TestSyncGitProcesses(t *testing.T) {
 	if rep.FastForwarded != 1 || rep.Pushed != 1 {
 		t.Fatalf("report: %+v", rep)
 	}
-	want := "rev-parse var config for-each-ref ls-remote cat-file fetch update-ref push update-ref"
+	want := "rev-parse var config for-each-ref ls-remote cat-file fetch push update-ref"
 	got := calls()
 	sorted := func(s string) string { f := strings.Fields(s); sort.Strings(f); return strings.Join(f, " ") }
 	if sorted(got) != sorted(want) {
