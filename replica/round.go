@@ -104,6 +104,8 @@ func (r *round) run(ctx context.Context) (again bool, err error) {
 		if again, err := r.update(ctx); again || err != nil {
 			return again, err
 		}
+	} else if err := r.clearStaging(ctx); err != nil {
+		return false, err
 	}
 	r.count()
 	return false, nil
@@ -603,8 +605,8 @@ var explicitPairs = 20000
 // matches in one pass where thousands of explicit refspecs take seconds.
 // The staging namespace then holds exactly the refs to push, so the
 // staging refs an earlier sync left are deleted in the same transaction;
-// the update step deletes the rest. A push that fails leaves them for the
-// next sync, which replaces them.
+// the update step (for push, clearStaging) deletes the rest. A push that
+// fails leaves them for the next sync, which replaces them.
 func (r *round) push(ctx context.Context) (again bool, err error) {
 	pushNotes := r.notes.desired != "" && r.notes.desired != r.notes.remote
 	var named []string
@@ -720,6 +722,20 @@ func (r *round) update(ctx context.Context) (again bool, err error) {
 	r.rep.NotesUpdated = n.desired != "" && n.desired != n.local
 	r.progress("update", local, local)
 	return false, nil
+}
+
+// clearStaging empties the staging namespace after a push, which has no
+// local update to do it with. A staging ref that moved meanwhile belongs to
+// another sync of this repository, which deletes it itself.
+func (r *round) clearStaging(ctx context.Context) error {
+	ops := r.stagingDeletes(nil)
+	if len(ops) == 0 {
+		return nil
+	}
+	if err := r.st.Transact(ctx, ops); err != nil && !errors.Is(err, gitstore.ErrConflict) {
+		return fmt.Errorf("deleting staging refs: %w", err)
+	}
+	return nil
 }
 
 // count fills the report's per-action counters.

@@ -674,7 +674,7 @@ func TestSyncLeavesNoStagingRefs(t *testing.T) {
 // never pushed: one of them here is behind the remote, which an atomic
 // wildcard push would refuse, and one names no entity at all. Both ways of
 // pushing are run: naming the few refs, and (explicitPairs 0) through the
-// staging refs.
+// staging refs; a push alone then leaves the staging namespace empty too.
 func TestSyncReplacesLeftoverStagingRefs(t *testing.T) {
 	gittest.SkipShort(t, "a sync after stale staging refs")
 	gittest.Scrub(t)
@@ -711,6 +711,26 @@ func TestSyncReplacesLeftoverStagingRefs(t *testing.T) {
 			}
 			if got := syncDocs(t, sb)[stale]["title"]; got != "moved on" {
 				t.Fatalf("stale entity: %v", got)
+			}
+
+			// A push alone, with a leftover again: it has no local update,
+			// and still leaves nothing staged.
+			gittest.Git(t, b, "update-ref", stagingPrefix("origin")+"tasks/gone", old)
+			sb = syncOpen(t, b, 30)
+			syncEdit(t, sb, stale, func(d map[string]any) { d["title"] = "pushed" })
+			rep, err := Push(context.Background(), sb, Options{})
+			if err != nil || rep.Pushed != 1 {
+				t.Fatalf("push: %+v %v", rep, err)
+			}
+			if out := gittest.Git(t, b, "for-each-ref", "refs/agentmine-remote/", "refs/notes/agentmine-remote/"); out != "" {
+				t.Fatalf("staging refs left by push:\n%s", out)
+			}
+			if got := syncDocs(t, syncOpen(t, a, 40))[stale]["title"]; got != "moved on" {
+				t.Fatalf("a's copy changed before it synced: %v", got)
+			}
+			syncRun(t, sa, Options{})
+			if got := syncDocs(t, sa)[stale]["title"]; got != "pushed" {
+				t.Fatalf("pushed entity on a: %v", got)
 			}
 		})
 	}
