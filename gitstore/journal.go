@@ -269,11 +269,11 @@ func commandLine() string {
 // WatchedRefs lists the refs a supervisor watches during a run, by full
 // name, with the object each points at: the branches and tags (any of them
 // may be a task's base), agentmine's entities under refs/agentmine/, the
-// notes refs, except the staging notes a sync fetches into
-// (refs/notes/agentmine-remote/…), which sync overwrites from the remote
-// before it reads them, and the replace refs (refs/replace/…), which
-// agentmine's git ignores but a person's git log and git show follow. One
-// for-each-ref; no object is read.
+// notes refs, except the staging notes (refs/notes/agentmine-remote/…),
+// which sync writes only to push from them and deletes again, and the
+// replace refs (refs/replace/…), which agentmine's git ignores but a
+// person's git log and git show follow. One for-each-ref; no object is
+// read.
 func (s *Store) WatchedRefs(ctx context.Context) (map[string]string, error) {
 	lines, err := s.git.Lines(ctx, "for-each-ref", "--format=%(objectname) %(refname)",
 		"refs/heads/", "refs/tags/", RefRoot, "refs/notes/", "refs/replace/")

@@ -49,14 +49,17 @@
 // copied to the other side.
 //
 // The staging namespace (refs/agentmine-remote/<remote>/… and
-// refs/notes/agentmine-remote/<remote>/agentmine) holds the tips to push,
-// written just before the push, which sends them with one wildcard refspec
-// (far faster than thousands of explicit refspecs), and deleted with the
-// local update: between syncs it is empty. The remote's state is never
-// stored there: a clone that meets 10,000 remote entities for the first
-// time does not write, read back and pack 10,000 refs, only the objects it
-// lacks arrive. Remote names containing "/" share a staging prefix with a
-// shorter remote name and should be avoided.
+// refs/notes/agentmine-remote/<remote>/agentmine) holds the tips to push
+// when there are many: they are written just before the push, which sends
+// them with one wildcard refspec (far faster than thousands of explicit
+// refspecs), and deleted with the local update (or right after a push):
+// between syncs it is empty. A few tips are named in the push itself and
+// never staged. The remote's state is never stored there, nor in any other
+// ref: a clone that meets 10,000 remote entities for the first time does
+// not write, read back and pack 10,000 refs, only the objects it lacks
+// arrive, and a local ref moves only to a tip that contains it or to a
+// merge of both sides. Remote names containing "/" share a staging prefix
+// with a shorter remote name and should be avoided.
 package replica
 
 import (
@@ -133,7 +136,9 @@ type Report struct {
 	Remote string `json:"remote"`
 	// Rounds is how many rounds ran (more than 1 when the remote moved).
 	Rounds int `json:"rounds"`
-	// Fetched counts staging refs that the last fetch created or moved.
+	// Fetched counts entity and notes refs whose remote tip this clone
+	// lacked and fetched in the last round (0 for Push, which fetches
+	// nothing).
 	Fetched int `json:"fetched"`
 	// Created counts entities that existed only on the remote, now copied.
 	Created int `json:"created"`
@@ -353,10 +358,10 @@ func checkRemote(ctx context.Context, st Store, remote string) error {
 	return nil
 }
 
-// stagingPrefix is where the remote's entity refs are fetched to.
+// stagingPrefix is where the entity tips to push to remote are staged.
 func stagingPrefix(remote string) string { return "refs/agentmine-remote/" + remote + "/" }
 
-// stagingNotes is where the remote's notes ref is fetched to.
+// stagingNotes is where the notes tip to push to remote is staged.
 func stagingNotes(remote string) string {
 	return "refs/notes/agentmine-remote/" + remote + "/agentmine"
 }
