@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -266,7 +268,15 @@ const rawSync = "git fetch -q origin '+refs/agentmine/*:refs/agentmine-remote/or
 // raw git fetching and pushing the same refs over the same transport
 // (rawSync), as the ratio agentmine/raw: before each timed run, both
 // clones add 20 tasks untimed, so each side pushes 20 new refs and fetches
-// the other's.
+// the other's. It also reports, from one more untimed round, the git
+// processes each side starts (git-agentmine run directly, through a
+// counting wrapper), and agentmine's own peak memory: the peak resident set
+// (VmHWM) of the git-agentmine process itself, read from /proc every 2 ms
+// while it syncs, not counting its git children (most of it is the
+// binary's own pages), next to a quiet sync's right after, which changes
+// nothing; agentmine-peak-B/changed-entity is the difference over the 40
+// entities the first one changes. BenchmarkSync10k measures memory per
+// changed entity where there are enough of them to weigh.
 func BenchmarkSyncHTTP(b *testing.B) {
 	useBuiltBinary(b)
 	root := newServedRemote(b)
@@ -299,4 +309,56 @@ func BenchmarkSyncHTTP(b *testing.B) {
 	reportRatio(b, o, r)
 	b.ReportMetric(float64(o.peakKB), "agentmine-peak-KiB")
 	b.ReportMetric(float64(r.peakKB), "raw-peak-KiB")
+
+	// Two more rounds, untimed, each side adding 20 tasks and the raw clone
+	// pushing first: each sync fetches 20 entities and pushes 20.
+	add(ours)
+	add(raw)
+	counter := gittest.NewGitCounter(b)
+	b.ReportMetric(float64(countGit(b, counter, raw, "sh", "-c", rawSync)), "raw-git-procs")
+	b.ReportMetric(float64(countGit(b, counter, ours, "git-agentmine", "sync")), "agentmine-git-procs")
+	add(ours)
+	add(raw)
+	timeCmd(b, raw, "sh", "-c", rawSync)
+	peak := ownPeakKB(b, ours, "git-agentmine", "sync")
+	quiet := ownPeakKB(b, ours, "git-agentmine", "sync")
+	b.ReportMetric(float64(peak), "agentmine-own-peak-KiB")
+	b.ReportMetric(float64(quiet), "agentmine-quiet-peak-KiB")
+	b.ReportMetric(float64(peak-quiet)*1024/40, "agentmine-peak-B/changed-entity")
+}
+
+// ownPeakKB runs name args in dir and returns the peak resident set (VmHWM)
+// of that process alone, in KiB, read from /proc every 2 ms while it runs:
+// its children are not in it, and a peak in its last 2 ms could be missed.
+func ownPeakKB(b *testing.B, dir string, name string, args ...string) int64 {
+	b.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+	var peak int64
+	for {
+		if data, err := os.ReadFile(status); err == nil {
+			for _, l := range strings.Split(string(data), "\n") {
+				if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+					kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+					peak = max(peak, kb)
+				}
+			}
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				b.Fatalf("%s %v: %v: %s", name, args, err, stderr.String())
+			}
+			return peak
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
 }
