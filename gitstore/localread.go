@@ -39,12 +39,19 @@ func (s *Store) readLocal(name string) (object, bool) {
 	if !ok {
 		return object{}, false
 	}
-	typ, data, err := db.read(id)
+	if !hasPath {
+		typ, data, err := db.read(id)
+		if err != nil {
+			return object{}, false
+		}
+		return object{id: id, typ: typ, data: data}, true
+	}
+	// The commits and trees on the way to a path are read again and again
+	// (every note lookup goes through the notes commit and its root tree):
+	// they are kept for the store's life (objects never change).
+	typ, data, err := s.readKept(db, id)
 	if err != nil {
 		return object{}, false
-	}
-	if !hasPath {
-		return object{id: id, typ: typ, data: data}, true
 	}
 	if typ == "commit" {
 		// "tree <id>" is a commit's first line.
@@ -52,7 +59,7 @@ func (s *Store) readLocal(name string) (object, bool) {
 			return object{}, false
 		}
 		tree, _, _ := strings.Cut(string(data[len("tree "):]), "\n")
-		if typ, data, err = db.read(tree); err != nil {
+		if typ, data, err = s.readKept(db, tree); err != nil {
 			return object{}, false
 		}
 		id = tree
@@ -60,31 +67,79 @@ func (s *Store) readLocal(name string) (object, bool) {
 	if path == "" {
 		return object{}, false // "<rev>:" is the root tree; not asked for here
 	}
-	for _, part := range strings.Split(path, "/") {
+	parts := strings.Split(path, "/")
+	for i, part := range parts {
 		if typ != "tree" || part == "" {
 			return object{}, false
 		}
-		entries, err := parseTree(data, db.hashLen)
-		if err != nil {
+		entry, found, ok := findTreeEntry(data, part, db.hashLen)
+		if !ok {
 			return object{}, false
-		}
-		found := false
-		for _, e := range entries {
-			if e.name == part {
-				id, found = e.id, true
-				break
-			}
 		}
 		if !found {
 			// The tree, read whole, has no such entry: git would answer
 			// "missing" too.
 			return object{missing: true}, true
 		}
-		if typ, data, err = db.read(id); err != nil {
+		id = entry
+		if i < len(parts)-1 {
+			typ, data, err = s.readKept(db, id)
+		} else {
+			typ, data, err = db.read(id)
+		}
+		if err != nil {
 			return object{}, false
 		}
 	}
 	return object{id: id, typ: typ, data: data}, true
+}
+
+// keptLimit bounds the objects readKept keeps: the commits and trees on
+// the way to the paths a command reads, not its documents.
+const keptLimit = 4 << 20
+
+// readKept reads the commit or tree id through the store's memo of them.
+func (s *Store) readKept(db *odb, id string) (string, []byte, error) {
+	s.keptMu.Lock()
+	o, ok := s.kept[id]
+	s.keptMu.Unlock()
+	if ok {
+		return o.typ, o.data, nil
+	}
+	typ, data, err := db.read(id)
+	if err != nil {
+		return "", nil, err
+	}
+	s.keptMu.Lock()
+	if s.keptSize+len(data) <= keptLimit {
+		if s.kept == nil {
+			s.kept = map[string]object{}
+		}
+		if _, dup := s.kept[id]; !dup {
+			s.kept[id] = object{typ: typ, data: data}
+			s.keptSize += len(data)
+		}
+	}
+	s.keptMu.Unlock()
+	return typ, data, nil
+}
+
+// findTreeEntry returns the id of the entry called name in the tree data,
+// scanning it without decoding the other entries; ok is false for a tree
+// that does not parse.
+func findTreeEntry(data []byte, name string, hashLen int) (id string, found, ok bool) {
+	for len(data) > 0 {
+		sp := bytes.IndexByte(data, ' ')
+		nul := bytes.IndexByte(data, 0)
+		if sp < 0 || nul < sp || len(data) < nul+1+hashLen {
+			return "", false, false
+		}
+		if string(data[sp+1:nul]) == name {
+			return hex.EncodeToString(data[nul+1 : nul+1+hashLen]), true, true
+		}
+		data = data[nul+1+hashLen:]
+	}
+	return "", false, true
 }
 
 // resolveLocal turns rev (a full object id or a full ref name) into an

@@ -95,6 +95,11 @@ type Store struct {
 	gitReads bool
 	odbOnce  sync.Once
 	odb      *odb
+	// kept holds the commits and trees read on the way to paths
+	// (readKept), keptSize their total size.
+	keptMu   sync.Mutex
+	kept     map[string]object
+	keptSize int
 	// behalf is the session this process writes for (onBehalf), worked
 	// out once.
 	behalfOnce sync.Once
