@@ -93,6 +93,15 @@ func alongTasks(ctx context.Context, st *gitstore.Store, f func() error) (*tasks
 	return tb, err
 }
 
+// StatusGCPercent is the garbage collection target (debug.SetGCPercent)
+// for a process that reads the whole board once and prints it (status):
+// what it keeps is small next to what it allocates decoding summaries, so
+// at Go's default of 100 the heap runs up to twice its live size between
+// collections. 10,000 tasks and 30,000 sessions, status --json, nine runs
+// each, alternating: at 100 a peak of 57.9-60.5 MB and 0.31-0.34 s; at 50
+// 53.9 MB and 0.31-0.34 s.
+const StatusGCPercent = 50
+
 // LoadStatus is LoadSummary for the board's counts and lists (the status
 // document): every task's status from every session, the running sessions,
 // and per task the usage its sessions reported and when the last of them

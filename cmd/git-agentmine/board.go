@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/board"
@@ -24,6 +25,7 @@ func (c *StatusCmd) Run(a *App) error {
 	// ones, which summaries keep whole, so it reads a partial board (one
 	// fact per attempt, board.LoadStatus); the human board prints the
 	// findings of listed sessions, which need their full verdicts.
+	debug.SetGCPercent(board.StatusGCPercent)
 	load := loadView
 	if a.G.JSON {
 		load = func(a *App) (*view, error) { return loadViewWith(a, board.LoadStatus) }
