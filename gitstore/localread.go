@@ -96,7 +96,7 @@ func (s *Store) readLocal(name string) (object, bool) {
 
 // keptLimit bounds the objects readKept keeps: the commits and trees on
 // the way to the paths a command reads, not its documents.
-const keptLimit = 4 << 20
+const keptLimit = 1 << 20
 
 // readKept reads the commit or tree id through the store's memo of them.
 func (s *Store) readKept(db *odb, id string) (string, []byte, error) {
