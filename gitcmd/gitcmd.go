@@ -254,6 +254,14 @@ func (r Runner) wrap(ctx context.Context, args []string, err error, stderr strin
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, exec.ErrDot) {
 		return gitNotFound(err)
 	}
+	return Failure(ctx, args, err, stderr)
+}
+
+// Failure is the typed error of a git process that failed with err (its
+// exit code when it ran, whether ctx was cancelled) and wrote stderr: for
+// git processes a package runs itself, streaming their output, rather than
+// through a Runner's methods.
+func Failure(ctx context.Context, args []string, err error, stderr string) error {
 	ge := &Error{Args: args, Code: -1, Stderr: stderr, Err: err}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -3,10 +3,8 @@ package worktree
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 
 	"github.com/git-agentmine/git-agentmine/gitcmd"
@@ -70,22 +68,7 @@ func runWithUmask(ctx context.Context, wt gitcmd.Runner, umask int, args ...stri
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return gitFailure(ctx, args, err, stderr.String())
+		return gitcmd.Failure(ctx, args, err, stderr.String())
 	}
 	return nil
-}
-
-// gitFailure reports a git process run without gitcmd's Run the way
-// gitcmd does: a *gitcmd.Error with git's exit code and stderr.
-func gitFailure(ctx context.Context, args []string, err error, stderr string) error {
-	ge := &gitcmd.Error{Args: args, Code: -1, Stderr: stderr, Err: err}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		ge.Code = ee.ExitCode()
-	}
-	if ctx.Err() != nil {
-		ge.Canceled = true
-		ge.Err = ctx.Err()
-	}
-	return ge
 }

@@ -435,14 +435,14 @@ func listTree(ctx context.Context, git gitcmd.Runner, commit string) (*entryList
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		return nil, gitFailure(ctx, args, err, "")
+		return nil, gitcmd.Failure(ctx, args, err, "")
 	}
 	entries, perr := parseTree(bufio.NewReaderSize(out, 64<<10))
 	if perr != nil {
 		_, _ = io.Copy(io.Discard, out) // let git finish
 	}
 	if err := cmd.Wait(); err != nil {
-		return nil, gitFailure(ctx, args, err, stderr.String())
+		return nil, gitcmd.Failure(ctx, args, err, stderr.String())
 	}
 	return entries, perr
 }
