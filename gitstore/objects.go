@@ -4,19 +4,15 @@ import (
 	"bytes"
 	"compress/zlib"
 	"context"
-	"crypto/sha1"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -52,16 +48,8 @@ func (s *Store) writeObject(ctx context.Context, typ string, data []byte) (strin
 		}
 		return strings.TrimSpace(string(out)), nil
 	}
-	hdr := typ + " " + strconv.Itoa(len(data)) + "\x00"
-	var h hash.Hash
-	if s.sha1 {
-		h = sha1.New()
-	} else {
-		h = sha256.New()
-	}
-	h.Write([]byte(hdr))
-	h.Write(data)
-	sum := h.Sum(nil)
+	hdr := objectHeader(typ, data)
+	sum := s.objectSum(hdr, data)
 	id := hex.EncodeToString(sum)
 	if s.freshen(id, sum) {
 		return id, nil
@@ -196,18 +184,29 @@ func (s *Store) writeDocCommit(ctx context.Context, file string, doc []byte, par
 	if err != nil {
 		return "", err
 	}
-	raw, err := hex.DecodeString(blob)
+	tree, err := FileTree(file, blob)
 	if err != nil {
-		return "", fmt.Errorf("writing tree: bad blob id %q", blob)
+		return "", err
 	}
-	var tree bytes.Buffer
-	fmt.Fprintf(&tree, "100644 %s\x00", file)
-	tree.Write(raw)
-	treeID, err := s.writeObject(ctx, "tree", tree.Bytes())
+	treeID, err := s.writeObject(ctx, "tree", tree)
 	if err != nil {
 		return "", err
 	}
 	return s.writeCommit(ctx, treeID, parents, message)
+}
+
+// FileTree returns the content of a tree holding one regular file, file,
+// whose content is the blob with id blob: the tree of every entity
+// document.
+func FileTree(file, blob string) ([]byte, error) {
+	raw, err := hex.DecodeString(blob)
+	if err != nil {
+		return nil, fmt.Errorf("writing tree: bad blob id %q", blob)
+	}
+	var tree bytes.Buffer
+	fmt.Fprintf(&tree, "100644 %s\x00", file)
+	tree.Write(raw)
+	return tree.Bytes(), nil
 }
 
 // writeCommit writes a commit object for tree with the given parents.

@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"bufio"
+	"bytes"
 	"compress/zlib"
 	"context"
 	"crypto/sha1"
@@ -12,6 +13,8 @@ import (
 	"hash"
 	"io"
 	"strconv"
+
+	"github.com/git-agentmine/git-agentmine/gitcmd"
 )
 
 // Sync writes its merge commits (a blob, a tree and a commit per merged
@@ -34,10 +37,21 @@ const looseLimit = 100
 // ObjectID returns the id an object of type typ ("blob", "tree", "commit")
 // with content data has in this repository, without writing it.
 func (s *Store) ObjectID(typ string, data []byte) string {
+	return hex.EncodeToString(s.objectSum(objectHeader(typ, data), data))
+}
+
+// objectHeader is the header git hashes and stores before an object's
+// content: "<type> <size>\x00".
+func objectHeader(typ string, data []byte) string {
+	return typ + " " + strconv.Itoa(len(data)) + "\x00"
+}
+
+// objectSum is the raw id of the object with header hdr and content data.
+func (s *Store) objectSum(hdr string, data []byte) []byte {
 	h := s.newHash()
-	h.Write([]byte(typ + " " + strconv.Itoa(len(data)) + "\x00"))
+	h.Write([]byte(hdr))
 	h.Write(data)
-	return hex.EncodeToString(h.Sum(nil))
+	return h.Sum(nil)
 }
 
 func (s *Store) newHash() hash.Hash {
@@ -64,7 +78,7 @@ func (s *Store) WriteObjects(ctx context.Context, objs []Object) error {
 	if err != nil {
 		return fmt.Errorf("writing a pack: %w", err)
 	}
-	var stderr limitedBuffer
+	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("writing a pack: starting git index-pack: %w", err)
@@ -72,7 +86,7 @@ func (s *Store) WriteObjects(ctx context.Context, objs []Object) error {
 	werr := writePack(stdin, s.newHash(), objs)
 	stdin.Close()
 	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("writing a pack: git index-pack: %s: %w", stderr.firstLine(), err)
+		return fmt.Errorf("writing a pack: %w", gitcmd.Failure(ctx, []string{"index-pack", "--stdin"}, err, stderr.String()))
 	}
 	if werr != nil {
 		return fmt.Errorf("writing a pack: %w", werr)
@@ -120,27 +134,4 @@ func writePack(w io.Writer, sum hash.Hash, objs []Object) error {
 	}
 	_, err := w.Write(sum.Sum(nil))
 	return err
-}
-
-// limitedBuffer keeps the first 4 KiB written to it.
-type limitedBuffer struct{ b []byte }
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if room := 4096 - len(l.b); room > 0 {
-		l.b = append(l.b, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
-}
-
-// firstLine returns the first line written, or "failed".
-func (l *limitedBuffer) firstLine() string {
-	for i, c := range l.b {
-		if c == '\n' {
-			return string(l.b[:i])
-		}
-	}
-	if len(l.b) == 0 {
-		return "failed"
-	}
-	return string(l.b)
 }

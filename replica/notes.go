@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/git-agentmine/git-agentmine/gitstore"
 )
 
 // Notes hold one JSON object per line per annotated object. Two diverged
@@ -246,12 +248,9 @@ func writeNotesTree(objs *objectBatch, notes map[string]string) (string, error) 
 
 // writeTreeOf queues a tree holding one file.
 func writeTreeOf(objs *objectBatch, file, blob string) (string, error) {
-	raw, err := hex.DecodeString(blob)
+	tree, err := gitstore.FileTree(file, blob)
 	if err != nil {
-		return "", fmt.Errorf("writing tree: bad blob id %q", blob)
+		return "", err
 	}
-	var tree bytes.Buffer
-	fmt.Fprintf(&tree, "100644 %s\x00", file)
-	tree.Write(raw)
-	return objs.add("tree", tree.Bytes()), nil
+	return objs.add("tree", tree), nil
 }
