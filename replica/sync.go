@@ -229,7 +229,11 @@ const loosePackThreshold = 256
 // that floor, not the sync's data, was most of its peak (4.3-4.7 KB per
 // changed entity in BenchmarkSync10k). At 50 the floor halves: 3.4-3.8 KB
 // per changed entity, for about 25 more collections of a heap of a few MB
-// per such sync, a few milliseconds in all.
+// per such sync, a few milliseconds in all. Those figures were taken
+// before sync read objects and refs in-process; measured again since
+// (same benchmark, quiet machine): 5.1-5.5 KB per changed entity at 50
+// and 5.0 KB at 25, while the heap stays at 2-5 MB: the rest of the peak
+// is not the heap's floor.
 const GCPercent = 50
 
 // Sync fetches the remote's agentmine state, merges it entity by entity with
