@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,22 +98,24 @@ func (s *Store) journalRefs(ops []RefOp) {
 		}
 		return id
 	}
-	var es []JournalEntry
-	for _, op := range ops {
-		e := JournalEntry{Op: op.Verb, Ref: op.Ref}
-		switch op.Verb {
-		case "create":
-			e.New = norm(op.New)
-		case "update":
-			e.Old, e.New = norm(op.Old), norm(op.New)
-		case "delete":
-			e.Old = norm(op.Old)
-		default:
-			continue // verify writes nothing
+	s.appendJournal(func(yield func(JournalEntry) bool) {
+		for _, op := range ops {
+			e := JournalEntry{Op: op.Verb, Ref: op.Ref}
+			switch op.Verb {
+			case "create":
+				e.New = norm(op.New)
+			case "update":
+				e.Old, e.New = norm(op.Old), norm(op.New)
+			case "delete":
+				e.Old = norm(op.Old)
+			default:
+				continue // verify writes nothing
+			}
+			if !yield(e) {
+				return
+			}
 		}
-		es = append(es, e)
-	}
-	s.appendJournal(es)
+	})
 }
 
 // RecordCheckout records that agentmine updated the files of the checkout in
@@ -119,7 +123,7 @@ func (s *Store) journalRefs(ops []RefOp) {
 // there), so that whoever compares that checkout before and after a run can
 // excuse the paths that differ between the two commits.
 func (s *Store) RecordCheckout(dir, from, to string) {
-	s.appendJournal([]JournalEntry{{Op: JournalCheckout, Checkout: dir, Old: from, New: to}})
+	s.appendJournal(slices.Values([]JournalEntry{{Op: JournalCheckout, Checkout: dir, Old: from, New: to}}))
 }
 
 // RecordWorktree records that agentmine is about to create (op
@@ -127,33 +131,62 @@ func (s *Store) RecordCheckout(dir, from, to string) {
 // so that the supervisors of workers running next to it can excuse what
 // their watchers see of it.
 func (s *Store) RecordWorktree(op, dir string) {
-	s.appendJournal([]JournalEntry{{Op: op, Checkout: dir}})
+	s.appendJournal(slices.Values([]JournalEntry{{Op: op, Checkout: dir}}))
 }
 
-// appendJournal stamps the entries and appends them in one write.
-func (s *Store) appendJournal(es []JournalEntry) {
-	if len(es) == 0 {
-		return
+// appendJournal stamps the entries and appends them to the journal, whole
+// lines journalChunk bytes at a time: a transaction of thousands of refs
+// never holds all of its lines. O_APPEND makes each write land whole at the
+// end of the file; lines of another writer may come between two of them,
+// which readers, reading line by line, do not mind. No entry, no file.
+func (s *Store) appendJournal(entries iter.Seq[JournalEntry]) {
+	var (
+		f            *os.File
+		b            []byte
+		now          time.Time
+		pid          int
+		session, cmd string
+		failed       bool
+	)
+	flush := func() {
+		if len(b) > 0 && !failed {
+			if _, err := f.Write(b); err != nil {
+				s.journalWarn(err)
+				failed = true
+			}
+		}
+		b = b[:0]
 	}
-	now := time.Now().UTC()
-	pid := os.Getpid()
-	session := s.onBehalf()
-	cmd := commandLine()
-	var b bytes.Buffer
-	for _, e := range es {
+	for e := range entries {
+		if f == nil {
+			var err error
+			if f, err = openRotating(s.journalPath(), JournalMaxBytes); err != nil {
+				s.journalWarn(err)
+				return
+			}
+			defer f.Close()
+			now, pid, session, cmd = time.Now().UTC(), os.Getpid(), s.onBehalf(), commandLine()
+		}
 		e.Time, e.Pid, e.Session, e.Cmd = now, pid, session, cmd
 		line, err := json.Marshal(e)
 		if err != nil {
 			s.journalWarn(err)
 			return
 		}
-		b.Write(line)
-		b.WriteByte('\n')
+		b = append(b, line...)
+		b = append(b, '\n')
+		if len(b) >= journalChunk {
+			flush()
+		}
 	}
-	if err := appendRotating(s.journalPath(), b.Bytes(), JournalMaxBytes); err != nil {
-		s.journalWarn(err)
+	if f != nil {
+		flush()
 	}
 }
+
+// journalChunk is about how many bytes of journal lines go out in one
+// write.
+const journalChunk = 32 << 10
 
 // journalWarn reports a journal failure once per store: the ref write goes
 // on, but a supervisor running at the same time may hold it against its
@@ -164,18 +197,18 @@ func (s *Store) journalWarn(err error) {
 	})
 }
 
-// appendRotating appends data to the file at path with one write, first
-// renaming the file to path.1 when it has grown past max bytes. The rename
-// happens under an exclusive lock and only if path is still the file that
-// was opened, so two writers never rotate twice.
-func appendRotating(path string, data []byte, max int64) error {
+// openRotating opens the file at path for appending, first renaming it to
+// path.1 when it has grown past max bytes. The rename happens under an
+// exclusive lock and only if path is still the file that was opened, so
+// two writers never rotate twice.
+func openRotating(path string, max int64) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	open := func() (*os.File, error) { return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) }
 	f, err := open()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if fi, err := f.Stat(); err == nil && fi.Size() > max {
 		rotate(f, fi, path)
@@ -183,13 +216,9 @@ func appendRotating(path string, data []byte, max int64) error {
 		// writer that opened the old file before the rename appends to
 		// path.1, which readers still read.)
 		f.Close()
-		if f, err = open(); err != nil {
-			return err
-		}
+		return open()
 	}
-	defer f.Close()
-	_, err = f.Write(data)
-	return err
+	return f, nil
 }
 
 func rotate(f *os.File, opened os.FileInfo, path string) {

@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -254,7 +255,13 @@ func TestJournalRotatesAndReadsBothFiles(t *testing.T) {
 		return []byte(fmt.Sprintf(`{"time":%q,"pid":1,"op":"create","ref":%q,"new":"abc"}`+"\n", time.Now().UTC().Format(time.RFC3339Nano), ref))
 	}
 	for i := 0; i < 10; i++ {
-		if err := appendRotating(path, line(fmt.Sprintf("refs/heads/r%d", i)), 300); err != nil {
+		f, err := openRotating(path, 300)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.Write(line(fmt.Sprintf("refs/heads/r%d", i)))
+		f.Close()
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -425,4 +432,50 @@ func BenchmarkWatchedRefs(b *testing.B) {
 			gittest.Git(b, dir, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/", "refs/tags/", "refs/agentmine/", "refs/notes/")
 		}
 	})
+}
+
+// TestLargeTransactionJournalsEveryRef: a transaction of thousands of refs
+// (update-ref's input made as git reads it, the journal written in pieces
+// of whole lines) writes every ref, journals each exactly once in order,
+// and one bad expectation anywhere still fails all of it.
+func TestLargeTransactionJournalsEveryRef(t *testing.T) {
+	dir, st := journalRepo(t)
+	ctx := context.Background()
+	head := gittest.Git(t, dir, "rev-parse", "HEAD")
+	start := time.Now().Add(-time.Second)
+	const n = 3000 // about 600 KB of journal, 20 pieces
+	ops := make([]RefOp, n)
+	for i := range ops {
+		ops[i] = RefOp{Verb: "create", Ref: fmt.Sprintf("refs/agentmine/tasks/t%05d", i), New: head}
+	}
+	if err := st.Transact(ctx, ops); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(gittest.Git(t, dir, "for-each-ref", "refs/agentmine/tasks/"), "\n") + 1; got != n {
+		t.Fatalf("%d refs written, want %d", got, n)
+	}
+	es, err := st.ReadJournal(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != n {
+		t.Fatalf("journal has %d entries, want %d", len(es), n)
+	}
+	for i, e := range es {
+		if e.Op != "create" || e.Ref != ops[i].Ref || e.New != head {
+			t.Fatalf("entry %d = %+v, want the create of %s", i, e, ops[i].Ref)
+		}
+	}
+
+	// Deleting them all, but one expected at the wrong value: nothing moves.
+	for i := range ops {
+		ops[i] = RefOp{Verb: "delete", Ref: ops[i].Ref, Old: head}
+	}
+	ops[n-1].Old = strings.Repeat("1", len(head))
+	if err := st.Transact(ctx, ops); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a stale expectation in the last line gave %v, want ErrConflict", err)
+	}
+	if got := strings.Count(gittest.Git(t, dir, "for-each-ref", "refs/agentmine/tasks/"), "\n") + 1; got != n {
+		t.Fatalf("%d refs left after the failed transaction, want %d", got, n)
+	}
 }

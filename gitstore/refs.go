@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/git-agentmine/git-agentmine/gitcmd"
@@ -52,28 +53,15 @@ func (s *Store) zeroID() string {
 }
 
 func transact(ctx context.Context, r gitcmd.Runner, zero string, ops []RefOp) error {
-	var b strings.Builder
-	b.WriteString("start\n")
 	for _, op := range ops {
-		old := op.Old
-		if old == "" {
-			old = zero
-		}
 		switch op.Verb {
-		case "create":
-			fmt.Fprintf(&b, "create %s %s\n", op.Ref, op.New)
-		case "update":
-			fmt.Fprintf(&b, "update %s %s %s\n", op.Ref, op.New, old)
-		case "delete":
-			fmt.Fprintf(&b, "delete %s %s\n", op.Ref, old)
-		case "verify":
-			fmt.Fprintf(&b, "verify %s %s\n", op.Ref, old)
+		case "create", "update", "delete", "verify":
 		default:
 			return fmt.Errorf("internal error: unknown ref operation %q", op.Verb)
 		}
 	}
-	b.WriteString("prepare\ncommit\n")
-	_, err := r.RunInput(context.WithoutCancel(ctx), strings.NewReader(b.String()), "update-ref", "--stdin")
+	in := &transactionInput{ops: ops, zero: zero}
+	_, err := r.RunInput(context.WithoutCancel(ctx), in, "update-ref", "--stdin")
 	if err != nil {
 		var ge *gitcmd.Error
 		if errors.As(err, &ge) && isLockConflict(ge.Stderr) {
@@ -82,6 +70,75 @@ func transact(ctx context.Context, r gitcmd.Runner, zero string, ops []RefOp) er
 		return fmt.Errorf("updating refs: %w", err)
 	}
 	return nil
+}
+
+// transactionInput is update-ref's standard input for a transaction, made
+// a line at a time as git reads it: a sync moving thousands of refs never
+// holds the whole text (about 150 bytes a ref).
+type transactionInput struct {
+	ops  []RefOp
+	zero string
+	// started: the "start" line went out. next is the index of the next
+	// op to encode, len(ops)+1 once "prepare" and "commit" went out.
+	started bool
+	next    int
+	// pending is what of the current line Read has not returned yet; line
+	// is its buffer, reused for every line.
+	pending []byte
+	line    []byte
+}
+
+// Read implements io.Reader.
+func (t *transactionInput) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		if len(t.pending) == 0 && !t.fill() {
+			break
+		}
+		c := copy(p[n:], t.pending)
+		t.pending = t.pending[c:]
+		n += c
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// fill encodes the next line into pending; false when all went out.
+func (t *transactionInput) fill() bool {
+	l := t.line[:0]
+	switch {
+	case !t.started:
+		t.started = true
+		l = append(l, "start\n"...)
+	case t.next < len(t.ops):
+		op := t.ops[t.next]
+		t.next++
+		old := op.Old
+		if old == "" {
+			old = t.zero
+		}
+		l = append(l, op.Verb...)
+		l = append(l, ' ')
+		l = append(l, op.Ref...)
+		if op.Verb == "create" || op.Verb == "update" {
+			l = append(l, ' ')
+			l = append(l, op.New...)
+		}
+		if op.Verb != "create" {
+			l = append(l, ' ')
+			l = append(l, old...)
+		}
+		l = append(l, '\n')
+	case t.next == len(t.ops):
+		t.next++
+		l = append(l, "prepare\ncommit\n"...)
+	default:
+		return false
+	}
+	t.line, t.pending = l, l
+	return true
 }
 
 // isLockConflict recognises git's words for "someone else changed or holds
