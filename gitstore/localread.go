@@ -24,6 +24,23 @@ func (s *Store) objects() *odb {
 	return s.odb
 }
 
+// ReleaseCaches drops what the in-process object reader holds for speed:
+// the delta bases, the commits and trees kept on the way to paths, and the
+// pages of the packs it reads (mapped files, which count towards the
+// process's resident memory once read). Nothing is lost; later reads are
+// slower until the caches fill again. A command that reads a bounded share
+// of the repository at a time (sync merges a chunk of entities at a time)
+// calls it between shares, so that what it holds does not grow with the
+// repository.
+func (s *Store) ReleaseCaches() {
+	if db := s.objects(); db != nil {
+		db.release()
+	}
+	s.keptMu.Lock()
+	s.kept, s.keptSize = nil, 0
+	s.keptMu.Unlock()
+}
+
 // readLocal answers a cat-file request in-process: an object id, a full
 // ref name, or <rev>:<path> with rev an id or a full ref name. ok is false
 // when git must answer. A path that a tree read in-process does not hold is

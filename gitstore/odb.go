@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The object reader answers object reads in-process from the repository's
@@ -575,6 +577,22 @@ func applyDelta(base, delta []byte) ([]byte, error) {
 		return nil, errNotHere
 	}
 	return out, nil
+}
+
+// release drops the delta bases and the pages of the packs and their
+// indexes from this process's memory. The mappings stay: a later read
+// faults its pages in again from the page cache (the kernel keeps them
+// there, shared with git, as it sees fit).
+func (db *odb) release() {
+	db.bases.clear()
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	for _, p := range db.packs {
+		// MADV_DONTNEED on a shared, read-only file mapping only unmaps
+		// pages; it cannot lose data.
+		unix.Madvise(p.idx, unix.MADV_DONTNEED)
+		unix.Madvise(p.data, unix.MADV_DONTNEED)
+	}
 }
 
 // close unmaps the packs.
