@@ -67,9 +67,9 @@ func (g *graph) readAll(names []string) ([]gitstore.Object, error) {
 	return g.batch.ReadMany(names)
 }
 
-// forget drops the commits, trees and documents read so far (not the
-// types probe found).
+// forget drops the commits, trees, documents and types read so far.
 func (g *graph) forget() {
+	g.types = map[string]string{}
 	g.commits = map[string]*commitInfo{}
 	g.trees = map[string]treeDoc{}
 	g.blobs = map[string][]byte{}

@@ -97,6 +97,9 @@ type Store interface {
 	Transact(ctx context.Context, ops []gitstore.RefOp) error
 	// PackRefs packs loose refs.
 	PackRefs(ctx context.Context) error
+	// ReleaseCaches drops the object reader's caches and the pack pages it
+	// holds: merge calls it between chunks.
+	ReleaseCaches()
 }
 
 var _ Store = (*gitstore.Store)(nil)
@@ -221,19 +224,15 @@ const (
 const loosePackThreshold = 256
 
 // GCPercent is the garbage collection target (debug.SetGCPercent) for a
-// process running Sync, Pull or Push. A sync keeps little alive (about 1 MB
-// at 10,000 entities, 1,500 of them changed: the plans of the changed
-// entities and one chunk of their histories) but allocates about 20 KB per
-// changed entity as it goes, so at Go's default of 100 its heap runs up to
-// the runtime's 4 MB minimum goal between collections whatever it keeps;
-// that floor, not the sync's data, was most of its peak (4.3-4.7 KB per
-// changed entity in BenchmarkSync10k). At 50 the floor halves: 3.4-3.8 KB
-// per changed entity, for about 25 more collections of a heap of a few MB
-// per such sync, a few milliseconds in all. Those figures were taken
-// before sync read objects and refs in-process; measured again since
-// (same benchmark, quiet machine): 5.1-5.5 KB per changed entity at 50
-// and 5.0 KB at 25, while the heap stays at 2-5 MB: the rest of the peak
-// is not the heap's floor.
+// process running Sync, Pull or Push. A sync keeps little alive (1-2 MB at
+// 10,000 entities, 1,500 of them changed: the plans of the changed
+// entities, the merge objects waiting to be written and one chunk of
+// histories) but allocates about 20 KB per changed entity as it goes, so
+// its heap runs up to the runtime's minimum goal between collections
+// whatever it keeps. At 50 that floor is half of the default's:
+// BenchmarkSync10k's peak, one run of three syncs each, was 4568 B per
+// changed entity at 100 and 3374 B at 50, for about 25 more collections of
+// a heap of a few MB per such sync, a few milliseconds in all.
 const GCPercent = 50
 
 // Sync fetches the remote's agentmine state, merges it entity by entity with
