@@ -478,4 +478,16 @@ func TestLargeTransactionJournalsEveryRef(t *testing.T) {
 	if got := strings.Count(gittest.Git(t, dir, "for-each-ref", "refs/agentmine/tasks/"), "\n") + 1; got != n {
 		t.Fatalf("%d refs left after the failed transaction, want %d", got, n)
 	}
+
+	// A first line git refuses outright: git stops reading while the rest
+	// is still being written; the failure is git's, and nothing moves.
+	ops[n-1].Old = head
+	ops[0] = RefOp{Verb: "create", Ref: "refs/agentmine/tasks/bad..name", New: head}
+	err = st.Transact(ctx, ops)
+	if err == nil || errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "bad..name") {
+		t.Fatalf("an invalid ref name in the first line gave %v", err)
+	}
+	if got := strings.Count(gittest.Git(t, dir, "for-each-ref", "refs/agentmine/tasks/"), "\n") + 1; got != n {
+		t.Fatalf("%d refs left after the refused transaction, want %d", got, n)
+	}
 }
