@@ -225,6 +225,47 @@ func (c *chunks) string() string {
 	return b.String()
 }
 
+// Stream is a running git process whose standard output is read as git
+// writes it, so that a listing of every ref or path is never held whole.
+// Read it, then call Wait.
+type Stream struct {
+	r      Runner
+	ctx    context.Context
+	args   []string
+	cmd    *exec.Cmd
+	out    io.ReadCloser
+	stderr bytes.Buffer
+}
+
+// Stream starts git with args, its output to be read from the Stream.
+func (r Runner) Stream(ctx context.Context, args ...string) (*Stream, error) {
+	s := &Stream{r: r, ctx: ctx, args: args, cmd: r.Command(ctx, args...)}
+	s.cmd.Stderr = &s.stderr
+	out, err := s.cmd.StdoutPipe()
+	if err != nil {
+		return nil, r.wrap(ctx, args, err, "")
+	}
+	if err := s.cmd.Start(); err != nil {
+		return nil, r.wrap(ctx, args, err, "")
+	}
+	s.out = out
+	return s, nil
+}
+
+// Read reads git's output.
+func (s *Stream) Read(p []byte) (int, error) { return s.out.Read(p) }
+
+// Wait discards what is left of the output (so that git is never stuck
+// writing it), waits for git to end and returns its failure as the
+// runner's own calls do (an *Error, or ErrGitNotFound).
+func (s *Stream) Wait() error {
+	_, _ = io.Copy(io.Discard, s.out)
+	if err := s.cmd.Wait(); err != nil {
+		return s.r.wrap(s.ctx, s.args, err, s.stderr.String())
+	}
+	return nil
+}
+
 // Output runs git and returns its stdout with surrounding whitespace trimmed.
 func (r Runner) Output(ctx context.Context, args ...string) (string, error) {
 	out, err := r.Run(ctx, args...)

@@ -239,3 +239,63 @@ func TestLargeOutputWhole(t *testing.T) {
 		t.Fatalf("Lines of no output: %q, %v", lines, err)
 	}
 }
+
+// TestStream: a stream reads git's whole output as it comes; Wait after
+// reading only part of it still ends git (the rest is discarded); a git
+// that fails gives the typed Error with its exit code and stderr, as Run
+// does; a runner with no git gives ErrGitNotFound.
+func TestStream(t *testing.T) {
+	isolate(t)
+	dir := gittest.NewRepo(t)
+	big := strings.Repeat("a line of the listing\n", 200000) // 4.4 MB, far past a pipe's buffer
+	gittest.WriteFiles(t, dir, map[string]string{"big": big})
+	gittest.Git(t, dir, "add", "big")
+	gittest.Git(t, dir, "commit", "-q", "-m", "big")
+	r, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	s, err := r.Stream(ctx, "cat-file", "blob", "HEAD:big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if _, err := got.ReadFrom(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wait(); err != nil || got.String() != big {
+		t.Fatalf("streamed %d bytes, want %d (%v)", got.Len(), len(big), err)
+	}
+
+	s, err = r.Stream(ctx, "cat-file", "blob", "HEAD:big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Read(make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wait(); err != nil {
+		t.Fatalf("Wait after a partial read: %v", err)
+	}
+
+	s, err = r.Stream(ctx, "cat-file", "blob", "HEAD:absent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Wait()
+	var ge *Error
+	if !errors.As(err, &ge) || ge.Code != 128 || !strings.Contains(ge.Stderr, "absent") || ge.Args[0] != "cat-file" {
+		t.Fatalf("a failing stream gave %#v", err)
+	}
+	_, runErr := r.Run(ctx, "cat-file", "blob", "HEAD:absent")
+	if err.Error() != runErr.Error() {
+		t.Errorf("stream failure %q, Run's %q", err, runErr)
+	}
+
+	t.Setenv("PATH", t.TempDir())
+	if _, err := (Runner{Dir: dir}).Stream(ctx, "version"); !errors.Is(err, ErrGitNotFound) || exitcode.Of(err) != exitcode.NotFound {
+		t.Fatalf("stream without git in PATH = %v (exit %d)", err, exitcode.Of(err))
+	}
+}

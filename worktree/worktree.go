@@ -423,26 +423,13 @@ func branchExists(ctx context.Context, git gitcmd.Runner, branch string) bool {
 func listTree(ctx context.Context, git gitcmd.Runner, commit string) (*entryList, error) {
 	// Not --format: git 2.39 quotes %(path) even with -z.
 	args := []string{"ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit}
-	cmd := git.Command(ctx, args...)
-	if cmd.Err != nil {
-		_, err := git.Run(ctx, args...) // the runner's own "git not found"
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
+	s, err := git.Stream(ctx, args...)
 	if err != nil {
 		return nil, err
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return nil, gitcmd.Failure(ctx, args, err, "")
-	}
-	entries, perr := parseTree(bufio.NewReaderSize(out, 64<<10))
-	if perr != nil {
-		_, _ = io.Copy(io.Discard, out) // let git finish
-	}
-	if err := cmd.Wait(); err != nil {
-		return nil, gitcmd.Failure(ctx, args, err, stderr.String())
+	entries, perr := parseTree(bufio.NewReaderSize(s, 64<<10))
+	if err := s.Wait(); err != nil {
+		return nil, err
 	}
 	return entries, perr
 }
