@@ -309,7 +309,8 @@ func (r *round) listWith(ctx context.Context, open func(context.Context) (tipSou
 	return nil
 }
 
-// remoteError is the error of a remote that could not be listed.
+// remoteError is the error of a remote that could not be listed or
+// fetched from.
 func remoteError(remote string, err error) error {
 	return exitcode.New(exitcode.Git, fmt.Errorf("fetching agentmine state from %s: %w", remote, err), "check that the remote exists and is reachable: git ls-remote "+remote)
 }
@@ -382,24 +383,14 @@ func listRemote(ctx context.Context, st Store, remote string) (tips []remoteTip,
 	if err != nil {
 		return nil, "", err
 	}
-	for {
-		line, ok := ls.next()
-		if !ok {
-			break
-		}
-		id, ref, ok := bytes.Cut(line, []byte("\t"))
-		switch {
-		case !ok:
-		case string(ref) == gitstore.NotesRef:
-			notes = string(id)
-		case bytes.HasPrefix(ref, []byte(gitstore.RefRoot)):
-			tips = append(tips, remoteTip{ref: string(ref), id: string(id)})
-		}
+	src := &streamTips{s: ls}
+	for ref, id, ok := src.next(); ok; ref, id, ok = src.next() {
+		tips = append(tips, remoteTip{ref: ref, id: id})
 	}
 	if err := ls.wait(); err != nil {
 		return nil, "", err
 	}
-	return sortTips(tips), notes, nil
+	return sortTips(tips), src.notesTip(), nil
 }
 
 // fetchObjects fetches the named objects (and what they need) from the
@@ -419,7 +410,7 @@ func fetchObjects(ctx context.Context, st Store, remote string, ids []string) (m
 			}
 		}
 	}
-	return false, exitcode.New(exitcode.Git, fmt.Errorf("fetching agentmine state from %s: %w", remote, err), "check that the remote exists and is reachable: git ls-remote "+remote)
+	return false, remoteError(remote, err)
 }
 
 // mergeChunk is how many entities are planned and merged at a time: the

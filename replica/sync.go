@@ -5,10 +5,11 @@
 // replica, rather than "sync", which would shadow the standard library's
 // package of that name.
 //
-// It works over a narrow Store (implemented by *gitstore.Store): ref tips,
-// batch object reads, object writes, ref transactions with expected old
-// values, and the shared git runner, through which it lists the remote's
-// refs and runs the fetches and pushes of refs/agentmine. Apart from the
+// It works over a narrow Store (implemented by *gitstore.Store): batch
+// object reads, object ids and batched object writes, ref transactions
+// with expected old values, and the shared git runner, through which it
+// lists the remote's refs and runs the fetches and pushes of
+// refs/agentmine. Apart from the
 // objects `git fetch` brings, every object and ref it writes goes through the
 // Store (gitstore's object writer and `git update-ref --stdin`).
 //
@@ -227,7 +228,7 @@ const loosePackThreshold = 256
 // process running Sync, Pull or Push. A sync keeps little alive (1-2 MB at
 // 10,000 entities, 1,500 of them changed: the plans of the changed
 // entities, the merge objects waiting to be written and one chunk of
-// histories) but allocates about 20 KB per changed entity as it goes, so
+// histories) but allocates 20-30 KB per changed entity as it goes, so
 // its heap runs up to the runtime's minimum goal between collections
 // whatever it keeps. At 50 that floor is half of the default's:
 // BenchmarkSync10k's peak, one run of three syncs each, was 4568 B per
