@@ -203,20 +203,28 @@ func TestReplaceRefsIgnored(t *testing.T) {
 // collector (a blob of several megabytes, line after line) comes back byte
 // for byte from Run and line for line from Lines, and an empty output is
 // nil from both.
-func TestLargeOutputWhole(t *testing.T) {
+// bigFileRepo commits content as the file "big" in a new repository and
+// returns a runner for it.
+func bigFileRepo(t *testing.T, content string) Runner {
+	t.Helper()
 	isolate(t)
 	dir := gittest.NewRepo(t)
-	var want strings.Builder
-	for i := 0; want.Len() < 3<<20; i++ {
-		want.WriteString(strings.Repeat("x", i%97) + "\n")
-	}
-	gittest.WriteFiles(t, dir, map[string]string{"big": want.String()})
+	gittest.WriteFiles(t, dir, map[string]string{"big": content})
 	gittest.Git(t, dir, "add", "big")
 	gittest.Git(t, dir, "commit", "-q", "-m", "big")
 	r, err := New(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+func TestLargeOutputWhole(t *testing.T) {
+	var want strings.Builder
+	for i := 0; want.Len() < 3<<20; i++ {
+		want.WriteString(strings.Repeat("x", i%97) + "\n")
+	}
+	r := bigFileRepo(t, want.String())
 	ctx := context.Background()
 	out, err := r.Run(ctx, "cat-file", "blob", "HEAD:big")
 	if err != nil || !bytes.Equal(out, []byte(want.String())) {
@@ -245,16 +253,8 @@ func TestLargeOutputWhole(t *testing.T) {
 // that fails gives the typed Error with its exit code and stderr, as Run
 // does; a runner with no git gives ErrGitNotFound.
 func TestStream(t *testing.T) {
-	isolate(t)
-	dir := gittest.NewRepo(t)
 	big := strings.Repeat("a line of the listing\n", 200000) // 4.4 MB, far past a pipe's buffer
-	gittest.WriteFiles(t, dir, map[string]string{"big": big})
-	gittest.Git(t, dir, "add", "big")
-	gittest.Git(t, dir, "commit", "-q", "-m", "big")
-	r, err := New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := bigFileRepo(t, big)
 	ctx := context.Background()
 
 	s, err := r.Stream(ctx, "cat-file", "blob", "HEAD:big")
@@ -295,7 +295,7 @@ func TestStream(t *testing.T) {
 	}
 
 	t.Setenv("PATH", t.TempDir())
-	if _, err := (Runner{Dir: dir}).Stream(ctx, "version"); !errors.Is(err, ErrGitNotFound) || exitcode.Of(err) != exitcode.NotFound {
+	if _, err := (Runner{Dir: r.Dir}).Stream(ctx, "version"); !errors.Is(err, ErrGitNotFound) || exitcode.Of(err) != exitcode.NotFound {
 		t.Fatalf("stream without git in PATH = %v (exit %d)", err, exitcode.Of(err))
 	}
 }
