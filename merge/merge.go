@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -52,6 +54,9 @@ type Result struct {
 	// AcceptMainChanges (paths, or what happened when no single path
 	// changed), as the merge commit records them.
 	Accepted []string `json:"accepted_main_changes,omitempty"`
+	// Finished lists the checkouts of the base whose update an earlier,
+	// interrupted merge left undone and this one completed (finishMove).
+	Finished []string `json:"finished_checkouts,omitempty"`
 }
 
 // MainCheckoutChanged is the violation type of a change in the main
@@ -300,22 +305,39 @@ func land(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, rec sessions
 		if err != nil {
 			return res, fmt.Errorf("reading %s: %w", ref, err)
 		}
-		if _, err := g.Run(ctx, "merge-base", "--is-ancestor", tip, baseTip); err == nil {
-			res.Already, res.Commit, res.Accepted = true, baseTip, nil
-			return res, nil
-		}
+		_, err = g.Run(ctx, "merge-base", "--is-ancestor", tip, baseTip)
+		already := err == nil
 		wts, err := checkedOut(ctx, g, ref)
 		if err != nil {
 			return res, err
 		}
+		// A checkout left behind by an interrupted merge is finished
+		// first, also when this session is already in: running the merge
+		// again is how a user repairs it.
 		for _, w := range wts {
-			dirty, err := g.In(w).Output(ctx, "status", "--porcelain", "--untracked-files=no")
+			dirty, err := uncommitted(ctx, g.In(w))
 			if err != nil {
-				return res, fmt.Errorf("checking %s: %w", w, err)
+				return res, err
 			}
-			if dirty != "" {
+			if dirty {
+				finished, err := finishMove(ctx, g.In(w), st, w, baseTip)
+				if err != nil {
+					return res, err
+				}
+				if finished {
+					res.Finished = append(res.Finished, w)
+					if dirty, err = uncommitted(ctx, g.In(w)); err != nil {
+						return res, err
+					}
+				}
+			}
+			if dirty && !already {
 				return res, exitcode.New(exitcode.State, fmt.Errorf("%s is checked out in %s with uncommitted changes", strings.TrimPrefix(ref, "refs/heads/"), w), "commit or stash them, then merge again")
 			}
+		}
+		if already {
+			res.Already, res.Commit, res.Accepted = true, baseTip, nil
+			return res, nil
 		}
 		tree, conflicts, err := st.MergeTrees(ctx, baseTip, tip)
 		if err != nil {
@@ -358,6 +380,87 @@ func land(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, rec sessions
 		return res, nil
 	}
 	return res, exitcode.New(exitcode.State, fmt.Errorf("%s kept moving during %d merge attempts", ref, attempts), "try again")
+}
+
+// uncommitted reports whether the checkout g runs in has changes to
+// tracked files, staged or not.
+func uncommitted(ctx context.Context, g gitcmd.Runner) (bool, error) {
+	out, err := g.Output(ctx, "status", "--porcelain", "--untracked-files=no")
+	if err != nil {
+		return false, fmt.Errorf("checking %s: %w", g.Dir, err)
+	}
+	return out != "", nil
+}
+
+// inProgress are the files, in a checkout's git dir, of an operation a
+// person is in the middle of there.
+var inProgress = []string{"MERGE_HEAD", "REVERT_HEAD", "CHERRY_PICK_HEAD", "rebase-merge", "rebase-apply", "sequencer", "BISECT_LOG"}
+
+// finishMove completes the update of the checkout in dir (g runs there)
+// when an earlier merge moved its branch to tip and was stopped — killed,
+// or its machine went down — between the ref update and the files
+// following, which leaves the checkout looking as if someone had staged
+// the merge's undoing. It acts only when every fact says that is what
+// happened: the journal holds the record of moving that checkout to tip
+// from some commit; under the checkout's lock, HEAD is tip, no merge,
+// revert, cherry-pick, rebase or bisect is in progress there, the index
+// is exactly the tree of the commit it came from, and the files match the
+// index. Then nothing in the checkout is anyone's work and the update that
+// was cut short is the one to run; anything else is left to the user, and
+// finishMove reports false.
+func finishMove(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, dir, tip string) (bool, error) {
+	entries, err := st.ReadJournal(time.Time{})
+	if err != nil {
+		return false, nil // no evidence: the user decides
+	}
+	from := ""
+	for i := len(entries) - 1; i >= 0 && from == ""; i-- {
+		if e := entries[i]; e.Op == gitstore.JournalCheckout && e.Checkout == dir && e.New == tip {
+			from = e.Old
+		}
+	}
+	if from == "" {
+		return false, nil
+	}
+	release := lockCheckouts(ctx, st, []string{dir})
+	defer release()
+	if head, err := g.Output(ctx, "rev-parse", "--verify", "-q", "HEAD"); err != nil || head != tip {
+		return false, nil
+	}
+	paths, err := g.Output(ctx, append([]string{"rev-parse"}, gitPaths(inProgress)...)...)
+	if err != nil {
+		return false, fmt.Errorf("checking %s: %w", dir, err)
+	}
+	for _, p := range strings.Split(paths, "\n") {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if _, err := os.Lstat(p); err == nil {
+			return false, nil
+		}
+	}
+	// Exit 1 from either diff is a difference; any other failure (the
+	// commit missing, say) is no evidence either.
+	if _, err := g.Run(ctx, "diff-index", "--cached", "--quiet", from, "--"); err != nil {
+		return false, nil
+	}
+	if _, err := g.Run(ctx, "diff", "--quiet", "--"); err != nil {
+		return false, nil
+	}
+	st.RecordCheckout(dir, from, tip)
+	if _, err := g.Run(ctx, "read-tree", "-m", "-u", from, tip); err != nil {
+		return false, fmt.Errorf("finishing the update of %s that an interrupted merge left undone: %w", dir, err)
+	}
+	return true, nil
+}
+
+// gitPaths is rev-parse's arguments resolving each name in the git dir.
+func gitPaths(names []string) []string {
+	var args []string
+	for _, n := range names {
+		args = append(args, "--git-path", n)
+	}
+	return args
 }
 
 // lockCheckouts takes the checkout locks of dirs (gitstore.LockCheckout) in

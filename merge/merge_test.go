@@ -55,11 +55,20 @@ func (r *repo) git(t *testing.T, args ...string) string {
 // checkout (as another process merging meanwhile would), returning it.
 func (r *repo) advanceMain(t *testing.T, rel, text string) string {
 	t.Helper()
+	c := r.commitOn(t, "main", rel, text)
+	r.git(t, "update-ref", "refs/heads/main", c)
+	return c
+}
+
+// commitOn writes a commit on top of parent that sets rel to text, with
+// no branch and without touching the checkout, and returns it.
+func (r *repo) commitOn(t *testing.T, parent, rel, text string) string {
+	t.Helper()
 	blob := gittest.GitInput(t, r.dir, strings.NewReader(text), "hash-object", "-w", "--stdin")
 	idx := filepath.Join(t.TempDir(), "index")
 	g := gitcmd.Runner{Dir: r.dir, Env: []string{"GIT_INDEX_FILE=" + idx}}
 	ctx := context.Background()
-	for _, args := range [][]string{{"read-tree", "main"}, {"update-index", "--add", "--cacheinfo", "100644," + blob + "," + rel}} {
+	for _, args := range [][]string{{"read-tree", parent}, {"update-index", "--add", "--cacheinfo", "100644," + blob + "," + rel}} {
 		if _, err := g.Run(ctx, args...); err != nil {
 			t.Fatal(err)
 		}
@@ -68,9 +77,7 @@ func (r *repo) advanceMain(t *testing.T, rel, text string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := r.git(t, "commit-tree", tree, "-p", "main", "-m", "meanwhile: "+rel)
-	r.git(t, "update-ref", "refs/heads/main", c)
-	return c
+	return r.git(t, "commit-tree", tree, "-p", parent, "-m", "meanwhile: "+rel)
 }
 
 func (r *repo) record() sessions.Record {

@@ -944,6 +944,9 @@ func (s *Supervisor) merge(ctx context.Context, b *board.Board, ts taskState) (c
 		s.notBefore[ts.id] = time.Now().Add(s.o.Backoff << (s.mergeFails[ts.id] - 1))
 		return nil, false
 	}
+	for _, w := range res.Finished {
+		fmt.Fprintf(s.log, "%s task %s: finished updating the checkout in %s, which an interrupted merge had left behind\n", time.Now().Format("15:04:05"), short(ts.id), w)
+	}
 	s.emit(Event{Event: EvMerged, Task: ts.id, Title: ts.task.Title, Session: res.Session, Commit: res.Commit, Status: string(status.Done), Running: len(s.live)})
 	// The worktree is no longer needed; its branch is merged.
 	if rec, ok := b.Latest(ts.id); ok {

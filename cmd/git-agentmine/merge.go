@@ -31,6 +31,9 @@ func (c *MergeCmd) Run(a *App) error {
 		a.P.Printf("%s\n", res.Commit)
 		return nil
 	}
+	for _, w := range res.Finished {
+		a.P.Printf("finished updating the checkout in %s, which an interrupted merge had left behind\n", w)
+	}
 	if res.Already {
 		a.P.Printf("task %s: session %s is already in %s\n", res.Task[:8], res.Session[:8], res.Base)
 		return nil

@@ -565,10 +565,12 @@ func TestRunKilledAndResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Kill the supervisor process (not git, not the workers) once two
-	// workers are started.
+	// workers are started: right after the second started line, not at
+	// the line after it, which may come seconds later from a merge (a
+	// kill inside a merge is merge's TestLandFinishesInterruptedCheckout).
 	sc := bufio.NewScanner(stdout)
 	started := 0
-	for sc.Scan() && started < 2 {
+	for started < 2 && sc.Scan() {
 		if strings.Contains(sc.Text(), `"event":"started"`) {
 			started++
 		}
