@@ -11,8 +11,9 @@ import (
 // The primitives below let other packages that own part of the state (sync
 // in replica, landing a task in merge, removing a worker's branch) build
 // on the store without writing objects or refs themselves: every object
-// write goes through WriteObject or CommitTree and every ref write through
-// Transact (`git update-ref --stdin` with expected old values).
+// write goes through WriteObject, WriteObjects or CommitTree and every ref
+// write through Transact (`git update-ref --stdin` with expected old
+// values).
 
 // WriteObject stores an object of type typ ("blob", "tree", "commit") and
 // returns its id.
@@ -23,31 +24,6 @@ func (s *Store) WriteObject(ctx context.Context, typ string, data []byte) (strin
 // HashLen returns the length in bytes of the repository's object ids (20 for
 // SHA-1, 32 for SHA-256), as they appear in raw tree entries.
 func (s *Store) HashLen() int { return s.hashLen() }
-
-// RefTip is one ref as for-each-ref reports it.
-type RefTip struct {
-	// ID is the object the ref points at.
-	ID string
-	// Type is that object's type ("commit", "blob", …).
-	Type string
-}
-
-// RefTips lists the refs matching the for-each-ref patterns, by full name.
-func (s *Store) RefTips(ctx context.Context, patterns ...string) (map[string]RefTip, error) {
-	args := append([]string{"for-each-ref", "--format=%(objectname) %(objecttype) %(refname)"}, patterns...)
-	lines, err := s.git.Lines(ctx, args...)
-	if err != nil {
-		return nil, fmt.Errorf("listing agentmine refs: %w", err)
-	}
-	m := make(map[string]RefTip, len(lines))
-	for _, l := range lines {
-		f := strings.SplitN(l, " ", 3)
-		if len(f) == 3 {
-			m[f[2]] = RefTip{ID: f[0], Type: f[1]}
-		}
-	}
-	return m, nil
-}
 
 // PackRefs packs loose refs (design §2: pack refs after bulk writes). git's
 // pack-refs takes its own locks and is safe next to concurrent writers.

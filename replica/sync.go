@@ -9,9 +9,9 @@
 // object reads, object ids and batched object writes, ref transactions
 // with expected old values, and the shared git runner, through which it
 // lists the remote's refs and runs the fetches and pushes of
-// refs/agentmine. Apart from the
-// objects `git fetch` brings, every object and ref it writes goes through the
-// Store (gitstore's object writer and `git update-ref --stdin`).
+// refs/agentmine. Apart from the objects `git fetch` brings, every object
+// and ref it writes goes through the Store (gitstore's object writer and
+// `git update-ref --stdin`).
 //
 // A sync round is: list the remote's refs/agentmine/* and refs/notes/agentmine
 // (`git ls-remote`) and the local ones; fetch by id the remote tips this
@@ -20,11 +20,11 @@
 // both sides should have (fast-forward, or a deterministic merge commit);
 // push that state to the remote as plain fast-forwards with `git push
 // --atomic`; and only then move the local refs, each with a
-// compare-and-swap. Pushing before updating local
-// refs means a remote that refuses the refs leaves local state untouched, and
-// a sync killed at any point leaves nothing half-done that the next sync does
-// not repair: the remote never loses commits (pushes are fast-forwards only)
-// and local refs only ever move to commits that contain them.
+// compare-and-swap. Pushing before updating local refs means a remote that
+// refuses the refs leaves local state untouched, and a sync killed at any
+// point leaves nothing half-done that the next sync does not repair: the
+// remote never loses commits (pushes are fast-forwards only) and local refs
+// only ever move to commits that contain them.
 //
 // If the push is rejected because the remote moved meanwhile (or a local ref
 // moved before the local update), the round is repeated, a bounded number of
