@@ -30,15 +30,24 @@ func gitLocation(t *testing.T, dir string) (discovered, bool) {
 	return d, true
 }
 
+// repoWithWorktree makes, in a scrubbed environment, a temporary directory
+// holding repo (branch main, one commit adding file) and wt, a linked
+// worktree of it on branch wt; it returns the directory and the repository.
+func repoWithWorktree(t *testing.T, file string) (root, repo string) {
+	t.Helper()
+	gittest.Scrub(t)
+	root = t.TempDir()
+	repo = filepath.Join(root, "repo")
+	gittest.Git(t, root, "init", "-q", "-b", "main", "repo")
+	gittest.CommitFiles(t, repo, "init", map[string]string{file: "x\n"})
+	gittest.Git(t, repo, "worktree", "add", "-q", filepath.Join(root, "wt"), "-b", "wt")
+	return root, repo
+}
+
 // TestDiscoverLocalMatchesGit: wherever discoverLocal answers, it answers
 // what git does; the layouts it must leave to git, it does.
 func TestDiscoverLocalMatchesGit(t *testing.T) {
-	gittest.Scrub(t)
-	root := t.TempDir()
-	repo := filepath.Join(root, "repo")
-	gittest.Git(t, root, "init", "-q", "-b", "main", "repo")
-	gittest.CommitFiles(t, repo, "init", map[string]string{"a/b/c.txt": "c\n"})
-	gittest.Git(t, repo, "worktree", "add", "-q", filepath.Join(root, "wt"), "-b", "wt")
+	root, repo := repoWithWorktree(t, "a/b/c.txt")
 	os.MkdirAll(filepath.Join(root, "wt", "deep", "er"), 0o755)
 	// A symbolic link to the repository: git works from the physical path.
 	if err := os.Symlink(repo, filepath.Join(root, "link")); err != nil {
@@ -123,12 +132,7 @@ func TestDiscoverLocalMatchesGit(t *testing.T) {
 // TestOpenInProcessMatchesGit opens the store both ways in a linked
 // worktree's subdirectory: the same location either way.
 func TestOpenInProcessMatchesGit(t *testing.T) {
-	gittest.Scrub(t)
-	root := t.TempDir()
-	repo := filepath.Join(root, "repo")
-	gittest.Git(t, root, "init", "-q", "-b", "main", "repo")
-	gittest.CommitFiles(t, repo, "init", map[string]string{"a/b.txt": "b\n"})
-	gittest.Git(t, repo, "worktree", "add", "-q", filepath.Join(root, "wt"), "-b", "wt")
+	root, _ := repoWithWorktree(t, "a/b.txt")
 	dir := filepath.Join(root, "wt", "a")
 	local, err := Open(t.Context(), dir)
 	if err != nil {

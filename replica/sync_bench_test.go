@@ -41,6 +41,24 @@ func syncFastImport(tb testing.TB, dir string, ids []string, edit bool, field, v
 	gittest.Git(tb, dir, "pack-refs", "--all")
 }
 
+// syncSharedEntities makes a remote and two clones of it that both hold n
+// new entities (written by syncFastImport in the first, pushed, fetched
+// into the second; refs packed in both), and returns them with the ids.
+func syncSharedEntities(tb testing.TB, n int) (remote, a, b string, ids []string) {
+	tb.Helper()
+	remote = syncRemote(tb)
+	a, b = syncClone(tb, remote), syncClone(tb, remote)
+	ids = make([]string, n)
+	for i := range ids {
+		ids[i] = gitstore.NewID()
+	}
+	syncFastImport(tb, a, ids, false, "", "", 0)
+	gittest.Git(tb, a, "push", "-q", "origin", "refs/agentmine/*:refs/agentmine/*")
+	gittest.Git(tb, b, "fetch", "-q", "origin", "refs/agentmine/*:refs/agentmine/*")
+	gittest.Git(tb, b, "pack-refs", "--all")
+	return remote, a, b, ids
+}
+
 // syncChangedEntities is how many entities BenchmarkSync10k's sync changes
 // on either side: 1,000 changed on the remote, 1,000 locally, 500 of them
 // the same.
@@ -83,16 +101,7 @@ func BenchmarkSync10k(b *testing.B) {
 		b.Logf("%-28s %v", what, time.Since(start).Round(time.Millisecond))
 		start = time.Now()
 	}
-	remote := syncRemote(b)
-	a, o := syncClone(b, remote), syncClone(b, remote)
-	ids := make([]string, 10000)
-	for i := range ids {
-		ids[i] = gitstore.NewID()
-	}
-	syncFastImport(b, a, ids, false, "", "", 0)
-	gittest.Git(b, a, "push", "-q", "origin", "refs/agentmine/*:refs/agentmine/*")
-	gittest.Git(b, o, "fetch", "-q", "origin", "refs/agentmine/*:refs/agentmine/*")
-	gittest.Git(b, o, "pack-refs", "--all")
+	remote, a, o, ids := syncSharedEntities(b, 10000)
 	step("fixture: 10k entities")
 	syncFastImport(b, o, ids[:1000], true, "other", "o", 10)
 	if _, err := Sync(context.Background(), syncOpen(b, o, 10), Options{}); err != nil {

@@ -880,16 +880,7 @@ func TestSyncGitProcesses(t *testing.T) {
 func TestSyncLargeListing(t *testing.T) {
 	gittest.SkipShort(t, "3,000 entities on two clones")
 	gittest.Scrub(t)
-	remote := syncRemote(t)
-	a, b := syncClone(t, remote), syncClone(t, remote)
-	ids := make([]string, 3000)
-	for i := range ids {
-		ids[i] = gitstore.NewID()
-	}
-	syncFastImport(t, a, ids, false, "", "", 0)
-	gittest.Git(t, a, "push", "-q", "origin", "refs/agentmine/*:refs/agentmine/*")
-	gittest.Git(t, b, "fetch", "-q", "origin", "refs/agentmine/*:refs/agentmine/*")
-	gittest.Git(t, b, "pack-refs", "--all")
+	_, a, b, ids := syncSharedEntities(t, 3000)
 	var theirs, mine []string
 	for i, id := range ids {
 		switch i % 7 {
