@@ -67,6 +67,9 @@ func load(ctx context.Context, st *gitstore.Store, defaultBase string,
 		return nil, err
 	}
 	here := HereOf(st)
+	if err := Settle(ctx, st, recs, here, time.Now()); err != nil {
+		return nil, err
+	}
 	facts, err := Gather(ctx, st, tb, recs, defaultBase, here)
 	if err != nil {
 		return nil, err
@@ -128,7 +131,8 @@ func LoadStatus(ctx context.Context, st *gitstore.Store, defaultBase string) (*B
 	attempts := make([]status.Attempt, 0, n)
 	taskOf := make([]string, 0, n)
 	tips := make([]tipFact, 0, n)
-	walked := set.Each(func(r *sessions.Record) {
+	// add takes in one record whose liveness is judged (Settle).
+	add := func(r *sessions.Record, slot int) {
 		s := &r.Session
 		if o := r.Outcome; o != nil {
 			if o.Usage != nil {
@@ -143,7 +147,7 @@ func LoadStatus(ctx context.Context, st *gitstore.Store, defaultBase string) (*B
 				b.Finished[s.Task] = o.Finished
 			}
 		}
-		if live, _ := Liveness(*r, here, now); live {
+		if r.Live {
 			b.Sessions = append(b.Sessions, *r)
 		}
 		if !s.IsAttempt() {
@@ -152,13 +156,38 @@ func LoadStatus(ctx context.Context, st *gitstore.Store, defaultBase string) (*B
 		if t, ok := tipOf(r); ok {
 			tips = append(tips, t)
 		}
-		attempts = append(attempts, attemptOf(r, here, now))
-		taskOf = append(taskOf, s.Task)
+		attempts[slot] = attemptOf(r, here, now)
+	}
+	// Records that look lost are kept aside (with their attempt's slot)
+	// and settled after the walk, in one batch.
+	var lost []sessions.Record
+	var lostSlot []int
+	walked := set.Each(func(r *sessions.Record) {
+		slot := -1
+		if r.Session.IsAttempt() {
+			slot = len(attempts)
+			attempts = append(attempts, status.Attempt{})
+			taskOf = append(taskOf, r.Session.Task)
+		}
+		live, l := Liveness(*r, here, now)
+		if l {
+			lost = append(lost, *r)
+			lostSlot = append(lostSlot, slot)
+			return
+		}
+		r.Judged, r.Live, r.Lost = true, live, false
+		add(r, slot)
 	})
 	if !walked {
 		// A cached summary that does not decode, or a cache file that did
 		// not check out: the slow, whole way.
 		return load(ctx, st, defaultBase, sessions.LoadSummaries)
+	}
+	if err := Settle(ctx, st, lost, here, now); err != nil {
+		return nil, err
+	}
+	for i := range lost {
+		add(&lost[i], lostSlot[i])
 	}
 	merged, err := mergedTips(ctx, st, tb, tips, defaultBase)
 	if err != nil {
@@ -256,6 +285,9 @@ func LoadTask(ctx context.Context, st *gitstore.Store, defaultBase, prefix strin
 		return nil, "", err
 	}
 	here := HereOf(st)
+	if err := Settle(ctx, st, recs, here, time.Now()); err != nil {
+		return nil, "", err
+	}
 	facts, err := Gather(ctx, st, tb, recs, defaultBase, here)
 	if err != nil {
 		return nil, "", err
@@ -267,6 +299,20 @@ func LoadTask(ctx context.Context, st *gitstore.Store, defaultBase, prefix strin
 	}
 	return &Board{Tasks: tb, Sessions: recs, Facts: facts, Status: resolved, Here: here,
 		TaskProblems: tb.Problems, SessionProblems: problems}, id, nil
+}
+
+// Session reads one session (any unique id prefix) with its outcome, as
+// sessions.Get does, and judges once whether it still runs (Settle).
+func Session(ctx context.Context, st *gitstore.Store, prefix string) (sessions.Record, error) {
+	rec, err := sessions.Get(ctx, st, prefix)
+	if err != nil {
+		return rec, err
+	}
+	recs := []sessions.Record{rec}
+	if err := Settle(ctx, st, recs, HereOf(st), time.Now()); err != nil {
+		return rec, err
+	}
+	return recs[0], nil
 }
 
 // Merged reports whether the session's work reached its base (a commit

@@ -57,6 +57,9 @@ func Liveness(r sessions.Record, here Here, now time.Time) (live, lost bool) {
 	if r.Outcome != nil {
 		return false, false
 	}
+	if r.Judged {
+		return r.Live, r.Lost
+	}
 	s := r.Session
 	if s.Mode == sessions.ModeManual {
 		return true, false
@@ -80,6 +83,35 @@ func Liveness(r sessions.Record, here Here, now time.Time) (live, lost bool) {
 		return true, false
 	}
 	return false, true
+}
+
+// Settle judges once whether each record in recs still runs, as of now,
+// and keeps the judgement in the record (Judged), so that every later
+// Liveness of it agrees. A reader loads sessions first and looks at their
+// processes after: a supervisor that records its outcome and exits in
+// between would look lost though its outcome is in the repository. So the
+// outcome of every record judged lost is read again (one batch) after its
+// process was seen gone; a supervisor records before it exits.
+func Settle(ctx context.Context, st *gitstore.Store, recs []sessions.Record, here Here, now time.Time) error {
+	var lost []*sessions.Record
+	for i := range recs {
+		r := &recs[i]
+		r.Judged = false
+		r.Live, r.Lost = Liveness(*r, here, now)
+		if r.Lost {
+			lost = append(lost, r)
+		}
+	}
+	if err := sessions.Reread(ctx, st, lost); err != nil {
+		return err
+	}
+	for _, r := range lost {
+		r.Lost = r.Outcome == nil
+	}
+	for i := range recs {
+		recs[i].Judged = true
+	}
+	return nil
 }
 
 // Deadline is when a session judged from elsewhere counts as lost: its

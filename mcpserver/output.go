@@ -13,7 +13,6 @@ import (
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/output"
-	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/worker"
 )
 
@@ -39,7 +38,7 @@ func (s *Server) sessionOutput(c *call, in SessionOutputArgs) (contract.SessionO
 	if err != nil {
 		return contract.SessionOutputJSON{}, err
 	}
-	rec, err := sessions.Get(c.ctx, env.St, in.Session)
+	rec, err := board.Session(c.ctx, env.St, in.Session)
 	if err != nil {
 		return contract.SessionOutputJSON{}, err
 	}
@@ -55,7 +54,7 @@ func (s *Server) sessionOutput(c *call, in SessionOutputArgs) (contract.SessionO
 	}
 	if len(chunk.Text) == 0 && !chunk.More && state == "running" && in.WaitSeconds > 0 {
 		waitForOutput(c.ctx, env, rec.Session.ID, path, in.Cursor, time.Duration(in.WaitSeconds)*time.Second)
-		if rec, err = sessions.Get(c.ctx, env.St, rec.Session.ID); err != nil {
+		if rec, err = board.Session(c.ctx, env.St, rec.Session.ID); err != nil {
 			return contract.SessionOutputJSON{}, err
 		}
 		state = contract.SessionState(rec, here, time.Now())

@@ -406,7 +406,7 @@ func (c *call) session(tool, session, task string) (sessions.Record, *board.Boar
 		}
 		return rec, b, nil
 	}
-	rec, err := sessions.Get(c.ctx, env.St, session)
+	rec, err := board.Session(c.ctx, env.St, session)
 	if err != nil {
 		return sessions.Record{}, nil, err
 	}

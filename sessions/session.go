@@ -309,6 +309,10 @@ type Record struct {
 	Review *Review
 	// ForgedReviews lists review lines rejected as unproven.
 	ForgedReviews []Forgery
+	// Judged, Live and Lost hold whether the session still ran when the
+	// record was read (board.Settle), so that everything derived from one
+	// read agrees on it; a record never judged is judged afresh each time.
+	Judged, Live, Lost bool
 }
 
 // LoadAll reads every session and its outcome with batched git calls.
@@ -382,6 +386,36 @@ func attachOutcomes(ctx context.Context, st *gitstore.Store, recs []Record) (str
 		reviewOf(&recs[i], notes[recs[i].Root])
 	})
 	return notesAt, nil
+}
+
+// Reread reads the notes of recs again and selects their outcomes and
+// reviews anew, in one batch. A record read before its supervisor recorded
+// the outcome and exited looks lost once the process is gone; reading its
+// note after seeing the process gone tells the two apart.
+func Reread(ctx context.Context, st *gitstore.Store, recs []*Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	targets := make([]string, 0, len(recs))
+	for _, r := range recs {
+		if r.Root == "" {
+			root, err := st.Root(ctx, Kind, r.Session.ID)
+			if err != nil {
+				return fmt.Errorf("reading session %s again: %w", short(r.Session.ID), err)
+			}
+			r.Root = root
+		}
+		targets = append(targets, r.Root)
+	}
+	notes, err := st.ReadNotes(ctx, targets)
+	if err != nil {
+		return fmt.Errorf("reading outcomes again: %w", err)
+	}
+	for _, r := range recs {
+		r.Outcome, r.Forged = selectOutcome(r.Session.Seal, notes[r.Root])
+		reviewOf(r, notes[r.Root])
+	}
+	return nil
 }
 
 // Get reads one session (any unique id prefix) with its outcome.

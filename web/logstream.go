@@ -84,7 +84,7 @@ func (s *Server) logStream(w http.ResponseWriter, r *http.Request) {
 		close(ended)
 	}()
 	follow(w, r, path, off, ended, func() endEvent {
-		if cur, err := sessions.Get(ctx, v.st, rec.Session.ID); err == nil {
+		if cur, err := board.Session(ctx, v.st, rec.Session.ID); err == nil {
 			rec = cur
 		}
 		state := contract.SessionState(rec, here, time.Now())

@@ -60,6 +60,11 @@ func (e *Env) Wait(ctx context.Context, ids []string) ([]sessions.Record, error)
 		if err != nil {
 			return nil, err
 		}
+		// A supervisor that recorded its outcome and exited after the
+		// read above must not come back as lost.
+		if err := board.Settle(ctx, e.St, recs, here, time.Now()); err != nil {
+			return nil, err
+		}
 		wake := make(chan struct{}, 1)
 		poke := func() {
 			select {

@@ -72,7 +72,7 @@ func (c *SessionEndCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	rec, err := sessions.Get(a.Ctx, env.St, c.ID)
+	rec, err := board.Session(a.Ctx, env.St, c.ID)
 	if err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func (c *SessionShowCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	rec, err := sessions.Get(a.Ctx, st, c.ID)
+	rec, err := board.Session(a.Ctx, st, c.ID)
 	if err != nil {
 		return err
 	}
