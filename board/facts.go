@@ -53,6 +53,7 @@ func (h Here) Judges(s sessions.Session) bool {
 // else (another host, or another clone on this host, whose outcome may not
 // have been synced yet): until its timeout plus grace (plus a margin) has
 // passed. Manual sessions live until `session end`.
+// A record Settle judged keeps that judgement.
 func Liveness(r sessions.Record, here Here, now time.Time) (live, lost bool) {
 	if r.Outcome != nil {
 		return false, false
