@@ -2,7 +2,9 @@ package merge
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,4 +185,139 @@ func TestLandLeavesWorkInAnInterruptedCheckout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// halfRepo is newRepo with a session whose work changes more than one
+// file: it edits src/a.txt, adds src/b.txt and an executable
+// tools/run.sh, and deletes old.txt; docs/d.txt it leaves alone.
+func halfRepo(t *testing.T) *repo {
+	t.Helper()
+	dir := gittest.Init(t)
+	r := &repo{dir: dir, g: gitcmd.Runner{Dir: dir}}
+	r.base = gittest.CommitFiles(t, dir, "base", map[string]string{"src/a.txt": "a\n", "docs/d.txt": "d\n", "old.txt": "old\n"})
+	r.git(t, "checkout", "-q", "-b", "task-work")
+	r.git(t, "rm", "-q", "old.txt")
+	gittest.WriteFiles(t, dir, map[string]string{"tools/run.sh": "#!/bin/sh\necho run\n"})
+	if err := os.Chmod(filepath.Join(dir, "tools/run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r.git(t, "add", "tools/run.sh")
+	r.tip = gittest.CommitFiles(t, dir, "work", map[string]string{"src/a.txt": "a changed by the worker\n", "src/b.txt": "b\n"})
+	if got := r.git(t, "diff-tree", "-r", "--name-only", "--no-commit-id", r.base, r.tip); got != "old.txt\nsrc/a.txt\nsrc/b.txt\ntools/run.sh" {
+		t.Fatalf("the session's work changes\n%s", got)
+	}
+	r.git(t, "checkout", "-q", "main")
+	st, err := gitstore.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.st = st
+	return r
+}
+
+// halfDone leaves r's checkout as an update from the base to the merge,
+// stopped partway, leaves it: the index and HEAD as interrupt leaves them,
+// src/a.txt and src/b.txt already the worker's, old.txt not yet deleted,
+// tools/run.sh not yet written.
+func halfDone(t *testing.T, r *repo) {
+	t.Helper()
+	gittest.WriteFiles(t, r.dir, map[string]string{"src/a.txt": "a changed by the worker\n", "src/b.txt": "b\n"})
+}
+
+// TestLandFinishesHalfDoneCheckout: a merge stopped while it was writing
+// the files of the checkout (some already the merge's, the index still
+// the old one) is finished too: every file ends as the merge has it and
+// nothing is left staged, modified or untracked.
+func TestLandFinishesHalfDoneCheckout(t *testing.T) {
+	r := halfRepo(t)
+	merged := interrupt(t, r)
+	halfDone(t, r)
+	res, err := land(context.Background(), r.g, r.st, r.record(), "Work", nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Already || res.Commit != merged || len(res.Finished) != 1 || res.Finished[0] != r.dir {
+		t.Fatalf("res %+v, want already merged at %s with the checkout finished", res, merged)
+	}
+	if st := r.git(t, "status", "--porcelain"); st != "" {
+		t.Fatalf("checkout is not clean after finishing:\n%s", st)
+	}
+	if _, err := os.Lstat(filepath.Join(r.dir, "old.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("old.txt is still there (%v)", err)
+	}
+	fi, err := os.Stat(filepath.Join(r.dir, "tools/run.sh"))
+	if err != nil || fi.Mode()&0o111 == 0 {
+		t.Errorf("tools/run.sh is not there executable: %v %v", fi, err)
+	}
+}
+
+// TestLandLeavesHalfDoneCheckoutWithWork: a half-done checkout that also
+// holds anything the update would not have written — an edit to a file the
+// merge does not touch, a changed file with content of neither side, a new
+// file with other content, the right content with the wrong mode — is
+// refused as uncommitted work, and left exactly as it was.
+func TestLandLeavesHalfDoneCheckoutWithWork(t *testing.T) {
+	cases := map[string]func(t *testing.T, r *repo){
+		"untouched file edited": func(t *testing.T, r *repo) {
+			gittest.WriteFiles(t, r.dir, map[string]string{"docs/d.txt": "the user's edit\n"})
+		},
+		"changed file holds other content": func(t *testing.T, r *repo) {
+			gittest.WriteFiles(t, r.dir, map[string]string{"src/a.txt": "neither side\n"})
+		},
+		"new file holds other content": func(t *testing.T, r *repo) {
+			gittest.WriteFiles(t, r.dir, map[string]string{"src/b.txt": "the user's b\n"})
+		},
+		"new file without its mode": func(t *testing.T, r *repo) {
+			gittest.WriteFiles(t, r.dir, map[string]string{"tools/run.sh": "#!/bin/sh\necho run\n"})
+			if err := os.Chmod(filepath.Join(r.dir, "tools/run.sh"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for name, mess := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := halfRepo(t)
+			merged := interrupt(t, r)
+			halfDone(t, r)
+			mess(t, r)
+			before := r.git(t, "status", "--porcelain")
+			files := snapshot(t, r.dir)
+			other := r.commitOn(t, r.base, "other.txt", "other\n")
+			r.git(t, "branch", "more", other)
+			rec := r.record()
+			rec.Session.ID, rec.Session.Branch, rec.Outcome.Tip = "0the0the0the0the0the", "more", other
+			_, err := land(context.Background(), r.g, r.st, rec, "More", nil, Options{})
+			if exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "uncommitted changes") {
+				t.Fatalf("err = %v, want a state error about uncommitted changes", err)
+			}
+			if got := r.git(t, "rev-parse", "main"); got != merged {
+				t.Error("main moved although the merge was refused")
+			}
+			if after := r.git(t, "status", "--porcelain"); after != before {
+				t.Errorf("the checkout changed:\nbefore\n%s\nafter\n%s", before, after)
+			}
+			if after := snapshot(t, r.dir); after != files {
+				t.Errorf("the files changed:\nbefore %v\nafter  %v", files, after)
+			}
+		})
+	}
+}
+
+// snapshot is every file in the working tree at dir with its mode and
+// content, one line each.
+func snapshot(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, f := range gittest.Files(t, dir) {
+		fi, err := os.Lstat(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s %v %q\n", f, fi.Mode(), data)
+	}
+	return b.String()
 }

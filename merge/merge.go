@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -405,8 +406,9 @@ var inProgress = []string{"MERGE_HEAD", "REVERT_HEAD", "CHERRY_PICK_HEAD", "reba
 // from some commit; under the checkout's lock, HEAD is tip, no merge,
 // revert, cherry-pick, rebase or bisect is in progress there, the index
 // is exactly the tree of the commit it came from, and the files match the
-// index. Then nothing in the checkout is anyone's work and the update that
-// was cut short is the one to run; anything else is left to the user, and
+// index or are what the update stopped partway leaves (halfUpdated). Then
+// nothing in the checkout is anyone's work and the update that was cut
+// short is the one to run; anything else is left to the user, and
 // finishMove reports false.
 func finishMove(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, dir, tip string) (bool, error) {
 	entries, err := st.ReadJournal(time.Time{})
@@ -444,12 +446,98 @@ func finishMove(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, dir, t
 	if _, err := g.Run(ctx, "diff-index", "--cached", "--quiet", from, "--"); err != nil {
 		return false, nil
 	}
+	args := []string{"read-tree", "-m", "-u", from, tip}
 	if _, err := g.Run(ctx, "diff", "--quiet", "--"); err != nil {
-		return false, nil
+		// Some files differ from the index: an update cut short while it
+		// wrote them, or someone's edits.
+		if half, err := halfUpdated(ctx, g, dir, from, tip); err != nil || !half {
+			return false, nil
+		}
+		// Every file is from's or tip's: making them all tip's loses
+		// nothing. read-tree -m would refuse the files already moved.
+		args = []string{"read-tree", "--reset", "-u", tip}
 	}
 	st.RecordCheckout(dir, from, tip)
-	if _, err := g.Run(ctx, "read-tree", "-m", "-u", from, tip); err != nil {
+	if _, err := g.Run(ctx, args...); err != nil {
 		return false, fmt.Errorf("finishing the update of %s that an interrupted merge left undone: %w", dir, err)
+	}
+	return true, nil
+}
+
+// halfUpdated reports whether the files of the checkout in dir (g runs
+// there), whose index is from's tree, are what an update from from to tip
+// stopped partway leaves (read-tree writes the files, then the index):
+// every file that differs from the index is one the update changes, and
+// every file the update changes holds either from's content and mode or
+// tip's (absent where that side has none). Symbolic links and submodules
+// among the changes, and anything it cannot read, count as no.
+func halfUpdated(ctx context.Context, g gitcmd.Runner, dir, from, tip string) (bool, error) {
+	type side struct{ mode, blob string }
+	out, err := g.Run(ctx, "diff-tree", "-r", "-z", "--no-renames", from, tip)
+	if err != nil {
+		return false, err
+	}
+	changed := map[string][2]side{}
+	fields := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		meta := strings.Fields(strings.TrimPrefix(fields[i], ":"))
+		if len(meta) != 5 {
+			return false, fmt.Errorf("reading diff-tree: unexpected line %q", fields[i])
+		}
+		changed[fields[i+1]] = [2]side{{meta[0], meta[2]}, {meta[1], meta[3]}}
+	}
+	out, err = g.Run(ctx, "diff", "--name-only", "-z", "--no-renames")
+	if err != nil {
+		return false, err
+	}
+	for _, p := range strings.Split(string(out), "\x00") {
+		if _, ok := changed[p]; p != "" && !ok {
+			return false, nil
+		}
+	}
+	// What each changed path holds now: a mode and a blob, or nothing.
+	var hashed []string
+	now := map[string]side{}
+	for p, c := range changed {
+		for _, s := range c {
+			if s.mode == "120000" || s.mode == "160000" || strings.Contains(p, "\n") {
+				return false, nil
+			}
+		}
+		fi, err := os.Lstat(filepath.Join(dir, p))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			now[p] = side{"000000", strings.Repeat("0", len(c[0].blob))}
+		case err != nil || !fi.Mode().IsRegular():
+			return false, nil
+		default:
+			mode := "100644"
+			if fi.Mode()&0o111 != 0 {
+				mode = "100755"
+			}
+			now[p] = side{mode: mode}
+			hashed = append(hashed, p)
+		}
+	}
+	if len(hashed) > 0 {
+		out, err := g.RunInput(ctx, strings.NewReader(strings.Join(hashed, "\n")+"\n"), "hash-object", "--stdin-paths")
+		if err != nil {
+			return false, err
+		}
+		blobs := strings.Fields(string(out))
+		if len(blobs) != len(hashed) {
+			return false, fmt.Errorf("hash-object gave %d ids for %d files", len(blobs), len(hashed))
+		}
+		for i, p := range hashed {
+			s := now[p]
+			s.blob = blobs[i]
+			now[p] = s
+		}
+	}
+	for p, c := range changed {
+		if now[p] != c[0] && now[p] != c[1] {
+			return false, nil
+		}
 	}
 	return true, nil
 }
