@@ -86,6 +86,16 @@ func Liveness(r sessions.Record, here Here, now time.Time) (live, lost bool) {
 	return false, true
 }
 
+// LiveNow is Liveness's first answer judged at this moment, also for a
+// record Settle judged: for acting on a session's processes (signalling
+// them, or refusing because they run), where what was true when the board
+// was read may be too old.
+func LiveNow(r sessions.Record, here Here) bool {
+	r.Judged = false
+	live, _ := Liveness(r, here, time.Now())
+	return live
+}
+
 // Settle judges once whether each record in recs still runs, as of now,
 // and keeps the judgement in the record (Judged), so that every later
 // Liveness of it agrees. A reader loads sessions first and looks at their

@@ -19,8 +19,8 @@ import (
 // it missed; Settle reads the outcome again and the session has ended (its
 // timeout, not "lost"). A session whose supervisor died without a word
 // stays lost, and one still running is judged running, a judgement every
-// later Liveness of the record repeats. Every board a reader loads is
-// settled the same way.
+// later Liveness of the record repeats (LiveNow looks again). Every board a
+// reader loads is settled the same way.
 func TestSettleSeesAnOutcomeRecordedAfterTheRead(t *testing.T) {
 	ctx := context.Background()
 	dir := gittest.NewRepo(t)
@@ -67,7 +67,7 @@ func TestSettleSeesAnOutcomeRecordedAfterTheRead(t *testing.T) {
 	}
 	timedOut, timedOutSup := start("times out")
 	died, diedSup := start("dies silently")
-	running, _ := start("keeps running")
+	running, runningSup := start("keeps running")
 
 	// The read, then the supervisor's last acts: record, exit.
 	recs, _, err := sessions.LoadAll(ctx, st)
@@ -169,5 +169,20 @@ func TestSettleSeesAnOutcomeRecordedAfterTheRead(t *testing.T) {
 	}
 	if !r.Judged || !r.Lost {
 		t.Fatalf("Session: the silent one judged %v lost %v, want judged lost", r.Judged, r.Lost)
+	}
+
+	// A judgement is of its read: the running one's supervisor exits, the
+	// record still says running, and LiveNow, for acting on processes,
+	// looks again.
+	r = byID(recs, running.Session.ID)
+	if !LiveNow(r, here) {
+		t.Fatal("LiveNow: the running one is not live")
+	}
+	stop(runningSup)
+	if live, _ := Liveness(r, here, time.Now()); !live {
+		t.Fatal("the judged record changed its mind")
+	}
+	if LiveNow(r, here) {
+		t.Fatal("LiveNow: a supervisor that exited is live")
 	}
 }

@@ -163,7 +163,7 @@ func StopOrphan(ctx context.Context, env *worker.Env, r Record) (int, error) {
 	for _, id := range r.Targets {
 		for _, rec := range b.SessionsOf(id) {
 			s := rec.Session
-			if live, _ := board.Liveness(rec, b.Here, time.Now()); !live || s.Mode == sessions.ModeManual || !b.Here.Judges(s) || s.Pid <= 0 {
+			if !board.LiveNow(rec, b.Here) || s.Mode == sessions.ModeManual || !b.Here.Judges(s) || s.Pid <= 0 {
 				continue
 			}
 			if err := syscall.Kill(s.Pid, syscall.SIGTERM); err == nil {

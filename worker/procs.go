@@ -56,7 +56,7 @@ func (e *Env) EndProcesses(ctx context.Context, rec sessions.Record) ([]launch.P
 	if s.Mode == sessions.ModeManual || !here.Judges(s) || s.PidStart == 0 {
 		return nil, nil
 	}
-	if live, _ := board.Liveness(rec, here, time.Now()); live {
+	if board.LiveNow(rec, here) {
 		return nil, nil
 	}
 	grace := time.Duration(s.Grace) * time.Second

@@ -427,7 +427,7 @@ type DoneResult struct {
 func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool) (DoneResult, error) {
 	var res DoneResult
 	s := rec.Session
-	live, _ := board.Liveness(rec, board.HereOf(e.St), time.Now())
+	live := board.LiveNow(rec, board.HereOf(e.St))
 	switch {
 	case live && s.Mode != sessions.ModeManual:
 		return res, &RefusedError{Reason: ErrSessionLive, Task: s.Task[:8], Session: s.ID[:8], Err: fmt.Errorf("session %s is still running", s.ID[:8])}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"syscall"
-	"time"
 
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -33,7 +32,7 @@ type StopResult struct {
 // be stopped. The command line's worker stop and the web board share it.
 func (e *Env) Stop(ctx context.Context, r sessions.Record, here board.Here) (StopResult, error) {
 	s := r.Session
-	live, _ := board.Liveness(r, here, time.Now())
+	live := board.LiveNow(r, here)
 	switch {
 	case !live:
 		// Its supervisor may be gone while its worker runs on: end

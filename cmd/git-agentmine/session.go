@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -105,7 +104,7 @@ func endable(a *App, env *worker.Env, rec sessions.Record, exit int, sig string)
 	if s.Mode == sessions.ModeManual {
 		return nil
 	}
-	if live, _ := board.Liveness(rec, board.HereOf(env.St), time.Now()); live {
+	if board.LiveNow(rec, board.HereOf(env.St)) {
 		return exitcode.New(exitcode.State, fmt.Errorf("session %s is supervised (mode %s) and still running: its supervisor records the outcome", s.ID[:8], s.Mode),
 			"stop it with: git agentmine worker stop "+s.Task[:8])
 	}
