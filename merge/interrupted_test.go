@@ -106,16 +106,7 @@ func TestLandFinishesInterruptedCheckout(t *testing.T) {
 	r := newRepo(t)
 	r.git(t, "checkout", "-q", "main")
 	merged := interrupt(t, r)
-	res, err := land(context.Background(), r.g, r.st, r.record(), "Work", nil, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Already || res.Commit != merged || len(res.Finished) != 1 || res.Finished[0] != r.dir {
-		t.Fatalf("res %+v, want already merged at %s with the checkout finished", res, merged)
-	}
-	if st := r.git(t, "status", "--porcelain"); st != "" {
-		t.Fatalf("checkout is not clean after finishing:\n%s", st)
-	}
+	landFinishes(t, r, merged)
 	data, _ := os.ReadFile(filepath.Join(r.dir, "src/a.txt"))
 	if string(data) != "a changed by the worker\n" {
 		t.Fatalf("src/a.txt is %q, want the worker's", data)
@@ -166,23 +157,7 @@ func TestLandLeavesWorkInAnInterruptedCheckout(t *testing.T) {
 			r.git(t, "checkout", "-q", "main")
 			merged := interrupt(t, r)
 			mess(t, r)
-			before := r.git(t, "status", "--porcelain")
-			// Another session to land, so that the refusal is the
-			// checkout's, not "already merged".
-			other := r.commitOn(t, r.base, "other.txt", "other\n")
-			r.git(t, "branch", "more", other)
-			rec := r.record()
-			rec.Session.ID, rec.Session.Branch, rec.Outcome.Tip = "0the0the0the0the0the", "more", other
-			_, err := land(context.Background(), r.g, r.st, rec, "More", nil, Options{})
-			if exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "uncommitted changes") {
-				t.Fatalf("err = %v, want a state error about uncommitted changes", err)
-			}
-			if got := r.git(t, "rev-parse", "main"); got != merged {
-				t.Error("main moved although the merge was refused")
-			}
-			if after := r.git(t, "status", "--porcelain"); after != before {
-				t.Errorf("the checkout changed:\nbefore\n%s\nafter\n%s", before, after)
-			}
+			refusesAsUncommitted(t, r, merged)
 		})
 	}
 }
@@ -232,16 +207,7 @@ func TestLandFinishesHalfDoneCheckout(t *testing.T) {
 	r := halfRepo(t)
 	merged := interrupt(t, r)
 	halfDone(t, r)
-	res, err := land(context.Background(), r.g, r.st, r.record(), "Work", nil, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Already || res.Commit != merged || len(res.Finished) != 1 || res.Finished[0] != r.dir {
-		t.Fatalf("res %+v, want already merged at %s with the checkout finished", res, merged)
-	}
-	if st := r.git(t, "status", "--porcelain"); st != "" {
-		t.Fatalf("checkout is not clean after finishing:\n%s", st)
-	}
+	landFinishes(t, r, merged)
 	if _, err := os.Lstat(filepath.Join(r.dir, "old.txt")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("old.txt is still there (%v)", err)
 	}
@@ -280,26 +246,54 @@ func TestLandLeavesHalfDoneCheckoutWithWork(t *testing.T) {
 			merged := interrupt(t, r)
 			halfDone(t, r)
 			mess(t, r)
-			before := r.git(t, "status", "--porcelain")
-			files := snapshot(t, r.dir)
-			other := r.commitOn(t, r.base, "other.txt", "other\n")
-			r.git(t, "branch", "more", other)
-			rec := r.record()
-			rec.Session.ID, rec.Session.Branch, rec.Outcome.Tip = "0the0the0the0the0the", "more", other
-			_, err := land(context.Background(), r.g, r.st, rec, "More", nil, Options{})
-			if exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "uncommitted changes") {
-				t.Fatalf("err = %v, want a state error about uncommitted changes", err)
-			}
-			if got := r.git(t, "rev-parse", "main"); got != merged {
-				t.Error("main moved although the merge was refused")
-			}
-			if after := r.git(t, "status", "--porcelain"); after != before {
-				t.Errorf("the checkout changed:\nbefore\n%s\nafter\n%s", before, after)
-			}
-			if after := snapshot(t, r.dir); after != files {
-				t.Errorf("the files changed:\nbefore %v\nafter  %v", files, after)
-			}
+			refusesAsUncommitted(t, r, merged)
 		})
+	}
+}
+
+// landFinishes lands r's session again into main, left at merged by an
+// interrupted merge, and checks that it reports the session already in
+// with the checkout of main finished, and that the checkout is clean.
+func landFinishes(t *testing.T, r *repo, merged string) {
+	t.Helper()
+	res, err := land(context.Background(), r.g, r.st, r.record(), "Work", nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Already || res.Commit != merged || len(res.Finished) != 1 || res.Finished[0] != r.dir {
+		t.Fatalf("res %+v, want already merged at %s with the checkout finished", res, merged)
+	}
+	if st := r.git(t, "status", "--porcelain"); st != "" {
+		t.Fatalf("checkout is not clean after finishing:\n%s", st)
+	}
+}
+
+// refusesAsUncommitted lands another session into main, left at merged
+// with r's checkout in a state that is someone's work, and checks that the
+// merge is refused as uncommitted changes (exit 6) and that main, the
+// checkout's status and every file stay as they were.
+func refusesAsUncommitted(t *testing.T, r *repo, merged string) {
+	t.Helper()
+	before := r.git(t, "status", "--porcelain")
+	files := snapshot(t, r.dir)
+	// Another session to land, so that the refusal is the checkout's,
+	// not "already merged".
+	other := r.commitOn(t, r.base, "other.txt", "other\n")
+	r.git(t, "branch", "more", other)
+	rec := r.record()
+	rec.Session.ID, rec.Session.Branch, rec.Outcome.Tip = "0the0the0the0the0the", "more", other
+	_, err := land(context.Background(), r.g, r.st, rec, "More", nil, Options{})
+	if exitcode.Of(err) != exitcode.State || !strings.Contains(err.Error(), "uncommitted changes") {
+		t.Fatalf("err = %v, want a state error about uncommitted changes", err)
+	}
+	if got := r.git(t, "rev-parse", "main"); got != merged {
+		t.Error("main moved although the merge was refused")
+	}
+	if after := r.git(t, "status", "--porcelain"); after != before {
+		t.Errorf("the checkout changed:\nbefore\n%s\nafter\n%s", before, after)
+	}
+	if after := snapshot(t, r.dir); after != files {
+		t.Errorf("the files changed:\nbefore %v\nafter  %v", files, after)
 	}
 }
 
