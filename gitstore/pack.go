@@ -63,8 +63,16 @@ func (s *Store) newHash() hash.Hash {
 
 // WriteObjects stores objects (Type and Data set), in one pack when there
 // are many. An object already in the repository is stored again (in the
-// pack) or freshened (loose), never skipped.
+// pack) or freshened (loose), never skipped. An object of a type other than
+// blob, tree, commit or tag is refused before anything is written.
 func (s *Store) WriteObjects(ctx context.Context, objs []Object) error {
+	// Checked before anything is written: then a failure below is git's
+	// or the pipe's, and index-pack's stderr says which.
+	for _, o := range objs {
+		if _, ok := packTypes[o.Type]; !ok {
+			return fmt.Errorf("writing objects: unknown object type %q", o.Type)
+		}
+	}
 	if len(objs) < looseLimit {
 		for _, o := range objs {
 			if _, err := s.writeObject(ctx, o.Type, o.Data); err != nil {

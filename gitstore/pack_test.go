@@ -77,3 +77,32 @@ func TestWriteObjectsPackOrLoose(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteObjectsRefusesUnknownType: an object of no known type among
+// many or few is refused by name before anything is written: no pack, no
+// loose object of the good ones before it.
+func TestWriteObjectsRefusesUnknownType(t *testing.T) {
+	for _, n := range []int{3, looseLimit + 20} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			ctx := context.Background()
+			repo := objRepo(t)
+			s := objOpen(t, repo)
+			objDir := gittest.Git(t, repo, "rev-parse", "--path-format=absolute", "--git-path", "objects")
+			var objs []Object
+			for i := 0; i < n; i++ {
+				objs = append(objs, Object{Type: "blob", Data: []byte(fmt.Sprintf("blob %d\n", i))})
+			}
+			objs[n-1].Type = "note"
+			err := s.WriteObjects(ctx, objs)
+			if err == nil || !strings.Contains(err.Error(), `unknown object type "note"`) {
+				t.Fatalf("err = %v, want the unknown type named", err)
+			}
+			if packs, _ := filepath.Glob(filepath.Join(objDir, "pack", "*.pack")); len(packs) != 0 {
+				t.Errorf("packs written: %v", packs)
+			}
+			if _, err := os.Stat(objPath(t, repo, s.ObjectID("blob", objs[0].Data))); err == nil {
+				t.Error("the first object was written loose")
+			}
+		})
+	}
+}
