@@ -160,7 +160,7 @@ func LoadStatus(ctx context.Context, st *gitstore.Store, defaultBase string) (*B
 	}
 	// Records that look lost are kept aside (with their attempt's slot)
 	// and settled after the walk, in one batch.
-	var lost []sessions.Record
+	var lost []*sessions.Record
 	var lostSlot []int
 	walked := set.Each(func(r *sessions.Record) {
 		slot := -1
@@ -169,13 +169,12 @@ func LoadStatus(ctx context.Context, st *gitstore.Store, defaultBase string) (*B
 			attempts = append(attempts, status.Attempt{})
 			taskOf = append(taskOf, r.Session.Task)
 		}
-		live, l := Liveness(*r, here, now)
-		if l {
-			lost = append(lost, *r)
+		if judge(r, here, now) {
+			c := *r // r is overwritten for the next record
+			lost = append(lost, &c)
 			lostSlot = append(lostSlot, slot)
 			return
 		}
-		r.Judged, r.Live, r.Lost = true, live, false
 		add(r, slot)
 	})
 	if !walked {
@@ -183,11 +182,11 @@ func LoadStatus(ctx context.Context, st *gitstore.Store, defaultBase string) (*B
 		// not check out: the slow, whole way.
 		return load(ctx, st, defaultBase, sessions.LoadSummaries)
 	}
-	if err := Settle(ctx, st, lost, here, now); err != nil {
+	if err := settleLost(ctx, st, lost); err != nil {
 		return nil, err
 	}
-	for i := range lost {
-		add(&lost[i], lostSlot[i])
+	for i, r := range lost {
+		add(r, lostSlot[i])
 	}
 	merged, err := mergedTips(ctx, st, tb, tips, defaultBase)
 	if err != nil {

@@ -106,21 +106,30 @@ func LiveNow(r sessions.Record, here Here) bool {
 func Settle(ctx context.Context, st *gitstore.Store, recs []sessions.Record, here Here, now time.Time) error {
 	var lost []*sessions.Record
 	for i := range recs {
-		r := &recs[i]
-		r.Judged = false
-		r.Live, r.Lost = Liveness(*r, here, now)
-		if r.Lost {
-			lost = append(lost, r)
+		if judge(&recs[i], here, now) {
+			lost = append(lost, &recs[i])
 		}
 	}
+	return settleLost(ctx, st, lost)
+}
+
+// judge keeps in r whether it runs as of now, and reports whether it looks
+// lost (settleLost has the last word on those).
+func judge(r *sessions.Record, here Here, now time.Time) (lost bool) {
+	r.Judged = false
+	r.Live, r.Lost = Liveness(*r, here, now)
+	r.Judged = true
+	return r.Lost
+}
+
+// settleLost reads the outcomes of records judge found lost again; those
+// that have one now have ended, the rest stay lost.
+func settleLost(ctx context.Context, st *gitstore.Store, lost []*sessions.Record) error {
 	if err := sessions.Reread(ctx, st, lost); err != nil {
 		return err
 	}
 	for _, r := range lost {
 		r.Lost = r.Outcome == nil
-	}
-	for i := range recs {
-		recs[i].Judged = true
 	}
 	return nil
 }

@@ -391,29 +391,27 @@ func attachOutcomes(ctx context.Context, st *gitstore.Store, recs []Record) (str
 // Reread reads the notes of recs again and selects their outcomes and
 // reviews anew, in one batch. A record read before its supervisor recorded
 // the outcome and exited looks lost once the process is gone; reading its
-// note after seeing the process gone tells the two apart.
+// note after seeing the process gone tells the two apart. A record without
+// a creation commit has no note to read, as when it was first read.
 func Reread(ctx context.Context, st *gitstore.Store, recs []*Record) error {
-	if len(recs) == 0 {
-		return nil
-	}
 	targets := make([]string, 0, len(recs))
 	for _, r := range recs {
-		if r.Root == "" {
-			root, err := st.Root(ctx, Kind, r.Session.ID)
-			if err != nil {
-				return fmt.Errorf("reading session %s again: %w", short(r.Session.ID), err)
-			}
-			r.Root = root
+		if r.Root != "" {
+			targets = append(targets, r.Root)
 		}
-		targets = append(targets, r.Root)
+	}
+	if len(targets) == 0 {
+		return nil
 	}
 	notes, err := st.ReadNotes(ctx, targets)
 	if err != nil {
 		return fmt.Errorf("reading outcomes again: %w", err)
 	}
 	for _, r := range recs {
-		r.Outcome, r.Forged = selectOutcome(r.Session.Seal, notes[r.Root])
-		reviewOf(r, notes[r.Root])
+		if r.Root != "" {
+			r.Outcome, r.Forged = selectOutcome(r.Session.Seal, notes[r.Root])
+			reviewOf(r, notes[r.Root])
+		}
 	}
 	return nil
 }
