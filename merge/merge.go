@@ -441,16 +441,20 @@ func finishMove(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, dir, t
 			return false, nil
 		}
 	}
-	// Exit 1 from either diff is a difference; any other failure (the
-	// commit missing, say) is no evidence either.
+	// Exit 1 is a difference; any other failure (the commit missing, say)
+	// is no evidence either.
 	if _, err := g.Run(ctx, "diff-index", "--cached", "--quiet", from, "--"); err != nil {
 		return false, nil
 	}
+	differ, err := g.Run(ctx, "diff", "--name-only", "-z", "--no-renames")
+	if err != nil {
+		return false, nil
+	}
 	args := []string{"read-tree", "-m", "-u", from, tip}
-	if _, err := g.Run(ctx, "diff", "--quiet", "--"); err != nil {
+	if len(differ) > 0 {
 		// Some files differ from the index: an update cut short while it
 		// wrote them, or someone's edits.
-		if half, err := halfUpdated(ctx, g, dir, from, tip); err != nil || !half {
+		if half, err := halfUpdated(ctx, g, dir, from, tip, differ); err != nil || !half {
 			return false, nil
 		}
 		// Every file is from's or tip's: making them all tip's loses
@@ -467,11 +471,12 @@ func finishMove(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, dir, t
 // halfUpdated reports whether the files of the checkout in dir (g runs
 // there), whose index is from's tree, are what an update from from to tip
 // stopped partway leaves (read-tree writes the files, then the index):
-// every file that differs from the index is one the update changes, and
-// every file the update changes holds either from's content and mode or
-// tip's (absent where that side has none). Symbolic links and submodules
-// among the changes, and anything it cannot read, count as no.
-func halfUpdated(ctx context.Context, g gitcmd.Runner, dir, from, tip string) (bool, error) {
+// every file that differs from the index (differ, as `git diff --name-only
+// -z` lists them) is one the update changes, and every file the update
+// changes holds either from's content and mode or tip's (absent where that
+// side has none). Symbolic links and submodules among the changes, and
+// anything it cannot read, count as no.
+func halfUpdated(ctx context.Context, g gitcmd.Runner, dir, from, tip string, differ []byte) (bool, error) {
 	type side struct{ mode, blob string }
 	out, err := g.Run(ctx, "diff-tree", "-r", "-z", "--no-renames", from, tip)
 	if err != nil {
@@ -486,11 +491,7 @@ func halfUpdated(ctx context.Context, g gitcmd.Runner, dir, from, tip string) (b
 		}
 		changed[fields[i+1]] = [2]side{{meta[0], meta[2]}, {meta[1], meta[3]}}
 	}
-	out, err = g.Run(ctx, "diff", "--name-only", "-z", "--no-renames")
-	if err != nil {
-		return false, err
-	}
-	for _, p := range strings.Split(string(out), "\x00") {
+	for _, p := range strings.Split(string(differ), "\x00") {
 		if _, ok := changed[p]; p != "" && !ok {
 			return false, nil
 		}
@@ -499,8 +500,11 @@ func halfUpdated(ctx context.Context, g gitcmd.Runner, dir, from, tip string) (b
 	var hashed []string
 	now := map[string]side{}
 	for p, c := range changed {
+		if strings.Contains(p, "\n") { // hash-object reads paths a line each
+			return false, nil
+		}
 		for _, s := range c {
-			if s.mode == "120000" || s.mode == "160000" || strings.Contains(p, "\n") {
+			if s.mode == "120000" || s.mode == "160000" {
 				return false, nil
 			}
 		}
