@@ -232,9 +232,12 @@ func invalidReason(fields map[string]json.RawMessage, idOK bool) string {
 		return ""
 	}
 	_, result := fields["result"]
-	_, failure := fields["error"]
+	e, failure := fields["error"]
 	if !idOK || result == failure {
 		return `a message without "method" must be a response: an "id" and either "result" or "error"`
+	}
+	if failure && !bytes.HasPrefix(e, []byte("{")) {
+		return `"error" must be an object`
 	}
 	return ""
 }

@@ -87,6 +87,8 @@ func TestMalformedLinesBetweenRequests(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":"m","method":7}`, -32600, "m"},
 		{`{"jsonrpc":"2.0","id":"p","method":"ping","params":3}`, -32600, "p"},
 		{`{"jsonrpc":"2.0","id":"r"}`, -32600, "r"},
+		{`{"jsonrpc":"2.0","id":"e","error":"text"}`, -32600, "e"},
+		{`{"jsonrpc":"2.0","id":"both","result":{},"error":{"code":1,"message":"x"}}`, -32600, "both"},
 		{`[{"jsonrpc":"2.0","id":"b1","method":"ping"},{"jsonrpc":"2.0","id":"b2","method":"ping"}]`, -32600, nil},
 		{`[]`, -32600, nil},
 		{`"a string"`, -32600, nil},
@@ -96,6 +98,11 @@ func TestMalformedLinesBetweenRequests(t *testing.T) {
 	var in strings.Builder
 	in.WriteString(initLine + "\n")
 	in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	// Responses to nothing the server asked and a cancellation of nothing:
+	// well-formed, passed on, answered by nobody.
+	in.WriteString(`{"jsonrpc":"2.0","id":"stray","result":{}}` + "\n")
+	in.WriteString(`{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":"no"}}` + "\n")
+	in.WriteString(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"nothing"}}` + "\n")
 	want := map[string]bool{"init": true}
 	for i, b := range bad {
 		// A valid request just before each bad line, and a blank line,
