@@ -236,12 +236,8 @@ func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
 	if err := os.WriteFile(promptFile, []byte(prompt), 0o644); err != nil {
 		return nil, fmt.Errorf("writing the %s prompt: %w", req.Role, err)
 	}
-	command := make([]string, len(ag.Command))
-	for i, a := range ag.Command {
-		command[i] = strings.ReplaceAll(a, OutputPlaceholder, outFile)
-	}
-	cmd, err := launch.Invocation{Client: client, Model: ag.Model, Command: command, PromptFile: promptFile,
-		Worktree: wtPath, Task: req.Task, Writable: []string{dir}}.Build()
+	cmd, err := launch.Invocation{Client: client, Model: ag.Model, Command: ag.Command, PromptFile: promptFile,
+		Worktree: wtPath, Task: req.Task, OutputFile: outFile, Writable: []string{dir}}.Build()
 	if err != nil {
 		return nil, exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
 	}

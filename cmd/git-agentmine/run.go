@@ -55,32 +55,64 @@ func (c *RunReplanCmd) Run(a *App) error {
 	return nil
 }
 
-// RunStartCmd is `run [TASK...]`.
+// RunStartCmd is `run [TASK...]`. Deadline, Budget and Name are pointers:
+// given empty or zero, they are refused rather than read as not given.
 type RunStartCmd struct {
-	Tasks    []string      `arg:"" optional:"" name:"task" help:"Target tasks (with their descendants); default: every task not done or cancelled."`
-	Parallel *int          `short:"j" placeholder:"N" help:"Workers running at once (default: the max_workers setting)."`
-	MaxLoops *int          `name:"max-loops" placeholder:"N" help:"Attempts per task before it is exhausted (default 3)."`
-	Review   bool          `help:"Have the reviewer agent judge every session that passed DoD and scope."`
-	Merge    bool          `help:"Merge passing sessions into the base, one at a time."`
-	Deadline time.Duration `placeholder:"DURATION" help:"Stop the run and its workers after this long (e.g. 30m)."`
-	Detach   bool          `short:"D" help:"Run the supervisor in the background and return at once."`
-	Budget   string        `placeholder:"N" help:"Start no new attempt once the run's sessions used N tokens (or $N of cost)."`
-	Name     string        `placeholder:"NAME" help:"Name of the run (default \"default\"); a killed run is resumed by starting it again."`
+	Tasks    []string       `arg:"" optional:"" name:"task" help:"Target tasks (with their descendants); default: every task not done or cancelled."`
+	Parallel *int           `short:"j" placeholder:"N" help:"Workers running at once (default: the max_workers setting)."`
+	MaxLoops *int           `name:"max-loops" placeholder:"N" help:"Attempts per task before it is exhausted (default 3)."`
+	Review   bool           `help:"Have the reviewer agent judge every session that passed DoD and scope."`
+	Merge    bool           `help:"Merge passing sessions into the base, one at a time."`
+	Deadline *time.Duration `placeholder:"DURATION" help:"Stop the run and its workers after this long (e.g. 30m)."`
+	Detach   bool           `short:"D" help:"Run the supervisor in the background and return at once."`
+	Budget   *string        `placeholder:"N" help:"Start no new attempt once the run's sessions used N tokens (or $N of cost)."`
+	Name     *string        `placeholder:"NAME" help:"Name of the run (default \"default\"); a killed run is resumed by starting it again."`
+}
+
+// flags checks the flags that need no repository and returns the options
+// they give.
+func (c *RunStartCmd) flags() (pipeline.Options, error) {
+	o := pipeline.Options{Targets: c.Tasks, MaxLoops: pipeline.DefaultMaxLoops, Review: c.Review, Merge: c.Merge}
+	if c.Name != nil {
+		if err := pipeline.ValidateName(*c.Name); err != nil {
+			return o, err
+		}
+		o.Name = *c.Name
+	}
+	if c.Deadline != nil {
+		if *c.Deadline <= 0 {
+			return o, exitcode.New(exitcode.Usage, fmt.Errorf("invalid --deadline %s: want a positive duration", *c.Deadline), "leave --deadline out for a run without one")
+		}
+		o.Deadline = *c.Deadline
+	}
+	if c.Budget != nil {
+		if strings.TrimSpace(*c.Budget) == "" {
+			return o, exitcode.New(exitcode.Usage, fmt.Errorf("invalid --budget %q: want a token count or $N, more than 0", *c.Budget), "leave --budget out for a run without one")
+		}
+		if _, err := pipeline.ParseBudget(*c.Budget); err != nil {
+			return o, err
+		}
+		o.Budget = *c.Budget
+	}
+	if c.MaxLoops != nil {
+		o.MaxLoops = *c.MaxLoops
+	}
+	return o, nil
 }
 
 // Run validates the flags, then runs the loop here or in the background.
 func (c *RunStartCmd) Run(a *App) error {
+	o, err := c.flags()
+	if err != nil {
+		return err
+	}
 	env, err := workerEnv(a, nil)
 	if err != nil {
 		return err
 	}
-	o := pipeline.Options{Name: c.Name, Targets: c.Tasks, Parallel: env.Cfg.MaxWorkers, MaxLoops: pipeline.DefaultMaxLoops,
-		Review: c.Review, Merge: c.Merge, Deadline: c.Deadline, Budget: c.Budget}
+	o.Parallel = env.Cfg.MaxWorkers
 	if c.Parallel != nil {
 		o.Parallel = *c.Parallel
-	}
-	if c.MaxLoops != nil {
-		o.MaxLoops = *c.MaxLoops
 	}
 	o.Supervisor = func(session string) []string { return supervisorArgv(a.Args0, env.Top, session) }
 	check := o
