@@ -67,7 +67,7 @@ func TestDroppedCacheStaysDropped(t *testing.T) {
 	if _, _, err := s.List(ctx, k); err != nil { // rewrites nothing: all cached
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(s.cachePath(k)+".new", []byte(cacheMagic), 0o644); err != nil {
+	if err := os.WriteFile(s.cachePath(k)+".new", frameCache(listFormat, nil), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(s.cachePath(k)+".new", s.cachePath(k)); err != nil {
