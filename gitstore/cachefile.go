@@ -155,10 +155,10 @@ func writeCacheFile(path, format string, payload []byte, prev os.FileInfo) {
 	}
 }
 
-// LocalCachePath is the path of the cache file name (slash-separated,
+// localCachePath is the path of the cache file name (slash-separated,
 // under the local cache directory) that ReadLocalCache and WriteLocalCache
 // use.
-func (s *Store) LocalCachePath(name string) string {
+func (s *Store) localCachePath(name string) string {
 	return filepath.Join(s.loc.CommonDir, "agentmine", "cache", filepath.FromSlash(name))
 }
 
@@ -167,12 +167,12 @@ func (s *Store) LocalCachePath(name string) string {
 // WriteLocalCache; ok is false when it is missing or does not check out.
 // For caches of other packages, kept beside gitstore's own.
 func (s *Store) ReadLocalCache(name, format string) (payload []byte, ok bool) {
-	raw, fi := readCacheFile(s.LocalCachePath(name), format)
+	raw, fi := readCacheFile(s.localCachePath(name), format)
 	return raw, fi != nil
 }
 
 // WriteLocalCache replaces the cache file name with payload in format,
 // atomically; failures are ignored (it is only a cache).
 func (s *Store) WriteLocalCache(name, format string, payload []byte) {
-	writeCacheFile(s.LocalCachePath(name), format, payload, nil)
+	writeCacheFile(s.localCachePath(name), format, payload, nil)
 }

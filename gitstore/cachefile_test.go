@@ -108,3 +108,29 @@ func TestNotesCacheDamage(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalCache: another package's cache (the client versions) goes
+// through the same frame: read back as written, refused when damaged.
+func TestLocalCache(t *testing.T) {
+	s := &Store{loc: gitcmd.Location{CommonDir: t.TempDir()}, sha1: true}
+	const format = "agentmine-client-version 1"
+	if _, ok := s.ReadLocalCache("client-version/abc", format); ok {
+		t.Fatal("a missing cache was read")
+	}
+	s.WriteLocalCache("client-version/abc", format, []byte("tool 1.2.3\n"))
+	if got, ok := s.ReadLocalCache("client-version/abc", format); !ok || string(got) != "tool 1.2.3\n" {
+		t.Fatalf("read back %q, %v", got, ok)
+	}
+	path := s.localCachePath("client-version/abc")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(format)+5] ^= 1 // inside "tool 1.2.3"
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := s.ReadLocalCache("client-version/abc", format); ok {
+		t.Fatalf("a damaged version was read: %q", got)
+	}
+}
