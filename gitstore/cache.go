@@ -3,6 +3,7 @@ package gitstore
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -111,16 +112,21 @@ func (s *Store) DropCaches(kinds ...Kind) error {
 // that some entries came from was replaced or dropped meanwhile; failures
 // are ignored because the cache is only an accelerator.
 func (s *Store) writeCache(k Kind, docs []Doc, prev os.FileInfo) {
-	size := 0
+	var size int64
 	for _, d := range docs {
-		size += len(d.ID) + len(d.Commit) + len(d.Data) + 24
+		size += int64(len(listEntryHead(d)) + len(d.Data))
 	}
-	b := bytes.NewBuffer(make([]byte, 0, size))
-	for _, d := range docs {
-		fmt.Fprintf(b, "%s %s %d\n", d.ID, d.Commit, len(d.Data))
-		b.Write(d.Data)
-	}
-	writeCacheFile(s.cachePath(k), listFormat, b.Bytes(), prev)
+	writeCacheStream(s.cachePath(k), listFormat, size, prev, func(w io.Writer) {
+		for _, d := range docs {
+			io.WriteString(w, listEntryHead(d))
+			w.Write(d.Data)
+		}
+	})
+}
+
+// listEntryHead is the line before an entry's document in the list cache.
+func listEntryHead(d Doc) string {
+	return d.ID + " " + d.Commit + " " + strconv.Itoa(len(d.Data)) + "\n"
 }
 
 // The notes cache holds every note of one notes commit: a header line with
@@ -209,10 +215,24 @@ func (s *Store) writeRootsCache(k Kind, m map[string]string, prev os.FileInfo) {
 	writeCacheFile(s.rootsCachePath(k), rootsFormat, []byte(b.String()), prev)
 }
 
-// writeFileAtomic replaces path through a temporary file and a rename,
-// unless the cache file prev the data came from is no longer in place
-// (stillCurrent); failures are ignored (caches only).
-func writeFileAtomic(path string, data []byte, prev os.FileInfo) {
+// writeFileAtomic replaces path with the chunks, one after the other
+// (see writeFileWith).
+func writeFileAtomic(path string, prev os.FileInfo, chunks ...[]byte) {
+	writeFileWith(path, prev, func(w io.Writer) error {
+		for _, c := range chunks {
+			if _, err := w.Write(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// writeFileWith replaces path with what fill writes, through a temporary
+// file and a rename, unless fill fails or the cache file prev the data
+// came from is no longer in place (stillCurrent); failures are ignored
+// (caches only).
+func writeFileWith(path string, prev os.FileInfo, fill func(w io.Writer) error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return
 	}
@@ -220,7 +240,7 @@ func writeFileAtomic(path string, data []byte, prev os.FileInfo) {
 	if err != nil {
 		return
 	}
-	_, err = f.Write(data)
+	err = fill(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -1,8 +1,10 @@
 package gitstore
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -130,29 +132,48 @@ func readCacheText(path, format string) (string, os.FileInfo) {
 	return b.String(), fr.fi
 }
 
-// frameCache frames payload in format as a cache file; nil when it would
-// be larger than a reader accepts.
-func frameCache(format string, payload []byte) []byte {
-	head := fmt.Sprintf("%s %d\n", format, len(payload))
-	if len(head)+len(payload)+frameTrailer > maxCacheFile || len(head) > maxFrameHead {
-		return nil
-	}
-	h := sha256.New()
-	h.Write([]byte(head))
-	h.Write(payload)
-	out := make([]byte, 0, len(head)+len(payload)+frameTrailer)
-	out = append(out, head...)
-	out = append(out, payload...)
-	return append(out, "sha256 "+hex.EncodeToString(h.Sum(nil))+"\n"...)
-}
-
 // writeCacheFile replaces the cache file at path with payload framed in
-// format (see writeFileAtomic for prev); failures are ignored (caches
+// format (see writeFileAtomic for prev). Failures are ignored (caches
 // only).
 func writeCacheFile(path, format string, payload []byte, prev os.FileInfo) {
-	if data := frameCache(format, payload); data != nil {
-		writeFileAtomic(path, data, prev)
+	writeCacheStream(path, format, int64(len(payload)), prev, func(w io.Writer) { w.Write(payload) })
+}
+
+// writeCacheStream is writeCacheFile of a payload of size bytes that fill
+// writes, streamed to the file as it is hashed: the list cache is tens of
+// megabytes, and a copy of it in memory would cost as much again. Nothing
+// is written when fill writes another size, or when the file would be
+// larger than a reader accepts.
+func writeCacheStream(path, format string, size int64, prev os.FileInfo, fill func(w io.Writer)) {
+	head := fmt.Sprintf("%s %d\n", format, size)
+	if int64(len(head))+size+int64(frameTrailer) > maxCacheFile || len(head) > maxFrameHead {
+		return
 	}
+	writeFileWith(path, prev, func(f io.Writer) error {
+		w := bufio.NewWriterSize(f, 1<<16)
+		h := sha256.New()
+		io.WriteString(w, head)
+		h.Write([]byte(head))
+		body := &countingWriter{w: io.MultiWriter(w, h)}
+		fill(body)
+		if body.n != size {
+			return errors.New("the payload is not the size announced")
+		}
+		io.WriteString(w, "sha256 "+hex.EncodeToString(h.Sum(nil))+"\n")
+		return w.Flush()
+	})
+}
+
+// countingWriter counts what passes through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // localCachePath is the path of the cache file name (slash-separated,

@@ -134,7 +134,7 @@ func (s *Store) WriteSortedIndex(k Kind, name, stamp string, records []string, t
 		text := r[:len(r)-1]
 		fmt.Fprintf(&b, "%s %08x\n", text, crc32.ChecksumIEEE([]byte(text)))
 	}
-	writeFileAtomic(s.summaryPathOf(k, name), b.Bytes(), nil)
+	writeFileAtomic(s.summaryPathOf(k, name), nil, b.Bytes())
 }
 
 // LookupSortedIndex returns the records of the sorted index name of kind k
