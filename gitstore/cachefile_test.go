@@ -3,8 +3,10 @@ package gitstore
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/git-agentmine/git-agentmine/gitcmd"
 )
@@ -132,5 +134,20 @@ func TestLocalCache(t *testing.T) {
 	}
 	if got, ok := s.ReadLocalCache("client-version/abc", format); ok {
 		t.Fatalf("a damaged version was read: %q", got)
+	}
+}
+
+// TestReadJournalSpecialFile: a journal replaced by a FIFO with no writer
+// is an error at once, not a supervisor or merge waiting forever.
+func TestReadJournalSpecialFile(t *testing.T) {
+	s := &Store{loc: gitcmd.Location{CommonDir: t.TempDir()}, sha1: true}
+	if err := os.MkdirAll(filepath.Dir(s.journalPath()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(s.journalPath(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReadJournal(time.Time{}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("ReadJournal of a FIFO = %v", err)
 	}
 }

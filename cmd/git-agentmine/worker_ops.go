@@ -315,7 +315,7 @@ func followLog(a *App, env *worker.Env, r sessions.Record, path string, off int6
 		close(done)
 	}()
 	flush := func() {
-		f, err := os.Open(path)
+		f, _, err := safefile.Open(path, -1)
 		if err != nil {
 			return
 		}
