@@ -505,13 +505,9 @@ func (c *RunStatusCmd) Run(a *App) error {
 
 // tailLines returns the last n lines of a file (none if unreadable).
 func tailLines(path string, n int) []string {
-	data, err := os.ReadFile(path)
+	lines, err := launch.Tail(path, n)
 	if err != nil {
 		return nil
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
 	}
 	return lines
 }
