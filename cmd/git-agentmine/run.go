@@ -115,9 +115,9 @@ func (c *RunStartCmd) Run(a *App) error {
 		printSummary(a, sum, sup.Record())
 	}
 	switch {
-	case sum.Result == "done":
+	case sum.Result == "done", sum.Result == "passed":
 		return nil
-	case sup.Interrupted() && !stopRequested(ctx):
+	case sup.Interrupted():
 		return silentError{exitcode.Interrupted}
 	}
 	return silentError{exitcode.Failed}
@@ -324,6 +324,9 @@ func printSummary(a *App, s pipeline.Summary, rec pipeline.Record) {
 	if s.Waiting > 0 {
 		a.P.Printf(", %d waiting to be merged", s.Waiting)
 	}
+	if s.Interrupted > 0 {
+		a.P.Printf(", %d interrupted", s.Interrupted)
+	}
 	a.P.Printf(", %d attempt(s)", s.Attempts)
 	if s.Reason != "" {
 		a.P.Printf(" — %s", s.Reason)
@@ -335,6 +338,29 @@ func printSummary(a *App, s pipeline.Summary, rec pipeline.Record) {
 		t.ColorRow([]string{"", statusColor(status.Status(x.Status))}, short8(x.ID), x.Status, fmt.Sprintf("%d/%d", x.Attempts, rec.MaxLoops), x.Title, x.Reason)
 	}
 	t.Flush()
+	printWaiting(a, s)
+}
+
+// printWaiting lists, after a run's summary, what waits to be merged with
+// the command that merges it, and how to continue an interrupted run.
+func printWaiting(a *App, s pipeline.Summary) {
+	for _, x := range s.Tasks {
+		if x.Status != string(status.Review) {
+			continue
+		}
+		cmd := "git agentmine merge " + short8(x.ID)
+		if x.AcceptMainChanges {
+			cmd += " --accept-main-changes (if you made the main checkout's changes yourself)"
+		}
+		a.P.Printf("waiting to be merged: %s %s — merge with: %s\n", short8(x.ID), x.Title, cmd)
+	}
+	if s.Interrupted > 0 || s.Reason == pipeline.Interrupted {
+		cont := "git agentmine run"
+		if s.Run != pipeline.DefaultName {
+			cont += " --name " + s.Run
+		}
+		a.P.Printf("continue with: %s\n", cont)
+	}
 }
 
 // RunStatusCmd is `run status [NAME]`.
