@@ -5,6 +5,7 @@ import (
 
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/status"
 )
 
 // Interruptions are not verdicts. A session whose worker was stopped (a
@@ -14,24 +15,15 @@ import (
 // name) starts it again.
 
 // IsStopped reports whether a worker session ended because it was stopped
-// (SIGTERM to its supervisor), before or while its worker ran, rather
-// than by its own doing, a timeout or a stall.
-func IsStopped(r sessions.Record) bool {
-	o := r.Outcome
-	if o == nil || o.TimedOut || o.Signal != "SIGTERM" {
-		return false
-	}
-	switch o.Reason {
-	case "stopped", "stopped before the worker started", "interrupted before the worker started":
-		return true
-	}
-	return false
-}
+// (sessions.Outcome.Stopped) rather than by its own doing, a timeout or a
+// stall.
+func IsStopped(r sessions.Record) bool { return r.Outcome.Stopped() }
 
-// interrupted reports whether the task's status comes from a stopped
-// session that no real attempt followed.
+// interrupted reports whether the task is open again because its latest
+// sessions were stopped with no real attempt after them (status leaves
+// stopped sessions out of its verdict).
 func (ts taskState) interrupted() bool {
-	return ts.stopped != nil && ts.res.Session == ts.stopped.Session.ID
+	return ts.stopped != nil && ts.res.Status == status.Open
 }
 
 // feedbackAfterStop is the feedback of the start that follows a stopped

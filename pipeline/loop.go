@@ -221,6 +221,8 @@ type Supervisor struct {
 	// waits maps a task whose passing session cannot be merged because of
 	// the person's checkout to why: never an attempt, retried at every look.
 	waits map[string]mergeWait
+	// warned is set once Options.Warn was given a start's warning.
+	warned bool
 }
 
 // mergeWait is why a passing session waits to be merged: the person's
@@ -633,10 +635,11 @@ type startReq struct {
 // `worker run --exec --detach`, claims included).
 func (s *Supervisor) startAll(ctx context.Context, b *board.Board, reqs []startReq) {
 	type result struct {
-		rec sessions.Record
-		ev  Event
-		err error // from the preparation: no session was recorded
-		ok  bool
+		rec  sessions.Record
+		ev   Event
+		err  error // from the preparation: no session was recorded
+		ok   bool
+		note string // a warning of the start (Prepared.ClaimNote)
 	}
 	res := make([]result, len(reqs))
 	var wg sync.WaitGroup
@@ -649,12 +652,18 @@ func (s *Supervisor) startAll(ctx context.Context, b *board.Board, reqs []startR
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res[i].rec, res[i].ev, res[i].ok, res[i].err = s.start(sctx, r)
+			res[i].rec, res[i].ev, res[i].ok, res[i].err = s.start(sctx, r, &res[i].note)
 		}()
 	}
 	wg.Wait()
 	// The loop's own state changes here, in one goroutine.
 	for i, r := range res {
+		if r.note != "" && !s.warned {
+			s.warned = true
+			if s.o.Warn != nil {
+				s.o.Warn(r.note)
+			}
+		}
 		switch {
 		case r.err != nil:
 			s.prepFailed(ctx, b, reqs[i].ts, r.err)
@@ -668,7 +677,7 @@ func (s *Supervisor) startAll(ctx context.Context, b *board.Board, reqs []startR
 
 // start prepares a session and hands it to a detached supervisor. It
 // changes nothing of the loop's state (it runs next to other starts).
-func (s *Supervisor) start(ctx context.Context, r startReq) (sessions.Record, Event, bool, error) {
+func (s *Supervisor) start(ctx context.Context, r startReq, note *string) (sessions.Record, Event, bool, error) {
 	id := r.ts.id
 	o := worker.RunOptions{Task: id, Exec: true, Detach: true, Replace: true}
 	if r.fb != nil {
@@ -686,6 +695,7 @@ func (s *Supervisor) start(ctx context.Context, r startReq) (sessions.Record, Ev
 	}
 	if p.ClaimNote != "" {
 		fmt.Fprintf(s.log, "%s task %s: %s\n", time.Now().Format("15:04:05"), short(id), p.ClaimNote)
+		*note = p.ClaimNote
 	}
 	if _, err := s.env.StartDetached(ctx, p, s.o.Supervisor(p.Rec.Session.ID)); err != nil {
 		// The session has a failed outcome (exit 127): a start failure,

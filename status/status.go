@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/tasks"
 )
 
@@ -183,21 +184,27 @@ func own(t tasks.Task, attempts []Attempt) Result {
 		// Only a reopen (which clears the fact) lets the task run again.
 		return Result{Status: Failed, Reason: withReason("exhausted", t.Exhausted.Reason)}
 	}
+	// A stopped session said nothing about the work: the latest attempt
+	// that was not stopped decides, and a task with only stopped ones is
+	// open again.
+	judged := current[:0:0]
+	for _, a := range current {
+		if !sessions.IsStop(a.Signal, a.Reason, a.TimedOut) {
+			judged = append(judged, a)
+		}
+	}
+	if len(judged) == 0 && len(current) > 0 {
+		a := latestOf(current)
+		return Result{Status: Open, Reason: "session " + short(a.Session) + " was stopped before it finished (" + a.Reason + "): not an attempt"}
+	}
+	current = judged
 	if len(current) == 0 {
 		if t.Reopened != nil {
 			return Result{Status: Open, Reason: "reopened by " + t.Reopened.Author}
 		}
 		return Result{Status: Open, Reason: "no session yet"}
 	}
-	// The latest attempt: the last of those started latest, as the last
-	// of a stable sort by start time would be.
-	latest := 0
-	for i := range current {
-		if !current[i].Started.Before(current[latest].Started) {
-			latest = i
-		}
-	}
-	a := &current[latest]
+	a := latestOf(current)
 	s := short(a.Session)
 	switch {
 	case a.Lost:
@@ -228,6 +235,18 @@ func own(t tasks.Task, attempts []Attempt) Result {
 		return Result{Status: Review, Reason: "session " + s + " exited 0, DoD " + dod + ", reviewed OK by " + a.Reviewer + ", not merged yet", Session: a.Session}
 	}
 	return Result{Status: Review, Reason: "session " + s + " exited 0, DoD " + dod + ", not merged yet", Session: a.Session}
+}
+
+// latestOf is the latest of attempts (not empty): the last of those
+// started latest, as the last of a stable sort by start time would be.
+func latestOf(attempts []Attempt) *Attempt {
+	latest := 0
+	for i := range attempts {
+		if !attempts[i].Started.Before(attempts[latest].Started) {
+			latest = i
+		}
+	}
+	return &attempts[latest]
 }
 
 func orNotRun(dod string) string {
