@@ -99,11 +99,15 @@ func (c *RunStartCmd) Run(a *App) error {
 	defer stop()
 	render := newRunRenderer(a)
 	o.Events = render.event
+	o.Warn = render.warn
 	sup, err := pipeline.Start(ctx, env, o, pipeline.DefaultHooks(env, func(args ...string) []string {
 		return append([]string{a.Args0, "-C", env.Top}, args...)
 	}))
 	if err != nil {
 		return err
+	}
+	if h := shareHint(env); h != "" && !a.G.JSON {
+		a.P.Notef("hint: %s\n", h)
 	}
 	render.begin(sup.Record())
 	sum, err := sup.Loop(ctx)
@@ -256,6 +260,16 @@ func (r *runRenderer) event(e pipeline.Event) {
 		r.a.P.Printf("%s\n", r.paint(e))
 		r.redraw()
 	}
+}
+
+// warn prints a warning of the run (once per run: Options.Warn) on
+// stderr, under the live status line.
+func (r *runRenderer) warn(w string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.clear()
+	r.a.P.Warnf("%s", w)
+	r.redraw()
 }
 
 func (r *runRenderer) paint(e pipeline.Event) string {
