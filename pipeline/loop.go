@@ -291,23 +291,9 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 		if old.Supervisor.Host != sup.Host && old.Supervisor.Host != "" {
 			return nil, exitcode.New(exitcode.State, fmt.Errorf("run %s is supervised on another host (%s)", o.Name, old.Supervisor.Host), "")
 		}
-		// Take over (a dead supervisor's run, or an interrupted one): same
-		// targets and settings, attempts continue.
-		rec, err := update(ctx, st, o.Name, "run resumed", func(r *Record) error {
-			if r.Ended != nil && r.Ended.Reason != Interrupted || r.Ended == nil && r.Alive() && r.Supervisor.Pid != pid {
-				return exitcode.New(exitcode.State, fmt.Errorf("run %s changed while taking it over", o.Name), "try again")
-			}
-			r.Ended, r.StopRequested = nil, nil
-			r.Supervisor = sup
-			r.Resumed++
-			return nil
-		})
-		if err != nil {
+		if err := s.takeOver(ctx, sup); err != nil {
 			return nil, err
 		}
-		s.rec = rec
-		s.o.Parallel, s.o.MaxLoops, s.o.Review, s.o.Merge = rec.Parallel, rec.MaxLoops, rec.Review, rec.Merge
-		s.budget, _ = ParseBudget(rec.Budget)
 	} else {
 		targets, err := resolveTargets(b, o.Targets)
 		if err != nil {
@@ -351,6 +337,29 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 		fmt.Fprintf(s.log, "%s resumed by pid %d (take-over %d)\n", now.Local().Format("15:04:05"), pid, s.rec.Resumed)
 	}
 	return s, nil
+}
+
+// takeOver continues the run of s's name (a dead supervisor's run, or an
+// interrupted one) with sup as its supervisor: same targets and settings,
+// attempts counted on.
+func (s *Supervisor) takeOver(ctx context.Context, sup Holder) error {
+	name, pid := s.o.Name, sup.Pid
+	rec, err := update(ctx, s.st, name, "run resumed", func(r *Record) error {
+		if r.Ended != nil && r.Ended.Reason != Interrupted || r.Ended == nil && r.Alive() && r.Supervisor.Pid != pid {
+			return exitcode.New(exitcode.State, fmt.Errorf("run %s changed while taking it over", name), "try again")
+		}
+		r.Ended, r.StopRequested = nil, nil
+		r.Supervisor = sup
+		r.Resumed++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.rec = rec
+	s.o.Parallel, s.o.MaxLoops, s.o.Review, s.o.Merge = rec.Parallel, rec.MaxLoops, rec.Review, rec.Merge
+	s.budget, _ = ParseBudget(rec.Budget)
+	return nil
 }
 
 // Record returns the run document as this supervisor holds it.

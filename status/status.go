@@ -6,6 +6,7 @@ package status
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -184,27 +185,43 @@ func own(t tasks.Task, attempts []Attempt) Result {
 		// Only a reopen (which clears the fact) lets the task run again.
 		return Result{Status: Failed, Reason: withReason("exhausted", t.Exhausted.Reason)}
 	}
-	// A stopped session said nothing about the work: the latest attempt
-	// that was not stopped decides, and a task with only stopped ones is
-	// open again.
-	judged := current[:0:0]
+	judged, stopped := withoutStops(current)
+	switch {
+	case len(judged) > 0:
+		return verdictOf(latestOf(judged))
+	case stopped != nil:
+		return Result{Status: Open, Reason: "session " + short(stopped.Session) + " was stopped before it finished (" + stopped.Reason + "): not an attempt"}
+	case t.Reopened != nil:
+		return Result{Status: Open, Reason: "reopened by " + t.Reopened.Author}
+	}
+	return Result{Status: Open, Reason: "no session yet"}
+}
+
+// withoutStops leaves out the attempts that were stopped from outside
+// (sessions.IsStop): a stop said nothing about the work, so the latest
+// attempt that was not stopped decides. stopped is the latest stopped
+// one, nil when none was.
+func withoutStops(current []Attempt) (judged []Attempt, stopped *Attempt) {
+	if !slices.ContainsFunc(current, func(a Attempt) bool { return sessions.IsStop(a.Signal, a.Reason, a.TimedOut) }) {
+		return current, nil // shared, as the caller's facts are: read only
+	}
+	var stops []Attempt
 	for _, a := range current {
-		if !sessions.IsStop(a.Signal, a.Reason, a.TimedOut) {
+		if sessions.IsStop(a.Signal, a.Reason, a.TimedOut) {
+			stops = append(stops, a)
+		} else {
 			judged = append(judged, a)
 		}
 	}
-	if len(judged) == 0 && len(current) > 0 {
-		a := latestOf(current)
-		return Result{Status: Open, Reason: "session " + short(a.Session) + " was stopped before it finished (" + a.Reason + "): not an attempt"}
+	if len(stops) > 0 {
+		stopped = latestOf(stops)
 	}
-	current = judged
-	if len(current) == 0 {
-		if t.Reopened != nil {
-			return Result{Status: Open, Reason: "reopened by " + t.Reopened.Author}
-		}
-		return Result{Status: Open, Reason: "no session yet"}
-	}
-	a := latestOf(current)
+	return judged, stopped
+}
+
+// verdictOf is the status the latest attempt a, which ended or was lost,
+// gives its task.
+func verdictOf(a *Attempt) Result {
 	s := short(a.Session)
 	switch {
 	case a.Lost:
