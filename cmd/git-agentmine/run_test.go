@@ -968,7 +968,12 @@ func TestRunBesideAPerson(t *testing.T) {
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
+	var first *pipeline.Summary
 	for sc.Scan() {
+		var e pipeline.Event
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Event == pipeline.EvFinished {
+			first = e.Summary
+		}
 	}
 	err = cmd.Wait()
 	var ee *exec.ExitError
@@ -981,6 +986,9 @@ func TestRunBesideAPerson(t *testing.T) {
 	}
 	if rec.Ended == nil || rec.Ended.Reason != pipeline.Interrupted {
 		t.Fatalf("interrupted run recorded %+v, want reason %q", rec.Ended, pipeline.Interrupted)
+	}
+	if first == nil || first.Interrupted == 0 || first.Failed != 0 {
+		t.Fatalf("the interrupted run's summary: %+v, want running workers stopped and nothing failed", first)
 	}
 	for _, id := range ids {
 		if st, why := taskStatus(t, f.repo, id); st == "failed" || strings.Contains(why, "exhausted") {
