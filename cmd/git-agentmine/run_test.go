@@ -1036,3 +1036,49 @@ func TestRunBesideAPerson(t *testing.T) {
 		t.Errorf("the person's untracked file was committed: %q", got)
 	}
 }
+
+// TestRunSIGTERMIsAnInterruption: SIGTERM on a run that no run stop asked
+// for is an interruption like Ctrl-C: exit 130, the run recorded
+// "interrupted", its stopped workers no attempt, their tasks open.
+func TestRunSIGTERMIsAnInterruption(t *testing.T) {
+	gittest.SkipShort(t, "real workers stopped by a signalled run")
+	f := newRunFixture(t)
+	t.Setenv("RUN_GATE", filepath.Join(t.TempDir(), "never"))
+	id := f.add(t, "held", "gated")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git-agentmine", "run", "--json", "--name", "term")
+	cmd.Dir = f.repo
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && !strings.Contains(sc.Text(), `"event":"started"`) {
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() {
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("run after SIGTERM: %v, want exit 130\n%s", err, errb.String())
+	}
+	var rec pipeline.Record
+	if err := json.Unmarshal([]byte(run(t, f.repo, "git", "agentmine", "run", "status", "term", "--json")), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Ended == nil || rec.Ended.Reason != pipeline.Interrupted {
+		t.Errorf("run after SIGTERM recorded %+v, want reason %q", rec.Ended, pipeline.Interrupted)
+	}
+	if st, why := taskStatus(t, f.repo, id); st != "open" || !strings.Contains(why, "not an attempt") {
+		t.Errorf("task after the interruption: %s (%s), want open", st, why)
+	}
+}
