@@ -9,6 +9,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/config"
 	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitcmd"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/replica"
 	"github.com/git-agentmine/git-agentmine/sessions"
@@ -30,6 +31,9 @@ import (
 
 // ClaimPrefix is where claim refs live, local and remote.
 const ClaimPrefix = "refs/agentmine-claims/"
+
+// claimTimeout bounds the network part of taking a claim.
+const claimTimeout = 4 * gitcmd.NetworkTimeout * time.Second
 
 // ErrClaimed is returned when another clone holds the task's claim.
 var ErrClaimed = replica.ErrAlreadyClaimed
@@ -84,6 +88,10 @@ func (e *Env) UnsharedRemote() string {
 // may still be running, as far as this clone knows, is a State error naming
 // its host and session.
 func (e *Env) claim(ctx context.Context, remote string, s sessions.Session, root string) (bool, string, error) {
+	// A remote that never answers (a host that drops the connection
+	// attempt) costs this long, then the run goes on locally.
+	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	defer cancel()
 	ref := ClaimPrefix + s.Task
 	for attempt := 0; attempt < 3; attempt++ {
 		old, holder, err := e.remoteClaim(ctx, remote, ref)
