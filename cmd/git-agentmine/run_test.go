@@ -1013,6 +1013,12 @@ func TestRunBesideAPerson(t *testing.T) {
 	if sum == nil || sum.Result != "done" || sum.Done != 4 {
 		t.Fatalf("continued run's summary: %+v", sum)
 	}
+	if err := json.Unmarshal([]byte(run(t, f.repo, "git", "agentmine", "run", "status", "beside", "--json")), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Resumed != 1 || rec.Ended == nil || rec.Ended.Result != "done" {
+		t.Errorf("the run was not continued: resumed %d, ended %+v", rec.Resumed, rec.Ended)
+	}
 	for _, x := range sum.Tasks {
 		if x.Attempts != 1 {
 			t.Errorf("task %s: %d attempts charged, want 1", x.ID[:8], x.Attempts)
