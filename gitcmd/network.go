@@ -60,18 +60,21 @@ func networkEnv(env []string, configuredSSH string) []string {
 		return "", false
 	}
 	out := []string{"GIT_TERMINAL_PROMPT=0", "GCM_INTERACTIVE=never", "GIT_ASKPASS=", "SSH_ASKPASS=", "SSH_ASKPASS_REQUIRE=never"}
-	batch := " -o BatchMode=yes -o ConnectTimeout=" + strconv.Itoa(NetworkTimeout)
-	if c, ok := get("GIT_SSH_COMMAND"); ok && c != "" {
-		out = append(out, "GIT_SSH_COMMAND="+c+batch)
-	} else if _, ok := get("GIT_SSH"); !ok {
-		// GIT_SSH_COMMAND wins over core.sshCommand, so it carries the
-		// configured command on, plus batch mode; GIT_SSH (a program,
-		// not a command line) is left as the user set it.
-		ssh := configuredSSH
-		if ssh == "" {
+	// GIT_SSH_COMMAND wins over core.sshCommand, so it carries the
+	// command in use on, plus OpenSSH's batch mode; GIT_SSH (a program,
+	// not a command line) and a command that is not OpenSSH's ssh (plink,
+	// say, which knows no -o) are left as the user set them.
+	ssh, ok := get("GIT_SSH_COMMAND")
+	if !ok || ssh == "" {
+		ssh = configuredSSH
+		if _, set := get("GIT_SSH"); set {
+			ssh = "-"
+		} else if ssh == "" {
 			ssh = "ssh"
 		}
-		out = append(out, "GIT_SSH_COMMAND="+ssh+batch)
+	}
+	if f := strings.Fields(ssh); len(f) > 0 && (f[0] == "ssh" || strings.HasSuffix(f[0], "/ssh")) {
+		out = append(out, "GIT_SSH_COMMAND="+ssh+" -o BatchMode=yes -o ConnectTimeout="+strconv.Itoa(NetworkTimeout))
 	}
 	if _, ok := get("GIT_HTTP_LOW_SPEED_LIMIT"); !ok {
 		out = append(out, "GIT_HTTP_LOW_SPEED_LIMIT="+strconv.Itoa(NetworkLowSpeed))

@@ -104,6 +104,8 @@ func TestNetworkEnv(t *testing.T) {
 		{nil, "ssh -i ~/.ssh/work", append(slices.Clone(base), "GIT_SSH_COMMAND=ssh -i ~/.ssh/work"+batch, "GIT_HTTP_LOW_SPEED_LIMIT=1", "GIT_HTTP_LOW_SPEED_TIME=15")},
 		{[]string{"GIT_SSH_COMMAND=ssh -p 2222", "GIT_HTTP_LOW_SPEED_TIME=60"}, "ssh -i k", append(slices.Clone(base), "GIT_SSH_COMMAND=ssh -p 2222"+batch, "GIT_HTTP_LOW_SPEED_LIMIT=1")},
 		{[]string{"GIT_SSH=/usr/local/bin/myssh"}, "", append(slices.Clone(base), "GIT_HTTP_LOW_SPEED_LIMIT=1", "GIT_HTTP_LOW_SPEED_TIME=15")},
+		{nil, "plink -batch", append(slices.Clone(base), "GIT_HTTP_LOW_SPEED_LIMIT=1", "GIT_HTTP_LOW_SPEED_TIME=15")},
+		{nil, "/usr/bin/ssh -F cfg", append(slices.Clone(base), "GIT_SSH_COMMAND=/usr/bin/ssh -F cfg"+batch, "GIT_HTTP_LOW_SPEED_LIMIT=1", "GIT_HTTP_LOW_SPEED_TIME=15")},
 	} {
 		if got := networkEnv(c.env, c.ssh); !slices.Equal(got, c.want) {
 			t.Errorf("networkEnv(%q, %q) =\n%q, want\n%q", c.env, c.ssh, got, c.want)
