@@ -241,7 +241,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	}
 	undo = append(undo, func() { sessions.Delete(context.WithoutCancel(ctx), st, sid) })
 	claimedOn, claimNote := "", ""
-	if remote := e.claimRemoteFor(ctx, o); remote != "" {
+	if remote := e.claimRemoteFor(o); remote != "" {
 		ok, replaced, err := e.claim(ctx, remote, sess, root)
 		switch {
 		case ok:
