@@ -64,9 +64,9 @@ const envDir = ".agentmine-env"
 // cannot honour: at bwrap and clone a program of p.Programs inside the
 // main checkout or the repository's git dir (both hidden from the
 // worker), and at every level but none a configuration variable of
-// p.Environ (ConfigVars) that is not an absolute path or names what
-// cannot be copied (not a regular file, or too large). Errors carry exit
-// code Config and say what to change.
+// p.Environ (ConfigVars) that names what cannot be copied (not a regular
+// file, a file where a directory is expected, too large). Errors carry
+// exit code Config and say what to change.
 func Check(p Plan) error {
 	if p.Level == None || p.Level == Auto || p.Level == "" {
 		return nil
@@ -98,13 +98,15 @@ func Check(p Plan) error {
 }
 
 // checkConfigVar says why what val names cannot be copied (nil when it
-// can, or when it does not exist: the client then says so, as at none).
+// can, or when it does not exist: the client then says so, as at none; or
+// when val is relative: it names a path in the worktree, the worker's
+// working directory at every level, and is passed on unchanged).
 func checkConfigVar(v configVar, val string) error {
 	if !filepath.IsAbs(val) {
-		return errors.New("not an absolute path")
+		return nil
 	}
 	if v.files == nil {
-		return checkConfigFile(val)
+		return checkConfigFile(val, "")
 	}
 	st, err := os.Stat(val)
 	switch {
@@ -116,14 +118,20 @@ func checkConfigVar(v configVar, val string) error {
 		return errors.New("not a directory")
 	}
 	for _, f := range v.files {
-		if err := checkConfigFile(filepath.Join(val, filepath.FromSlash(f))); err != nil {
+		if err := checkConfigFile(filepath.Join(val, filepath.FromSlash(f)), f); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func checkConfigFile(path string) error {
+// checkConfigFile says why the file at path cannot be copied; rel names
+// it within the variable's directory ("" for the variable's own file).
+func checkConfigFile(path, rel string) error {
+	what := "it"
+	if rel != "" {
+		what = rel
+	}
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -131,9 +139,9 @@ func checkConfigFile(path string) error {
 	case err != nil:
 		return err
 	case !st.Mode().IsRegular():
-		return fmt.Errorf("%s is not a regular file", path)
+		return fmt.Errorf("%s is not a regular file", what)
 	case st.Size() > maxConfigBytes:
-		return fmt.Errorf("%s is larger than %d MiB", path, maxConfigBytes>>20)
+		return fmt.Errorf("%s is larger than %d MiB", what, maxConfigBytes>>20)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -154,7 +162,7 @@ func (b *Box) copyConfigVars(sandboxHome string) (worker, host []string, err err
 	}
 	for _, v := range configVars() {
 		val := envValue(b.p.Environ, v.name)
-		if val == "" {
+		if val == "" || !filepath.IsAbs(val) {
 			continue
 		}
 		if err := checkConfigVar(v, val); err != nil {

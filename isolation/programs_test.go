@@ -162,13 +162,14 @@ func TestVisibleNeverShowsWholeHome(t *testing.T) {
 }
 
 // TestCheckRefusesWhatALevelCannotHonour: a client inside the hidden main
-// checkout at bwrap and clone, a relative or special configuration
-// variable at every sandboxed level; none refuses nothing.
+// checkout at bwrap and clone, a configuration variable naming a special
+// file at every sandboxed level; none refuses nothing, and a relative
+// variable (a path in the worktree at every level) passes.
 func TestCheckRefusesWhatALevelCannotHonour(t *testing.T) {
 	root := t.TempDir()
 	main := filepath.Join(root, "repo")
 	fifo := filepath.Join(root, "fifo")
-	if err := exec.Command("mkfifo", fifo).Run(); err != nil {
+	if err := exec.Command("mkfifo", fifo, filepath.Join(root, "config.toml")).Run(); err != nil {
 		t.Fatal(err)
 	}
 	plan := func(l isolation.Level, programs []string, env ...string) isolation.Plan {
@@ -183,16 +184,18 @@ func TestCheckRefusesWhatALevelCannotHonour(t *testing.T) {
 	}{
 		{"client in the main checkout at bwrap", plan(isolation.Bwrap, inMain), "which isolation level bwrap hides"},
 		{"client in the main checkout at clone", plan(isolation.Clone, inMain), "which isolation level clone hides"},
-		{"relative OPENCODE_CONFIG", plan(isolation.Landlock, nil, "OPENCODE_CONFIG=oc.json"), "OPENCODE_CONFIG=oc.json: not an absolute path"},
+		{"FIFO as OPENCODE_CONFIG", plan(isolation.Landlock, nil, "OPENCODE_CONFIG="+fifo), "OPENCODE_CONFIG=" + fifo + ": it is not a regular file"},
 		{"FIFO as GIT_CONFIG_GLOBAL", plan(isolation.Bwrap, nil, "GIT_CONFIG_GLOBAL="+fifo), "is not a regular file"},
 		{"CODEX_HOME naming a file", plan(isolation.Clone, nil, "CODEX_HOME="+fifo), "not a directory"},
+		{"a FIFO in CODEX_HOME", plan(isolation.Bwrap, nil, "CODEX_HOME="+root), "config.toml is not a regular file"},
 	} {
 		err := isolation.Check(c.p)
 		if err == nil || !strings.Contains(err.Error(), c.has) || exitcode.Of(err) != exitcode.Config {
 			t.Errorf("%s: Check = %v (exit %d), want exit 3 saying %q", c.name, err, exitcode.Of(err), c.has)
 		}
 	}
-	for _, p := range []isolation.Plan{plan(isolation.Landlock, inMain), plan(isolation.None, inMain, "OPENCODE_CONFIG=oc.json"),
+	for _, p := range []isolation.Plan{plan(isolation.Landlock, inMain), plan(isolation.None, inMain, "OPENCODE_CONFIG="+fifo),
+		plan(isolation.Bwrap, nil, "OPENCODE_CONFIG=oc.json"),
 		plan(isolation.Bwrap, []string{filepath.Join(main, ".agentmine", "worktrees", "w", "run.sh")}, "CODEX_HOME="+filepath.Join(root, "absent"))} {
 		if err := isolation.Check(p); err != nil {
 			t.Errorf("Check(%s, %v, %v) = %v, want nil", p.Level, p.Programs, p.Environ, err)
@@ -209,9 +212,9 @@ func TestConfigVarsHonoured(t *testing.T) {
 	root := t.TempDir()
 	home, elsewhere := filepath.Join(root, "home"), filepath.Join(root, "etc")
 	files := map[string]string{
-		filepath.Join(home, ".codex-alt", "config.toml"):   "model = 'x'\n",
-		filepath.Join(home, ".codex-alt", "sessions", "s"): "history, not copied",
-		filepath.Join(home, "oc.json"):                     "{}\n",
+		filepath.Join(home, ".codex-alt", "config.toml"):    "model = 'x'\n",
+		filepath.Join(home, ".codex-alt", "sessions", "s"):  "history, not copied",
+		filepath.Join(home, "oc.json"):                      "{}\n",
 		filepath.Join(elsewhere, "claude", "settings.json"): "{\"a\":1}\n",
 	}
 	for p, text := range files {
@@ -223,7 +226,8 @@ func TestConfigVarsHonoured(t *testing.T) {
 		}
 	}
 	env := []string{"CODEX_HOME=" + filepath.Join(home, ".codex-alt"), "OPENCODE_CONFIG=" + filepath.Join(home, "oc.json"),
-		"CLAUDE_CONFIG_DIR=" + filepath.Join(elsewhere, "claude"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"), "NVM_DIR=" + filepath.Join(home, ".nvm")}
+		"CLAUDE_CONFIG_DIR=" + filepath.Join(elsewhere, "claude"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"), "NVM_DIR=" + filepath.Join(home, ".nvm"),
+		"OPENCODE_CONFIG_DIR=relative/in/worktree"}
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -255,8 +259,10 @@ func TestConfigVarsHonoured(t *testing.T) {
 				t.Errorf("%s: %s=%q, want %q", lvl, k, got[k], v)
 			}
 		}
-		if v, ok := got["NVM_DIR"]; ok {
-			t.Errorf("%s: NVM_DIR (no client configuration) was changed to %q", lvl, v)
+		for _, k := range []string{"NVM_DIR", "OPENCODE_CONFIG_DIR"} {
+			if v, ok := got[k]; ok {
+				t.Errorf("%s: %s (no client configuration, or relative) was changed to %q", lvl, k, v)
+			}
 		}
 		for _, c := range [][2]string{{".codex-alt/config.toml", "model = 'x'\n"}, {"oc.json", "{}\n"}, {".agentmine-env/CLAUDE_CONFIG_DIR/settings.json", "{\"a\":1}\n"}} {
 			data, err := os.ReadFile(filepath.Join(private, c[0]))
