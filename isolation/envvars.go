@@ -47,10 +47,13 @@ func configVars() []configVar {
 	}
 }
 
-// scratchVars name directories a client writes and never needs back
-// (caches, state): one under HOME points at an empty directory at the same
-// place in the private HOME, which the worker can write.
-func scratchVars() []string { return []string{"XDG_CACHE_HOME", "XDG_STATE_HOME"} }
+// scratchVars name directories a client or the tools it runs write and
+// never need back (caches, state, module downloads): one under HOME points
+// at an empty directory at the same place in the private HOME, which the
+// worker can write. Every other variable keeps its value.
+func scratchVars() []string {
+	return []string{"XDG_CACHE_HOME", "XDG_STATE_HOME", "GOCACHE", "GOMODCACHE", "GOPATH", "npm_config_cache", "PIP_CACHE_DIR"}
+}
 
 // maxConfigBytes bounds one copied configuration file: configuration is
 // small, and a copy must not fill the disk.
