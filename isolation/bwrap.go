@@ -41,7 +41,10 @@ func (b *Box) bwrapArgv(argv []string) []string {
 	if !within(p.CommonDir, p.MainTop) {
 		a = append(a, "--tmpfs", p.CommonDir)
 	}
-	a = append(a, "--bind", b.home, b.sandboxHome())
+	// bubblewrap cannot mount through a link: a HOME reached through one
+	// (/home/u to /data/u) is mounted where it leads, and its path still
+	// leads there inside the sandbox.
+	a = append(a, "--bind", b.home, realPath(b.sandboxHome()))
 	for _, d := range b.Visible() {
 		a = append(a, "--ro-bind", d, d)
 	}
@@ -113,11 +116,20 @@ func (b *Box) sandboxHome() string {
 // directory and pyvenv.cfg (a prefix or a virtual environment). A
 // directory that holds the user's HOME itself, /tmp, the repository, the
 // worktree or the box's state is never shown whole: the file alone is.
-// Nested paths are given once, by the outermost.
+// Nested paths are given once, by the outermost, each with the links of
+// its directory resolved (bubblewrap mounts nothing through a link); a
+// shown path that is a link itself is shown as what it leads to.
 func (b *Box) Visible() []string {
 	hidden := []string{"/tmp"}
 	if st, err := os.Stat(b.p.Home); err == nil && st.IsDir() && filepath.Clean(b.p.Home) != "/" {
 		hidden = append(hidden, filepath.Clean(b.p.Home))
+	}
+	// A HOME or /tmp reached through a link hides its target too: the
+	// programs' real paths name the target.
+	for _, h := range hidden {
+		if real, err := filepath.EvalSymlinks(h); err == nil && real != h && real != "/" {
+			hidden = append(hidden, real)
+		}
 	}
 	guarded := append([]string{b.p.MainTop, b.p.CommonDir, b.p.Worktree, b.p.State}, hidden...)
 	isHidden := func(path string) bool {
@@ -139,7 +151,7 @@ func (b *Box) Visible() []string {
 	var show []string
 	add := func(path string) {
 		if path != "" && exists(path) && isHidden(path) && !(b.p.Worktree != "" && within(path, b.p.Worktree)) {
-			show = append(show, filepath.Clean(path))
+			show = append(show, filepath.Join(realPath(filepath.Dir(path)), filepath.Base(path)))
 		}
 	}
 	for _, path := range b.p.Programs {
@@ -191,4 +203,13 @@ next:
 		out = append(out, p)
 	}
 	return out
+}
+
+// realPath returns path with every link resolved, path itself when that
+// fails.
+func realPath(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real
+	}
+	return filepath.Clean(path)
 }

@@ -279,3 +279,48 @@ func TestConfigVarsHonoured(t *testing.T) {
 		box.Close()
 	}
 }
+
+// TestBwrapHomeThroughALink: a HOME that is a link (/home/u to
+// /data/u) hides its target in the sandbox too (bubblewrap mounts the
+// private HOME where the link leads), so a client whose real path names
+// the target is still shown. The HOME is outside /tmp, which the sandbox
+// replaces whole: under /var/tmp.
+func TestBwrapHomeThroughALink(t *testing.T) {
+	caps := bwrapCaps(t)
+	root := t.TempDir()
+	outside, err := os.MkdirTemp("/var/tmp", "agentmine-home-link-")
+	if err != nil {
+		t.Skipf("no directory outside /tmp to put a HOME in: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(outside) })
+	real := filepath.Join(outside, "data", "u")
+	installUnderHome(t, real)
+	home := filepath.Join(outside, "u")
+	symlink(t, real, home)
+	wt, common := filepath.Join(root, "wt"), filepath.Join(root, "git")
+	gitDir := filepath.Join(common, "worktrees", "wt")
+	for _, d := range []string{wt, gitDir, filepath.Join(common, "objects"), filepath.Join(common, "refs", "heads")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := append(os.Environ(), "PATH="+filepath.Join(home, ".local", "bin")+":/usr/bin:/bin")
+	prog, err := launch.Resolve("native", wt, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := isolation.Prepare(context.Background(), isolation.Plan{Level: isolation.Bwrap, Worktree: wt, GitDir: gitDir,
+		CommonDir: common, Branch: "b", Home: home, State: filepath.Join(root, "state"), Bwrap: caps.BwrapPath,
+		Programs: prog.Paths(), Environ: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	argv := box.Command([]string{"native"})
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(env, box.Env()...)
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "native ran" {
+		t.Errorf("native through a linked HOME: %v: %s (shown: %v)", err, out, box.Visible())
+	}
+}
