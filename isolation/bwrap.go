@@ -120,17 +120,7 @@ func (b *Box) sandboxHome() string {
 // its directory resolved (bubblewrap mounts nothing through a link); a
 // shown path that is a link itself is shown as what it leads to.
 func (b *Box) Visible() []string {
-	hidden := []string{"/tmp"}
-	if st, err := os.Stat(b.p.Home); err == nil && st.IsDir() && filepath.Clean(b.p.Home) != "/" {
-		hidden = append(hidden, filepath.Clean(b.p.Home))
-	}
-	// A HOME or /tmp reached through a link hides its target too: the
-	// programs' real paths name the target.
-	for _, h := range hidden {
-		if real, err := filepath.EvalSymlinks(h); err == nil && real != h && real != "/" {
-			hidden = append(hidden, real)
-		}
-	}
+	hidden := b.hiddenRoots()
 	guarded := append([]string{b.p.MainTop, b.p.CommonDir, b.p.Worktree, b.p.State}, hidden...)
 	isHidden := func(path string) bool {
 		for _, h := range hidden {
@@ -175,6 +165,22 @@ func (b *Box) Visible() []string {
 		}
 	}
 	return outermost(show)
+}
+
+// hiddenRoots returns what the sandbox replaces with private copies and
+// the programs may lie in: /tmp and the user's HOME, each also where it
+// leads when it is a link (the programs' real paths name the target).
+func (b *Box) hiddenRoots() []string {
+	hidden := []string{"/tmp"}
+	if st, err := os.Stat(b.p.Home); err == nil && st.IsDir() && filepath.Clean(b.p.Home) != "/" {
+		hidden = append(hidden, filepath.Clean(b.p.Home))
+	}
+	for _, h := range hidden {
+		if real, err := filepath.EvalSymlinks(h); err == nil && real != h && real != "/" {
+			hidden = append(hidden, real)
+		}
+	}
+	return hidden
 }
 
 // packageTree returns the outermost node_modules directory above path,
