@@ -155,8 +155,7 @@ func (b *Box) Visible() []string {
 		if tree := packageTree(path); tree != "" && !holdsGuarded(tree) {
 			add(tree)
 		}
-		if filepath.Base(dir) == "bin" {
-			prefix := filepath.Dir(dir)
+		if prefix := filepath.Dir(dir); filepath.Base(dir) == "bin" && !holdsGuarded(prefix) {
 			for _, extra := range []string{"lib", "lib64", "pyvenv.cfg"} {
 				if p := filepath.Join(prefix, extra); !holdsGuarded(p) {
 					add(p)

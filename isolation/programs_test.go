@@ -134,7 +134,7 @@ func TestBwrapRunsClientsInstalledUnderHome(t *testing.T) {
 
 // TestVisibleNeverShowsWholeHome: a program lying directly in HOME or
 // /tmp, or in a directory holding the repository, is shown alone, never
-// with its directory.
+// with its directory; one in ~/bin brings its bin directory, not ~/lib.
 func TestVisibleNeverShowsWholeHome(t *testing.T) {
 	caps := bwrapCaps(t)
 	root := t.TempDir()
@@ -145,18 +145,20 @@ func TestVisibleNeverShowsWholeHome(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	inHome, inSrc := filepath.Join(home, "agent.sh"), filepath.Join(home, "src", "agent.sh")
+	inHome, inSrc, inBin := filepath.Join(home, "agent.sh"), filepath.Join(home, "src", "agent.sh"), filepath.Join(home, "bin", "tool")
 	writeExec(t, inHome, "#!/bin/sh\n")
 	writeExec(t, inSrc, "#!/bin/sh\n")
+	writeExec(t, inBin, "#!/bin/sh\n")
+	writeExec(t, filepath.Join(home, "lib", "private"), "not the tool's\n")
 	box, err := isolation.Prepare(context.Background(), isolation.Plan{Level: isolation.Bwrap, Worktree: filepath.Join(main, ".agentmine", "worktrees", "wt"),
 		GitDir: filepath.Join(main, ".git", "worktrees", "wt"), CommonDir: filepath.Join(main, ".git"), MainTop: main, Branch: "b", Home: home,
-		State: filepath.Join(root, "state"), Bwrap: caps.BwrapPath, Programs: []string{inHome, inSrc}, Environ: []string{}})
+		State: filepath.Join(root, "state"), Bwrap: caps.BwrapPath, Programs: []string{inHome, inSrc, inBin}, Environ: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer box.Close()
 	got := strings.Join(box.Visible(), " ")
-	if want := inHome + " " + inSrc; got != want {
+	if want := inHome + " " + filepath.Join(home, "bin") + " " + inSrc; got != want {
 		t.Errorf("Visible() = %s, want %s", got, want)
 	}
 }
