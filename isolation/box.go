@@ -58,14 +58,16 @@ type Plan struct {
 // argv, Env adds to its environment, Tip reads what the worker did to its
 // branch where that is kept apart, and Close removes what Prepare made.
 type Box struct {
+	// env holds the configuration variables (ConfigVars) as the worker
+	// sees them, host the same as this process sees them.
+	env, host []string
+
 	p      Plan
 	home   string
 	tmp    string
-	heads  string   // bwrap: the private copy of refs/heads
-	env    []string // configuration variables as the worker sees them
-	host   []string // the same as this process sees them
-	clone  string   // clone: the worker's repository (its git dir)
-	dotgit string   // clone: the .git file the worker sees
+	heads  string // bwrap: the private copy of refs/heads
+	clone  string // clone: the worker's repository (its git dir)
+	dotgit string // clone: the .git file the worker sees
 }
 
 // gitEnv keeps git from starting housekeeping that writes outside what a

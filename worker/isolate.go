@@ -113,8 +113,9 @@ func (e *Env) isolate(ctx context.Context, s sessions.Session) (*isolation.Box, 
 		programs = prog.Paths()
 	}
 	return isolation.Prepare(ctx, isolation.Plan{Level: lvl, Network: net, Worktree: s.Worktree, GitDir: gitDir,
+		Programs: programs, Environ: environ,
 		CommonDir: loc.CommonDir, MainTop: mainTop, Branch: s.Branch, Home: os.Getenv("HOME"), State: state,
-		Self: e.Self, Bwrap: caps.BwrapPath, Git: e.St.Git(), Programs: programs, Environ: environ,
+		Self: e.Self, Bwrap: caps.BwrapPath, Git: e.St.Git(),
 		WriteBlob: func(ctx context.Context, data []byte) (string, error) { return e.St.WriteObject(ctx, "blob", data) }})
 }
 
