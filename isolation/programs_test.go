@@ -228,7 +228,7 @@ func TestConfigVarsHonoured(t *testing.T) {
 		}
 	}
 	env := []string{"CODEX_HOME=" + filepath.Join(home, ".codex-alt"), "OPENCODE_CONFIG=" + filepath.Join(home, "oc.json"),
-		"CLAUDE_CONFIG_DIR=" + filepath.Join(elsewhere, "claude"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"), "NVM_DIR=" + filepath.Join(home, ".nvm"),
+		"CLAUDE_CONFIG_DIR=" + filepath.Join(elsewhere, "claude"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"), "GOMODCACHE=" + filepath.Join(home, "go", "pkg", "mod"), "NVM_DIR=" + filepath.Join(home, ".nvm"),
 		"OPENCODE_CONFIG_DIR=relative/in/worktree"}
 	self, err := os.Executable()
 	if err != nil {
@@ -250,6 +250,7 @@ func TestConfigVarsHonoured(t *testing.T) {
 			"OPENCODE_CONFIG":   filepath.Join(seen, "oc.json"),
 			"CLAUDE_CONFIG_DIR": filepath.Join(seen, ".agentmine-env", "CLAUDE_CONFIG_DIR"),
 			"XDG_CACHE_HOME":    filepath.Join(seen, ".cache"),
+			"GOMODCACHE":        filepath.Join(seen, "go", "pkg", "mod"),
 		}
 		got := map[string]string{}
 		for _, kv := range box.Env() {
@@ -271,6 +272,9 @@ func TestConfigVarsHonoured(t *testing.T) {
 			if err != nil || string(data) != c[1] {
 				t.Errorf("%s: private copy %s = %q, %v; want %q", lvl, c[0], data, err, c[1])
 			}
+		}
+		if st, err := os.Stat(filepath.Join(private, "go", "pkg", "mod")); err != nil || !st.IsDir() {
+			t.Errorf("%s: GOMODCACHE's directory was not made in the private HOME: %v", lvl, err)
 		}
 		if _, err := os.Stat(filepath.Join(private, ".codex-alt", "sessions")); err == nil {
 			t.Errorf("%s: CODEX_HOME's history was copied too", lvl)
