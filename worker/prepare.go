@@ -209,6 +209,8 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		sess.Pid, sess.PidStart = 0, 0
 	} else if sess.Isolation, err = e.chooseIsolation(ctx, ag); err != nil {
 		return nil, err
+	} else if err := e.preflight(launch.Invocation{Client: client, Command: ag.Command, Worktree: wtPath, Task: taskID}, sess.Isolation); err != nil {
+		return nil, err
 	}
 	logDir, err := st.LocalDir("logs")
 	if err != nil {

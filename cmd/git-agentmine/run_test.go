@@ -717,8 +717,9 @@ func TestRunTwoClonesClaim(t *testing.T) {
 
 // TestRunStallAndStartFailure: a worker that prints nothing and commits
 // nothing for its agent's stall_timeout is stopped and its attempt fails
-// as stalled; a worker whose client cannot be started is retried with
-// backoff (not an attempt) and the task ends exhausted after 3 tries.
+// as stalled; a worker whose client cannot be found is refused before a
+// session exists (worker.Prepare's preflight), so it is no attempt, and
+// the task ends exhausted saying why it cannot start.
 func TestRunStallAndStartFailure(t *testing.T) {
 	gittest.SkipShort(t, "a stalled worker waited out and start failures backed off")
 	f := newRunFixture(t)
@@ -737,8 +738,11 @@ func TestRunStallAndStartFailure(t *testing.T) {
 	if st, why := taskStatus(t, f.repo, stuck); st != "failed" || !strings.Contains(why, "exhausted: 1 of 1 attempts used") || !strings.Contains(why, "stalled: no output and no new commit for 1s") {
 		t.Errorf("stuck: %s (%s), want failed, exhausted after a stalled attempt", st, why)
 	}
-	if st, why := taskStatus(t, f.repo, missing); st != "failed" || !strings.Contains(why, "could not start a worker 3 times") {
-		t.Errorf("missing: %s (%s), want exhausted after 3 start failures", st, why)
+	if st, why := taskStatus(t, f.repo, missing); st != "failed" || !strings.Contains(why, `cannot start: client "no-such-client-anywhere" not found in PATH`) {
+		t.Errorf("missing: %s (%s), want exhausted, saying the client is not found", st, why)
+	}
+	if n := sessionsOf(t, f.repo, missing); n != 0 {
+		t.Errorf("missing: %d sessions recorded, want none", n)
 	}
 	var sum *pipeline.Summary
 	for _, e := range runEvents(t, out) {
