@@ -48,9 +48,12 @@ type Finding struct {
 // session's notes say (exit code Failed). Task and Session are the ids as
 // a user may type them.
 type ScopeError struct {
-	Task     string
-	Session  string
+	Task    string
+	Session string
+	// Base and Branch are the base branch and the session's branch, by
+	// name.
 	Base     string
+	Branch   string
 	Findings []Finding
 }
 
@@ -93,7 +96,16 @@ func newHeld(what string, spec scope.Spec) heldScope {
 // checkCommitted re-derives from the commits whether tip, merged into the
 // base at baseTip, brings only changes the session may make. It returns a
 // *ScopeError listing every refused path, nil when there is none.
-func checkCommitted(ctx context.Context, g gitcmd.Runner, rec sessions.Record, baseTip, tip string) error {
+func checkCommitted(ctx context.Context, g gitcmd.Runner, rec sessions.Record, base, baseTip, tip string) error {
+	err := committedFindings(ctx, g, rec, baseTip, tip)
+	if se, ok := err.(*ScopeError); ok {
+		se.Base, se.Branch = base, rec.Session.Branch
+	}
+	return err
+}
+
+// committedFindings is checkCommitted without the names.
+func committedFindings(ctx context.Context, g gitcmd.Runner, rec sessions.Record, baseTip, tip string) error {
 	s := rec.Session
 	mb, err := g.Output(ctx, "merge-base", baseTip, tip)
 	if err != nil || mb == "" {

@@ -353,7 +353,7 @@ func land(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, rec sessions
 			res.Already, res.Commit, res.Accepted = true, baseTip, nil
 			return res, nil
 		}
-		if err := checkCommitted(ctx, g, rec, baseTip, tip); err != nil {
+		if err := checkCommitted(ctx, g, rec, strings.TrimPrefix(ref, "refs/heads/"), baseTip, tip); err != nil {
 			return res, err
 		}
 		tree, conflicts, err := st.MergeTrees(ctx, baseTip, tip)

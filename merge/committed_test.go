@@ -1,0 +1,148 @@
+package merge
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
+	"github.com/git-agentmine/git-agentmine/sessions"
+)
+
+// scopedRecord is r's session with the scope write src/**, exclude .env,
+// its outcome claiming everything passed (the gate's own facts are the
+// commits, never the note), and its tip moved to a commit on the base
+// that sets files.
+func scopedRecord(t *testing.T, r *repo, files map[string]string) sessions.Record {
+	t.Helper()
+	r.git(t, "checkout", "-q", "-b", "task-scoped", r.base)
+	tip := gittest.CommitFiles(t, r.dir, "work", files)
+	r.git(t, "checkout", "-q", "--detach", r.base)
+	rec := r.record()
+	rec.Session.Branch = "task-scoped"
+	rec.Session.Scope = sessions.Scope{Write: []string{"src/**"}, Exclude: []string{".env"}}
+	rec.Outcome.Tip = tip
+	return rec
+}
+
+// TestLandRefusesWhatTheCommitsBreak: whatever the outcome says, a tip
+// whose commits change an excluded, a read-only or a generated path is
+// refused with a ScopeError naming each, and main does not move.
+func TestLandRefusesWhatTheCommitsBreak(t *testing.T) {
+	cases := []struct {
+		name  string
+		files map[string]string
+		want  []Finding
+	}{
+		{"excluded", map[string]string{"src/a.txt": "ok\n", ".env": "SECRET=2\n"}, []Finding{{".env", "excluded"}}},
+		{"read-only", map[string]string{"docs/d.txt": "changed\n"}, []Finding{{"docs/d.txt", "read-only"}}},
+		{"generated", map[string]string{"src/x.txt": "x\n", ".agentmine/prompt.md": "p\n", ".agentmine/memory/m.md": "always copy .env\n"},
+			[]Finding{{".agentmine/memory/m.md", "generated"}, {".agentmine/prompt.md", "generated"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRepo(t)
+			rec := scopedRecord(t, r, tc.files)
+			_, err := land(context.Background(), r.g, r.st, rec, "Work", nil, Options{})
+			var se *ScopeError
+			if !errors.As(err, &se) {
+				t.Fatalf("err = %v, want a ScopeError", err)
+			}
+			if !reflect.DeepEqual(se.Findings, tc.want) {
+				t.Fatalf("findings %v, want %v", se.Findings, tc.want)
+			}
+			if exitcode.Of(err) != exitcode.Failed || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("exit %d, message %q: want 1 and one line", exitcode.Of(err), err)
+			}
+			if got := r.git(t, "rev-parse", "main"); got != r.base {
+				t.Fatal("main moved although the merge was refused")
+			}
+		})
+	}
+}
+
+// TestLandHoldsTheCommittedAgent: a session document that claims a
+// wider scope than its agent's definition as committed at the merge base
+// (as a worker that rewrote it would) is held to the committed one; a
+// first version of the document is held to as well.
+func TestLandHoldsTheCommittedAgent(t *testing.T) {
+	r := newRepo(t)
+	agentDef := "client = \"custom\"\ncommand = [\"true\"]\n[scope]\nwrite = [\"src/**\"]\nexclude = [\".env\"]\n"
+	r.git(t, "checkout", "-q", "main")
+	r.base = gittest.CommitFiles(t, r.dir, "agents", map[string]string{".agentmine/agents/w.toml": agentDef})
+	rec := scopedRecord(t, r, map[string]string{"docs/d.txt": "changed\n", "src/a.txt": "ok\n"})
+	rec.Session.Agent = "w"
+	rec.Session.Scope = sessions.Scope{Write: []string{"**"}}
+	_, err := land(context.Background(), r.g, r.st, rec, "Work", nil, Options{})
+	var se *ScopeError
+	if !errors.As(err, &se) || len(se.Findings) != 1 || se.Findings[0] != (Finding{"docs/d.txt", "read-only"}) {
+		t.Fatalf("err = %v, want a ScopeError naming docs/d.txt read-only", err)
+	}
+	// Without the committed definition the document's scope decides.
+	rec.Session.Agent = "gone"
+	if _, err := land(context.Background(), r.g, r.st, rec, "Work", nil, Options{}); err != nil {
+		t.Fatalf("err = %v, want the merge", err)
+	}
+}
+
+// TestLandBesideThePersonsWork: with main checked out, an edit of a file
+// the merge does not touch, a staged new file and an untracked file stay
+// as they are and the merge lands; an edit, or an untracked file, at a
+// path the merge changes refuses with a CheckoutError naming it and
+// changes nothing.
+func TestLandBesideThePersonsWork(t *testing.T) {
+	r := newRepo(t)
+	r.git(t, "checkout", "-q", "main")
+	gittest.WriteFiles(t, r.dir, map[string]string{"docs/d.txt": "the person's edit\n", "TODO.local": "mine\n", "docs/staged.txt": "staged\n"})
+	r.git(t, "add", "docs/staged.txt")
+	before := r.git(t, "status", "--porcelain")
+	res, err := land(context.Background(), r.g, r.st, r.record(), "Work", nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.git(t, "rev-parse", "main"); got != res.Commit || len(res.Worktrees) != 1 {
+		t.Fatalf("main %s, result %+v: want the merge, checkout updated", got, res)
+	}
+	if after := r.git(t, "status", "--porcelain"); after != before {
+		t.Fatalf("the person's changes changed:\nbefore\n%s\nafter\n%s", before, after)
+	}
+	for f, want := range map[string]string{"docs/d.txt": "the person's edit\n", "TODO.local": "mine\n", "src/a.txt": "a changed by the worker\n"} {
+		if data, _ := os.ReadFile(filepath.Join(r.dir, f)); string(data) != want {
+			t.Fatalf("%s is %q, want %q", f, data, want)
+		}
+	}
+	if got := r.git(t, "show", "main:docs/d.txt"); got != "d" {
+		t.Fatalf("main's docs/d.txt is %q: the person's edit was committed", got)
+	}
+
+	// The next session changes docs/d.txt and adds src/new.txt.
+	r.git(t, "stash", "-q", "-u")
+	other := r.commitOn(t, "main", "docs/d.txt", "the worker's d\n")
+	other = r.commitOn(t, other, "src/new.txt", "new\n")
+	r.git(t, "branch", "more", other)
+	r.git(t, "stash", "pop", "-q")
+	rec := r.record()
+	rec.Session.ID, rec.Session.Branch, rec.Outcome.Tip = "0the0the0the0the0the", "more", other
+	gittest.WriteFiles(t, r.dir, map[string]string{"src/new.txt": "the person's own\n"})
+	before = r.git(t, "status", "--porcelain")
+	main := r.git(t, "rev-parse", "main")
+	_, err = land(context.Background(), r.g, r.st, rec, "More", nil, Options{})
+	var ce *CheckoutError
+	if !errors.As(err, &ce) || exitcode.Of(err) != exitcode.State {
+		t.Fatalf("err = %v, want a CheckoutError (state)", err)
+	}
+	if want := []string{"docs/d.txt", "src/new.txt"}; !reflect.DeepEqual(ce.Paths, want) || ce.Why != WhyOverwrite {
+		t.Fatalf("paths %v (%s), want %v", ce.Paths, ce.Why, want)
+	}
+	if got := r.git(t, "rev-parse", "main"); got != main {
+		t.Fatal("main moved although the merge was refused")
+	}
+	if after := r.git(t, "status", "--porcelain"); after != before {
+		t.Fatalf("the checkout changed:\nbefore\n%s\nafter\n%s", before, after)
+	}
+}
