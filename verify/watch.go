@@ -549,35 +549,42 @@ func (w *Watcher) handle(ev fsnotify.Event, dir, fromExtras bool) {
 			break
 		}
 	} else if strings.HasPrefix(ev.Name, w.root+string(filepath.Separator)) {
-		rel := w.rel(ev.Name)
-		if w.opts.Ignore != nil && w.opts.Ignore(rel) {
-			w.mu.Unlock()
-			return
-		}
-		isDir := w.watched[ev.Name] || dir
-		gone := false
-		if ev.Has(fsnotify.Create) {
-			fi, err := os.Lstat(ev.Name)
-			switch {
-			case err == nil && fi.IsDir():
-				isDir = true
-			case err != nil && dir:
-				w.vanished(rel)
-				gone = true
-			}
-		}
-		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-			delete(w.watched, ev.Name)
-		}
-		for _, op := range opNames(ev.Op) {
-			w.recordLocked(Event{Time: now, Op: op, Path: rel, Dir: isDir})
-		}
-		if ev.Has(fsnotify.Create) && isDir && !gone && rel != ".git" {
-			w.addTree(ev.Name, true)
-		}
+		w.handleWorktree(ev, dir, now)
 	}
 	w.mu.Unlock()
 	w.flush()
+}
+
+// handleWorktree records one event inside the worktree; dir says the
+// kernel reported the entry as a directory. A directory it created is
+// watched and scanned at once; one already gone marks the record
+// incomplete. Called with mu held.
+func (w *Watcher) handleWorktree(ev fsnotify.Event, dir bool, now time.Time) {
+	rel := w.rel(ev.Name)
+	if w.opts.Ignore != nil && w.opts.Ignore(rel) {
+		return
+	}
+	isDir := w.watched[ev.Name] || dir
+	gone := false
+	if ev.Has(fsnotify.Create) {
+		fi, err := os.Lstat(ev.Name)
+		switch {
+		case err == nil && fi.IsDir():
+			isDir = true
+		case err != nil && dir:
+			w.vanished(rel)
+			gone = true
+		}
+	}
+	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+		delete(w.watched, ev.Name)
+	}
+	for _, op := range opNames(ev.Op) {
+		w.recordLocked(Event{Time: now, Op: op, Path: rel, Dir: isDir})
+	}
+	if ev.Has(fsnotify.Create) && isDir && !gone && rel != ".git" {
+		w.addTree(ev.Name, true)
+	}
 }
 
 // flush passes recorded events (kernel-reported and scanned alike) to
