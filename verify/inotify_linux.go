@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/fsnotify/fsnotify"
@@ -31,6 +32,11 @@ type treeWatcher struct {
 	closing chan struct{}
 	done    chan struct{}
 	once    sync.Once
+	// early, when set, names the new directories to watch as soon as
+	// their creation is read, before the event is passed on: the window
+	// in which files can come and go inside a new directory unseen is
+	// then one system call, not a trip through the watcher's loop.
+	early func(dir string) bool
 }
 
 // treeEvent is one change in a watched directory; Dir says the kernel
@@ -44,7 +50,7 @@ type treeEvent struct {
 const treeMask = unix.IN_MOVED_TO | unix.IN_MOVED_FROM | unix.IN_CREATE | unix.IN_ATTRIB | unix.IN_MODIFY |
 	unix.IN_MOVE_SELF | unix.IN_DELETE | unix.IN_DELETE_SELF
 
-func newTreeWatcher(buffer int) (*treeWatcher, error) {
+func newTreeWatcher(buffer int, early func(dir string) bool) (*treeWatcher, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, os.NewSyscallError("inotify_init1", err)
@@ -166,6 +172,14 @@ func (t *treeWatcher) event(wd int, mask uint32, name string) (treeEvent, bool) 
 		p = filepath.Join(dir, name)
 	}
 	ev := treeEvent{Event: fsnotify.Event{Name: p}, Dir: mask&unix.IN_ISDIR != 0}
+	if ev.Dir && mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 && t.early != nil && t.early(p) {
+		if wd, err := unix.InotifyAddWatch(t.fd, p, treeMask|unix.IN_ONLYDIR); err == nil {
+			if old, ok := t.path[wd]; ok && old != p {
+				delete(t.wd, old)
+			}
+			t.path[wd], t.wd[p] = p, wd
+		}
+	}
 	if mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 {
 		ev.Op |= fsnotify.Create
 	}
@@ -182,4 +196,25 @@ func (t *treeWatcher) event(wd int, mask uint32, name string) (treeEvent, bool) 
 		ev.Op |= fsnotify.Chmod
 	}
 	return ev, ev.Op != 0
+}
+
+// changedSinceBirth reports whether the directory dir, born at or after
+// since, was modified (an entry added, removed or renamed) after it was
+// created, as far as its timestamps can tell: its modification time is
+// later than its birth time. Timestamps tick coarsely, so a change within
+// the same tick as the creation goes unseen; false when the file system
+// keeps no birth time.
+func changedSinceBirth(dir string, since time.Time) bool {
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, dir, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME|unix.STATX_MTIME, &st); err != nil {
+		return false
+	}
+	if st.Mask&unix.STATX_BTIME == 0 {
+		return false
+	}
+	b, m := st.Btime, st.Mtime
+	if time.Unix(b.Sec, int64(b.Nsec)).Before(since.Truncate(time.Second)) {
+		return false
+	}
+	return m.Sec > b.Sec || m.Sec == b.Sec && m.Nsec > b.Nsec
 }

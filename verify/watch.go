@@ -227,7 +227,7 @@ func StartWatch(ctx context.Context, root string, opts WatchOptions) (*Watcher, 
 		barrierX: make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
-	fsw, err := newTreeWatcher(4096)
+	fsw, err := newTreeWatcher(4096, w.watchEarly)
 	if err != nil {
 		w.incompleteOutside(fmt.Sprintf("cannot start the file watcher (%v); nothing was recorded live", err))
 		close(w.done)
@@ -264,6 +264,17 @@ func StartWatch(ctx context.Context, root string, opts WatchOptions) (*Watcher, 
 	return w, nil
 }
 
+// watchEarly says whether a directory just created at p is one the
+// watcher will watch (inside the worktree, not ignored, not a .git), so
+// that the kernel watch can be added before the event reaches the loop.
+// It runs on the reader's goroutine and reads nothing the loop changes.
+func (w *Watcher) watchEarly(p string) bool {
+	if !strings.HasPrefix(p, w.root+string(filepath.Separator)) || filepath.Base(p) == ".git" {
+		return false
+	}
+	return w.opts.Ignore == nil || !w.opts.Ignore(w.rel(p))
+}
+
 // addExtra watches one extra location. Called with mu held.
 func (w *Watcher) addExtra(e Extra) {
 	p, err := filepath.Abs(e.Path)
@@ -290,6 +301,14 @@ func (w *Watcher) addExtra(e Extra) {
 // entry found is recorded as a scanned create (a new directory's contents
 // may predate its watch). Called with mu held.
 func (w *Watcher) addTree(dir string, scan bool) {
+	found := 0
+	defer func() {
+		// A new directory found empty whose entries changed since it was
+		// made held something that came and went before the watch.
+		if scan && found == 0 && w.watched[dir] && changedSinceBirth(dir, w.start) {
+			w.incomplete(fmt.Sprintf("directory %s was emptied before it could be watched; files made inside it are not in the record", w.rel(dir)))
+		}
+	}()
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if d == nil || d.IsDir() {
@@ -310,6 +329,7 @@ func (w *Watcher) addTree(dir string, scan bool) {
 			}
 		}
 		if scan && p != dir {
+			found++
 			w.recordLocked(Event{Time: time.Now(), Op: OpCreate, Path: rel, Dir: d.IsDir(), Scanned: true})
 		}
 		if !d.IsDir() {
