@@ -68,14 +68,15 @@ func first(xs []string, n int) []string {
 // checkoutsAllow checks that updating each checkout in wts (which have
 // ref checked out) from baseTip to tree loses none of a person's work
 // there, as git checkout would: the merge may go on beside uncommitted
-// and untracked files as long as it changes none of their paths.
-func checkoutsAllow(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, ref string, wts []string, baseTip, tree string) error {
+// and untracked files as long as it changes none of their paths. It
+// returns those paths, as Result.Kept lists them.
+func checkoutsAllow(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, ref string, wts []string, baseTip, tree string) (kept []string, err error) {
 	if len(wts) == 0 {
-		return nil
+		return nil, nil
 	}
 	out, err := g.Run(ctx, "diff-tree", "-r", "-z", "--name-only", "--no-renames", baseTip, tree)
 	if err != nil {
-		return fmt.Errorf("listing what the merge changes: %w", err)
+		return nil, fmt.Errorf("listing what the merge changes: %w", err)
 	}
 	changed := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
 	sort.Strings(changed)
@@ -83,27 +84,30 @@ func checkoutsAllow(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, re
 	for _, w := range wts {
 		if ops, err := operations(ctx, g.In(w), w); err != nil || len(ops) > 0 {
 			if err != nil {
-				return err
+				return nil, err
 			}
-			return &CheckoutError{Base: base, Dir: w, Paths: ops, Why: WhyInProgress}
+			return nil, &CheckoutError{Base: base, Dir: w, Paths: ops, Why: WhyInProgress}
 		}
-		mine, unmerged, tracked, err := personPaths(ctx, g.In(w))
+		mine, unmerged, shown, tracked, err := personPaths(ctx, g.In(w))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if len(unmerged) > 0 {
-			return &CheckoutError{Base: base, Dir: w, Paths: unmerged, Why: WhyUnmerged}
+			return nil, &CheckoutError{Base: base, Dir: w, Paths: unmerged, Why: WhyUnmerged}
 		}
 		if tracked {
 			if undone := undoneUpdate(ctx, g.In(w), st, w, baseTip); len(undone) > 0 {
-				return &CheckoutError{Base: base, Dir: w, Paths: undone, Why: WhyInterrupted}
+				return nil, &CheckoutError{Base: base, Dir: w, Paths: undone, Why: WhyInterrupted}
 			}
 		}
 		if hit := overlap(mine, changed); len(hit) > 0 {
-			return &CheckoutError{Base: base, Dir: w, Paths: hit, Why: WhyOverwrite}
+			return nil, &CheckoutError{Base: base, Dir: w, Paths: hit, Why: WhyOverwrite}
+		}
+		for _, p := range shown {
+			kept = append(kept, w+": "+p)
 		}
 	}
-	return nil
+	return kept, nil
 }
 
 // operations names the operations in progress in the checkout at dir (g
@@ -171,12 +175,13 @@ func undoneUpdate(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, dir,
 
 // personPaths lists the paths of the checkout g runs in that differ from
 // its HEAD: changed or staged, untracked and ignored ones (an untracked or
-// ignored directory as "dir/"), and separately the unmerged ones. tracked
-// says some tracked path differs.
-func personPaths(ctx context.Context, g gitcmd.Runner) (paths, unmerged []string, tracked bool, err error) {
+// ignored directory as "dir/"); separately the unmerged ones, and the
+// ones a person sees as changes (all but the ignored). tracked says some
+// tracked path differs.
+func personPaths(ctx context.Context, g gitcmd.Runner) (paths, unmerged, shown []string, tracked bool, err error) {
 	out, err := g.Run(ctx, "status", "--porcelain=v1", "-z", "--untracked-files=normal", "--ignored=matching", "--no-renames")
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("checking %s: %w", g.Dir, err)
+		return nil, nil, nil, false, fmt.Errorf("checking %s: %w", g.Dir, err)
 	}
 	for _, e := range strings.Split(string(out), "\x00") {
 		if len(e) < 4 {
@@ -191,8 +196,11 @@ func personPaths(ctx context.Context, g gitcmd.Runner) (paths, unmerged []string
 			tracked = true
 		}
 		paths = append(paths, p)
+		if xy != "!!" {
+			shown = append(shown, p)
+		}
 	}
-	return paths, unmerged, tracked, nil
+	return paths, unmerged, shown, tracked, nil
 }
 
 // overlap returns the paths of mine that the merge's changes touch: the

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
@@ -111,6 +112,9 @@ func TestLandBesideThePersonsWork(t *testing.T) {
 	if after := r.git(t, "status", "--porcelain"); after != before {
 		t.Fatalf("the person's changes changed:\nbefore\n%s\nafter\n%s", before, after)
 	}
+	if want := []string{r.dir + ": TODO.local", r.dir + ": docs/d.txt", r.dir + ": docs/staged.txt"}; !reflect.DeepEqual(sorted(res.Kept), want) {
+		t.Fatalf("kept %q, want %q", res.Kept, want)
+	}
 	for f, want := range map[string]string{"docs/d.txt": "the person's edit\n", "TODO.local": "mine\n", "src/a.txt": "a changed by the worker\n"} {
 		if data, _ := os.ReadFile(filepath.Join(r.dir, f)); string(data) != want {
 			t.Fatalf("%s is %q, want %q", f, data, want)
@@ -145,4 +149,10 @@ func TestLandBesideThePersonsWork(t *testing.T) {
 	if after := r.git(t, "status", "--porcelain"); after != before {
 		t.Fatalf("the checkout changed:\nbefore\n%s\nafter\n%s", before, after)
 	}
+}
+
+func sorted(xs []string) []string {
+	out := append([]string(nil), xs...)
+	sort.Strings(out)
+	return out
 }

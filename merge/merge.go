@@ -58,6 +58,10 @@ type Result struct {
 	// Finished lists the checkouts of the base whose update an earlier,
 	// interrupted merge left undone and this one completed (finishMove).
 	Finished []string `json:"finished_checkouts,omitempty"`
+	// Kept lists the uncommitted and untracked paths of the updated
+	// checkouts that the merge left as they were (none of them is a path
+	// it changes), as "<checkout>: <path>".
+	Kept []string `json:"kept_changes,omitempty"`
 }
 
 // MainCheckoutChanged is the violation type of a change in the main
@@ -363,7 +367,7 @@ func land(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, rec sessions
 		if tree == "" {
 			return res, &ConflictError{Base: strings.TrimPrefix(ref, "refs/heads/"), Paths: uniq(conflicts)}
 		}
-		if err := checkoutsAllow(ctx, g, st, ref, wts, baseTip, tree); err != nil {
+		if res.Kept, err = checkoutsAllow(ctx, g, st, ref, wts, baseTip, tree); err != nil {
 			return res, err
 		}
 		msg := fmt.Sprintf("Merge task %s: %s\n\nAgentmine-Task: %s\nAgentmine-Session: %s\n", s.Task[:8], title, s.Task, s.ID) + acceptedTrailers(accepted)
