@@ -127,7 +127,8 @@ type WatchOptions struct {
 	// Extra locations watched besides the worktree.
 	Extra []Extra
 	// Ignore reports worktree-relative (slash) paths that are neither watched
-	// nor recorded: files agentmine generated, caches.
+	// nor recorded: files agentmine generated, caches. It is called from
+	// more than one goroutine.
 	Ignore func(rel string) bool
 	// OnEvent, if set, is called for every recorded event from the watcher's
 	// goroutine, in order. It is the hook for --strict (stop the worker at the
