@@ -156,3 +156,30 @@ func sorted(xs []string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestLandRefusesDotGitPaths: a tip whose tree holds a path git takes for
+// .git (written with git mktree, inside the write scope) is refused
+// whatever the scope says.
+func TestLandRefusesDotGitPaths(t *testing.T) {
+	r := newRepo(t)
+	blob := gittest.GitInput(t, r.dir, strings.NewReader("[core]\n"), "hash-object", "-w", "--stdin")
+	sub := gittest.GitInput(t, r.dir, strings.NewReader("100644 blob "+blob+"\tconfig\n"), "mktree")
+	srcTree := r.git(t, "rev-parse", r.base+":src")
+	entries := r.git(t, "ls-tree", srcTree) + "\n040000 tree " + sub + "\t.GIT\n"
+	newSrc := gittest.GitInput(t, r.dir, strings.NewReader(entries), "mktree")
+	docs := r.git(t, "rev-parse", r.base+":docs")
+	root := gittest.GitInput(t, r.dir, strings.NewReader("040000 tree "+docs+"\tdocs\n040000 tree "+newSrc+"\tsrc\n"), "mktree")
+	tip := r.git(t, "commit-tree", root, "-p", r.base, "-m", "sneaky")
+	r.git(t, "branch", "task-dotgit", tip)
+	rec := r.record()
+	rec.Session.Branch, rec.Outcome.Tip = "task-dotgit", tip
+	rec.Session.Scope = sessions.Scope{Write: []string{"src/**"}}
+	_, err := land(context.Background(), r.g, r.st, rec, "Work", nil, Options{})
+	var se *ScopeError
+	if !errors.As(err, &se) || len(se.Findings) != 1 || se.Findings[0].Path != "src/.GIT/config" || !strings.Contains(se.Findings[0].Why, ".git") {
+		t.Fatalf("err = %v, want a ScopeError naming src/.GIT/config", err)
+	}
+	if got := r.git(t, "rev-parse", "main"); got != r.base {
+		t.Fatal("main moved although the merge was refused")
+	}
+}
