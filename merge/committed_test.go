@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
 	"github.com/git-agentmine/git-agentmine/sessions"
 )
@@ -181,5 +182,38 @@ func TestLandRefusesDotGitPaths(t *testing.T) {
 	}
 	if got := r.git(t, "rev-parse", "main"); got != r.base {
 		t.Fatal("main moved although the merge was refused")
+	}
+}
+
+// TestLandHoldsTheFirstRecordedScope: a session document rewritten with a
+// wider scope after agentmine recorded it (as a worker at level none can)
+// is held to the scope of its first version too.
+func TestLandHoldsTheFirstRecordedScope(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	rec := scopedRecord(t, r, map[string]string{"docs/d.txt": "changed\n"})
+	s := rec.Session
+	s.ID, s.Task = gitstore.NewID(), gitstore.NewID()
+	if _, _, err := sessions.Create(ctx, r.st, s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sessions.Update(ctx, r.st, s.ID, "mine now", func(x *sessions.Session) {
+		x.Scope = sessions.Scope{Write: []string{"**"}}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := sessions.LoadAll(ctx, r.st)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("loading the session: %v (%d records)", err, len(recs))
+	}
+	got := recs[0]
+	if got.Root == "" || got.Root == got.Commit || len(got.Session.Scope.Write) != 1 || got.Session.Scope.Write[0] != "**" {
+		t.Fatalf("the record does not show the rewrite: %+v", got)
+	}
+	got.Outcome = rec.Outcome
+	_, err = land(ctx, r.g, r.st, got, "Work", nil, Options{})
+	var se *ScopeError
+	if !errors.As(err, &se) || len(se.Findings) != 1 || se.Findings[0] != (Finding{"docs/d.txt", "read-only"}) {
+		t.Fatalf("err = %v, want a ScopeError naming docs/d.txt read-only", err)
 	}
 }
