@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -335,11 +336,40 @@ func (e *Env) baseReached(ctx context.Context, s sessions.Session, left []refCha
 		var outside int
 		fmt.Sscan(n, &outside)
 		if in := out.Commits - outside; in > 0 {
-			vs = append(vs, verify.Violation{Type: ViolationBaseMoved, Path: c.ref,
-				Reason: fmt.Sprintf("%s; it now holds %d of the session's %d commit(s), which no verdict allowed", c.how, in, out.Commits)})
+			reason := fmt.Sprintf("%s; it now holds %d of the session's %d commit(s), which no verdict allowed", c.how, in, out.Commits)
+			for _, l := range left {
+				if l.ref == c.ref && l.via == "" {
+					reason += e.putBack(ctx, l, out.Tip)
+				}
+			}
+			vs = append(vs, verify.Violation{Type: ViolationBaseMoved, Path: c.ref, Reason: reason})
 		}
 	}
 	return vs
+}
+
+// putBack moves a branch that was moved during the run from c.old to
+// c.new back to c.old, when only the session's commits (those tip holds)
+// explain the move: every commit c.new has and c.old has not is one of
+// them, so putting it back loses nobody's work. It is a compare-and-swap:
+// the branch moves only if it still holds c.new. It returns what it did,
+// as the end of the violation's reason ("" when it did not try).
+func (e *Env) putBack(ctx context.Context, c refChange, tip string) string {
+	if !strings.HasPrefix(c.ref, "refs/heads/") || c.old == "" || c.new == "" || tip == "" {
+		return ""
+	}
+	others, err := e.St.Git().Output(ctx, "rev-list", "--max-count=1", c.new, "^"+c.old, "^"+tip, "--")
+	if err != nil || others != "" {
+		return "" // commits of someone else's too, or unreadable: left to the user
+	}
+	err = e.St.Transact(ctx, []gitstore.RefOp{{Verb: "update", Ref: c.ref, New: c.old, Old: c.new}})
+	switch {
+	case err == nil:
+		return fmt.Sprintf("; agentmine put it back to %s (it held only the worker's commits on top of it)", shortID(c.old))
+	case errors.Is(err, gitstore.ErrConflict):
+		return fmt.Sprintf("; not put back to %s: it moved again since the run ended", shortID(c.old))
+	}
+	return fmt.Sprintf("; putting it back to %s failed: %s", shortID(c.old), firstLine(err.Error()))
 }
 
 // fullRef names a base the way the snapshot does: a local branch, else a
