@@ -123,7 +123,8 @@ func Settle(ctx context.Context, st *gitstore.Store, recs []sessions.Record, her
 // it, the supervisor's start time (nothing of the session started before
 // it) and the marker every worker of s runs with (SessionMarker).
 func RunIdentity(s sessions.Session) launch.Identity {
-	return launch.Identity{Leader: s.WorkerPid, LeaderStart: s.WorkerStart, Since: s.PidStart, Marker: SessionMarker(s)}
+	return launch.Identity{Leader: s.WorkerPid, LeaderStart: s.WorkerStart, Since: s.PidStart, Marker: SessionMarker(s),
+		Span: time.Duration(s.Timeout+s.Grace)*time.Second + LostMargin}
 }
 
 // SessionMarker is the environment entry every worker of session s runs

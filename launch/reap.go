@@ -356,7 +356,18 @@ type Identity struct {
 	Since uint64
 	// Marker is the KEY=VALUE entry the worker's environment held.
 	Marker string
+	// Span bounds, once the worker's own process is gone, which members of
+	// its session and group count: those started within Span of it (the
+	// run's timeout and grace; descendants of those count whenever they
+	// started). A process that reused the worker's pid and led a session
+	// of that number since could only have started later. 0: members
+	// count only while the worker lives.
+	Span time.Duration
 }
+
+// ticksPerSecond is the unit of /proc start times (USER_HZ, 100 on every
+// Linux this runs on).
+const ticksPerSecond = 100
 
 // FindRun lists the live processes that provably belong to the run id
 // describes, started no earlier than its worker (or Since):
@@ -366,7 +377,8 @@ type Identity struct {
 //     its environment), and also once it is gone (killed with its
 //     supervisor): a session's id is its leader's pid, so while no other
 //     process has made that pid its own session or group, a member started
-//     after the worker can only be of the worker's session;
+//     after the worker and within id.Span of it can only be of the
+//     worker's session;
 //   - every process whose environment holds the marker;
 //   - every descendant of those.
 //
@@ -412,15 +424,27 @@ func sessionProvable(procs map[int]procStat, id Identity, env environs) bool {
 	}
 	leader, ok := procs[id.Leader]
 	switch {
-	case !ok:
+	case leader.startTime == id.LeaderStart && !leader.dead():
+		return env.has(id.Leader, id.Marker)
+	case id.Span <= 0:
+		return false
+	case !ok || leader.startTime == id.LeaderStart:
 		return true
-	case leader.startTime == id.LeaderStart:
-		return leader.dead() || env.has(id.Leader, id.Marker)
 	default:
 		// The pid was reused: only a process that made it its own
 		// session or group could have started members of that number.
 		return leader.session != id.Leader && leader.pgrp != id.Leader
 	}
+}
+
+// memberOf reports whether st is a member of the worker's session or group
+// that counts (sessionProvable said members do): while the worker lives,
+// any; once it is gone, those started within id.Span of it.
+func memberOf(st procStat, id Identity, leaderAlive bool) bool {
+	if st.session != id.Leader && st.pgrp != id.Leader {
+		return false
+	}
+	return leaderAlive || st.startTime <= id.LeaderStart+uint64(id.Span/time.Second)*ticksPerSecond
 }
 
 // findIn is FindRun on one look at /proc; skip holds this process and its
@@ -431,12 +455,14 @@ func findIn(procs map[int]procStat, skip map[int]bool, id Identity, env environs
 		since = id.LeaderStart
 	}
 	inSession := sessionProvable(procs, id, env)
+	leader, ok := procs[id.Leader]
+	leaderAlive := id.Leader > 0 && ok && leader.startTime == id.LeaderStart && !leader.dead()
 	roots := map[int]bool{}
 	for pid, st := range procs {
 		if st.dead() || skip[pid] || st.startTime < since {
 			continue
 		}
-		if inSession && (st.session == id.Leader || st.pgrp == id.Leader) || env.has(pid, id.Marker) {
+		if inSession && memberOf(st, id, leaderAlive) || env.has(pid, id.Marker) {
 			roots[pid] = true
 		}
 	}
