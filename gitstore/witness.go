@@ -49,10 +49,10 @@ const witnessLockFile = "supervisors.lock"
 // process that holds it forever (a worker at level none can) slows every
 // write down by this much, and the write goes on unwitnessed (then the
 // supervisors running at that moment hold it against their workers).
-const witnessLockWait = 2 * time.Second
+const witnessLockWait = 5 * time.Second
 
 // witnessTimeout bounds a writer's exchange with one witness.
-const witnessTimeout = 2 * time.Second
+const witnessTimeout = 10 * time.Second
 
 // witnessMaxBytes bounds what a witness reads from one sender.
 const witnessMaxBytes = 16 << 20
