@@ -435,8 +435,8 @@ func shortID(id string) string {
 // worktrees: besides the worktrees git has registered when the watch stops,
 // it skips the ones agentmine itself created or removed during the run
 // (another session started and finished, or removed by worker done), as
-// the journal records them.
-func (e *Env) excuseJournaledWorktrees(extras []verify.Extra, start time.Time) []verify.Extra {
+// journal (what the supervisor's witness heard) records them.
+func excuseJournaledWorktrees(extras []verify.Extra, journal func() []gitstore.JournalEntry) []verify.Extra {
 	for i, x := range extras {
 		if x.Kind != verify.KindOutside || x.Skip == nil {
 			continue
@@ -446,8 +446,7 @@ func (e *Env) excuseJournaledWorktrees(extras []verify.Extra, start time.Time) [
 		ours := map[string]bool{}
 		extras[i].Skip = func(name string) bool {
 			once.Do(func() {
-				journal, _ := e.St.ReadJournal(start.Add(-journalSlack))
-				for _, je := range journal {
+				for _, je := range journal() {
 					if je.Own() && (je.Op == gitstore.JournalWorktreeAdd || je.Op == gitstore.JournalWorktreeRemove) &&
 						realDir(filepath.Dir(je.Checkout)) == parent {
 						ours[filepath.Base(je.Checkout)] = true
