@@ -425,12 +425,14 @@ const SessionEnv = "AGENTMINE_SESSION"
 
 // onBehalf returns the session whose supervised worker this process runs
 // for, "" when it runs on agentmine's own behalf. It is worked out once per
-// store, from cheap reads only (no git process): this process's own
+// store, from cheap reads and local socket connections only (no git
+// process): this process's own
 // environment names the session (SessionEnv); else, walking up the parent
 // chain from the parent (never this process itself, so a supervisor's own
 // writes are its own), the first ancestor that is a registered supervisor of
-// this repository (RegisterSupervisor), or whose initial environment names
-// a session, decides. A worker's processes reparent to their supervisor
+// this repository (RegisterSupervisor), whose witness answers (Supervise:
+// the worker may have deleted the registration file, not the live socket),
+// or whose initial environment names a session, decides. A worker's processes reparent to their supervisor
 // when their own parent exits only where the supervisor is a child
 // subreaper; a process that leaves the tree altogether (a service manager,
 // another login) is not recognised.
@@ -447,6 +449,10 @@ func (s *Store) onBehalf() string {
 				return
 			}
 			if sess, err := s.supervisorSession(pid, p.start); err == nil {
+				s.behalf = sess
+				return
+			}
+			if sess := s.witnessSession(pid, p.start); sess != "" {
 				s.behalf = sess
 				return
 			}

@@ -134,6 +134,7 @@ func tell(addr string, b []byte) {
 // file.
 type Registration struct {
 	ln      *net.UnixListener
+	session string
 	path    string
 	content string
 	self    int
@@ -163,7 +164,7 @@ func (s *Store) Supervise(ctx context.Context, session string) (reg *Registratio
 		unlock()
 		return nil, func() {}, fmt.Errorf("registering the supervisor: listening for agentmine's writes: %w", err)
 	}
-	reg = &Registration{ln: ln, self: os.Getpid(), done: make(chan struct{})}
+	reg = &Registration{ln: ln, self: os.Getpid(), session: session, done: make(chan struct{})}
 	if _, err := s.RegisterSupervisor(session); err != nil {
 		ln.Close()
 		unlock()
@@ -310,7 +311,28 @@ func (r *Registration) hear(c *net.UnixConn) {
 	r.mu.Lock()
 	r.witnessed = append(r.witnessed, heard...)
 	r.mu.Unlock()
-	c.Write([]byte("ok\n"))
+	// The answer names the session, for a process below this supervisor
+	// that asks whom it works for (witnessSession).
+	c.Write([]byte("ok " + r.session + "\n"))
+}
+
+// witnessSession asks the witness of the supervisor pid (started at start),
+// if it listens, which session it supervises: "" when there is none. A
+// registration file can be deleted by the worker; the live supervisor's
+// socket cannot.
+func (s *Store) witnessSession(pid int, start uint64) string {
+	c, err := net.DialTimeout("unix", witnessAddr(s.loc.CommonDir, pid, start), witnessTimeout)
+	if err != nil {
+		return ""
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(witnessTimeout))
+	c.(*net.UnixConn).CloseWrite()
+	b, _ := io.ReadAll(io.LimitReader(c, 256))
+	if sess, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "ok "); ok {
+		return sess
+	}
+	return ""
 }
 
 // descendsFrom reports whether pid's chain of parents reaches ancestor.
