@@ -145,7 +145,6 @@ type Registration struct {
 	tampered  string
 	watcher   *fsnotify.Watcher
 	file      os.FileInfo
-	done      chan struct{}
 }
 
 // Supervise registers this process as the supervisor of session
@@ -153,6 +152,9 @@ type Registration struct {
 // registration, all under the witness lock; hold the lock until the first
 // snapshot is taken by calling the returned unlock. Release ends it all.
 func (s *Store) Supervise(ctx context.Context, session string) (reg *Registration, unlock func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, func() {}, fmt.Errorf("registering the supervisor: %w", err)
+	}
 	unlock = s.lockWitness(unix.LOCK_EX)
 	me, err := readProc(os.Getpid())
 	if err != nil {
@@ -164,7 +166,7 @@ func (s *Store) Supervise(ctx context.Context, session string) (reg *Registratio
 		unlock()
 		return nil, func() {}, fmt.Errorf("registering the supervisor: listening for agentmine's writes: %w", err)
 	}
-	reg = &Registration{ln: ln, self: os.Getpid(), session: session, done: make(chan struct{})}
+	reg = &Registration{ln: ln, self: os.Getpid(), session: session}
 	if _, err := s.RegisterSupervisor(session); err != nil {
 		ln.Close()
 		unlock()
