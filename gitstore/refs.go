@@ -31,6 +31,11 @@ type RefOp struct {
 // Every ref it is about to write is first recorded in the journal (see
 // JournalEntry), with on whose behalf it is written.
 //
+// Once git committed it, the objects the new values reach that this
+// process wrote are made sure of against a concurrent prune (durable.go)
+// before Transact returns; a new value missing from the object store is an
+// error naming its ref.
+//
 // A context that is already done refuses the transaction; once git runs it,
 // a cancellation no longer stops it. Killing update-ref part-way leaves the
 // caller unable to tell whether the refs moved: a supervisor interrupted
@@ -42,7 +47,27 @@ func (s *Store) Transact(ctx context.Context, ops []RefOp) error {
 		return fmt.Errorf("updating refs: %w", err)
 	}
 	s.journalRefs(ops)
-	return transact(ctx, s.git, s.zeroID(), ops)
+	for attempt := 0; ; attempt++ {
+		err := transact(ctx, s.git, s.zeroID(), ops)
+		if attempt < 3 && isMissingObjectRefusal(err) {
+			// A prune removed a new value between its write and this
+			// transaction: write back what this process wrote, and again.
+			if own, _ := s.ownObjects(newTips(ops)); len(own) > 0 {
+				for _, id := range own {
+					if err := s.keepLoose(ctx, id); err != nil {
+						return fmt.Errorf("updating refs: writing back object %s: %w", id, err)
+					}
+				}
+				continue
+			}
+		}
+		if err != nil {
+			return err
+		}
+		// Acknowledged only once what the refs now point at is sure to
+		// stay (durable.go).
+		return s.secure(ctx, ops)
+	}
 }
 
 func (s *Store) zeroID() string {
