@@ -6,9 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,44 +17,45 @@ import (
 )
 
 // A write is acknowledged only once the objects its refs point at are
-// sure to stay. git's own race: `git gc --prune=now` (or `git prune` with
-// any expiry a fresh object falls under) lists what the refs reach, then
-// deletes every loose object outside that list. An object written after
-// the listing, or written before it and pointed at by a ref only after it,
-// is deleted although a ref now names it: the write "succeeded" and the
+// sure to stay. git's own race: `git gc --prune=now` lists what the refs
+// reach, then deletes every loose object outside that list ("now" means
+// every such object, however new: git reads it as the end of time). An
+// object written before the listing and pointed at by a ref only after it
+// is deleted although the ref now names it: the write "succeeded" and the
 // ref points at nothing. Plain git loses writes this way (README has the
-// numbers, from scripts/prune-race).
+// numbers, from `just prune-race`).
 //
 // The store closes the race for the objects it writes itself:
 //
 //   - it remembers each object it wrote, content included, until a ref
 //     transaction points at it (written);
-//   - after `update-ref` commits, every object of the transaction's new
-//     tips that this process wrote is made sure of: found loose (or
-//     written loose again from the content kept, when a prune removed it
-//     or it only existed in a pack that a concurrent repack may drop), its
-//     modification time set one second past the current second (a prune
-//     keeps a loose object newer than its expiry, which a prune already
-//     running took at its start, in whole seconds), then checked again;
+//   - after `update-ref` commits, when a `git gc` is running (its gc.pid
+//     names a live process), it waits for that gc to end: a gc that began
+//     before the transaction may still delete what the refs now reach, one
+//     that begins after it sees the refs. Then every object of the
+//     transaction's new tips that this process wrote is checked for, and
+//     written again from the content kept when it is gone;
 //   - a transaction git refuses because its new value is missing (pruned
-//     between the write and the ref update) has its objects written again
-//     and is retried;
+//     between the write and the ref update) has its objects written again,
+//     once the gc ended, and is retried;
 //   - creating a loose object retries when a prune removed the fan-out
 //     directory or the temporary file under it (writeLoose).
 //
 // Only then does Transact return. An object it cannot bring back (its
 // content is not known here: written by another process, or beyond what is
-// kept) is an error naming the ref and the missing object, never a
-// silent success.
+// kept) is an error naming the ref and the missing object, never a silent
+// success. A `git prune` or `git repack -a -d` run on its own, outside `git
+// gc`, leaves no gc.pid to wait for: its deletions are caught only when
+// they happened before the check.
 
 // keptWrittenLimit bounds the content kept of objects not yet pointed at
 // by a ref; past it the memory is cleared, and the objects written before
 // are only checked for, not written again.
 const keptWrittenLimit = 64 << 20
 
-// secureRounds bounds the rounds of "write back what is missing, check
-// again" after a transaction.
-const secureRounds = 20
+// secureRounds bounds the rounds of "wait for gc, write back what is
+// missing" after a transaction.
+const secureRounds = 10
 
 // writtenObject is an object this process wrote: its type and content.
 type writtenObject struct {
@@ -182,34 +183,20 @@ func (s *Store) children(o writtenObject) []string {
 }
 
 // secure makes sure that the objects the new tips of ops reach, among
-// those this process wrote, are in the object directory and will stay
-// there (see the comment at the top), and that every other new tip exists.
+// those this process wrote, are in the object directory once any gc that
+// was running has ended (see the comment at the top), and that every other
+// new tip exists.
 func (s *Store) secure(ctx context.Context, ops []RefOp) error {
 	tips := newTips(ops)
 	if len(tips) == 0 {
 		return nil
 	}
 	own, others := s.ownObjects(tips)
-	for round := 0; len(own) > 0; round++ {
-		if round == secureRounds {
-			return fmt.Errorf("updating refs: object %s keeps being removed by a concurrent prune", own[0])
+	if len(own) > 0 {
+		if err := s.writeBack(ctx, own, true); err != nil {
+			return err
 		}
-		for _, id := range own {
-			if err := s.keepLoose(ctx, id); err != nil {
-				return fmt.Errorf("updating refs: writing back object %s: %w", id, err)
-			}
-		}
-		var gone []string
-		for _, id := range own {
-			if !s.present(id) {
-				gone = append(gone, id)
-			}
-		}
-		if len(gone) == 0 {
-			s.written.forget(own)
-			break
-		}
-		own = gone
+		s.written.forget(own)
 	}
 	if db := s.objects(); db != nil {
 		for _, id := range others {
@@ -219,6 +206,103 @@ func (s *Store) secure(ctx context.Context, ops []RefOp) error {
 		}
 	}
 	return nil
+}
+
+// writeBack waits for a running gc to end, then writes again any of ids
+// (objects this process wrote) that is gone. With verify (a ref reaches
+// them now, so no gc that begins later removes them) it checks again,
+// and again, until none is gone; without (before the transaction, which
+// is retried with them) it writes back once.
+func (s *Store) writeBack(ctx context.Context, ids []string, verify bool) error {
+	for round := 0; ; round++ {
+		if err := s.waitForGC(ctx); err != nil {
+			return err
+		}
+		var gone []string
+		for _, id := range ids {
+			if !s.present(id) {
+				gone = append(gone, id)
+			}
+		}
+		if len(gone) == 0 {
+			return nil
+		}
+		if round == secureRounds {
+			return fmt.Errorf("updating refs: object %s keeps being removed by a concurrent prune", gone[0])
+		}
+		for _, id := range gone {
+			o, ok := s.written.lookup(id)
+			if !ok {
+				return fmt.Errorf("updating refs: object %s was removed by a concurrent prune and its content is no longer known", id)
+			}
+			if err := s.storeLoose(ctx, id, o); err != nil {
+				return fmt.Errorf("updating refs: writing back object %s: %w", id, err)
+			}
+		}
+		if !verify {
+			return nil
+		}
+		ids = gone
+	}
+}
+
+// gcWaitLimit bounds how long a write waits for a running gc to end;
+// git itself takes a gc.pid older than 12 hours for a stale one.
+const gcWaitLimit = 30 * time.Minute
+
+// waitForGC returns once no `git gc` that was running when it was called
+// runs any longer: its gc.pid (in the common git dir, "<pid> <host>",
+// removed when it ends) is gone or names another process, or that process
+// ended. A gc.pid of another host, or older than 12 hours (as git judges
+// it), is not waited for. A context that ends stops the wait.
+func (s *Store) waitForGC(ctx context.Context) error {
+	path := filepath.Join(s.loc.CommonDir, "gc.pid")
+	first, pid, ok := runningGC(path)
+	if !ok {
+		return nil
+	}
+	deadline := time.Now().Add(gcWaitLimit)
+	for delay := time.Millisecond; time.Now().Before(deadline); delay = min(2*delay, 50*time.Millisecond) {
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("updating refs: waiting for git gc (pid %d) to end before checking the objects written: %w", pid, ctx.Err())
+		case <-t.C:
+		}
+		if now, _, ok := runningGC(path); !ok || now != first {
+			return nil
+		}
+	}
+	return nil
+}
+
+// runningGC reads gc.pid at path: its content, and the pid it names when
+// that process runs on this host and the file is recent.
+func runningGC(path string) (content string, pid int, running bool) {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 1024 || time.Since(fi.ModTime()) > 12*time.Hour {
+		return "", 0, false
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", 0, false
+	}
+	f := strings.Fields(string(data))
+	if len(f) != 2 {
+		return "", 0, false
+	}
+	pid, err = strconv.Atoi(f[0])
+	if err != nil || pid <= 0 {
+		return "", 0, false
+	}
+	if host, err := os.Hostname(); err != nil || host != f[1] {
+		return "", 0, false
+	}
+	if err := unix.Kill(pid, 0); err != nil && !errors.Is(err, unix.EPERM) {
+		return "", 0, false
+	}
+	return string(data), pid, true
 }
 
 // missingTipError names the ref of ops whose new value id is missing.
@@ -231,51 +315,21 @@ func missingTipError(ops []RefOp, id string) error {
 	return fmt.Errorf("updating refs: object %s is missing from the object store", id)
 }
 
-// keepLoose makes sure the object id (one this process wrote) is a loose
-// file whose modification time is past the current second: written again
-// from the content kept when it is not loose (a prune removed it, or it
-// exists only in a pack, which a concurrent repack may drop).
-func (s *Store) keepLoose(ctx context.Context, id string) error {
-	path := filepath.Join(s.objDir, id[:2], id[2:])
-	if !s.present(id) {
-		o, ok := s.written.lookup(id)
-		if !ok {
-			return errors.New("its content is no longer known")
-		}
-		if err := s.storeLoose(ctx, id, o); err != nil {
-			return err
-		}
-	}
-	// A time past the current second keeps the object from any prune that
-	// began before now. Setting a time other than now needs the file's
-	// owner; anyone else (a shared repository) can only set it to now.
-	ahead := time.Unix(time.Now().Unix()+1, 0)
-	if err := os.Chtimes(path, ahead, ahead); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		unix.Utimes(path, nil)
-	}
-	return nil
-}
-
 // storeLoose writes the object id again as a loose object.
 func (s *Store) storeLoose(ctx context.Context, id string, o writtenObject) error {
 	if s.sharedRepository() {
-		// git knows the permissions the setting asks for (and freshens
-		// the pack instead when one holds the object: see present).
+		// git knows the permissions the setting asks for.
 		_, err := s.git.RunInput(ctx, bytes.NewReader(o.data), "hash-object", "-w", "-t", o.typ, "--stdin")
 		return err
 	}
 	return writeLoose(s.objDir, id, objectHeader(o.typ, o.data), o.data)
 }
 
-// present reports whether the object id is a loose file, or, in a
-// shared repository (whose objects only git writes, and git leaves an
-// object in the pack that holds it), in the object directory at all.
+// present reports whether the object id is in the repository's own
+// object directory, loose or in a pack.
 func (s *Store) present(id string) bool {
 	if _, err := os.Stat(filepath.Join(s.objDir, id[:2], id[2:])); err == nil {
 		return true
-	}
-	if !s.sharedRepository() {
-		return false
 	}
 	db := s.objects()
 	return db != nil && db.haveHex(id)

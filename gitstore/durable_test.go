@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -64,13 +65,12 @@ func TestTransactWritesBackPruned(t *testing.T) {
 	}
 }
 
-// TestTransactOutlivesRunningPrune: a prune that began before the
-// transaction (its expiry taken then) and found the objects unreachable
-// does not remove them afterwards: Transact leaves them newer than any
-// such expiry. The prune is run for real with the expiry it would have
-// taken, once the ref that reaches them is gone again (what such a prune
-// saw).
-func TestTransactOutlivesRunningPrune(t *testing.T) {
+// TestTransactWaitsForRunningGC: a gc that was running when the
+// transaction committed (its gc.pid names a live process: here a real
+// process standing in for it) may have listed the refs before and delete
+// the new objects after the ref moved, as `git gc --prune=now` does.
+// Transact waits for it to end and writes back what it deleted.
+func TestTransactWaitsForRunningGC(t *testing.T) {
 	repo := objRepo(t)
 	st := objOpen(t, repo)
 	ctx := context.Background()
@@ -78,18 +78,49 @@ func TestTransactOutlivesRunningPrune(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	began := time.Now().Unix() // when the racing prune took its expiry
-	if err := st.Transact(ctx, []RefOp{{Verb: "create", Ref: durableKind.Ref("a1"), New: c}}); err != nil {
+	blob, tree := docObjects(t, repo, c)
+	gc := exec.Command("sleep", "60")
+	if err := gc.Start(); err != nil {
 		t.Fatal(err)
 	}
-	blob, tree := docObjects(t, repo, c)
-	gittest.Git(t, repo, "update-ref", "-d", durableKind.Ref("a1"))
-	gittest.Git(t, repo, "prune", "--expire=@"+strconv.FormatInt(began, 10))
+	defer gc.Process.Kill()
+	host, _ := os.Hostname()
+	if err := os.WriteFile(filepath.Join(repo, ".git", "gc.pid"), []byte(strconv.Itoa(gc.Process.Pid)+" "+host), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The "gc" deletes the objects once the ref points at them, then ends.
+	pruned := make(chan error, 1)
+	go func() {
+		ref := filepath.Join(repo, ".git", durableKind.Ref("a1"))
+		for i := 0; i < 1000; i++ {
+			if _, err := os.Stat(ref); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		for _, id := range []string{c, tree, blob} {
+			if err := os.Remove(objPath(t, repo, id)); err != nil {
+				pruned <- err
+				return
+			}
+		}
+		gc.Process.Kill()
+		gc.Wait()
+		pruned <- nil
+	}()
+	err = st.Transact(ctx, []RefOp{{Verb: "create", Ref: durableKind.Ref("a1"), New: c}})
+	if perr := <-pruned; perr != nil {
+		t.Fatalf("the stand-in gc: %v", perr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, id := range []string{c, tree, blob} {
 		if _, err := os.Stat(objPath(t, repo, id)); err != nil {
-			t.Errorf("object %s removed by a prune that began before the transaction: %v", id, err)
+			t.Errorf("object %s deleted by the running gc and not written back: %v", id, err)
 		}
 	}
+	gittest.Git(t, repo, "fsck", "--strict")
 }
 
 // TestMissingObjectsReported: a ref whose objects are gone is reported as

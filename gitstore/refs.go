@@ -49,14 +49,13 @@ func (s *Store) Transact(ctx context.Context, ops []RefOp) error {
 	s.journalRefs(ops)
 	for attempt := 0; ; attempt++ {
 		err := transact(ctx, s.git, s.zeroID(), ops)
-		if attempt < 3 && isMissingObjectRefusal(err) {
+		if attempt < 10 && isMissingObjectRefusal(err) {
 			// A prune removed a new value between its write and this
-			// transaction: write back what this process wrote, and again.
+			// transaction: write back what this process wrote (once the
+			// gc ended), and again.
 			if own, _ := s.ownObjects(newTips(ops)); len(own) > 0 {
-				for _, id := range own {
-					if err := s.keepLoose(ctx, id); err != nil {
-						return fmt.Errorf("updating refs: writing back object %s: %w", id, err)
-					}
+				if err := s.writeBack(ctx, own, false); err != nil {
+					return err
 				}
 				continue
 			}
