@@ -239,7 +239,24 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	if err != nil {
 		return nil, err
 	}
-	undo = append(undo, func() { sessions.Delete(context.WithoutCancel(ctx), st, sid) })
+	undo = append(undo, func() {
+		if ctx.Err() != nil {
+			// Stopped (run stop, worker stop) or interrupted (Ctrl-C)
+			// after the session was recorded: readers may have listed it
+			// as running already, so it stays, recorded as a session
+			// stopped before its worker started (as Execute records one),
+			// rather than vanish.
+			res := stoppedBeforeStart(ctx)
+			out := sessions.Outcome{ExitCode: res.ExitCode, Signal: res.Signal, Finished: res.Finished.UTC(),
+				Reason: "stopped before the worker started", By: "agentmine " + mode}
+			if res.Interrupted {
+				out.Reason = "interrupted before the worker started"
+			}
+			sessions.RecordOutcome(context.WithoutCancel(ctx), st, sessions.Record{Session: sess, Root: root}, &out)
+			return
+		}
+		sessions.Delete(context.WithoutCancel(ctx), st, sid)
+	})
 	claimedOn, claimNote := "", ""
 	if remote := e.claimRemoteFor(ctx, o); remote != "" {
 		ok, replaced, err := e.claim(ctx, remote, sess, root)
