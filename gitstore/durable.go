@@ -42,9 +42,8 @@ import (
 //     directory or the temporary file under it (writeLoose).
 //
 // Only then does Transact return. An object it cannot bring back (its
-// content is not known here: written by another process, or beyond what is
-// kept) is an error naming the ref and the missing object, never a silent
-// success. A `git prune` or `git repack -a -d` run on its own, outside `git
+// content is no longer kept) is an error naming the missing object, never
+// a silent success. A `git prune` or `git repack -a -d` run on its own, outside `git
 // gc`, leaves no gc.pid to wait for: its deletions are caught only when
 // they happened before the check.
 
@@ -121,31 +120,27 @@ func newTips(ops []RefOp) []string {
 // ownObjects returns the objects reachable from tips, through objects
 // this process wrote and still keeps, that it wrote: what a prune may
 // have removed from under the transaction and what the store can put back.
-// The tips it did not write are returned apart (others).
-func (s *Store) ownObjects(tips []string) (own []string, others []string) {
+func (s *Store) ownObjects(tips []string) (own []string) {
 	seen := map[string]bool{}
-	var walk func(id string, top bool)
-	walk = func(id string, top bool) {
+	var walk func(id string)
+	walk = func(id string) {
 		if seen[id] {
 			return
 		}
 		seen[id] = true
 		o, ok := s.written.lookup(id)
 		if !ok {
-			if top {
-				others = append(others, id)
-			}
 			return
 		}
 		own = append(own, id)
 		for _, c := range s.children(o) {
-			walk(c, false)
+			walk(c)
 		}
 	}
 	for _, t := range tips {
-		walk(t, true)
+		walk(t)
 	}
-	return own, others
+	return own
 }
 
 // children returns the objects a commit (its tree and parents) or a tree
@@ -184,27 +179,17 @@ func (s *Store) children(o writtenObject) []string {
 
 // secure makes sure that the objects the new tips of ops reach, among
 // those this process wrote, are in the object directory once any gc that
-// was running has ended (see the comment at the top), and that every other
-// new tip exists.
+// was running has ended (see the comment at the top). A tip it did not
+// write git checked when it moved the ref; there is nothing to write back.
 func (s *Store) secure(ctx context.Context, ops []RefOp) error {
-	tips := newTips(ops)
-	if len(tips) == 0 {
+	own := s.ownObjects(newTips(ops))
+	if len(own) == 0 {
 		return nil
 	}
-	own, others := s.ownObjects(tips)
-	if len(own) > 0 {
-		if err := s.writeBack(ctx, own, true); err != nil {
-			return err
-		}
-		s.written.forget(own)
+	if err := s.writeBack(ctx, own, true); err != nil {
+		return err
 	}
-	if db := s.objects(); db != nil {
-		for _, id := range others {
-			if !db.haveHex(id) {
-				return missingTipError(ops, id)
-			}
-		}
-	}
+	s.written.forget(own)
 	return nil
 }
 
@@ -258,7 +243,7 @@ const gcWaitLimit = 30 * time.Minute
 func (s *Store) waitForGC(ctx context.Context) error {
 	path := filepath.Join(s.loc.CommonDir, "gc.pid")
 	first, pid, ok := runningGC(path)
-	if !ok {
+	if !ok || !s.mayPruneFresh(pid) {
 		return nil
 	}
 	deadline := time.Now().Add(gcWaitLimit)
@@ -275,6 +260,39 @@ func (s *Store) waitForGC(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// mayPruneFresh reports whether the gc with process id pid may delete an
+// object written moments ago. Only a gc known to prune with git's default
+// expiry (two weeks: fresh objects stay, and its repack keeps unreachable
+// ones) or not at all is not waited for, as `git gc --auto` started in the
+// background by an ordinary git command usually is; whatever cannot be
+// told (its command line unreadable, another expiry) is.
+func (s *Store) mayPruneFresh(pid int) bool {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil {
+		return true
+	}
+	args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+	expiry := ""
+	for _, a := range args[1:] {
+		switch {
+		case a == "--no-prune":
+			return false
+		case a == "--prune":
+			expiry = "" // the configured or default expiry
+		case strings.HasPrefix(a, "--prune="):
+			expiry = strings.TrimPrefix(a, "--prune=")
+		}
+	}
+	if expiry == "" {
+		expiry, _ = s.Config("gc.pruneexpire")
+	}
+	switch expiry {
+	case "", "2.weeks.ago", "never", "false":
+		return false
+	}
+	return true
 }
 
 // runningGC reads gc.pid at path: its content, and the pid it names when
@@ -303,16 +321,6 @@ func runningGC(path string) (content string, pid int, running bool) {
 		return "", 0, false
 	}
 	return string(data), pid, true
-}
-
-// missingTipError names the ref of ops whose new value id is missing.
-func missingTipError(ops []RefOp, id string) error {
-	for _, op := range ops {
-		if op.New == id {
-			return &RefError{Ref: op.Ref, Err: fmt.Errorf("points at %s, which is missing from the object store", id)}
-		}
-	}
-	return fmt.Errorf("updating refs: object %s is missing from the object store", id)
 }
 
 // storeLoose writes the object id again as a loose object.

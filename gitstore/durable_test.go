@@ -79,15 +79,7 @@ func TestTransactWaitsForRunningGC(t *testing.T) {
 		t.Fatal(err)
 	}
 	blob, tree := docObjects(t, repo, c)
-	gc := exec.Command("sleep", "60")
-	if err := gc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer gc.Process.Kill()
-	host, _ := os.Hostname()
-	if err := os.WriteFile(filepath.Join(repo, ".git", "gc.pid"), []byte(strconv.Itoa(gc.Process.Pid)+" "+host), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	gc, ended := standInGC(t, repo, "--prune=now")
 	// The "gc" deletes the objects once the ref points at them, then ends.
 	pruned := make(chan error, 1)
 	go func() {
@@ -105,7 +97,7 @@ func TestTransactWaitsForRunningGC(t *testing.T) {
 			}
 		}
 		gc.Process.Kill()
-		gc.Wait()
+		<-ended
 		pruned <- nil
 	}()
 	err = st.Transact(ctx, []RefOp{{Verb: "create", Ref: durableKind.Ref("a1"), New: c}})
@@ -121,6 +113,49 @@ func TestTransactWaitsForRunningGC(t *testing.T) {
 		}
 	}
 	gittest.Git(t, repo, "fsck", "--strict")
+}
+
+// standInGC starts a process whose command line is that of a `git gc`
+// with args (a shell that sleeps, named git-gc) and records it in gc.pid
+// as git gc does.
+// ended is closed once the process ended.
+func standInGC(t *testing.T, repo string, args ...string) (gc *exec.Cmd, ended <-chan struct{}) {
+	t.Helper()
+	gc = exec.Command("sh", append([]string{"-c", "sleep 60; true", "git-gc"}, args...)...)
+	if err := gc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { gc.Wait(); close(done) }()
+	t.Cleanup(func() { gc.Process.Kill(); <-done })
+	host, _ := os.Hostname()
+	if err := os.WriteFile(filepath.Join(repo, ".git", "gc.pid"), []byte(strconv.Itoa(gc.Process.Pid)+" "+host), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return gc, done
+}
+
+// TestTransactLeavesDefaultGCAlone: a gc that prunes with git's default
+// expiry (as `git gc --auto`, started in the background by ordinary git
+// commands, does) cannot delete a fresh object: a transaction does not
+// wait for it to end.
+func TestTransactLeavesDefaultGCAlone(t *testing.T) {
+	repo := objRepo(t)
+	st := objOpen(t, repo)
+	ctx := context.Background()
+	_, ended := standInGC(t, repo, "--auto")
+	c, err := st.CommitDoc(ctx, durableKind, []byte(`{"v":1}`), nil, "add")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Transact(ctx, []RefOp{{Verb: "create", Ref: durableKind.Ref("a1"), New: c}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+		t.Fatal("the transaction returned only once the gc had ended")
+	default:
+	}
 }
 
 // TestMissingObjectsReported: a ref whose objects are gone is reported as

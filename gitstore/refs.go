@@ -33,8 +33,7 @@ type RefOp struct {
 //
 // Once git committed it, the objects the new values reach that this
 // process wrote are made sure of against a concurrent prune (durable.go)
-// before Transact returns; a new value missing from the object store is an
-// error naming its ref.
+// before Transact returns.
 //
 // A context that is already done refuses the transaction; once git runs it,
 // a cancellation no longer stops it. Killing update-ref part-way leaves the
@@ -53,7 +52,7 @@ func (s *Store) Transact(ctx context.Context, ops []RefOp) error {
 			// A prune removed a new value between its write and this
 			// transaction: write back what this process wrote (once the
 			// gc ended), and again.
-			if own, _ := s.ownObjects(newTips(ops)); len(own) > 0 {
+			if own := s.ownObjects(newTips(ops)); len(own) > 0 {
 				if err := s.writeBack(ctx, own, false); err != nil {
 					return err
 				}
