@@ -29,8 +29,9 @@ import (
 //
 //   - it remembers each object it wrote, content included, until a ref
 //     transaction points at it (written);
-//   - after `update-ref` commits, when a `git gc` is running (its gc.pid
-//     names a live process), it waits for that gc to end: a gc that began
+//   - after `update-ref` commits, when a `git gc` that may prune fresh
+//     objects is running (its gc.pid names a live process, mayPruneFresh),
+//     it waits for that gc to end: a gc that began
 //     before the transaction may still delete what the refs now reach, one
 //     that begins after it sees the refs. Then every object of the
 //     transaction's new tips that this process wrote is checked for, and
@@ -43,13 +44,14 @@ import (
 //
 // Only then does Transact return. An object it cannot bring back (its
 // content is no longer kept) is an error naming the missing object, never
-// a silent success. A `git prune` or `git repack -a -d` run on its own, outside `git
-// gc`, leaves no gc.pid to wait for: its deletions are caught only when
-// they happened before the check.
+// a silent success. A `git prune` or `git repack -a -d` run on its own,
+// outside `git gc`, leaves no gc.pid to wait for: its deletions are caught
+// only when they happened before the check.
 
 // keptWrittenLimit bounds the content kept of objects not yet pointed at
-// by a ref; past it the memory is cleared, and the objects written before
-// are only checked for, not written again.
+// by a ref (those of writes that never got their transaction pile up in a
+// long-lived process); past it the memory is cleared, and the objects
+// written before are no longer looked after.
 const keptWrittenLimit = 64 << 20
 
 // secureRounds bounds the rounds of "wait for gc, write back what is
