@@ -193,6 +193,9 @@ func TestPruneRaceNumbers(t *testing.T) {
 			res := pruneRace(t, testRepo(t), writers, side.script, loop...)
 			fmt.Printf("%-22s beside %-22s %d writers x %d: %3d acknowledged, %2d lost, %2d refused, %2d fsck errors (%d gc runs)\n",
 				side.name, strings.TrimSpace(name), writers, each, res.acked, res.lost, res.refused, len(res.fsck), res.gcs)
+			for _, r := range res.refusals {
+				fmt.Printf("    refused: %s\n", r)
+			}
 		}
 	}
 }
