@@ -265,6 +265,14 @@ func read(top, name string) (Agent, error) {
 	if err != nil {
 		return Agent{}, exitcode.New(exitcode.Config, fmt.Errorf("reading agent %s: %w", name, err), "")
 	}
+	return Decode(name, data)
+}
+
+// Decode parses the definition of agent name from the content of its
+// file (as read from the working tree, or from a commit), as strictly as
+// Get does.
+func Decode(name string, data []byte) (Agent, error) {
+	rel := Dir + "/" + name + ".toml"
 	a := Agent{Name: name, File: rel}
 	md, err := toml.Decode(string(data), &a)
 	if err != nil {
@@ -400,7 +408,8 @@ func Validate(top string, a Agent) []Problem {
 	return ps
 }
 
-// placeholdersIn returns every {word} token in s.
+// placeholdersIn returns every {word} token in s, read as launch.ExpandArg
+// reads it: "{{" is a literal "{", never the start of a token.
 func placeholdersIn(s string) []string {
 	var out []string
 	for {
@@ -408,14 +417,20 @@ func placeholdersIn(s string) []string {
 		if i < 0 {
 			return out
 		}
+		if strings.HasPrefix(s[i:], "{{") {
+			s = s[i+2:]
+			continue
+		}
 		j := strings.IndexByte(s[i:], '}')
 		if j < 0 {
 			return out
 		}
 		tok := s[i : i+j+1]
-		if len(tok) > 2 && !strings.ContainsAny(tok[1:len(tok)-1], "{ ") {
-			out = append(out, tok)
+		if len(tok) <= 2 || strings.ContainsAny(tok[1:len(tok)-1], "{ ") {
+			s = s[i+1:] // no token starts here; one may start inside
+			continue
 		}
+		out = append(out, tok)
 		s = s[i+j+1:]
 	}
 }
