@@ -113,7 +113,7 @@ func TestParseTaskYAML(t *testing.T) {
 	}
 	c := p.Tasks[0]
 	if c.Title != "Do it" || !strings.Contains(c.Description, "Do it.") || c.Agent != "cx" ||
-		strings.Join(c.Labels, ",") != "agentrunner:T-1,max-loops:3" {
+		strings.Join(c.Labels, ",") != "agentrunner:T-1" || c.MaxLoops != 3 {
 		t.Fatalf("%+v", c)
 	}
 	for _, bad := range []struct{ in, want string }{
@@ -122,7 +122,7 @@ func TestParseTaskYAML(t *testing.T) {
 		{"version: 1\ntask:\n  title: ''\n", "task.title is missing"},
 		{"version: 1\ntask: [\n", "malformed YAML"},
 		{"version: 1\ntask:\n  title: x\n  id: a b\n", `task.id "a b" must be one word`},
-		{"version: 1\ntask:\n  title: x\nrunner:\n  meta:\n    max_loops: -1\n", "max_loops must be >= 0"},
+		{"version: 1\ntask:\n  title: x\nrunner:\n  meta:\n    max_loops: -1\n", "max_loops must be 0 to 1000, got -1"},
 	} {
 		_, err := ParseTaskYAML(file, []byte(bad.in), nil)
 		if err == nil || !strings.Contains(err.Error(), bad.want) || strings.Contains(err.Error(), "\n") || exitcode.Of(err) != exitcode.Usage {
