@@ -379,7 +379,10 @@ func resolveTargets(b *board.Board, prefixes []string) ([]string, error) {
 		seen[id] = true
 		out = append(out, id)
 		for _, c := range b.Tasks.Children(id) {
-			add(c)
+			// A cancelled child is out of its goal's roll-up: no target.
+			if b.Status[c].Status != status.Cancelled {
+				add(c)
+			}
 		}
 	}
 	if len(prefixes) == 0 {
