@@ -932,7 +932,8 @@ func (s *Supervisor) taskSummary(b *board.Board, id string, sum *Summary) (TaskS
 	sum.Total++
 	ts := s.stateOf(b, id)
 	res := b.Status[id]
-	t := TaskSummary{ID: id, Title: ts.task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: len(ts.attempts)}
+	t := TaskSummary{ID: id, Title: ts.task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: len(ts.attempts),
+		MaxLoops: s.maxLoops(ts.task)}
 	sum.Attempts += len(ts.attempts)
 	switch {
 	case res.Status == status.Done:
