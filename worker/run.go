@@ -408,10 +408,17 @@ func firstLine(s string) string {
 	return s
 }
 
-// DoneResult is what Done did.
+// DoneResult is what Done did. A second Done of the same session finds
+// nothing to remove: every field is false or empty.
 type DoneResult struct {
-	// BranchDeleted is set when the session's branch was deleted.
+	// WorktreeRemoved is set when the worktree existed and was removed.
+	WorktreeRemoved bool
+	// BranchDeleted is set when the session's branch existed and was
+	// deleted.
 	BranchDeleted bool
+	// BranchKept is set when the branch exists and was kept (its work has
+	// not reached the base, and no force).
+	BranchKept bool
 	// Ended lists the processes of the session that were still running
 	// (its supervisor was killed, say) and were ended first.
 	Ended []launch.Proc
@@ -463,19 +470,29 @@ func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool)
 		if err := worktree.Remove(ctx, e.Top, s.Worktree, "", true); err != nil {
 			return res, err
 		}
+		res.WorktreeRemoved = true
 	}
-	if branch != "" {
+	had := e.branchExists(ctx, s.Branch)
+	if branch != "" && had {
 		// Through the store, so that the journal records the deletion
 		// (supervisors of running sessions must not hold it against their
 		// workers).
 		e.St.DeleteRef(ctx, "refs/heads/"+branch)
 	}
-	if branch != "" {
-		if _, err := e.St.Git().In(e.Top).Run(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch); err != nil {
-			res.BranchDeleted = true
-		}
+	if had {
+		res.BranchKept = e.branchExists(ctx, s.Branch)
+		res.BranchDeleted = !res.BranchKept
 	}
 	return res, nil
+}
+
+// branchExists reports whether the local branch exists.
+func (e *Env) branchExists(ctx context.Context, branch string) bool {
+	if branch == "" {
+		return false
+	}
+	_, err := e.St.Git().In(e.Top).Run(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch)
+	return err == nil
 }
 
 // refuseInUse returns an ErrWorktreeInUse refusal (for task and session,

@@ -25,6 +25,7 @@ type WorkerCmd struct {
 	Logs      WorkerLogsCmd      `cmd:"" help:"Print a task's latest session log (-f to follow)."`
 	Stop      WorkerStopCmd      `cmd:"" help:"Stop running sessions (SIGTERM to the supervisor; the signal is recorded)."`
 	Done      WorkerDoneCmd      `cmd:"" help:"Remove a task's worktree; delete its branch only if merged (or --force)."`
+	Prune     WorkerPruneCmd     `cmd:"" help:"Remove ended sessions' worktrees and branches older than an age (--dry-run lists them)."`
 	Supervise WorkerSuperviseCmd `cmd:"" hidden:"" help:"Run a prepared session (used by --detach)."`
 }
 
