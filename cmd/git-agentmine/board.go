@@ -85,7 +85,9 @@ func printTaskFindings(a *App, t taskJSON) {
 	if r == nil || r.Outcome == nil {
 		return
 	}
-	printFindings(a.P, "    ", verify.ParseVerdicts(r.Outcome), boardFindings, "git agentmine task show "+t.ShortID)
+	v := verify.ParseVerdicts(r.Outcome)
+	printFindings(a.P, "    ", v, boardFindings, "git agentmine task show "+t.ShortID)
+	printDoDTail(a.P, "    ", v)
 }
 
 // usageSuffix renders a task's summed usage after its title.

@@ -169,6 +169,7 @@ func reportOutcome(a *App, env *worker.Env, j runJSON, out sessions.Outcome) err
 		}
 		a.P.Printf("\n")
 		printFindings(a.P, "  ", v, 0, "")
+		printDoDTail(a.P, "  ", v)
 	}
 	switch {
 	case out.TimedOut:
