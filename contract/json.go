@@ -27,16 +27,19 @@ type TaskJSON struct {
 	Blocked      bool     `json:"blocked"`
 	Ready        bool     `json:"ready"`
 	WaitingOn    []string `json:"waiting_on"`
-	Description  string   `json:"description"`
-	Type         string   `json:"type"`
-	Priority     string   `json:"priority"`
-	Parent       string   `json:"parent"`
-	BlockedBy    []string `json:"blocked_by"`
-	Labels       []string `json:"labels"`
-	Assignee     string   `json:"assignee"`
-	DoD          []string `json:"dod"`
-	Base         string   `json:"base"`
-	Acceptance   []string `json:"acceptance"`
+	// BlockedByCancelled lists the blockers that are cancelled: the task
+	// waits on them forever until they are removed from it or reopened.
+	BlockedByCancelled []string `json:"blocked_by_cancelled,omitempty"`
+	Description        string   `json:"description"`
+	Type               string   `json:"type"`
+	Priority           string   `json:"priority"`
+	Parent             string   `json:"parent"`
+	BlockedBy          []string `json:"blocked_by"`
+	Labels             []string `json:"labels"`
+	Assignee           string   `json:"assignee"`
+	DoD                []string `json:"dod"`
+	Base               string   `json:"base"`
+	Acceptance         []string `json:"acceptance"`
 	// Criteria are the acceptance criteria with their ids (AC-1, …).
 	Criteria  []Criterion  `json:"criteria"`
 	Created   tasks.Stamp  `json:"created"`

@@ -479,6 +479,10 @@ func printTasks(a *App, v *view, ids []string) error {
 		r := v.Status[id]
 		var bl []string
 		for _, b := range r.Waiting {
+			if v.Status[b].Status == status.Cancelled {
+				bl = append(bl, v.Board.ShortID(b)+" (cancelled)")
+				continue
+			}
 			bl = append(bl, v.Board.ShortID(b))
 		}
 		tb.ColorRow([]string{output.Yellow, statusColor(r.Status), "", "", "", output.Gray},
@@ -546,6 +550,7 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 			w = append(w, v.Board.ShortID(b))
 		}
 		p.Printf("  blocked:   waiting on %s\n", strings.Join(w, ", "))
+		printCancelledBlockers(a, v, id, "  ")
 	}
 	p.Printf("  type:      %s\n  priority:  %s\n", t.Type, t.Priority)
 	if t.Parent != "" {
@@ -603,4 +608,25 @@ func indent(s, pre string) string {
 		lines[i] = pre + l
 	}
 	return strings.Join(lines, "\n")
+}
+
+// printCancelledBlockers says that the task waits on cancelled blockers,
+// which will never be done, and how to unblock it; nothing when none of
+// its blockers is cancelled.
+func printCancelledBlockers(a *App, v *view, id, indent string) {
+	c := v.Loaded.CancelledBlockers(id)
+	if len(c) == 0 {
+		return
+	}
+	short := v.Board.ShortID(id)
+	var cs []string
+	for _, x := range c {
+		cs = append(cs, v.Board.ShortID(x))
+	}
+	noun, pron := "task", "it"
+	if len(cs) > 1 {
+		noun, pron = "tasks", "they"
+	}
+	a.P.Printf("%s%s %s will never be done\n", indent, a.P.Paint(output.Red, "blocked by cancelled "+noun+" "+strings.Join(cs, ", ")+":"), pron)
+	a.P.Printf("%sunblock:   %s\n", indent, unblockHint(short, cs))
 }
