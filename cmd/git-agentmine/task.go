@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/contract"
+	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/sessions"
@@ -134,7 +136,31 @@ func (c *TaskShowCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	return showOne(a, st, c.ID, "")
+	err = showOne(a, st, c.ID, "")
+	var nf *gitstore.NotFoundError
+	if errors.As(err, &nf) && nf.Noun == tasks.Kind.Noun {
+		if serr := sessionNotTask(a, st, c.ID); serr != nil {
+			return serr
+		}
+	}
+	return err
+}
+
+// sessionNotTask is the refusal of task show given a session's id: it
+// names the session, its task and the command that shows it; nil when id
+// names no session either.
+func sessionNotTask(a *App, st *gitstore.Store, id string) error {
+	rec, err := sessions.Get(a.Ctx, st, id)
+	if err != nil {
+		return nil
+	}
+	task := rec.Session.Task
+	if short, err := st.ShortID(a.Ctx, tasks.Kind, task); err == nil {
+		task = short
+	}
+	return exitcode.New(exitcode.NotFound,
+		fmt.Errorf("task %s not found: %s is session %s of task %s", id, id, rec.Session.ID[:8], task),
+		"see the session with: git agentmine session show "+rec.Session.ID[:8]+"; its task with: git agentmine task show "+task)
 }
 
 // TaskUpdateCmd is `task update`.
