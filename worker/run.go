@@ -213,7 +213,12 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		out.Reason = "stopped by --strict at the first out-of-scope change: " + strict.v.Type + " " + strict.ev.Path
 	}
 	if startErr == nil && !stoppedEarly {
-		say("worker ended: exit %d%s", out.ExitCode, sigText(out.Signal, out.TimedOut))
+		sig := out.Signal
+		if res.Interrupted {
+			// Ctrl-C: the worker was ended for it (with SIGTERM).
+			sig = "SIGINT"
+		}
+		say("worker ended: exit %d%s", out.ExitCode, sigText(sig, out.TimedOut))
 	}
 	main.end(jctx)
 	if err := e.judgeContained(jctx, reaper, rec, spec, live, main, res.Leftovers, &out, say); err != nil {

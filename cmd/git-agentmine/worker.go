@@ -182,10 +182,16 @@ func reportOutcome(a *App, env *worker.Env, j runJSON, out sessions.Outcome) err
 	return nil
 }
 
+// sigWords says what ended a run after its exit code: " (timed out)",
+// " (SIGINT)" for an interruption (Ctrl-C: the worker itself was sent
+// SIGTERM for it, or was not started yet), the signal that ended it, or
+// nothing.
 func sigWords(o sessions.Outcome) string {
 	switch {
 	case o.TimedOut:
 		return " (timed out)"
+	case o.ExitCode == exitcode.Interrupted && (o.Signal != "" || strings.HasPrefix(o.Reason, "interrupted")):
+		return " (SIGINT)"
 	case o.Signal != "":
 		return " (" + o.Signal + ")"
 	}
