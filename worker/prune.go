@@ -100,6 +100,14 @@ func (e *Env) Prune(ctx context.Context, recs []sessions.Record, opts PruneOptio
 		}
 		return opts.Before.IsZero() || r.Outcome.Finished.Before(opts.Before)
 	}
+	checkedOut, err := e.checkedOutBranches(ctx)
+	if err != nil {
+		return res, err
+	}
+	atPath := map[string]string{}
+	for b, p := range checkedOut {
+		atPath[realPath(p)] = b
+	}
 	keptPaths := map[string]bool{}
 	var wts, brs []Leftover
 	for i, r := range sorted {
@@ -107,7 +115,10 @@ func (e *Env) Prune(ctx context.Context, recs []sessions.Record, opts PruneOptio
 		ok := eligible(r)
 		if s.Worktree != "" && owner[s.Worktree] == i {
 			if _, err := os.Stat(s.Worktree); err == nil {
-				if ok {
+				// Another session's branch checked out there: a session
+				// prepared since the sessions were read owns it.
+				b, has := atPath[realPath(s.Worktree)]
+				if ok && !(has && b != s.Branch) {
 					wts = append(wts, e.leftover(r, LeftoverWorktree, s.Worktree, opts))
 				} else {
 					keptPaths[realPath(s.Worktree)] = true
@@ -117,10 +128,6 @@ func (e *Env) Prune(ctx context.Context, recs []sessions.Record, opts PruneOptio
 		if ok && e.branchExists(ctx, s.Branch) {
 			brs = append(brs, e.leftover(r, LeftoverBranch, s.Branch, opts))
 		}
-	}
-	checkedOut, err := e.checkedOutBranches(ctx)
-	if err != nil {
-		return res, err
 	}
 	for i := range wts {
 		if !opts.DryRun {
