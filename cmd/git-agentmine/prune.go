@@ -86,7 +86,7 @@ func (c *WorkerPruneCmd) Run(a *App) error {
 		printPrune(a, b, res, c.DryRun, age)
 	}
 	if failed > 0 {
-		return exitcode.New(exitcode.State, errors.New(plural(failed, "left-over", "left-overs")+" could not be removed"), "see why above; worker done --force removes a task's worktree and branch")
+		return exitcode.New(exitcode.State, errors.New(plural(failed, "left-over", "left-overs")+" could not be removed"), "see why above (a process that uses a worktree: end it), then run it again: git agentmine worker prune")
 	}
 	return nil
 }
