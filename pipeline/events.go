@@ -70,6 +70,10 @@ type TaskSummary struct {
 	Status   string `json:"status"`
 	Reason   string `json:"reason"`
 	Attempts int    `json:"attempts"`
+	// BlockedByCancelled lists the cancelled blockers of a task that
+	// never started: it waits on them until they are removed from it or
+	// reopened.
+	BlockedByCancelled []string `json:"blocked_by_cancelled,omitempty"`
 }
 
 // Line renders an event as one plain line (logs, and output that is not a

@@ -1019,6 +1019,9 @@ func (s *Supervisor) finish(ctx context.Context) (Summary, error) {
 			sum.NotStarted++
 			if why, ok := s.claimed[id]; ok {
 				t.Reason = why
+			} else if c := b.CancelledBlockers(id); len(c) > 0 {
+				t.BlockedByCancelled = c
+				t.Reason = "never started: blocked by cancelled " + strings.Join(shortAll(c), ", ") + ", which will never be done"
 			} else if res.Blocked {
 				t.Reason = "never started: blocked by " + strings.Join(shortAll(res.Waiting), ", ")
 			}
