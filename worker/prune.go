@@ -104,11 +104,14 @@ func (e *Env) Prune(ctx context.Context, recs []sessions.Record, opts PruneOptio
 	if err != nil {
 		return res, err
 	}
+	branches, err := e.localBranches(ctx)
+	if err != nil {
+		return res, err
+	}
 	atPath := map[string]string{}
 	for b, p := range checkedOut {
 		atPath[realPath(p)] = b
 	}
-	keptPaths := map[string]bool{}
 	var wts, brs []Leftover
 	for i, r := range sorted {
 		s := r.Session
@@ -120,31 +123,30 @@ func (e *Env) Prune(ctx context.Context, recs []sessions.Record, opts PruneOptio
 				b, has := atPath[realPath(s.Worktree)]
 				if ok && !(has && b != s.Branch) {
 					wts = append(wts, e.leftover(r, LeftoverWorktree, s.Worktree, opts))
-				} else {
-					keptPaths[realPath(s.Worktree)] = true
 				}
 			}
 		}
-		if ok && e.branchExists(ctx, s.Branch) {
+		if ok && s.Branch != "" && branches["refs/heads/"+s.Branch] {
 			brs = append(brs, e.leftover(r, LeftoverBranch, s.Branch, opts))
 		}
 	}
+	gone := map[string]bool{} // worktrees removed (or, dry, that would be)
 	for i := range wts {
 		if !opts.DryRun {
 			ended, err := e.pruneWorktree(ctx, sorted, wts[i])
 			res.Ended = append(res.Ended, ended...)
 			if err != nil {
 				wts[i].Err = err.Error()
-				keptPaths[realPath(wts[i].Name)] = true
 				continue
 			}
 			wts[i].Removed = true
 		}
+		gone[realPath(wts[i].Name)] = true
 	}
 	res.Leftovers = append(res.Leftovers, wts...)
 	for _, b := range brs {
-		if p, ok := checkedOut[b.Name]; ok && keptPaths[realPath(p)] {
-			continue // the worktree that stays has it checked out
+		if p, ok := checkedOut[b.Name]; ok && !gone[realPath(p)] {
+			continue // a worktree that stays (the main one too) has it checked out
 		}
 		if !opts.DryRun {
 			// Through the store, so that the journal records it.
@@ -220,4 +222,19 @@ func realPath(path string) string {
 		return p
 	}
 	return path
+}
+
+// localBranches is the set of local branch refs (refs/heads/…).
+func (e *Env) localBranches(ctx context.Context) (map[string]bool, error) {
+	out, err := e.St.Git().In(e.Top).Output(ctx, "for-each-ref", "--format=%(refname)", "refs/heads/")
+	if err != nil {
+		return nil, fmt.Errorf("listing branches: %w", err)
+	}
+	m := map[string]bool{}
+	for _, l := range strings.Split(out, "\n") {
+		if l != "" {
+			m[l] = true
+		}
+	}
+	return m, nil
 }
