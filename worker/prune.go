@@ -78,28 +78,8 @@ type PruneResult struct {
 // full session records (board.Load).
 func (e *Env) Prune(ctx context.Context, recs []sessions.Record, opts PruneOptions) (PruneResult, error) {
 	var res PruneResult
-	here := board.HereOf(e.St)
 	sorted := append([]sessions.Record(nil), recs...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Session.Started.Before(sorted[j].Session.Started) })
-	// The worktree at a path belongs to the latest session that recorded
-	// it: a new session is never prepared while an earlier one's worktree
-	// is still there.
-	owner := map[string]int{}
-	for i, r := range sorted {
-		if r.Session.Worktree != "" {
-			owner[r.Session.Worktree] = i
-		}
-	}
-	eligible := func(r sessions.Record) bool {
-		s := r.Session
-		if opts.Tasks != nil && !opts.Tasks[s.Task] {
-			return false
-		}
-		if r.Outcome == nil || !here.Judges(s) || board.LiveNow(r, here) {
-			return false
-		}
-		return opts.Before.IsZero() || r.Outcome.Finished.Before(opts.Before)
-	}
 	checkedOut, err := e.checkedOutBranches(ctx)
 	if err != nil {
 		return res, err
@@ -108,28 +88,7 @@ func (e *Env) Prune(ctx context.Context, recs []sessions.Record, opts PruneOptio
 	if err != nil {
 		return res, err
 	}
-	atPath := map[string]string{}
-	for b, p := range checkedOut {
-		atPath[realPath(p)] = b
-	}
-	var wts, brs []Leftover
-	for i, r := range sorted {
-		s := r.Session
-		ok := eligible(r)
-		if s.Worktree != "" && owner[s.Worktree] == i {
-			if _, err := os.Stat(s.Worktree); err == nil {
-				// Another session's branch checked out there: a session
-				// prepared since the sessions were read owns it.
-				b, has := atPath[realPath(s.Worktree)]
-				if ok && !(has && b != s.Branch) {
-					wts = append(wts, e.leftover(r, LeftoverWorktree, s.Worktree, opts))
-				}
-			}
-		}
-		if ok && s.Branch != "" && branches["refs/heads/"+s.Branch] {
-			brs = append(brs, e.leftover(r, LeftoverBranch, s.Branch, opts))
-		}
-	}
+	wts, brs := e.pruneCandidates(sorted, opts, checkedOut, branches)
 	gone := map[string]bool{} // worktrees removed (or, dry, that would be)
 	for i := range wts {
 		if !opts.DryRun {
@@ -149,18 +108,74 @@ func (e *Env) Prune(ctx context.Context, recs []sessions.Record, opts PruneOptio
 			continue // a worktree that stays (the main one too) has it checked out
 		}
 		if !opts.DryRun {
-			// Through the store, so that the journal records it.
-			if err := e.St.DeleteRef(ctx, "refs/heads/"+b.Name); err != nil {
-				b.Err = err.Error()
-			} else if e.branchExists(ctx, b.Name) {
-				b.Err = "the branch is still there"
-			} else {
-				b.Removed = true
-			}
+			e.pruneBranch(ctx, &b)
 		}
 		res.Leftovers = append(res.Leftovers, b)
 	}
 	return res, nil
+}
+
+// pruneCandidates lists the worktrees and branches of sorted (oldest
+// first) that Prune may remove: those of ended sessions of this clone that
+// opts selects. The worktree at a path belongs to the latest session that
+// recorded it (a new session is never prepared while an earlier one's
+// worktree is still there), and never qualifies while another session's
+// branch is checked out there (a session prepared since recs were read).
+func (e *Env) pruneCandidates(sorted []sessions.Record, opts PruneOptions, checkedOut map[string]string, branches map[string]bool) (wts, brs []Leftover) {
+	here := board.HereOf(e.St)
+	owner := map[string]int{}
+	for i, r := range sorted {
+		if r.Session.Worktree != "" {
+			owner[r.Session.Worktree] = i
+		}
+	}
+	atPath := map[string]string{}
+	for b, p := range checkedOut {
+		atPath[realPath(p)] = b
+	}
+	for i, r := range sorted {
+		s := r.Session
+		if !prunable(r, opts, here) {
+			continue
+		}
+		if s.Worktree != "" && owner[s.Worktree] == i {
+			b, has := atPath[realPath(s.Worktree)]
+			if _, err := os.Stat(s.Worktree); err == nil && (!has || b == s.Branch) {
+				wts = append(wts, e.leftover(r, LeftoverWorktree, s.Worktree, opts))
+			}
+		}
+		if s.Branch != "" && branches["refs/heads/"+s.Branch] {
+			brs = append(brs, e.leftover(r, LeftoverBranch, s.Branch, opts))
+		}
+	}
+	return wts, brs
+}
+
+// prunable reports whether what the session left may go: it ended (an
+// outcome, and no process of it runs), here judges it (this clone's), opts
+// selects its task, and it ended before opts.Before.
+func prunable(r sessions.Record, opts PruneOptions, here board.Here) bool {
+	s := r.Session
+	if opts.Tasks != nil && !opts.Tasks[s.Task] {
+		return false
+	}
+	if r.Outcome == nil || !here.Judges(s) || board.LiveNow(r, here) {
+		return false
+	}
+	return opts.Before.IsZero() || r.Outcome.Finished.Before(opts.Before)
+}
+
+// pruneBranch deletes a left-over branch, through the store so that the
+// journal records it, and notes in l whether it is gone.
+func (e *Env) pruneBranch(ctx context.Context, l *Leftover) {
+	switch err := e.St.DeleteRef(ctx, "refs/heads/"+l.Name); {
+	case err != nil:
+		l.Err = err.Error()
+	case e.branchExists(ctx, l.Name):
+		l.Err = "the branch is still there"
+	default:
+		l.Removed = true
+	}
 }
 
 func (e *Env) leftover(r sessions.Record, kind, name string, opts PruneOptions) Leftover {

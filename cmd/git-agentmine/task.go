@@ -570,14 +570,7 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 	p.Printf("%s %s\n", p.Paint(output.Yellow, v.Board.ShortID(id)), p.Paint(output.Bold, t.Title))
 	p.Printf("  id:        %s\n", id)
 	p.Printf("  status:    %s (%s)\n", p.Paint(statusColor(r.Status), string(r.Status)), r.Reason)
-	if r.Blocked {
-		var w []string
-		for _, b := range r.Waiting {
-			w = append(w, v.Board.ShortID(b))
-		}
-		p.Printf("  blocked:   waiting on %s\n", strings.Join(w, ", "))
-		printCancelledBlockers(a, v, id, "  ")
-	}
+	printBlocked(a, v, id, r)
 	p.Printf("  type:      %s\n  priority:  %s\n", t.Type, t.Priority)
 	if t.Parent != "" {
 		p.Printf("  parent:    %s\n", v.Board.ShortID(t.Parent))
@@ -634,6 +627,20 @@ func indent(s, pre string) string {
 		lines[i] = pre + l
 	}
 	return strings.Join(lines, "\n")
+}
+
+// printBlocked prints what a blocked task waits on, and, when a blocker is
+// cancelled, that and how to unblock it; nothing when it is not blocked.
+func printBlocked(a *App, v *view, id string, r status.Result) {
+	if !r.Blocked {
+		return
+	}
+	var w []string
+	for _, b := range r.Waiting {
+		w = append(w, v.Board.ShortID(b))
+	}
+	a.P.Printf("  blocked:   waiting on %s\n", strings.Join(w, ", "))
+	printCancelledBlockers(a, v, id, "  ")
 }
 
 // printCancelledBlockers says that the task waits on cancelled blockers,
