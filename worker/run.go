@@ -213,12 +213,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		out.Reason = "stopped by --strict at the first out-of-scope change: " + strict.v.Type + " " + strict.ev.Path
 	}
 	if startErr == nil && !stoppedEarly {
-		sig := out.Signal
-		if res.Interrupted {
-			// Ctrl-C: the worker was ended for it (with SIGTERM).
-			sig = "SIGINT"
-		}
-		say("worker ended: exit %d%s", out.ExitCode, sigText(sig, out.TimedOut))
+		say("worker ended: exit %d%s", out.ExitCode, endedText(res))
 	}
 	main.end(jctx)
 	if err := e.judgeContained(jctx, reaper, rec, spec, live, main, res.Leftovers, &out, say); err != nil {
@@ -396,6 +391,15 @@ func appendLog(path, text string) error {
 	return err
 }
 
+// endedText says what ended a run after its exit code: " (SIGINT)" for
+// Ctrl-C (the worker itself was sent SIGTERM for it), else as sigText.
+func endedText(res launch.Result) string {
+	if res.Interrupted && !res.TimedOut {
+		return " (SIGINT)"
+	}
+	return sigText(res.Signal, res.TimedOut)
+}
+
 func sigText(sig string, timedOut bool) string {
 	switch {
 	case timedOut:
@@ -477,17 +481,23 @@ func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool)
 		}
 		res.WorktreeRemoved = true
 	}
-	had := e.branchExists(ctx, s.Branch)
-	if branch != "" && had {
-		// Through the store, so that the journal records the deletion
-		// (supervisors of running sessions must not hold it against their
-		// workers).
-		e.St.DeleteRef(ctx, "refs/heads/"+branch)
+	if !e.branchExists(ctx, s.Branch) {
+		return res, nil
 	}
-	if had {
-		res.BranchKept = e.branchExists(ctx, s.Branch)
-		res.BranchDeleted = !res.BranchKept
+	if branch == "" {
+		res.BranchKept = true
+		return res, nil
 	}
+	// Through the store, so that the journal records the deletion
+	// (supervisors of running sessions must not hold it against their
+	// workers).
+	if err := e.St.DeleteRef(ctx, "refs/heads/"+branch); err != nil {
+		return res, fmt.Errorf("deleting branch %s: %w", branch, err)
+	}
+	if e.branchExists(ctx, branch) {
+		return res, fmt.Errorf("deleting branch %s: it is still there", branch)
+	}
+	res.BranchDeleted = true
 	return res, nil
 }
 

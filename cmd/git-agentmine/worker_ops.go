@@ -442,6 +442,9 @@ func (c *WorkerDoneCmd) Run(a *App) error {
 			a.P.Notef("ended %s of session %s that were still running\n", worker.LeftoverText(res.Ended), r.Session.ID[:8])
 		}
 		if err != nil {
+			if res.WorktreeRemoved {
+				a.P.Notef("removed the worktree of task %s\n", b.Tasks.ShortID(r.Session.Task))
+			}
 			return err
 		}
 		done = append(done, doneJSON{V: output.SchemaVersion, Session: r.Session.ID, Task: r.Session.Task,
