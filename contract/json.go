@@ -27,19 +27,16 @@ type TaskJSON struct {
 	Blocked      bool     `json:"blocked"`
 	Ready        bool     `json:"ready"`
 	WaitingOn    []string `json:"waiting_on"`
-	// BlockedByCancelled lists the blockers that are cancelled: the task
-	// waits on them forever until they are removed from it or reopened.
-	BlockedByCancelled []string `json:"blocked_by_cancelled,omitempty"`
-	Description        string   `json:"description"`
-	Type               string   `json:"type"`
-	Priority           string   `json:"priority"`
-	Parent             string   `json:"parent"`
-	BlockedBy          []string `json:"blocked_by"`
-	Labels             []string `json:"labels"`
-	Assignee           string   `json:"assignee"`
-	DoD                []string `json:"dod"`
-	Base               string   `json:"base"`
-	Acceptance         []string `json:"acceptance"`
+	Description  string   `json:"description"`
+	Type         string   `json:"type"`
+	Priority     string   `json:"priority"`
+	Parent       string   `json:"parent"`
+	BlockedBy    []string `json:"blocked_by"`
+	Labels       []string `json:"labels"`
+	Assignee     string   `json:"assignee"`
+	DoD          []string `json:"dod"`
+	Base         string   `json:"base"`
+	Acceptance   []string `json:"acceptance"`
 	// Criteria are the acceptance criteria with their ids (AC-1, …).
 	Criteria  []Criterion  `json:"criteria"`
 	Created   tasks.Stamp  `json:"created"`
@@ -55,6 +52,9 @@ type TaskJSON struct {
 	// Review is the review of the session that decided the status (task
 	// show only); nil when it was not reviewed.
 	Review *sessions.Review `json:"review,omitempty"`
+	// BlockedByCancelled lists the blockers that are cancelled: the task
+	// waits on them forever until they are removed from it or reopened.
+	BlockedByCancelled []string `json:"blocked_by_cancelled,omitempty"`
 }
 
 // Criterion is an acceptance criterion with its id.
