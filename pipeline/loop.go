@@ -839,12 +839,9 @@ func (s *Supervisor) merge(ctx context.Context, b *board.Board, ts taskState) (c
 		fmt.Fprintf(s.log, "%s task %s: finished updating the checkout in %s, which an interrupted merge had left behind\n", time.Now().Format("15:04:05"), short(ts.id), w)
 	}
 	s.emit(Event{Event: EvMerged, Task: ts.id, Title: ts.task.Title, Session: res.Session, Commit: res.Commit, Status: string(status.Done), Running: len(s.live)})
-	// The worktree is no longer needed; its branch is merged.
-	if rec, ok := b.Latest(ts.id); ok {
-		if _, err := s.env.Done(ctx, rec, true, false); err != nil {
-			fmt.Fprintf(s.log, "%s task %s: cleaning up: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
-		}
-	}
+	// The worktree is no longer needed, its branch is merged, and the
+	// attempts it superseded are no longer needed either.
+	s.cleanUp(ctx, b, ts.id)
 	return nil, true
 }
 
@@ -943,6 +940,9 @@ func (s *Supervisor) taskSummary(b *board.Board, id string, sum *Summary) (TaskS
 		sum.NotStarted++
 		if why, ok := s.claimed[id]; ok {
 			t.Reason = why
+		} else if c := b.CancelledBlockers(id); len(c) > 0 {
+			t.BlockedByCancelled = c
+			t.Reason = "never started: blocked by cancelled " + strings.Join(shortAll(c), ", ") + ", which will never be done"
 		} else if res.Blocked {
 			t.Reason = "never started: blocked by " + strings.Join(shortAll(res.Waiting), ", ")
 		}

@@ -138,6 +138,14 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		return nil, &RefusedError{Reason: ErrRunning, Task: short, Err: fmt.Errorf("task %s is already running (%s)", short, res.Reason)}
 	}
 	if res.Blocked && !o.Force {
+		if c := b.CancelledBlockers(taskID); len(c) > 0 {
+			var cs []string
+			for _, x := range c {
+				cs = append(cs, b.Tasks.ShortID(x))
+			}
+			return nil, &RefusedError{Reason: ErrBlockedByCancelled, Task: short, Blockers: cs,
+				Err: fmt.Errorf("task %s is blocked by cancelled %s %s, which will never be done", short, pluralWord(len(cs), "task", "tasks"), strings.Join(cs, ", "))}
+		}
 		var w []string
 		for _, x := range res.Waiting {
 			w = append(w, b.Tasks.ShortID(x))
@@ -421,4 +429,11 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+func pluralWord(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
