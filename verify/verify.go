@@ -124,6 +124,12 @@ type Input struct {
 	// by the scope and is a generated-modified violation where the scope
 	// does not allow it.
 	GeneratedBlobs map[string]string
+	// Prepared lists paths the worktree held before the worker started
+	// that are not the worker's: files brought in from the main checkout
+	// and what setup commands left (a trailing "/" covers everything
+	// beneath). Left uncommitted or ignored they are not judged; committed,
+	// they are judged like any other change.
+	Prepared []string
 	// Sparse holds the sparse-checkout patterns as applied; nil skips the
 	// sparse-checkout checks.
 	Sparse []string
@@ -225,6 +231,7 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 
 	c := &checker{in: in, wt: wt, found: map[string]int{}}
 	c.gen = newGenerated(in.Generated)
+	prepared := newGenerated(in.Prepared)
 
 	// The git processes are independent: run them side by side.
 	var (
@@ -339,6 +346,9 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 			// Judged above by content.
 			continue
 		}
+		if prepared.match(ch.Path) && (ch.OldPath == "" || prepared.match(ch.OldPath)) {
+			continue // brought in or made by setup, not by the worker
+		}
 		v.Changed = append(v.Changed, ch)
 		v.Uncommitted = append(v.Uncommitted, ch.Path)
 		if c.judgeChange(ch, "uncommitted") {
@@ -351,7 +361,7 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 	}
 	for _, p := range ignored {
 		clean := strings.TrimSuffix(p, "/")
-		if c.gen.match(clean) {
+		if c.gen.match(clean) || prepared.match(clean) {
 			continue
 		}
 		if strings.HasSuffix(p, "/") {

@@ -69,7 +69,8 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	s = rec.Session
 	spec := specOf(s)
 	generated := s.Generated
-	ignore := func(rel string) bool { return isGenerated(rel, generated) }
+	prepared := preparedOf(s)
+	ignore := func(rel string) bool { return isGenerated(rel, generated) || isGenerated(rel, prepared) }
 	wopts := verify.WatchOptions{Ignore: ignore, Extra: e.watchExtras(pctx, s)}
 	var proc *launch.Process
 	// strict holds the first violation seen live and the running process;
@@ -278,7 +279,7 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 	}
 	say("verifying the changes against the scope…")
 	verdict, err := verify.Check(ctx, verify.Input{Worktree: s.Worktree, Base: s.BaseCommit, Tip: tip, Scope: spec,
-		Generated: s.Generated, GeneratedBlobs: s.GeneratedBlobs, Sparse: s.Sparse, Permissions: true, Live: live})
+		Generated: s.Generated, GeneratedBlobs: s.GeneratedBlobs, Prepared: preparedOf(s), Sparse: s.Sparse, Permissions: true, Live: live})
 	if err != nil {
 		return fmt.Errorf("verifying session %s: %w", s.ID[:8], err)
 	}
@@ -306,7 +307,8 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 			n = "command"
 		}
 		say("running the Definition of Done (%d %s)…", len(s.DoD), n)
-		dod, err = verify.RunDoD(ctx, e.Top, tip, s.Sparse, s.DoD, verify.DoDOptions{Timeout: time.Duration(s.DoDTimeout) * time.Second})
+		dod, err = verify.RunDoD(ctx, e.Top, tip, s.Sparse, s.DoD, verify.DoDOptions{Timeout: time.Duration(s.DoDTimeout) * time.Second,
+			Prepare: e.dodSetup(s)})
 		if err != nil {
 			// A DoD that could not run did not pass: record why, so that
 			// neither status nor merge is left with an empty DoD verdict.
@@ -367,6 +369,19 @@ func stallsOf(s sessions.Session) []string {
 		return nil
 	}
 	return launch.StallPhrases(c)
+}
+
+// preparedOf lists the paths of the session's worktree setup (included,
+// shared, and what the setup commands left): not the worker's changes.
+func preparedOf(s sessions.Session) []string {
+	if s.Setup == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range append(append([]string{}, s.Setup.Include...), s.Setup.Share...) {
+		out = append(out, p, p+"/") // a file, or a directory and what it holds
+	}
+	return append(out, s.Setup.Prepared...)
 }
 
 func isGenerated(rel string, generated []string) bool {
