@@ -223,6 +223,15 @@ type Supervisor struct {
 	waits map[string]mergeWait
 	// warned is set once Options.Warn was given a start's warning.
 	warned bool
+	// setupFails maps a task whose start failed for a setup reason (a
+	// client that cannot start, an invalid agent, a failing worktree
+	// setup) to why: never an attempt, never exhausted; the task is left
+	// alone for the rest of the run. started counts the starts that got a
+	// session; setupStop is set when every start so far failed for one
+	// setup reason: the run stops early with it.
+	setupFails map[string]error
+	started    int
+	setupStop  error
 }
 
 // mergeWait is why a passing session waits to be merged: the person's
@@ -277,7 +286,8 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 	s := &Supervisor{env: env, st: st, o: o, hooks: hooks, budget: budget,
 		live: map[string]sessions.Record{}, prepFails: map[string]int{}, reviewFails: map[string]int{},
 		notBefore: map[string]time.Time{}, conflicts: map[string][]string{}, claimed: map[string]string{},
-		noted: map[string]bool{}, announced: map[string]bool{}, mergeFails: map[string]int{}, waits: map[string]mergeWait{}}
+		noted: map[string]bool{}, announced: map[string]bool{}, mergeFails: map[string]int{}, waits: map[string]mergeWait{},
+		setupFails: map[string]error{}}
 
 	old, err := Get(ctx, st, o.Name)
 	exists := err == nil
@@ -530,7 +540,13 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 		}
 		next, running, done := s.step(ctx, b)
 		if done {
-			return s.finish(context.WithoutCancel(ctx))
+			sum, err := s.finish(context.WithoutCancel(ctx))
+			if err == nil && s.setupStop != nil {
+				// Every start failed for this one reason: say it, with
+				// its hint and exit code.
+				err = fmt.Errorf("run stopped: every start failed: %w", s.setupStop)
+			}
+			return sum, err
 		}
 		// Sleep until a running worker's supervisor exits, a backoff
 		// ends, or a while passes (sessions judged elsewhere, run stop).
@@ -677,6 +693,7 @@ func (s *Supervisor) startAll(ctx context.Context, b *board.Board, reqs []startR
 		case r.err != nil:
 			s.prepFailed(ctx, b, reqs[i].ts, r.err)
 		case r.ok:
+			s.started++
 			delete(s.prepFails, reqs[i].ts.id)
 			s.live[r.rec.Session.ID] = r.rec
 			s.emit(r.ev)
@@ -727,9 +744,10 @@ func (s *Supervisor) prepFailed(ctx context.Context, b *board.Board, ts taskStat
 	if errors.As(err, &re) && (errors.Is(err, worker.ErrRunning) || errors.Is(err, worker.ErrStarting)) {
 		return // another process is on it: look again later
 	}
-	switch exitcode.Of(err) {
-	case exitcode.Config, exitcode.NotFound, exitcode.Usage:
-		s.exhaust(context.WithoutCancel(ctx), b, ts, "cannot start: "+firstLine(err.Error()))
+	if IsSetupFailure(err) {
+		// Not an attempt and nothing the task did: left alone for this
+		// run, stored nowhere.
+		s.setupFails[id] = err
 		return
 	}
 	s.prepFails[id]++
@@ -738,6 +756,50 @@ func (s *Supervisor) prepFailed(ctx context.Context, b *board.Board, ts taskStat
 		return
 	}
 	s.notBefore[id] = time.Now().Add(s.o.Backoff << (s.prepFails[id] - 1))
+}
+
+// IsSetupFailure reports whether a start failed for a setup reason rather
+// than for anything of the task: a client that cannot start, an agent or
+// configuration that does not validate, a worktree setup that failed.
+func IsSetupFailure(err error) bool {
+	if errors.Is(err, worker.ErrSetup) {
+		return true
+	}
+	switch exitcode.Of(err) {
+	case exitcode.Config, exitcode.NotFound, exitcode.Usage:
+		return true
+	}
+	return false
+}
+
+// setupKey is what makes two setup failures the same reason: the command
+// and exit code of a failed worktree setup, else the message's first line.
+func setupKey(err error) string {
+	var se *worker.SetupError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("setup %q exit %d", se.Command, se.Exit)
+	}
+	return firstLine(err.Error())
+}
+
+// checkSetupStop stops the run early when no start of it got a session
+// and every start failed for the same setup reason: starting the other
+// targets would fail alike.
+func (s *Supervisor) checkSetupStop() {
+	if s.started > 0 || len(s.setupFails) == 0 || s.setupStop != nil || s.stopReason != "" {
+		return
+	}
+	key := ""
+	var first error
+	for _, err := range s.setupFails {
+		k := setupKey(err)
+		if key != "" && k != key {
+			return
+		}
+		key, first = k, err
+	}
+	s.setupStop = first
+	s.stopReason = "cannot start: " + firstLine(first.Error())
 }
 
 // review runs the reviewer on the task's latest session, which passed its
@@ -942,6 +1004,8 @@ func (s *Supervisor) taskSummary(b *board.Board, id string, sum *Summary) (TaskS
 		sum.NotStarted++
 		if why, ok := s.claimed[id]; ok {
 			t.Reason = why
+		} else if err, ok := s.setupFails[id]; ok {
+			t.Reason = "cannot start: " + firstLine(err.Error()) + "; not an attempt"
 		} else if res.Blocked {
 			t.Reason = "never started: blocked by " + strings.Join(shortAll(res.Waiting), ", ")
 		}

@@ -58,6 +58,10 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 			p.toStart = p.toStart[:free]
 		}
 		s.startAll(ctx, b, p.toStart)
+		s.checkSetupStop()
+		if s.setupStop != nil && len(running) == 0 {
+			return time.Time{}, nil, true
+		}
 		started = true
 	}
 	// Reviews run one at a time, after the starts, so that workers are
@@ -180,6 +184,9 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 func (s *Supervisor) settled(ctx context.Context, b *board.Board, ts taskState) bool {
 	if _, ok := s.claimed[ts.id]; ok {
 		return true
+	}
+	if _, ok := s.setupFails[ts.id]; ok {
+		return true // a setup failure: not retried in this run
 	}
 	if len(b.Tasks.Children(ts.id)) > 0 {
 		return true // split by a replan: its children are targets now
