@@ -738,8 +738,10 @@ func TestRunStallAndStartFailure(t *testing.T) {
 	if st, why := taskStatus(t, f.repo, stuck); st != "failed" || !strings.Contains(why, "exhausted: 1 of 1 attempts used") || !strings.Contains(why, "stalled: no output and no new commit for 1s") {
 		t.Errorf("stuck: %s (%s), want failed, exhausted after a stalled attempt", st, why)
 	}
-	if st, why := taskStatus(t, f.repo, missing); st != "failed" || !strings.Contains(why, `cannot start: client "no-such-client-anywhere" not found in PATH`) {
-		t.Errorf("missing: %s (%s), want exhausted, saying the client is not found", st, why)
+	// A client that cannot start is a setup problem, never an attempt:
+	// nothing is stored, the task stays open.
+	if st, why := taskStatus(t, f.repo, missing); st != "open" || strings.Contains(why, "exhausted") {
+		t.Errorf("missing: %s (%s), want open, not exhausted over a setup problem", st, why)
 	}
 	if n := sessionsOf(t, f.repo, missing); n != 0 {
 		t.Errorf("missing: %d sessions recorded, want none", n)
@@ -754,8 +756,41 @@ func TestRunStallAndStartFailure(t *testing.T) {
 		t.Fatal("no finished event")
 	}
 	for _, ts := range sum.Tasks {
-		if ts.ID == missing && ts.Attempts != 0 {
-			t.Errorf("start failures counted as %d attempts, want 0", ts.Attempts)
+		if ts.ID == missing && (ts.Attempts != 0 || ts.Reason != `cannot start: client "no-such-client-anywhere" not found in PATH; not an attempt`) {
+			t.Errorf("missing in the summary: %d attempts, reason %q; want 0, saying the client is not found", ts.Attempts, ts.Reason)
+		}
+	}
+}
+
+// TestRunSetupFailureStopsEarly: when every start of a run fails for the
+// same setup reason (here a client that is not installed), the run stops
+// at once with that error, its hint and its exit code; no task is stored
+// as exhausted and no session exists.
+func TestRunSetupFailureStopsEarly(t *testing.T) {
+	gittest.SkipShort(t, "a run whose every start fails")
+	f := newRunFixture(t)
+	gittest.WriteFiles(t, f.repo, map[string]string{
+		".agentmine/agents/missing.toml": "client = \"custom\"\ncommand = [\"no-such-client-anywhere\"]\n[scope]\nwrite = [\"**\"]\n",
+	})
+	gittest.Git(t, f.repo, "add", "-A")
+	gittest.Git(t, f.repo, "commit", "-qm", "an agent whose client is missing")
+	var ids []string
+	for i := 0; i < 3; i++ {
+		ids = append(ids, f.add(t, fmt.Sprintf("missing %d", i), "none", "--assignee", "missing"))
+	}
+	out, errOut, code := agentmine(t, f.repo, "run", "--max-loops", "2", "--parallel", "2")
+	if code != 5 {
+		t.Fatalf("run exit %d, want 5 (the setup problem's code)\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "\nerror: run stopped: every start failed: client \"no-such-client-anywhere\" not found in PATH\n") || !strings.Contains(errOut, "\nhint: install it") {
+		t.Errorf("run did not stop with the setup error and its hint:\n%s", errOut)
+	}
+	for _, id := range ids {
+		if st, why := taskStatus(t, f.repo, id); st != "open" || strings.Contains(why, "exhausted") {
+			t.Errorf("task %s: %s (%s), want open, not exhausted", id, st, why)
+		}
+		if n := sessionsOf(t, f.repo, id); n != 0 {
+			t.Errorf("task %s: %d sessions, want none", id, n)
 		}
 	}
 }
