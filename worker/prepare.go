@@ -341,6 +341,11 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 			return nil, err
 		}
 		sess.Setup.Prepared = prepared
+		// What setup left is ignored by the worker's git too: its `add -A`
+		// must not commit the setup's files as the worker's.
+		if err := ignoreGenerated(st, wt.GitDir, slices.Concat(generated, ag.Worktree.Paths(), prepared)); err != nil {
+			return nil, err
+		}
 	}
 	clientVersion := <-version
 	sess, err = sessions.UpdateAt(ctx, st, sess, root, "session prepared: worktree ready", func(s *sessions.Session) {
