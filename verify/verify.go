@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -231,7 +232,6 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 
 	c := &checker{in: in, wt: wt, found: map[string]int{}}
 	c.gen = newGenerated(in.Generated)
-	prepared := newGenerated(in.Prepared)
 
 	// The git processes are independent: run them side by side.
 	var (
@@ -293,6 +293,7 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 	v := Verdict{Tip: tip, Violations: []Violation{}, Changed: []Change{}}
 	committed := parseRawDiff(diffOut)
 	uncommitted, ignored := parseStatus(statusOut)
+	uncommitted, ignored = dropPrepared(uncommitted, ignored, in.Prepared)
 
 	// Classify every path of interest in one batch.
 	var paths []string
@@ -346,9 +347,6 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 			// Judged above by content.
 			continue
 		}
-		if prepared.match(ch.Path) && (ch.OldPath == "" || prepared.match(ch.OldPath)) {
-			continue // brought in or made by setup, not by the worker
-		}
 		v.Changed = append(v.Changed, ch)
 		v.Uncommitted = append(v.Uncommitted, ch.Path)
 		if c.judgeChange(ch, "uncommitted") {
@@ -361,7 +359,7 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 	}
 	for _, p := range ignored {
 		clean := strings.TrimSuffix(p, "/")
-		if c.gen.match(clean) || prepared.match(clean) {
+		if c.gen.match(clean) {
 			continue
 		}
 		if strings.HasSuffix(p, "/") {
@@ -660,6 +658,21 @@ func (c *checker) checkLive(rec Record) {
 			c.violate(ViolationGitInternals, t.Path, what)
 		}
 	}
+}
+
+// dropPrepared leaves out of uncommitted and ignored what lies under the
+// worktree setup's paths: brought in or made before the worker started,
+// not the worker's while left uncommitted.
+func dropPrepared(uncommitted []Change, ignored []string, paths []string) ([]Change, []string) {
+	if len(paths) == 0 {
+		return uncommitted, ignored
+	}
+	prepared := newGenerated(paths)
+	uncommitted = slices.DeleteFunc(uncommitted, func(ch Change) bool {
+		return prepared.match(ch.Path) && (ch.OldPath == "" || prepared.match(ch.OldPath))
+	})
+	ignored = slices.DeleteFunc(ignored, func(p string) bool { return prepared.match(strings.TrimSuffix(p, "/")) })
+	return uncommitted, ignored
 }
 
 // generated matches the paths agentmine wrote into a worktree.

@@ -8,7 +8,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -330,22 +329,8 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	if err != nil {
 		return nil, exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
 	}
-	if sess.Setup != nil {
-		ready := sess
-		ready.Command, ready.CommandEnv, ready.Generated = cmd.Argv, cmd.Env, generated
-		prepared, err := e.prepareWorktree(ctx, ready, nil)
-		if errors.Is(err, ErrSetup) {
-			return nil, exitcode.New(exitcode.Failed, err, fmt.Sprintf("its output is in %s; the setup commands are the [worktree] table of %s", sess.Log, ag.File))
-		}
-		if err != nil {
-			return nil, err
-		}
-		sess.Setup.Prepared = prepared
-		// What setup left is ignored by the worker's git too: its `add -A`
-		// must not commit the setup's files as the worker's.
-		if err := ignoreGenerated(st, wt.GitDir, slices.Concat(generated, ag.Worktree.Paths(), prepared)); err != nil {
-			return nil, err
-		}
+	if err := e.setUp(ctx, sess, cmd, generated, ag, wt.GitDir); err != nil {
+		return nil, err
 	}
 	clientVersion := <-version
 	sess, err = sessions.UpdateAt(ctx, st, sess, root, "session prepared: worktree ready", func(s *sessions.Session) {

@@ -69,8 +69,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	s = rec.Session
 	spec := specOf(s)
 	generated := s.Generated
-	prepared := preparedOf(s)
-	ignore := func(rel string) bool { return isGenerated(rel, generated) || isGenerated(rel, prepared) }
+	ignore := notWorkers(s)
 	wopts := verify.WatchOptions{Ignore: ignore, Extra: e.watchExtras(pctx, s)}
 	var proc *launch.Process
 	// strict holds the first violation seen live and the running process;
@@ -369,6 +368,13 @@ func stallsOf(s sessions.Session) []string {
 		return nil
 	}
 	return launch.StallPhrases(c)
+}
+
+// notWorkers tells the paths the live watcher ignores: agentmine's
+// generated files and the worktree setup's.
+func notWorkers(s sessions.Session) func(rel string) bool {
+	generated, prepared := s.Generated, preparedOf(s)
+	return func(rel string) bool { return isGenerated(rel, generated) || isGenerated(rel, prepared) }
 }
 
 // preparedOf lists the paths of the session's worktree setup (included,

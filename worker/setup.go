@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -250,6 +251,28 @@ func lastLogLine(log string) string {
 		}
 	}
 	return ""
+}
+
+// setUp readies the prepared session's worktree when its agent has a
+// [worktree] table (prepareWorktree), records what it holds then on
+// sess.Setup, and makes the worker's git ignore it too: its `add -A` must
+// not commit the person's files or the setup's as the worker's. A failed
+// setup command is a SetupError with a hint naming the log.
+func (e *Env) setUp(ctx context.Context, sess sessions.Session, cmd launch.Command, generated []string, ag agents.Agent, gitDir string) error {
+	if sess.Setup == nil {
+		return nil
+	}
+	ready := sess
+	ready.Command, ready.CommandEnv, ready.Generated = cmd.Argv, cmd.Env, generated
+	prepared, err := e.prepareWorktree(ctx, ready, nil)
+	if errors.Is(err, ErrSetup) {
+		return exitcode.New(exitcode.Failed, err, fmt.Sprintf("its output is in %s; the setup commands are the [worktree] table of %s", sess.Log, ag.File))
+	}
+	if err != nil {
+		return err
+	}
+	sess.Setup.Prepared = prepared
+	return ignoreGenerated(e.St, gitDir, slices.Concat(generated, ag.Worktree.Paths(), prepared))
 }
 
 // prepareWorktree brings the includes into the session's worktree and runs
