@@ -458,6 +458,9 @@ func validateWorktree(a Agent) []Problem {
 	if w.SetupTimeout < 0 {
 		add("worktree.setup_timeout", "setup_timeout must be >= 0 seconds, got %d", w.SetupTimeout)
 	}
+	if l := a.Isolation.Level; len(w.Share) > 0 && (l == "bwrap" || l == "clone") && !a.Isolation.Fallback {
+		add("worktree.share", "isolation level %s hides the main checkout from the worker: include (copy) instead", l)
+	}
 	spec := scope.Spec{Read: a.Scope.Read, Write: a.Scope.Write, Exclude: a.Scope.Exclude}
 	scopeOK := spec.Validate() == nil
 	seen := map[string]bool{}

@@ -150,6 +150,7 @@ func TestValidateProblems(t *testing.T) {
 		{Agent{Scope: Scope{Write: []string{"**"}}, Worktree: Worktree{Include: []string{"a"}, Share: []string{"./a"}}}, []string{"worktree.share"}},
 		{Agent{Scope: Scope{Write: []string{"src/**"}, Exclude: []string{"secrets/**"}}, Worktree: Worktree{Include: []string{"secrets/key"}}}, []string{"worktree.include"}},
 		{Agent{Scope: Scope{Read: []string{"src/**"}, Write: []string{"src/**"}}, Worktree: Worktree{Share: []string{"node_modules"}}}, []string{"worktree.share"}},
+		{Agent{Scope: Scope{Write: []string{"**"}}, Isolation: Isolation{Level: "clone"}, Worktree: Worktree{Share: []string{"node_modules"}}}, []string{"worktree.share"}},
 	}
 	for i, c := range cases {
 		c.a.File = "f.toml"

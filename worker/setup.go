@@ -128,20 +128,39 @@ func (e *Env) checkIncludes(ctx context.Context, ag agents.Agent, spec scope.Spe
 // the main checkout at top into dir.
 func bringIncludes(top, dir string, su *sessions.Setup) error {
 	for _, rel := range su.Include {
-		if err := copyTree(filepath.Join(top, filepath.FromSlash(rel)), filepath.Join(dir, filepath.FromSlash(rel))); err != nil {
+		src, dst := filepath.Join(top, filepath.FromSlash(rel)), filepath.Join(dir, filepath.FromSlash(rel))
+		if err := inParent(dst, func() error { return copyTree(src, dst) }); err != nil {
 			return fmt.Errorf("bringing in %s from the main checkout: %w", rel, err)
 		}
 	}
 	for _, rel := range su.Share {
-		dst := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return fmt.Errorf("sharing %s from the main checkout: %w", rel, err)
-		}
-		if err := os.Symlink(filepath.Join(top, filepath.FromSlash(rel)), dst); err != nil {
+		src, dst := filepath.Join(top, filepath.FromSlash(rel)), filepath.Join(dir, filepath.FromSlash(rel))
+		if err := inParent(dst, func() error { return os.Symlink(src, dst) }); err != nil {
 			return fmt.Errorf("sharing %s from the main checkout: %w", rel, err)
 		}
 	}
 	return nil
+}
+
+// inParent runs fn, which creates path, once path's directory exists and
+// can be written: a directory the scope made read-only is made writable
+// for the while and given its mode back.
+func inParent(path string, fn func() error) error {
+	parent := filepath.Dir(path)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	fi, err := os.Stat(parent)
+	if err != nil {
+		return err
+	}
+	if mode := fi.Mode().Perm(); mode&0o200 == 0 {
+		if err := os.Chmod(parent, mode|0o200); err != nil {
+			return err
+		}
+		defer os.Chmod(parent, mode)
+	}
+	return fn()
 }
 
 // copyTree copies the file, link or directory src to dst, keeping modes.
