@@ -718,8 +718,9 @@ func TestRunTwoClonesClaim(t *testing.T) {
 // TestRunStallAndStartFailure: a worker that prints nothing and commits
 // nothing for its agent's stall_timeout is stopped and its attempt fails
 // as stalled; a worker whose client cannot be found is refused before a
-// session exists (worker.Prepare's preflight), so it is no attempt, and
-// the task ends exhausted saying why it cannot start.
+// session exists (worker.Prepare's preflight), so it is no attempt: the
+// task stays open, nothing is stored, and the summary says why it could
+// not start.
 func TestRunStallAndStartFailure(t *testing.T) {
 	gittest.SkipShort(t, "a stalled worker waited out and start failures backed off")
 	f := newRunFixture(t)
