@@ -225,13 +225,11 @@ type Supervisor struct {
 	warned bool
 	// setupFails maps a task whose start failed for a setup reason (a
 	// client that cannot start, an invalid agent, a failing worktree
-	// setup) to why: never an attempt, never exhausted; the task is left
-	// alone for the rest of the run. started counts the starts that got a
-	// session; setupStop is set when every start so far failed for one
-	// setup reason: the run stops early with it.
+	// setup), and every other target of the same agent, to why: never an
+	// attempt, never exhausted; they are left alone for the rest of the
+	// run. started counts the starts that got a session.
 	setupFails map[string]error
 	started    int
-	setupStop  error
 }
 
 // mergeWait is why a passing session waits to be merged: the person's
@@ -541,10 +539,10 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 		next, running, done := s.step(ctx, b)
 		if done {
 			sum, err := s.finish(context.WithoutCancel(ctx))
-			if err == nil && s.setupStop != nil {
-				// Every start failed for this one reason: say it, with
+			if err == nil {
+				// Every start failed for one setup reason: say it, with
 				// its hint and exit code.
-				err = fmt.Errorf("run stopped: every start failed: %w", s.setupStop)
+				err = s.setupStop()
 			}
 			return sum, err
 		}
@@ -695,6 +693,7 @@ func (s *Supervisor) startAll(ctx context.Context, b *board.Board, reqs []startR
 		case r.ok:
 			s.started++
 			delete(s.prepFails, reqs[i].ts.id)
+			delete(s.setupFails, reqs[i].ts.id) // it started after all
 			s.live[r.rec.Session.ID] = r.rec
 			s.emit(r.ev)
 		}
@@ -745,9 +744,7 @@ func (s *Supervisor) prepFailed(ctx context.Context, b *board.Board, ts taskStat
 		return // another process is on it: look again later
 	}
 	if IsSetupFailure(err) {
-		// Not an attempt and nothing the task did: left alone for this
-		// run, stored nowhere.
-		s.setupFails[id] = err
+		s.setAside(b, id, err)
 		return
 	}
 	s.prepFails[id]++
@@ -782,24 +779,61 @@ func setupKey(err error) string {
 	return firstLine(err.Error())
 }
 
-// checkSetupStop stops the run early when no start of it got a session
-// and every start failed for the same setup reason: starting the other
-// targets would fail alike.
-func (s *Supervisor) checkSetupStop() {
-	if s.started > 0 || len(s.setupFails) == 0 || s.setupStop != nil || s.stopReason != "" {
+// setAside leaves a task whose start failed for a setup reason alone for
+// the rest of the run (not an attempt, stored nowhere), with every other
+// target of the same agent that is not running: their starts would fail
+// alike, so the run does not try them one by one.
+func (s *Supervisor) setAside(b *board.Board, id string, err error) {
+	s.setupFails[id] = err
+	agent := s.agentOf(b, id)
+	if agent == "" {
 		return
+	}
+	running := map[string]bool{}
+	for _, r := range s.live {
+		running[r.Session.Task] = true
+	}
+	for _, other := range s.rec.Targets {
+		if _, done := s.setupFails[other]; done || running[other] || b.Status[other].Status == status.InProgress {
+			continue
+		}
+		if s.agentOf(b, other) == agent {
+			s.setupFails[other] = err
+		}
+	}
+}
+
+// agentOf names the agent a start of the task would use, "" when none
+// resolves.
+func (s *Supervisor) agentOf(b *board.Board, id string) string {
+	t, ok := b.Tasks.Tasks[id]
+	if !ok {
+		return ""
+	}
+	a, err := s.env.ResolveAgent("", t.Task)
+	if err != nil {
+		return ""
+	}
+	return a.Name
+}
+
+// setupStop returns why the run could start nothing, nil when it could:
+// no start of it got a session and every one failed for the same setup
+// reason. It wraps that reason, with its hint and exit code.
+func (s *Supervisor) setupStop() error {
+	if s.started > 0 || len(s.setupFails) == 0 {
+		return nil
 	}
 	key := ""
 	var first error
 	for _, err := range s.setupFails {
 		k := setupKey(err)
 		if key != "" && k != key {
-			return
+			return nil
 		}
 		key, first = k, err
 	}
-	s.setupStop = first
-	s.stopReason = "cannot start: " + firstLine(first.Error())
+	return fmt.Errorf("run stopped: every start failed: %w", first)
 }
 
 // review runs the reviewer on the task's latest session, which passed its

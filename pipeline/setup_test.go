@@ -47,9 +47,9 @@ func TestSetupFailures(t *testing.T) {
 		{"nothing failed", map[string]error{}, 0, false},
 	} {
 		s := &Supervisor{setupFails: c.fails, started: c.started}
-		s.checkSetupStop()
-		if (s.setupStop != nil) != c.stop || c.stop && s.stopReason == "" {
-			t.Errorf("%s: stop %v (%q), want %v", c.name, s.setupStop, s.stopReason, c.stop)
+		err := s.setupStop()
+		if (err != nil) != c.stop || c.stop && (exitcode.Of(err) != exitcode.Of(c.fails["a"]) || exitcode.HintOf(err) == "") {
+			t.Errorf("%s: stop %v, want %v, with the failure's exit code and hint", c.name, err, c.stop)
 		}
 	}
 }

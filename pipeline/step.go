@@ -58,10 +58,6 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 			p.toStart = p.toStart[:free]
 		}
 		s.startAll(ctx, b, p.toStart)
-		s.checkSetupStop()
-		if s.setupStop != nil && len(running) == 0 {
-			return time.Time{}, nil, true
-		}
 		started = true
 	}
 	// Reviews run one at a time, after the starts, so that workers are

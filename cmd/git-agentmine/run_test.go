@@ -779,7 +779,7 @@ func TestRunSetupFailureStopsEarly(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		ids = append(ids, f.add(t, fmt.Sprintf("missing %d", i), "none", "--assignee", "missing"))
 	}
-	out, errOut, code := agentmine(t, f.repo, "run", "--max-loops", "2", "--parallel", "2")
+	out, errOut, code := agentmine(t, f.repo, "run", "--max-loops", "2", "--parallel", "1")
 	if code != 5 {
 		t.Fatalf("run exit %d, want 5 (the setup problem's code)\n%s\n%s", code, out, errOut)
 	}
@@ -792,6 +792,30 @@ func TestRunSetupFailureStopsEarly(t *testing.T) {
 		}
 		if n := sessionsOf(t, f.repo, id); n != 0 {
 			t.Errorf("task %s: %d sessions, want none", id, n)
+		}
+	}
+	// One start told the run enough: the other targets of the same agent
+	// were not tried one by one.
+	logData, err := os.ReadFile(filepath.Join(f.repo, ".git", "agentmine", "logs", "run-default.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(logData), "not found in PATH"); n != 1 {
+		t.Errorf("the run tried %d starts of the missing client, want 1:\n%s", n, logData)
+	}
+	// A target of another agent still runs: the run is no longer stopped
+	// by the setup problem, and the missing client's tasks stay open.
+	good := f.add(t, "works", "none")
+	out, errOut, code = agentmine(t, f.repo, "run", "--name", "mixed", "--max-loops", "1", "--parallel", "1")
+	if code != 1 || strings.Contains(errOut, "every start failed") {
+		t.Errorf("mixed run: exit %d, want 1 without the early stop\n%s\n%s", code, out, errOut)
+	}
+	if st, _ := taskStatus(t, f.repo, good); st != "review" {
+		t.Errorf("the other agent's task: %s, want review", st)
+	}
+	for _, id := range ids {
+		if st, why := taskStatus(t, f.repo, id); st != "open" || strings.Contains(why, "exhausted") {
+			t.Errorf("mixed run, task %s: %s (%s), want open", id, st, why)
 		}
 	}
 }
