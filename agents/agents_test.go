@@ -141,6 +141,16 @@ func TestValidateProblems(t *testing.T) {
 		{Agent{PromptFile: "../p.md", Scope: Scope{Write: []string{"**"}}}, []string{"prompt_file"}},
 		{Agent{PromptFile: "/etc/hostname", Scope: Scope{Write: []string{"**"}}}, []string{"prompt_file"}},
 		{Agent{PromptFile: "p.md", Client: "gemini", Scope: Scope{Write: []string{"**"}}}, nil},
+		// [worktree]: includes inside the repository, visible to the
+		// worker, named once; setup commands not empty.
+		{Agent{Scope: Scope{Write: []string{"src/**"}}, Worktree: Worktree{Setup: []string{"npm ci"}, Include: []string{".env.local", "./conf/"}, Share: []string{"node_modules"}}}, nil},
+		{Agent{Scope: Scope{Write: []string{"**"}}, Worktree: Worktree{Setup: []string{" "}, SetupTimeout: -1}}, []string{"worktree.setup", "worktree.setup_timeout"}},
+		{Agent{Scope: Scope{Write: []string{"**"}}, Worktree: Worktree{Include: []string{"../x", "/etc/passwd", "", ".", ".git/config", "*.env"}}},
+			[]string{"worktree.include", "worktree.include", "worktree.include", "worktree.include", "worktree.include", "worktree.include"}},
+		{Agent{Scope: Scope{Write: []string{"**"}}, Worktree: Worktree{Include: []string{"a"}, Share: []string{"./a"}}}, []string{"worktree.share"}},
+		{Agent{Scope: Scope{Write: []string{"src/**"}, Exclude: []string{"secrets/**"}}, Worktree: Worktree{Include: []string{"secrets/key"}}}, []string{"worktree.include"}},
+		{Agent{Scope: Scope{Read: []string{"src/**"}, Write: []string{"src/**"}}, Worktree: Worktree{Share: []string{"node_modules"}}}, []string{"worktree.share"}},
+		{Agent{Scope: Scope{Write: []string{"**"}}, Isolation: Isolation{Level: "clone"}, Worktree: Worktree{Share: []string{"node_modules"}}}, []string{"worktree.share"}},
 	}
 	for i, c := range cases {
 		c.a.File = "f.toml"

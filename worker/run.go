@@ -69,7 +69,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	s = rec.Session
 	spec := specOf(s)
 	generated := s.Generated
-	ignore := func(rel string) bool { return isGenerated(rel, generated) }
+	ignore := notWorkers(s)
 	// The watcher starts after the refs watch: what excuses another
 	// worktree appearing is what the supervisor's witness heard.
 	var refs *refWatch
@@ -287,7 +287,7 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 	}
 	say("verifying the changes against the scope…")
 	verdict, err := verify.Check(ctx, verify.Input{Worktree: s.Worktree, Base: s.BaseCommit, Tip: tip, Scope: spec,
-		Generated: s.Generated, GeneratedBlobs: s.GeneratedBlobs, Sparse: s.Sparse, Permissions: true, Live: live})
+		Generated: s.Generated, GeneratedBlobs: s.GeneratedBlobs, Prepared: preparedOf(s), Sparse: s.Sparse, Permissions: true, Live: live})
 	if err != nil {
 		return fmt.Errorf("verifying session %s: %w", s.ID[:8], err)
 	}
@@ -315,7 +315,8 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 			n = "command"
 		}
 		say("running the Definition of Done (%d %s)…", len(s.DoD), n)
-		dod, err = verify.RunDoD(ctx, e.Top, tip, s.Sparse, s.DoD, verify.DoDOptions{Timeout: time.Duration(s.DoDTimeout) * time.Second})
+		dod, err = verify.RunDoD(ctx, e.Top, tip, s.Sparse, s.DoD, verify.DoDOptions{Timeout: time.Duration(s.DoDTimeout) * time.Second,
+			Prepare: e.dodSetup(s)})
 		if err != nil {
 			// A DoD that could not run did not pass: record why, so that
 			// neither status nor merge is left with an empty DoD verdict.
@@ -376,6 +377,26 @@ func stallsOf(s sessions.Session) []string {
 		return nil
 	}
 	return launch.StallPhrases(c)
+}
+
+// notWorkers tells the paths the live watcher ignores: agentmine's
+// generated files and the worktree setup's.
+func notWorkers(s sessions.Session) func(rel string) bool {
+	generated, prepared := s.Generated, preparedOf(s)
+	return func(rel string) bool { return isGenerated(rel, generated) || isGenerated(rel, prepared) }
+}
+
+// preparedOf lists the paths of the session's worktree setup (included,
+// shared, and what the setup commands left): not the worker's changes.
+func preparedOf(s sessions.Session) []string {
+	if s.Setup == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range append(append([]string{}, s.Setup.Include...), s.Setup.Share...) {
+		out = append(out, p, p+"/") // a file, or a directory and what it holds
+	}
+	return append(out, s.Setup.Prepared...)
 }
 
 func isGenerated(rel string, generated []string) bool {
