@@ -446,19 +446,6 @@ func (p *Process) endLeftovers() {
 	}
 }
 
-// waitGroupGone waits until process group pgid has no live member, for at
-// most d.
-func waitGroupGone(pgid int, d time.Duration) {
-	deadline := time.Now().Add(d)
-	pause := 2 * time.Millisecond
-	for groupAlive(pgid) && time.Now().Before(deadline) {
-		time.Sleep(pause)
-		if pause < 100*time.Millisecond {
-			pause *= 2
-		}
-	}
-}
-
 // procList renders up to max processes for a message.
 func procList(ps []Proc, max int) string {
 	var parts []string
