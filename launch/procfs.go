@@ -52,8 +52,9 @@ func parseProcStat(s string) (procStat, error) {
 }
 
 // StartTime returns the start time of process pid in clock ticks since
-// boot (field 22 of /proc/<pid>/stat). Together with the pid it identifies
-// a process: a recycled pid gets a different start time.
+// boot (field 22 of /proc/<pid>/stat; on macOS, microseconds since the
+// epoch from sysctl kern.proc). Together with the pid it identifies a
+// process: a recycled pid gets a different start time.
 func StartTime(pid int) (uint64, error) {
 	if pid <= 0 {
 		return 0, fmt.Errorf("process start time: invalid pid %d", pid)
