@@ -400,7 +400,8 @@ func Validate(top string, a Agent) []Problem {
 	return ps
 }
 
-// placeholdersIn returns every {word} token in s.
+// placeholdersIn returns every {word} token in s, read as launch.ExpandArg
+// reads it: "{{" is a literal "{", never the start of a token.
 func placeholdersIn(s string) []string {
 	var out []string
 	for {
@@ -408,14 +409,20 @@ func placeholdersIn(s string) []string {
 		if i < 0 {
 			return out
 		}
+		if strings.HasPrefix(s[i:], "{{") {
+			s = s[i+2:]
+			continue
+		}
 		j := strings.IndexByte(s[i:], '}')
 		if j < 0 {
 			return out
 		}
 		tok := s[i : i+j+1]
-		if len(tok) > 2 && !strings.ContainsAny(tok[1:len(tok)-1], "{ ") {
-			out = append(out, tok)
+		if len(tok) <= 2 || strings.ContainsAny(tok[1:len(tok)-1], "{ ") {
+			s = s[i+1:] // no token starts here; one may start inside
+			continue
 		}
+		out = append(out, tok)
 		s = s[i+j+1:]
 	}
 }

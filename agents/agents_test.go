@@ -129,6 +129,10 @@ func TestValidateProblems(t *testing.T) {
 		{Agent{Client: "cursor", Scope: Scope{Write: []string{"**"}}}, []string{"client"}},
 		{Agent{Client: "custom", Scope: Scope{Write: []string{"**"}}}, []string{"command"}},
 		{Agent{Command: []string{"x", "{prompt}"}, Scope: Scope{Write: []string{"**"}}}, []string{"command"}},
+		// "{{" is a literal brace: no placeholder follows it.
+		{Agent{Command: []string{"awk", "{{print}", "{{prompt}", "{{{{x}"}, Scope: Scope{Write: []string{"**"}}}, nil},
+		{Agent{Command: []string{"x", "{{{prompt}"}, Scope: Scope{Write: []string{"**"}}}, []string{"command"}},
+		{Agent{Command: []string{"x", "{a{prompt}"}, Scope: Scope{Write: []string{"**"}}}, []string{"command"}},
 		{Agent{Client: "codex"}, []string{"scope.write"}},
 		{Agent{Scope: Scope{Write: []string{"src/[a"}, Read: []string{""}, Exclude: []string{"../x"}}}, []string{"scope.read", "scope.write", "scope.exclude"}},
 		{Agent{Timeout: -1, Scope: Scope{Write: []string{"**"}}}, []string{"timeout"}},

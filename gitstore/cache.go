@@ -1,7 +1,6 @@
 package gitstore
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -17,7 +16,12 @@ import (
 // cached commit, so a stale or missing cache costs speed, never correctness.
 // Deleting it loses nothing.
 
-const cacheMagic = "agentmine-list-cache 1\n"
+// The formats of gitstore's cache files (cachefile.go frames them).
+const (
+	listFormat  = "agentmine-list-cache 2"
+	notesFormat = "agentmine-notes-cache 2"
+	rootsFormat = "agentmine-roots-cache 2"
+)
 
 type cacheEntry struct {
 	commit string
@@ -31,24 +35,23 @@ func (s *Store) cachePath(k Kind) string {
 // readCache loads the cache of kind k; any problem yields an empty cache.
 // It also returns the file it read (nil when none), for writeCache.
 func (s *Store) readCache(k Kind) (map[string]cacheEntry, os.FileInfo) {
-	raw, gen := readCacheFile(s.cachePath(k))
-	if !bytes.HasPrefix(raw, []byte(cacheMagic)) {
-		return nil, gen
+	raw, gen := readCacheFile(s.cachePath(k), listFormat)
+	if gen == nil {
+		return nil, nil
 	}
-	raw = raw[len(cacheMagic):]
 	m := make(map[string]cacheEntry)
 	for len(raw) > 0 {
 		nl := bytes.IndexByte(raw, '\n')
 		if nl < 0 {
-			return nil, gen
+			return nil, nil
 		}
 		f := bytes.Fields(raw[:nl])
 		if len(f) != 3 {
-			return nil, gen
+			return nil, nil
 		}
 		n, err := strconv.Atoi(string(f[2]))
-		if err != nil || nl+1+n > len(raw) {
-			return nil, gen
+		if err != nil || n < 0 || nl+1+n > len(raw) {
+			return nil, nil
 		}
 		data := raw[nl+1 : nl+1+n]
 		m[string(f[0])] = cacheEntry{commit: string(f[1]), data: data}
@@ -63,27 +66,6 @@ func (s *Store) readCache(k Kind) (map[string]cacheEntry, os.FileInfo) {
 // once it was dropped (DropCaches) or replaced, entries taken from it must
 // not come back. A writer that read no cache file wrote only what it read
 // from git, and may always write.
-
-// readCacheFile reads a cache file and returns the file it read; nil when
-// there is none.
-func readCacheFile(path string) ([]byte, os.FileInfo) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil
-	}
-	// One read of the whole file: growing a buffer as io.ReadAll does
-	// copied a cache of tens of megabytes over and over.
-	raw := make([]byte, fi.Size())
-	if _, err := io.ReadFull(f, raw); err != nil {
-		return nil, nil
-	}
-	return raw, fi
-}
 
 // stillCurrent reports whether a cache written from entries of the file
 // prev (nil: none) may replace what is at path now.
@@ -130,33 +112,21 @@ func (s *Store) DropCaches(kinds ...Kind) error {
 // that some entries came from was replaced or dropped meanwhile; failures
 // are ignored because the cache is only an accelerator.
 func (s *Store) writeCache(k Kind, docs []Doc, prev os.FileInfo) {
-	p := s.cachePath(k)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return
-	}
-	f, err := os.CreateTemp(filepath.Dir(p), k.Dir+".tmp*")
-	if err != nil {
-		return
-	}
-	w := bufio.NewWriterSize(f, 1<<16)
-	io.WriteString(w, cacheMagic)
+	var size int64
 	for _, d := range docs {
-		fmt.Fprintf(w, "%s %s %d\n", d.ID, d.Commit, len(d.Data))
-		w.Write(d.Data)
+		size += int64(len(listEntryHead(d)) + len(d.Data))
 	}
-	err = w.Flush()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && !stillCurrent(p, prev) {
-		err = os.ErrExist
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), p)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
+	writeCacheStream(s.cachePath(k), listFormat, size, prev, func(w io.Writer) {
+		for _, d := range docs {
+			io.WriteString(w, listEntryHead(d))
+			w.Write(d.Data)
+		}
+	})
+}
+
+// listEntryHead is the line before an entry's document in the list cache.
+func listEntryHead(d Doc) string {
+	return d.ID + " " + d.Commit + " " + strconv.Itoa(len(d.Data)) + "\n"
 }
 
 // The notes cache holds every note of one notes commit: a header line with
@@ -167,26 +137,32 @@ func (s *Store) notesCachePath() string {
 	return filepath.Join(s.loc.CommonDir, "agentmine", "cache", "notes")
 }
 
+// readNotesCache returns the notes of the notes commit tip from the cache;
+// false when the cache is of another commit or does not check out.
 func (s *Store) readNotesCache(tip string) (map[string][]string, bool) {
-	raw, err := os.ReadFile(s.notesCachePath())
-	if err != nil {
+	raw, gen := readCacheText(s.notesCachePath(), notesFormat)
+	if gen == nil {
 		return nil, false
 	}
-	lines := strings.Split(string(raw), "\n")
-	if len(lines) == 0 || lines[0] != cacheMagic[:len(cacheMagic)-1]+" notes "+tip {
+	head, body, ok := strings.Cut(raw, "\n")
+	if !ok || head != tip {
 		return nil, false
 	}
+	// Every line must parse, to the last one: a checked file that does
+	// not parse was not written by this version.
+	lines := strings.Split(body, "\n")
+	if lines[len(lines)-1] != "" {
+		return nil, false
+	}
+	lines = lines[:len(lines)-1]
 	m := map[string][]string{}
-	for i := 1; i < len(lines); {
-		f := strings.Fields(lines[i])
-		if len(f) != 2 {
-			break
-		}
-		n, err := strconv.Atoi(f[1])
-		if err != nil || i+1+n > len(lines) {
+	for i := 0; i < len(lines); {
+		t, count, ok := strings.Cut(lines[i], " ")
+		n, err := strconv.Atoi(count)
+		if !ok || t == "" || err != nil || n < 0 || i+1+n > len(lines) {
 			return nil, false
 		}
-		m[f[0]] = lines[i+1 : i+1+n]
+		m[t] = lines[i+1 : i+1+n]
 		i += 1 + n
 	}
 	return m, true
@@ -194,15 +170,18 @@ func (s *Store) readNotesCache(tip string) (map[string][]string, bool) {
 
 func (s *Store) writeNotesCache(tip string, all map[string][]string) {
 	var b strings.Builder
-	b.WriteString(cacheMagic[:len(cacheMagic)-1] + " notes " + tip + "\n")
+	b.WriteString(tip + "\n")
 	for t, ls := range all {
 		fmt.Fprintf(&b, "%s %d\n", t, len(ls))
 		for _, l := range ls {
+			if strings.Contains(l, "\n") {
+				return // not a line: the cache could not say it
+			}
 			b.WriteString(l)
 			b.WriteByte('\n')
 		}
 	}
-	writeFileAtomic(s.notesCachePath(), []byte(b.String()), nil)
+	writeCacheFile(s.notesCachePath(), notesFormat, []byte(b.String()), nil)
 }
 
 // The roots cache maps entity ids to the first commit of their chain, which
@@ -213,12 +192,17 @@ func (s *Store) rootsCachePath(k Kind) string {
 }
 
 func (s *Store) readRootsCache(k Kind) (map[string]string, os.FileInfo) {
-	raw, gen := readCacheFile(s.rootsCachePath(k))
+	raw, gen := readCacheText(s.rootsCachePath(k), rootsFormat)
 	m := map[string]string{}
-	for _, l := range strings.Split(string(raw), "\n") {
-		if id, root, ok := strings.Cut(l, " "); ok {
-			m[id] = root
+	if gen == nil {
+		return m, nil
+	}
+	for l := range strings.Lines(raw) {
+		id, root, ok := strings.Cut(strings.TrimSuffix(l, "\n"), " ")
+		if !ok || id == "" || !isHexID(root, 2*s.hashLen()) || !strings.HasSuffix(l, "\n") {
+			return map[string]string{}, nil
 		}
+		m[id] = root
 	}
 	return m, gen
 }
@@ -228,13 +212,27 @@ func (s *Store) writeRootsCache(k Kind, m map[string]string, prev os.FileInfo) {
 	for id, root := range m {
 		b.WriteString(id + " " + root + "\n")
 	}
-	writeFileAtomic(s.rootsCachePath(k), []byte(b.String()), prev)
+	writeCacheFile(s.rootsCachePath(k), rootsFormat, []byte(b.String()), prev)
 }
 
-// writeFileAtomic replaces path through a temporary file and a rename,
-// unless the cache file prev the data came from is no longer in place
-// (stillCurrent); failures are ignored (caches only).
-func writeFileAtomic(path string, data []byte, prev os.FileInfo) {
+// writeFileAtomic replaces path with the chunks, one after the other
+// (see writeFileWith).
+func writeFileAtomic(path string, prev os.FileInfo, chunks ...[]byte) {
+	writeFileWith(path, prev, func(w io.Writer) error {
+		for _, c := range chunks {
+			if _, err := w.Write(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// writeFileWith replaces path with what fill writes, through a temporary
+// file and a rename, unless fill fails or the cache file prev the data
+// came from is no longer in place (stillCurrent); failures are ignored
+// (caches only).
+func writeFileWith(path string, prev os.FileInfo, fill func(w io.Writer) error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return
 	}
@@ -242,7 +240,7 @@ func writeFileAtomic(path string, data []byte, prev os.FileInfo) {
 	if err != nil {
 		return
 	}
-	_, err = f.Write(data)
+	err = fill(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -67,9 +67,7 @@ func TestDroppedCacheStaysDropped(t *testing.T) {
 	if _, _, err := s.List(ctx, k); err != nil { // rewrites nothing: all cached
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(s.cachePath(k)+".new", []byte(cacheMagic), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeCacheFile(s.cachePath(k)+".new", listFormat, nil, nil)
 	if err := os.Rename(s.cachePath(k)+".new", s.cachePath(k)); err != nil {
 		t.Fatal(err)
 	}

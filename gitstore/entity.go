@@ -259,7 +259,8 @@ func (s *Store) readDocs(ctx context.Context, k Kind, wants []want) ([]Doc, []er
 	var bad []want
 	names := make([]string, len(wants))
 	for i, w := range wants {
-		names[i] = w.commit + ":" + k.File
+		// ^{commit}: a ref at a tree holding the document is no entity.
+		names[i] = w.commit + "^{commit}:" + k.File
 	}
 	objs, err := cf.getMany(names)
 	if err != nil {

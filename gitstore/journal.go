@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/git-agentmine/git-agentmine/safefile"
 )
 
 // The journal is agentmine's record of its own writes, so that a supervisor
@@ -246,7 +248,9 @@ func flock(f *os.File, how int) error {
 func (s *Store) ReadJournal(since time.Time) ([]JournalEntry, error) {
 	var out []JournalEntry
 	for _, p := range []string{s.journalPath() + ".1", s.journalPath()} {
-		f, err := os.Open(p)
+		// Without blocking, a regular file only: a FIFO planted in its
+		// place must not hang the supervisor or merge reading it.
+		f, _, err := safefile.Open(p, -1)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}

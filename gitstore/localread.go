@@ -42,7 +42,9 @@ func (s *Store) ReleaseCaches() {
 }
 
 // readLocal answers a cat-file request in-process: an object id, a full
-// ref name, or <rev>:<path> with rev an id or a full ref name. ok is false
+// ref name, or <rev>:<path> with rev an id or a full ref name, optionally
+// followed by ^{commit} (the path then read only from a commit, as git
+// does: a tree there answers missing). ok is false
 // when git must answer. A path that a tree read in-process does not hold is
 // answered missing: that is a fact about the tree, not about the object
 // store.
@@ -52,6 +54,10 @@ func (s *Store) readLocal(name string) (object, bool) {
 		return object{}, false
 	}
 	rev, path, hasPath := strings.Cut(name, ":")
+	rev, commitOnly := strings.CutSuffix(rev, "^{commit}")
+	if commitOnly && !hasPath {
+		return object{}, false
+	}
 	id, ok := s.resolveLocal(rev)
 	if !ok {
 		return object{}, false
@@ -69,6 +75,12 @@ func (s *Store) readLocal(name string) (object, bool) {
 	typ, data, err := s.readKept(db, id)
 	if err != nil {
 		return object{}, false
+	}
+	if commitOnly && typ != "commit" {
+		if typ == "tag" {
+			return object{}, false // git peels tags
+		}
+		return object{missing: true}, true
 	}
 	if typ == "commit" {
 		// "tree <id>" is a commit's first line.

@@ -28,8 +28,8 @@ import (
 // what the walk met; if not (the branch was rewound or rewritten), the set
 // is walked again in full. No date heuristics: the answer is exact.
 //
-// Like every cache it is checked, not trusted for its integrity (a
-// checksum; anything damaged is recomputed), and it is one of the caches a
+// Like every cache it is checked, not trusted for its integrity (framed
+// with a checksum, cachefile.go; anything damaged is recomputed), and it is one of the caches a
 // supervisor drops after its worker ended (DropCaches): a worker running
 // as the same user could plant a set claiming its tip reached the base.
 // A shallow or grafted repository, or a commit the in-process reader cannot
@@ -74,7 +74,7 @@ func (r *Reach) search(raw []byte) (int, bool) {
 	return lo, lo < r.Len() && bytes.Equal(r.ids[lo*hl:(lo+1)*hl], raw)
 }
 
-const reachMagic = "agentmine-reach 1\n"
+const reachFormat = "agentmine-reach 2"
 
 func (s *Store) reachPath(ref string) string {
 	sum := sha256.Sum256([]byte(ref))
@@ -231,23 +231,18 @@ func mergeSorted(a, b []byte, hl int) []byte {
 // its sorted ids, or "" when there is none or it does not check out. prev
 // is the file read, for writeReach.
 func readReach(path string, hl int) (at string, ids []byte, prev os.FileInfo) {
-	raw, prev := readCacheFile(path)
-	if len(raw) < len(reachMagic)+sha256.Size || !bytes.HasPrefix(raw, []byte(reachMagic)) {
-		return "", nil, prev
+	body, prev := readCacheFile(path, reachFormat)
+	if prev == nil {
+		return "", nil, nil
 	}
-	body, sum := raw[:len(raw)-sha256.Size], raw[len(raw)-sha256.Size:]
-	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
-		return "", nil, prev
-	}
-	body = body[len(reachMagic):]
 	nl := bytes.IndexByte(body, '\n')
 	if nl != 2*hl || !isHexID(string(body[:nl]), 2*hl) || (len(body)-nl-1)%hl != 0 {
-		return "", nil, prev
+		return "", nil, nil
 	}
 	ids = body[nl+1:]
 	for i := hl; i < len(ids); i += hl {
 		if bytes.Compare(ids[i-hl:i], ids[i:i+hl]) >= 0 {
-			return "", nil, prev
+			return "", nil, nil
 		}
 	}
 	return string(body[:nl]), ids, prev
@@ -257,10 +252,7 @@ func readReach(path string, hl int) (at string, ids []byte, prev os.FileInfo) {
 // set was built on was dropped or replaced meanwhile (see stillCurrent).
 func writeReach(path, at string, ids []byte, prev os.FileInfo) {
 	var buf bytes.Buffer
-	buf.WriteString(reachMagic)
 	buf.WriteString(at + "\n")
 	buf.Write(ids)
-	sum := sha256.Sum256(buf.Bytes())
-	buf.Write(sum[:])
-	writeFileAtomic(path, buf.Bytes(), prev)
+	writeCacheFile(path, reachFormat, buf.Bytes(), prev)
 }

@@ -90,7 +90,7 @@ func TestReachableAsGit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data[len(reachMagic)+50] ^= 1
+	data[len(reachFormat)+60] ^= 1
 	if err := os.WriteFile(cache, data, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/git-agentmine/git-agentmine/safefile"
 )
 
 // A refs stamp tells whether the refs under a prefix may have changed since
@@ -133,7 +135,7 @@ func (s *Store) WriteSortedIndex(k Kind, name, stamp string, records []string, t
 		text := r[:len(r)-1]
 		fmt.Fprintf(&b, "%s %08x\n", text, crc32.ChecksumIEEE([]byte(text)))
 	}
-	writeFileAtomic(s.summaryPathOf(k, name), b.Bytes(), nil)
+	writeFileAtomic(s.summaryPathOf(k, name), nil, b.Bytes())
 }
 
 // LookupSortedIndex returns the records of the sorted index name of kind k
@@ -143,15 +145,11 @@ func (s *Store) LookupSortedIndex(k Kind, name, stamp, key string) (records []st
 	if stamp == "" {
 		return nil, false
 	}
-	f, err := os.Open(s.summaryPathOf(k, name))
+	f, fi, err := safefile.Open(s.summaryPathOf(k, name), maxCacheFile)
 	if err != nil {
 		return nil, false
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, false
-	}
 	head := make([]byte, 128+len(stamp))
 	n, err := f.ReadAt(head, 0)
 	if err != nil && err != io.EOF {
@@ -169,7 +167,7 @@ func (s *Store) LookupSortedIndex(k Kind, name, stamp, key string) (records []st
 	recLen, err1 := strconv.Atoi(f4[2])
 	count, err2 := strconv.Atoi(f4[3])
 	stampLen, err3 := strconv.Atoi(f4[4])
-	if err1 != nil || err2 != nil || err3 != nil || stampLen != len(stamp) || recLen <= len(key)+1+crcLen && count > 0 {
+	if err1 != nil || err2 != nil || err3 != nil || recLen < 0 || recLen > maxCacheFile || count < 0 || count > maxCacheFile || stampLen != len(stamp) || recLen <= len(key)+1+crcLen && count > 0 {
 		return nil, false
 	}
 	body := int64(nl + 1 + stampLen)

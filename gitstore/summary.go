@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -19,13 +17,15 @@ import (
 // package needs to answer the questions asked over and over, e.g. a
 // session's status facts), keyed by the commit its ref pointed at, and the
 // whole file by one more key (e.g. the notes commit the digests' outcomes
-// came from). It is checked, never trusted: a file whose checksum does not
-// match is ignored, and the owning package uses it only when the key and
+// came from). It is checked, never trusted: a file that does not check out
+// (cachefile.go) is ignored, and the owning package uses it only when the key and
 // every entity's tip match what git says now. A dropped cache
 // (DropCaches) is never written back by a reader that started before the
 // drop.
 
-const summaryMagic = "agentmine-summary-cache 1"
+// summaryFormat frames a summary file (cachefile.go): its payload is the
+// key's line, then per entry "<id> <commit> <digest length>\n<digest>".
+const summaryFormat = "agentmine-summary-cache 2"
 
 // Summaries is one read of the summary cache of a kind.
 type Summaries struct {
@@ -103,14 +103,16 @@ func (s *Store) ReadSummaryList(k Kind) (Summaries, []SummaryEntry) {
 // (see ReadSummariesOf).
 func (s *Store) ReadSummaryListOf(k Kind, name string) (Summaries, []SummaryEntry) {
 	out := Summaries{drop: statOrNil(s.dropMarkerPath())}
-	raw, gen := readCheckedText(s.summaryPathOf(k, name))
-	out.gen = gen
-	key, list, ok := parseSummaries(raw)
-	if ok {
-		out.Key = key
-		return out, list
+	raw, gen := readCacheText(s.summaryPathOf(k, name), summaryFormat)
+	if gen == nil {
+		return out, nil
 	}
-	return out, nil
+	key, list, ok := parseSummaries(raw)
+	if !ok {
+		return out, nil
+	}
+	out.gen, out.Key = gen, key
+	return out, list
 }
 
 func statOrNil(path string) os.FileInfo {
@@ -119,45 +121,6 @@ func statOrNil(path string) os.FileInfo {
 		return nil
 	}
 	return fi
-}
-
-// checksumTrailer is the length of a summary file's last line:
-// "sha256 <64 hex>\n", the checksum of everything before it.
-const checksumTrailer = len("sha256 ") + 64 + 1
-
-// readCheckedText reads a summary file as one string, hashing it on the
-// way, and returns everything before its trailer when the trailer is the
-// checksum of it ("" otherwise), with the file read (nil when none).
-func readCheckedText(path string) (string, os.FileInfo) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", nil
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", fi
-	}
-	n := fi.Size() - int64(checksumTrailer)
-	if n < 0 {
-		return "", fi
-	}
-	// The body goes straight into the string the entries will share: no
-	// second copy of a file of tens of megabytes.
-	var body strings.Builder
-	body.Grow(int(n))
-	h := sha256.New()
-	if _, err := io.Copy(io.MultiWriter(&body, h), io.LimitReader(f, n)); err != nil || int64(body.Len()) != n {
-		return "", fi
-	}
-	tail := make([]byte, checksumTrailer+1)
-	if m, _ := io.ReadFull(f, tail); m != checksumTrailer {
-		return "", fi
-	}
-	if string(tail[:checksumTrailer]) != "sha256 "+hex.EncodeToString(h.Sum(nil))+"\n" {
-		return "", fi
-	}
-	return body.String(), fi
 }
 
 // countSummaries counts the entries of a body (after the head line), so
@@ -183,11 +146,7 @@ func countSummaries(body string) int {
 
 // parseSummaries parses a checked body into its key and entries.
 func parseSummaries(body string) (string, []SummaryEntry, bool) {
-	head, body, ok := strings.Cut(body, "\n")
-	if !ok {
-		return "", nil, false
-	}
-	key, ok := strings.CutPrefix(head, summaryMagic+" ")
+	key, body, ok := strings.Cut(body, "\n")
 	if !ok || key == "" {
 		return "", nil, false
 	}
@@ -227,7 +186,7 @@ func (s *Store) WriteSummariesOf(k Kind, name string, prev Summaries, key string
 		return
 	}
 	var b bytes.Buffer
-	b.WriteString(summaryMagic + " " + key + "\n")
+	b.WriteString(key + "\n")
 	for _, e := range entries {
 		if e.ID == "" || e.Commit == "" || strings.ContainsAny(e.ID+e.Commit, " \n") {
 			return
@@ -235,9 +194,7 @@ func (s *Store) WriteSummariesOf(k Kind, name string, prev Summaries, key string
 		fmt.Fprintf(&b, "%s %s %d\n", e.ID, e.Commit, len(e.Data))
 		b.Write(e.Data)
 	}
-	sum := sha256.Sum256(b.Bytes())
-	b.WriteString("sha256 " + hex.EncodeToString(sum[:]) + "\n")
-	writeFileAtomic(s.summaryPathOf(k, name), b.Bytes(), prev.gen)
+	writeCacheFile(s.summaryPathOf(k, name), summaryFormat, b.Bytes(), prev.gen)
 }
 
 // sameFile reports whether a and b are the same file, or both absent.
@@ -285,40 +242,30 @@ func (s *Store) TipList(ctx context.Context, prefixes ...string) (refs, commits 
 // and checked out, and a caller must drop whatever it made of the entries
 // when it did not. Each digest is a string of its own (fn may keep it).
 func (s *Store) StreamSummaries(k Kind, key string, fn func(e SummaryEntry)) (ok bool) {
-	f, err := os.Open(s.summaryPathOf(k, ""))
-	if err != nil {
+	fr := openCacheFrame(s.summaryPathOf(k, ""), summaryFormat)
+	if fr == nil {
 		return false
 	}
-	defer f.Close()
-	h := sha256.New()
-	r := bufio.NewReaderSize(f, 1<<16)
-	line := func() (string, bool) {
-		l, err := r.ReadString('\n')
-		if err != nil {
-			return "", false
-		}
-		return l, true
-	}
-	head, ok := line()
-	if !ok || head != summaryMagic+" "+key+"\n" {
+	defer fr.close()
+	r := bufio.NewReaderSize(fr.payload(), 1<<16)
+	var read int64
+	head, err := r.ReadString('\n')
+	read += int64(len(head))
+	if err != nil || head != key+"\n" {
 		return false
 	}
-	h.Write([]byte(head))
 	var data []byte
 	for {
-		l, ok := line()
-		if !ok {
+		l, err := r.ReadString('\n')
+		read += int64(len(l))
+		if err == io.EOF && l == "" {
+			// The end of the payload: the checksum says whether all of it
+			// was what was written.
+			return fr.check(read)
+		}
+		if err != nil {
 			return false
 		}
-		if sum, trailer := strings.CutPrefix(l, "sha256 "); trailer {
-			// The trailer: the checksum of everything before it, and then
-			// the end of the file.
-			if _, err := r.ReadByte(); err != io.EOF {
-				return false
-			}
-			return sum == hex.EncodeToString(h.Sum(nil))+"\n"
-		}
-		h.Write([]byte(l))
 		id, rest, ok1 := strings.Cut(strings.TrimSuffix(l, "\n"), " ")
 		commit, size, ok2 := strings.Cut(rest, " ")
 		n, err := strconv.Atoi(size)
@@ -332,7 +279,7 @@ func (s *Store) StreamSummaries(k Kind, key string, fn func(e SummaryEntry)) (ok
 		if _, err := io.ReadFull(r, data); err != nil {
 			return false
 		}
-		h.Write(data)
+		read += int64(n)
 		fn(SummaryEntry{ID: id, Commit: commit, Data: string(data)})
 	}
 }
@@ -347,18 +294,15 @@ const maxSummary = 1 << 20
 // WriteSummaries as ReadSummaryList's does.
 func (s *Store) SummaryHead(k Kind) Summaries {
 	out := Summaries{drop: statOrNil(s.dropMarkerPath())}
-	f, err := os.Open(s.summaryPathOf(k, ""))
-	if err != nil {
+	fr := openCacheFrame(s.summaryPathOf(k, ""), summaryFormat)
+	if fr == nil {
 		return out
 	}
-	defer f.Close()
-	out.gen, _ = f.Stat()
-	head, err := bufio.NewReaderSize(f, 512).ReadString('\n')
-	if err != nil {
+	defer fr.close()
+	head, err := bufio.NewReaderSize(fr.payload(), 512).ReadString('\n')
+	if err != nil || head == "\n" {
 		return out
 	}
-	if key, ok := strings.CutPrefix(strings.TrimSuffix(head, "\n"), summaryMagic+" "); ok {
-		out.Key = key
-	}
+	out.gen, out.Key = fr.fi, strings.TrimSuffix(head, "\n")
 	return out
 }

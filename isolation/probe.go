@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/safefile"
 )
 
 // probeVersion is the version of the cached probe: a cache written by
@@ -121,7 +122,9 @@ func (c Caps) Choose(want Level, fallback bool) (got Level, note string, err err
 func Probe(ctx context.Context, cacheFile string, fresh bool) Caps {
 	key := probeKey()
 	if cacheFile != "" && !fresh {
-		if data, err := os.ReadFile(cacheFile); err == nil {
+		// Opened without blocking, a regular file only, bounded: a FIFO or
+		// a device planted there must not hang or exhaust the command.
+		if data, err := safefile.ReadFile(cacheFile, 1<<20); err == nil {
 			var c Caps
 			if json.Unmarshal(data, &c) == nil && c.V == probeVersion && c.Key == key {
 				return c

@@ -144,9 +144,9 @@ func (b *Box) prepareSeatbelt() error {
 			}
 		}
 	}
-	sp := seatbeltPaths{Worktree: realPath(p.Worktree), GitDir: realPath(p.GitDir), CommonDir: realPath(p.CommonDir),
-		MainTop: realPath(p.MainTop), Branch: p.Branch, Home: realPath(b.home), Tmp: realPath(b.tmp),
-		RealHome: realPath(p.Home), Network: p.Network}
+	sp := seatbeltPaths{Worktree: seatbeltPath(p.Worktree), GitDir: seatbeltPath(p.GitDir), CommonDir: seatbeltPath(p.CommonDir),
+		MainTop: seatbeltPath(p.MainTop), Branch: p.Branch, Home: seatbeltPath(b.home), Tmp: seatbeltPath(b.tmp),
+		RealHome: seatbeltPath(p.Home), Network: p.Network}
 	prof, err := seatbeltProfile(sp)
 	if err != nil {
 		return fmt.Errorf("preparing seatbelt isolation: %w", err)
@@ -155,9 +155,9 @@ func (b *Box) prepareSeatbelt() error {
 	return nil
 }
 
-// realPath is p absolute, with symbolic links resolved as far as it
+// seatbeltPath is p absolute, with symbolic links resolved as far as it
 // exists ("" stays "").
-func realPath(p string) string {
+func seatbeltPath(p string) string {
 	if p == "" {
 		return ""
 	}
@@ -188,7 +188,7 @@ func probeSeatbelt(ctx context.Context, goos string) (path, why string) {
 		return path, "seatbelt cannot be tried: " + err.Error()
 	}
 	defer os.RemoveAll(dir)
-	dir = realPath(dir)
+	dir = seatbeltPath(dir)
 	sp := seatbeltPaths{MainTop: filepath.Join(dir, "main"), CommonDir: filepath.Join(dir, "main", ".git"),
 		Worktree: filepath.Join(dir, "main", "wt"), GitDir: filepath.Join(dir, "main", ".git", "worktrees", "wt"),
 		Branch: "probe", Home: filepath.Join(dir, "home"), Tmp: filepath.Join(dir, "tmp")}

@@ -279,8 +279,9 @@ type Invocation struct {
 	Model string
 	// Command, when not empty, replaces the adapter's argv entirely (the
 	// agent's `command`; required for the custom client). Its arguments may
-	// contain the placeholders {prompt_file}, {worktree} and {task}, which
-	// are replaced wherever they occur.
+	// contain the placeholders {prompt_file}, {worktree}, {task} and, when
+	// OutputFile is set, {output_file}, which are replaced wherever they
+	// occur; "{{" stands for a literal "{" (see ExpandArg).
 	Command []string
 	// PromptFile is the file holding the prompt (required).
 	PromptFile string
@@ -288,6 +289,9 @@ type Invocation struct {
 	Worktree string
 	// Task is the task id (for the {task} placeholder).
 	Task string
+	// OutputFile is the file a planner or reviewer writes its answer to
+	// (for the {output_file} placeholder); "" leaves {output_file} as it is.
+	OutputFile string
 	// Writable lists directories outside the worktree that the client's own
 	// sandbox must let the worker write (the repository's git dir, so that
 	// it can commit). Only clients with a sandbox use it (codex).
@@ -368,13 +372,64 @@ func (inv Invocation) build(byFile bool) (Command, error) {
 	return Command{Argv: append([]string{a.binary}, args...), Stdin: stdin, Env: append([]string(nil), a.env...)}, nil
 }
 
+// Program returns the program the invocation runs (argv[0] of Build,
+// placeholders expanded), without reading the prompt: "" for a custom
+// client without a command or an unknown client.
+func (inv Invocation) Program() string {
+	if len(inv.Command) > 0 {
+		return expandPlaceholders(inv.Command[:1], inv)[0]
+	}
+	a, ok := adapterFor(inv.Client)
+	if !ok || inv.Client == Custom {
+		return ""
+	}
+	return a.binary
+}
+
 func expandPlaceholders(argv []string, inv Invocation) []string {
-	r := strings.NewReplacer("{prompt_file}", inv.PromptFile, "{worktree}", inv.Worktree, "{task}", inv.Task)
+	values := map[string]string{"{prompt_file}": inv.PromptFile, "{worktree}": inv.Worktree, "{task}": inv.Task}
+	if inv.OutputFile != "" {
+		values["{output_file}"] = inv.OutputFile
+	}
 	out := make([]string, len(argv))
 	for i, a := range argv {
-		out[i] = r.Replace(a)
+		out[i] = ExpandArg(a, values)
 	}
 	return out
+}
+
+// ExpandArg replaces the placeholders of one argument of a custom command
+// in one pass from the left: "{{" is a literal "{" (so "{{task}" is the
+// text "{task}", and awk's "{{print}" is "{print}"), a {name} in values is
+// its value, and anything else is kept as written. A value is never
+// expanded again.
+func ExpandArg(arg string, values map[string]string) string {
+	if !strings.Contains(arg, "{") {
+		return arg
+	}
+	var b strings.Builder
+	for i := 0; i < len(arg); {
+		if arg[i] != '{' {
+			b.WriteByte(arg[i])
+			i++
+			continue
+		}
+		if strings.HasPrefix(arg[i:], "{{") {
+			b.WriteByte('{')
+			i += 2
+			continue
+		}
+		if j := strings.IndexByte(arg[i:], '}'); j > 0 {
+			if v, ok := values[arg[i:i+j+1]]; ok {
+				b.WriteString(v)
+				i += j + 1
+				continue
+			}
+		}
+		b.WriteByte('{')
+		i++
+	}
+	return b.String()
 }
 
 func shellQuote(s string) string {

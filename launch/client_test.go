@@ -128,6 +128,42 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// TestExpandArgEscapes: "{{" is a literal "{", known placeholders are
+// replaced, anything else is kept, and a value is never expanded again.
+func TestExpandArgEscapes(t *testing.T) {
+	values := map[string]string{"{task}": "t1", "{worktree}": "/w{task}"}
+	for _, c := range []struct{ in, want string }{
+		{"plain", "plain"},
+		{"{task}", "t1"},
+		{"{{task}", "{task}"},
+		{"{{{task}", "{t1"},
+		{"{{{{task}", "{{task}"},
+		{"awk '{{print $1}'", "awk '{print $1}'"},
+		{"awk '{print}'", "awk '{print}'"},
+		{"{ a; }", "{ a; }"},
+		{"{{", "{"},
+		{"{", "{"},
+		{"}}", "}}"},
+		{"{x{task}", "{xt1"},
+		{"{worktree}", "/w{task}"},
+		{"{output_file}", "{output_file}"},
+		{"a{}b", "a{}b"},
+	} {
+		if got := ExpandArg(c.in, values); got != c.want {
+			t.Errorf("ExpandArg(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	inv := Invocation{Client: Custom, PromptFile: writePrompt(t, "hi"), Task: "t1", OutputFile: "/out.json",
+		Command: []string{"sh", "-c", "echo {{task}={task} > {output_file}"}}
+	cmd, err := inv.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "echo {task}=t1 > /out.json"; cmd.Argv[2] != want {
+		t.Errorf("got %q, want %q", cmd.Argv[2], want)
+	}
+}
+
 func TestBuildCommandOverrideAndCustom(t *testing.T) {
 	pf := writePrompt(t, "hi")
 	inv := Invocation{Client: Custom, PromptFile: pf, Worktree: "/wt", Task: "t1",

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+
+	"github.com/git-agentmine/git-agentmine/safefile"
 )
 
 // DefaultMaxLogBytes bounds a session log when Spec.MaxLogBytes is zero.
@@ -170,7 +172,7 @@ func tailFile(path string, n int) ([]string, error) {
 
 // readEnd returns the last max bytes of the file at path (nil if missing).
 func readEnd(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, _, err := safefile.Open(path, -1)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

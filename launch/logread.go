@@ -140,7 +140,7 @@ func readAt(path string, off int64, max int) ([]byte, error) {
 	if max <= 0 {
 		return nil, nil
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -148,6 +148,9 @@ func readAt(path string, off int64, max int) ([]byte, error) {
 		return nil, fmt.Errorf("reading the log: %w", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("reading the log: %s is not a regular file", path)
+	}
 	buf := make([]byte, max)
 	n, err := f.ReadAt(buf, off)
 	if err != nil && !errors.Is(err, io.EOF) {

@@ -583,13 +583,13 @@ func envValue(env []string, key string) string {
 
 // CheckCommand reports, with the error Start would return, whether the
 // program of argv can be found in the PATH a worker started with env
-// would have. It lets a caller refuse a run up front (a detached run,
-// before its supervisor is started).
-func CheckCommand(argv []string, env []string) error {
+// would have and run on this machine (Resolve). It lets a caller refuse a
+// run up front (a detached run, before its supervisor is started).
+func CheckCommand(argv []string, dir string, env []string) error {
 	if len(argv) == 0 || argv[0] == "" {
 		return exitcode.New(exitcode.Config, errors.New("start worker: empty command"), "")
 	}
-	_, err := lookPath(argv[0], envValue(WorkerEnv(env), "PATH"))
+	_, err := Resolve(argv[0], dir, WorkerEnv(env))
 	return err
 }
 

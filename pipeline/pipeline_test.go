@@ -154,14 +154,19 @@ func TestIsStartFailure(t *testing.T) {
 }
 
 // TestValidateName: letters, digits, '.', '_', '-', starting with a letter
-// or digit, at most 64.
+// or digit, at most 64, and a ref name component git takes: every name
+// accepted is one `git check-ref-format` accepts under refs/agentmine/runs/.
 func TestValidateName(t *testing.T) {
-	for _, ok := range []string{"a", "run-1", "R.2_x", "9", strings.Repeat("x", 64)} {
+	for _, ok := range []string{"a", "run-1", "R.2_x", "9", strings.Repeat("x", 64), "a.b", "x.locks", "lock", "a.-_b"} {
 		if err := ValidateName(ok); err != nil {
 			t.Errorf("ValidateName(%q): %v", ok, err)
 		}
+		if out, err := exec.Command("git", "check-ref-format", "refs/agentmine/runs/"+ok).CombinedOutput(); err != nil {
+			t.Errorf("ValidateName accepts %q, which git refuses: %v %s", ok, err, out)
+		}
 	}
-	for _, bad := range []string{"", "-a", ".a", "_a", "a b", "a/b", "é", strings.Repeat("x", 65), "a\n"} {
+	for _, bad := range []string{"", "-a", ".a", "_a", "a b", "a/b", "é", strings.Repeat("x", 65), "a\n",
+		"a..b", "a...b", "x.lock", "a.b.lock", "x.", "x_."} {
 		if err := ValidateName(bad); exitcode.Of(err) != exitcode.Usage {
 			t.Errorf("ValidateName(%q): %v, want a usage error", bad, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -96,10 +97,11 @@ func (r Record) Alive() bool {
 }
 
 // ValidateName checks a run name: letters, digits, ".", "_", "-", at most
-// 64, starting with a letter or digit.
+// 64, starting with a letter or digit, and a valid ref name component
+// (refs/agentmine/runs/<name>): no "..", no trailing "." or ".lock".
 func ValidateName(name string) error {
 	if !validName(name) {
-		return exitcode.New(exitcode.Usage, fmt.Errorf("invalid run name %q: want letters, digits, '.', '_' or '-' (at most 64, starting with a letter or digit)", name), "")
+		return exitcode.New(exitcode.Usage, fmt.Errorf("invalid run name %q: want letters, digits, '.', '_' or '-' (at most 64, starting with a letter or digit, without \"..\", not ending in '.' or \".lock\")", name), "")
 	}
 	return nil
 }
@@ -107,7 +109,7 @@ func ValidateName(name string) error {
 // validName is ValidateName's rule. It is not a regular expression: the
 // bounded repetition compiled to 64 copies, a millisecond at every start.
 func validName(name string) bool {
-	if name == "" || len(name) > 64 {
+	if name == "" || len(name) > 64 || strings.Contains(name, "..") || strings.HasSuffix(name, ".") || strings.HasSuffix(name, ".lock") {
 		return false
 	}
 	for i := 0; i < len(name); i++ {

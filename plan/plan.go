@@ -107,13 +107,22 @@ func Parse(where string, data []byte) (Plan, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return Plan{}, bad(where, "unexpected data after the plan's JSON object")
 	}
-	if p.V < 0 || p.V > Version {
+	if p.V < 0 || p.V > Version || p.V == 0 && hasVersion(data) {
 		return Plan{}, bad(where, "plan version %d is not supported by this binary (it reads version %d)", p.V, Version)
 	}
 	if p.V == 0 {
 		p.V = Version
 	}
 	return p, nil
+}
+
+// hasVersion reports whether a plan that decoded states its version: an
+// absent "v" means 1, an explicit 0 (or null) is no version at all.
+func hasVersion(data []byte) bool {
+	var v struct {
+		V json.RawMessage `json:"v"`
+	}
+	return json.Unmarshal(data, &v) == nil && v.V != nil
 }
 
 // jsonProblem turns a decoding error into one line naming what and where.

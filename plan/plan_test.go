@@ -22,6 +22,9 @@ func TestParseRefusesWithOneLine(t *testing.T) {
 		{`{"tasks": [{"title": 3}]}`, "tasks.title must be a string, not number"},
 		{`{"tasks": []} {}`, "unexpected data after"},
 		{`{"v": 2, "tasks": []}`, "plan version 2 is not supported"},
+		{`{"v": 0, "tasks": [{"title": "A"}]}`, "plan version 0 is not supported"},
+		{`{"v": null, "tasks": [{"title": "A"}]}`, "plan version 0 is not supported"},
+		{`{"v": -1, "tasks": [{"title": "A"}]}`, "plan version -1 is not supported"},
 		{"{\n\"tasks\": [,]}", "malformed JSON at line 2, column 11"},
 		{`{"task": []}`, `unknown key "task"`},
 	} {

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/git-agentmine/git-agentmine/safefile"
 )
 
 // TaskYAMLVersion is the only version of AgentRunner's task.yaml read.
@@ -45,6 +46,14 @@ type TaskYAML struct {
 // MaxLoopsLabel prefixes the label that carries a task.yaml's
 // runner.meta.max_loops ("max-loops:5"), for the supervisor to honour.
 const MaxLoopsLabel = "max-loops:"
+
+// MaxPRDBytes bounds the file a task.yaml's prd.path names: it becomes
+// part of the task's description. The file is opened without blocking and
+// must be a regular file (a FIFO or /dev/zero is refused, not waited on).
+const MaxPRDBytes = 16 << 20
+
+// MaxFileBytes bounds a plan file or task.yaml that `task import` reads.
+const MaxFileBytes = 64 << 20
 
 // SourceLabel prefixes the label naming the task.yaml's task.id
 // ("agentrunner:TASK-123").
@@ -89,7 +98,7 @@ func ParseTaskYAML(file string, data []byte, clients map[string]string) (Plan, e
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(filepath.Dir(file), p)
 		}
-		prd, err := os.ReadFile(p)
+		prd, err := safefile.ReadFile(p, MaxPRDBytes)
 		if err != nil {
 			return Plan{}, bad(where, "task.prd.path %q cannot be read: %v", y.Task.PRD.Path, errors.Unwrap(err))
 		}

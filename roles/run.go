@@ -25,6 +25,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/launch"
+	"github.com/git-agentmine/git-agentmine/safefile"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/worker"
 	"github.com/git-agentmine/git-agentmine/worktree"
@@ -236,12 +237,8 @@ func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
 	if err := os.WriteFile(promptFile, []byte(prompt), 0o644); err != nil {
 		return nil, fmt.Errorf("writing the %s prompt: %w", req.Role, err)
 	}
-	command := make([]string, len(ag.Command))
-	for i, a := range ag.Command {
-		command[i] = strings.ReplaceAll(a, OutputPlaceholder, outFile)
-	}
-	cmd, err := launch.Invocation{Client: client, Model: ag.Model, Command: command, PromptFile: promptFile,
-		Worktree: wtPath, Task: req.Task, Writable: []string{dir}}.Build()
+	cmd, err := launch.Invocation{Client: client, Model: ag.Model, Command: ag.Command, PromptFile: promptFile,
+		Worktree: wtPath, Task: req.Task, OutputFile: outFile, Writable: []string{dir}}.Build()
 	if err != nil {
 		return nil, exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
 	}
@@ -377,20 +374,16 @@ func Unfence(data []byte) []byte {
 }
 
 func readAnswer(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	// The agent wrote it: opened without blocking (a FIFO it left must not
+	// hang the command), a regular file only, read with a bound.
+	data, err := safefile.ReadFile(path, MaxOutputBytes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, errors.New("it wrote no answer file")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading its answer: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxOutputBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading its answer: %w", err)
-	}
-	if len(data) > MaxOutputBytes {
+	case errors.Is(err, safefile.ErrTooLarge):
 		return nil, fmt.Errorf("its answer is larger than %d bytes", MaxOutputBytes)
+	case err != nil:
+		return nil, fmt.Errorf("reading its answer: %w", err)
 	}
 	return Unfence(data), nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/safefile"
 )
 
 // repoIDFile holds this repository's identity under the common git dir's
@@ -51,7 +52,9 @@ func RepoID(st *gitstore.Store) (string, error) {
 }
 
 func readRepoID(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	// A regular file of a line, opened without blocking: a FIFO or a
+	// device planted there must not hang or exhaust the command.
+	b, err := safefile.ReadFile(path, 4096)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return "", err

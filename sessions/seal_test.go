@@ -2,6 +2,8 @@ package sessions
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -496,8 +498,17 @@ func TestPlantedCacheIsDropped(t *testing.T) {
 	}
 	bare := sealed.Session
 	bare.Seal = nil
-	planted := strings.Replace(string(raw), string(enc), string(bare.Encode()), 1)
+	// The file's frame: "<format> <length>\n", the payload, "sha256 <hex>\n".
+	// A planter running as the same user recomputes both: the checksum
+	// catches damage, not forgery.
+	head, rest, _ := strings.Cut(string(raw), "\n")
+	format := head[:strings.LastIndexByte(head, ' ')]
+	payload := rest[:len(rest)-len("sha256 ")-64-1]
+	planted := strings.Replace(payload, string(enc), string(bare.Encode()), 1)
 	planted = strings.Replace(planted, " "+itoa(len(enc))+"\n", " "+itoa(len(bare.Encode()))+"\n", 1)
+	planted = format + " " + itoa(len(planted)) + "\n" + planted
+	sum := sha256.Sum256([]byte(planted))
+	planted += "sha256 " + hex.EncodeToString(sum[:]) + "\n"
 	if err := os.WriteFile(cache, []byte(planted), 0o644); err != nil {
 		t.Fatal(err)
 	}

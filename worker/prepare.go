@@ -209,6 +209,8 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		sess.Pid, sess.PidStart = 0, 0
 	} else if sess.Isolation, err = e.chooseIsolation(ctx, ag); err != nil {
 		return nil, err
+	} else if err := e.preflight(launch.Invocation{Client: client, Command: ag.Command, Worktree: wtPath, Task: taskID}, sess.Isolation); err != nil {
+		return nil, err
 	}
 	logDir, err := st.LocalDir("logs")
 	if err != nil {
@@ -241,7 +243,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	}
 	undo = append(undo, func() { sessions.Delete(context.WithoutCancel(ctx), st, sid) })
 	claimedOn, claimNote := "", ""
-	if remote := e.claimRemoteFor(ctx, o); remote != "" {
+	if remote := e.claimRemoteFor(o); remote != "" {
 		ok, replaced, err := e.claim(ctx, remote, sess, root)
 		switch {
 		case ok:

@@ -245,7 +245,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 // missing client fails up front instead of after "running detached".
 func (e *Env) CheckStartable(ctx context.Context, rec sessions.Record) error {
 	s := rec.Session
-	err := launch.CheckCommand(s.Command, e.workerEnv(rec))
+	err := launch.CheckCommand(s.Command, s.Worktree, e.workerEnv(rec))
 	if err == nil {
 		return nil
 	}

@@ -31,21 +31,21 @@ func (e *Env) clientVersion(ctx context.Context, bin string) string {
 		return ""
 	}
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%d", path, fi.Size(), fi.ModTime().UnixNano())))
-	var cache string
-	if dir, err := e.St.LocalDir("cache", "client-version"); err == nil {
-		cache = filepath.Join(dir, hex.EncodeToString(sum[:12]))
-		if data, err := os.ReadFile(cache); err == nil && len(data) > 0 {
-			return strings.TrimSpace(string(data))
-		}
+	// Checked like every cache (gitstore's frame): a damaged or planted
+	// file that does not check out is asked again.
+	name := "client-version/" + hex.EncodeToString(sum[:12])
+	if data, ok := e.St.ReadLocalCache(name, clientVersionFormat); ok && len(data) > 0 && len(data) <= maxClientVersion {
+		return strings.TrimSpace(string(data))
 	}
 	v := launch.Version(ctx, path)
-	if v != "" && cache != "" {
-		tmp := fmt.Sprintf("%s.%d.tmp", cache, os.Getpid())
-		if os.WriteFile(tmp, []byte(v+"\n"), 0o644) == nil {
-			if os.Rename(tmp, cache) != nil {
-				os.Remove(tmp)
-			}
-		}
+	if v != "" && len(v) <= maxClientVersion {
+		e.St.WriteLocalCache(name, clientVersionFormat, []byte(v+"\n"))
 	}
 	return v
 }
+
+// clientVersionFormat is the format of a client version cache file.
+const clientVersionFormat = "agentmine-client-version 1"
+
+// maxClientVersion bounds a cached version line.
+const maxClientVersion = 4096

@@ -14,6 +14,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/memory"
 	"github.com/git-agentmine/git-agentmine/output"
+	"github.com/git-agentmine/git-agentmine/safefile"
 )
 
 // MemoryCmd groups the Memory Bank commands.
@@ -63,7 +64,7 @@ func readContent(a *App, content *string, file string) (text string, set bool, e
 	if file == "-" {
 		data, err = io.ReadAll(a.In)
 	} else {
-		data, err = os.ReadFile(file)
+		data, err = safefile.ReadFile(file, maxContentFile)
 	}
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -73,6 +74,10 @@ func readContent(a *App, content *string, file string) (text string, set bool, e
 	}
 	return string(data), true, nil
 }
+
+// maxContentFile bounds a memory's content file; it is opened without
+// blocking and must be a regular file.
+const maxContentFile = 16 << 20
 
 // MemoryAddCmd is `memory add`.
 type MemoryAddCmd struct {

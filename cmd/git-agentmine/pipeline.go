@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/plan"
 	"github.com/git-agentmine/git-agentmine/roles"
+	"github.com/git-agentmine/git-agentmine/safefile"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/tasknote"
 	"github.com/git-agentmine/git-agentmine/tasks"
@@ -135,10 +137,14 @@ func (c *TaskImportCmd) Run(a *App) error {
 		data, err = io.ReadAll(a.In)
 		name = "stdin"
 	} else {
-		data, err = os.ReadFile(c.File)
+		data, err = safefile.ReadFile(c.File, plan.MaxFileBytes)
 	}
 	if err != nil {
-		return exitcode.New(exitcode.NotFound, fmt.Errorf("importing %s: %w", name, errors.Unwrap(err)), "")
+		code := exitcode.NotFound
+		if !errors.Is(err, fs.ErrNotExist) {
+			code = exitcode.Usage // a FIFO, a device, a directory, too large
+		}
+		return exitcode.New(code, fmt.Errorf("importing %s: %w", name, errors.Unwrap(err)), "")
 	}
 	top := worker.MainTop(st)
 	var p plan.Plan

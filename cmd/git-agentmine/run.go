@@ -55,32 +55,64 @@ func (c *RunReplanCmd) Run(a *App) error {
 	return nil
 }
 
-// RunStartCmd is `run [TASK...]`.
+// RunStartCmd is `run [TASK...]`. Deadline, Budget and Name are pointers:
+// given empty or zero, they are refused rather than read as not given.
 type RunStartCmd struct {
-	Tasks    []string      `arg:"" optional:"" name:"task" help:"Target tasks (with their descendants); default: every task not done or cancelled."`
-	Parallel *int          `short:"j" placeholder:"N" help:"Workers running at once (default: the max_workers setting)."`
-	MaxLoops *int          `name:"max-loops" placeholder:"N" help:"Attempts per task before it is exhausted (default 3)."`
-	Review   bool          `help:"Have the reviewer agent judge every session that passed DoD and scope."`
-	Merge    bool          `help:"Merge passing sessions into the base, one at a time."`
-	Deadline time.Duration `placeholder:"DURATION" help:"Stop the run and its workers after this long (e.g. 30m)."`
-	Detach   bool          `short:"D" help:"Run the supervisor in the background and return at once."`
-	Budget   string        `placeholder:"N" help:"Start no new attempt once the run's sessions used N tokens (or $N of cost)."`
-	Name     string        `placeholder:"NAME" help:"Name of the run (default \"default\"); a killed run is resumed by starting it again."`
+	Tasks    []string       `arg:"" optional:"" name:"task" help:"Target tasks (with their descendants); default: every task not done or cancelled."`
+	Parallel *int           `short:"j" placeholder:"N" help:"Workers running at once (default: the max_workers setting)."`
+	MaxLoops *int           `name:"max-loops" placeholder:"N" help:"Attempts per task before it is exhausted (default 3)."`
+	Review   bool           `help:"Have the reviewer agent judge every session that passed DoD and scope."`
+	Merge    bool           `help:"Merge passing sessions into the base, one at a time."`
+	Deadline *time.Duration `placeholder:"DURATION" help:"Stop the run and its workers after this long (e.g. 30m)."`
+	Detach   bool           `short:"D" help:"Run the supervisor in the background and return at once."`
+	Budget   *string        `placeholder:"N" help:"Start no new attempt once the run's sessions used N tokens (or $N of cost)."`
+	Name     *string        `placeholder:"NAME" help:"Name of the run (default \"default\"); a killed run is resumed by starting it again."`
+}
+
+// flags checks the flags that need no repository and returns the options
+// they give.
+func (c *RunStartCmd) flags() (pipeline.Options, error) {
+	o := pipeline.Options{Targets: c.Tasks, MaxLoops: pipeline.DefaultMaxLoops, Review: c.Review, Merge: c.Merge}
+	if c.Name != nil {
+		if err := pipeline.ValidateName(*c.Name); err != nil {
+			return o, err
+		}
+		o.Name = *c.Name
+	}
+	if c.Deadline != nil {
+		if *c.Deadline <= 0 {
+			return o, exitcode.New(exitcode.Usage, fmt.Errorf("invalid --deadline %s: want a positive duration", *c.Deadline), "leave --deadline out for a run without one")
+		}
+		o.Deadline = *c.Deadline
+	}
+	if c.Budget != nil {
+		if strings.TrimSpace(*c.Budget) == "" {
+			return o, exitcode.New(exitcode.Usage, fmt.Errorf("invalid --budget %q: want a token count or $N, more than 0", *c.Budget), "leave --budget out for a run without one")
+		}
+		if _, err := pipeline.ParseBudget(*c.Budget); err != nil {
+			return o, err
+		}
+		o.Budget = *c.Budget
+	}
+	if c.MaxLoops != nil {
+		o.MaxLoops = *c.MaxLoops
+	}
+	return o, nil
 }
 
 // Run validates the flags, then runs the loop here or in the background.
 func (c *RunStartCmd) Run(a *App) error {
+	o, err := c.flags()
+	if err != nil {
+		return err
+	}
 	env, err := workerEnv(a, nil)
 	if err != nil {
 		return err
 	}
-	o := pipeline.Options{Name: c.Name, Targets: c.Tasks, Parallel: env.Cfg.MaxWorkers, MaxLoops: pipeline.DefaultMaxLoops,
-		Review: c.Review, Merge: c.Merge, Deadline: c.Deadline, Budget: c.Budget}
+	o.Parallel = env.Cfg.MaxWorkers
 	if c.Parallel != nil {
 		o.Parallel = *c.Parallel
-	}
-	if c.MaxLoops != nil {
-		o.MaxLoops = *c.MaxLoops
 	}
 	o.Supervisor = func(session string) []string { return supervisorArgv(a.Args0, env.Top, session) }
 	check := o
@@ -99,11 +131,15 @@ func (c *RunStartCmd) Run(a *App) error {
 	defer stop()
 	render := newRunRenderer(a)
 	o.Events = render.event
+	o.Warn = render.warn
 	sup, err := pipeline.Start(ctx, env, o, pipeline.DefaultHooks(env, func(args ...string) []string {
 		return append([]string{a.Args0, "-C", env.Top}, args...)
 	}))
 	if err != nil {
 		return err
+	}
+	if h := shareHint(env); h != "" && !a.G.JSON {
+		a.P.Notef("hint: %s\n", h)
 	}
 	render.begin(sup.Record())
 	sum, err := sup.Loop(ctx)
@@ -115,9 +151,9 @@ func (c *RunStartCmd) Run(a *App) error {
 		printSummary(a, sum, sup.Record())
 	}
 	switch {
-	case sum.Result == "done":
+	case sum.Result == "done", sum.Result == "passed":
 		return nil
-	case sup.Interrupted() && !stopRequested(ctx):
+	case sup.Interrupted():
 		return silentError{exitcode.Interrupted}
 	}
 	return silentError{exitcode.Failed}
@@ -258,6 +294,16 @@ func (r *runRenderer) event(e pipeline.Event) {
 	}
 }
 
+// warn prints a warning of the run (once per run: Options.Warn) on
+// stderr, under the live status line.
+func (r *runRenderer) warn(w string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.clear()
+	r.a.P.Warnf("%s", w)
+	r.redraw()
+}
+
 func (r *runRenderer) paint(e pipeline.Event) string {
 	line := e.Line()
 	color := ""
@@ -324,6 +370,9 @@ func printSummary(a *App, s pipeline.Summary, rec pipeline.Record) {
 	if s.Waiting > 0 {
 		a.P.Printf(", %d waiting to be merged", s.Waiting)
 	}
+	if s.Interrupted > 0 {
+		a.P.Printf(", %d interrupted", s.Interrupted)
+	}
 	a.P.Printf(", %d attempt(s)", s.Attempts)
 	if s.Reason != "" {
 		a.P.Printf(" — %s", s.Reason)
@@ -335,6 +384,29 @@ func printSummary(a *App, s pipeline.Summary, rec pipeline.Record) {
 		t.ColorRow([]string{"", statusColor(status.Status(x.Status))}, short8(x.ID), x.Status, fmt.Sprintf("%d/%d", x.Attempts, rec.MaxLoops), x.Title, x.Reason)
 	}
 	t.Flush()
+	printWaiting(a, s)
+}
+
+// printWaiting lists, after a run's summary, what waits to be merged with
+// the command that merges it, and how to continue an interrupted run.
+func printWaiting(a *App, s pipeline.Summary) {
+	for _, x := range s.Tasks {
+		if x.Status != string(status.Review) {
+			continue
+		}
+		cmd := "git agentmine merge " + short8(x.ID)
+		if x.AcceptMainChanges {
+			cmd += " --accept-main-changes (if you made the main checkout's changes yourself)"
+		}
+		a.P.Printf("waiting to be merged: %s %s — merge with: %s\n", short8(x.ID), x.Title, cmd)
+	}
+	if s.Interrupted > 0 || s.Reason == pipeline.Interrupted {
+		cont := "git agentmine run"
+		if s.Run != pipeline.DefaultName {
+			cont += " --name " + s.Run
+		}
+		a.P.Printf("continue with: %s\n", cont)
+	}
 }
 
 // RunStatusCmd is `run status [NAME]`.
@@ -473,13 +545,9 @@ func (c *RunStatusCmd) Run(a *App) error {
 
 // tailLines returns the last n lines of a file (none if unreadable).
 func tailLines(path string, n int) []string {
-	data, err := os.ReadFile(path)
+	lines, err := launch.Tail(path, n)
 	if err != nil {
 		return nil
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
 	}
 	return lines
 }

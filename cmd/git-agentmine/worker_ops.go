@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/output"
+	"github.com/git-agentmine/git-agentmine/safefile"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/verify"
 	"github.com/git-agentmine/git-agentmine/worker"
@@ -277,12 +279,16 @@ func (c *WorkerLogsCmd) Run(a *App) error {
 	var off int64
 	if c.Lines <= 0 {
 		for _, p := range []string{path + ".1", path} {
-			data, err := os.ReadFile(p)
-			if err == nil {
-				a.P.Out.Write(data)
-				if p == path {
-					off = int64(len(data))
-				}
+			// Streamed from a non-blocking open of a regular file: a log
+			// replaced by a FIFO or a device is not waited on or read.
+			f, _, err := safefile.Open(p, -1)
+			if err != nil {
+				continue
+			}
+			n, _ := io.Copy(a.P.Out, f)
+			f.Close()
+			if p == path {
+				off = n
 			}
 		}
 	} else if fi, err := os.Stat(path); err == nil {
@@ -309,7 +315,7 @@ func followLog(a *App, env *worker.Env, r sessions.Record, path string, off int6
 		close(done)
 	}()
 	flush := func() {
-		f, err := os.Open(path)
+		f, _, err := safefile.Open(path, -1)
 		if err != nil {
 			return
 		}

@@ -1,10 +1,7 @@
 package servers
 
 import (
-	"io"
 	"os"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/git-agentmine/git-agentmine/mcpserver"
 	"github.com/git-agentmine/git-agentmine/output"
@@ -24,11 +21,5 @@ func MCP(e *Env) error {
 	if err != nil {
 		return err
 	}
-	return s.Serve(e.Ctx, &mcp.IOTransport{Reader: io.NopCloser(e.In), Writer: nopWriteCloser{e.P.Out}})
+	return s.Serve(e.Ctx, &mcpserver.LineTransport{Reader: e.In, Writer: e.P.Out})
 }
-
-// nopWriteCloser is stdout as the transport writes it: closing the
-// connection must not close the process's stdout.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,9 +23,13 @@ type ServeOptions = serverargs.Serve
 // checkAddr refuses an --addr that is not HOST:PORT, or that is not
 // loopback without AllowRemote; it reports whether the address is loopback.
 func checkAddr(o ServeOptions) (host string, loopback bool, err error) {
-	host, _, err = net.SplitHostPort(o.Addr)
+	host, port, err := net.SplitHostPort(o.Addr)
+	if err == nil {
+		err = checkHostPort(host, port)
+	}
 	if err != nil {
-		return "", false, exitcode.New(exitcode.Usage, fmt.Errorf("--addr %q is not HOST:PORT: %w", o.Addr, err), "")
+		return "", false, exitcode.New(exitcode.Usage, fmt.Errorf("--addr %q is not HOST:PORT: %w", o.Addr, err),
+			"give a host name or IP address and a port number from 0 to 65535 (0 picks a free one), e.g. 127.0.0.1:7878")
 	}
 	loopback = isLoopback(host)
 	if !loopback && !o.AllowRemote {
@@ -32,6 +37,31 @@ func checkAddr(o ServeOptions) (host string, loopback bool, err error) {
 			"pass --allow-remote as well to serve it there (the access token is still required)")
 	}
 	return host, loopback, nil
+}
+
+// checkHostPort refuses, before anything listens, what net.Listen would
+// refuse only later or read as something else: a port that is not a
+// decimal number from 0 to 65535 (a service name, an empty port), and a
+// host that is neither empty, an IP address nor a DNS name.
+func checkHostPort(host, port string) error {
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 || strings.TrimLeft(port, "0123456789") != "" {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	ip, _, _ := strings.Cut(host, "%") // an IPv6 zone: fe80::1%eth0
+	if host == "" || net.ParseIP(ip) != nil {
+		return nil
+	}
+	if len(host) > 253 {
+		return fmt.Errorf("host name of %d characters", len(host))
+	}
+	for _, label := range strings.Split(host, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' ||
+			strings.TrimLeft(strings.ToLower(label), "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+			return fmt.Errorf("host %q is neither an IP address nor a host name", host)
+		}
+	}
+	return nil
 }
 
 // Serve serves the board until the context ends.
