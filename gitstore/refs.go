@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/git-agentmine/git-agentmine/gitcmd"
+	"golang.org/x/sys/unix"
 )
 
 // ErrConflict means a ref was not at the expected value when a transaction
@@ -41,6 +42,9 @@ func (s *Store) Transact(ctx context.Context, ops []RefOp) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("updating refs: %w", err)
 	}
+	// Registrations wait until the transaction is over (see Registration).
+	unlock := s.lockWitness(unix.LOCK_SH)
+	defer unlock()
 	s.journalRefs(ops)
 	return transact(ctx, s.git, s.zeroID(), ops)
 }

@@ -76,6 +76,7 @@ func RunHelper(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agentmine landlock helper: no command")
 		return 126
 	}
+	ppid := os.Getppid()
 	if err := restrict(rw, noNet); err != nil {
 		fmt.Fprintf(stderr, "agentmine landlock helper: restricting the worker: %v\n", err)
 		return 126
@@ -84,6 +85,10 @@ func RunHelper(args []string, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "agentmine landlock helper: %v\n", err)
 		return 127
+	}
+	if err := dieWithParent(ppid); err != nil {
+		fmt.Fprintf(stderr, "agentmine landlock helper: %v\n", err)
+		return 126
 	}
 	err = syscall.Exec(path, argv, os.Environ())
 	fmt.Fprintf(stderr, "agentmine landlock helper: running %s: %v\n", argv[0], err)

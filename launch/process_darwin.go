@@ -3,6 +3,7 @@
 package launch
 
 import (
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -63,4 +64,11 @@ func groupMembers(pgid int) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// workerAttr is how a worker's first process starts: a session of its
+// own. macOS has no parent-death signal: a worker whose supervisor is
+// killed runs on until EndRuns finds the session lost.
+func workerAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setsid: true}
 }

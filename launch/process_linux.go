@@ -2,7 +2,10 @@
 
 package launch
 
-import "time"
+import (
+	"syscall"
+	"time"
+)
 
 // waitGroupGone waits until process group pgid has no live member, for at
 // most d.
@@ -15,4 +18,10 @@ func waitGroupGone(pgid int, d time.Duration) {
 			pause *= 2
 		}
 	}
+}
+
+// workerAttr is how a worker's first process starts: a session of its
+// own, and SIGKILL when this process dies (a parent-death signal).
+func workerAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 }
