@@ -136,7 +136,7 @@ func CleanInclude(p string) string {
 // IsolationLevels lists the names an agent's [isolation] level may take;
 // "auto" (or no level) is the project's setting, else the strongest level
 // the machine gives without setup.
-var IsolationLevels = []string{"none", "landlock", "bwrap", "clone", "auto"}
+var IsolationLevels = []string{"none", "landlock", "seatbelt", "bwrap", "clone", "auto"}
 
 // Isolation is the [isolation] table of a definition.
 type Isolation struct {
@@ -146,8 +146,8 @@ type Isolation struct {
 	// cannot give Level (the level used is recorded); without it that is
 	// an error.
 	Fallback bool `toml:"fallback"`
-	// Network keeps the network at bwrap and clone (nil: true, since
-	// clients talk to their APIs).
+	// Network keeps the network at seatbelt, bwrap and clone (nil: true,
+	// since clients talk to their APIs).
 	Network *bool `toml:"network"`
 }
 

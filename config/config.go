@@ -61,7 +61,7 @@ var Settings = []Setting{
 	{"default_agent", "AGENTMINE_DEFAULT_AGENT", "agentmine.defaultAgent", "agent used when neither --agent nor the task's assignee names one", "coder"},
 	{"client", "AGENTMINE_CLIENT", "agentmine.client", "client for agents that name none", "claude-code"},
 	{"remote", "AGENTMINE_REMOTE", "agentmine.remote", "remote used by sync", `"origin" if it exists, else none`},
-	{"isolation", "AGENTMINE_ISOLATION", "agentmine.isolation", "isolation level of workers whose agent sets none: none, landlock, bwrap, clone or auto", "auto (landlock where the kernel has it, else none)"},
+	{"isolation", "AGENTMINE_ISOLATION", "agentmine.isolation", "isolation level of workers whose agent sets none: none, landlock, seatbelt, bwrap, clone or auto", "auto (seatbelt on macOS, landlock where the kernel has it, else none)"},
 	{"max_workers", "AGENTMINE_MAX_WORKERS", "agentmine.maxWorkers", "workers `run` keeps running at once when --parallel is not given", "2"},
 }
 

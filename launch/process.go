@@ -196,7 +196,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	// (kill -9 included: a parent-death signal, kept across exec); what it
 	// started is ended by whoever then finds the session lost (EndRuns).
 	cmd := &exec.Cmd{Path: path, Args: spec.Argv, Dir: spec.Dir, Env: env,
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}}
+		SysProcAttr: workerAttr()}
 	if spec.Stdin != "" {
 		in, err := os.Open(spec.Stdin)
 		if err != nil {
@@ -448,19 +448,6 @@ func (p *Process) endLeftovers() {
 	p.res.Leftovers, p.res.Survivors = endAll(find, p.spec.Grace, p.note)
 	if len(p.res.Survivors) > 0 {
 		p.note("%s survived SIGKILL (uninterruptible sleep?): %s", plural(len(p.res.Survivors), "process", "processes"), procList(p.res.Survivors, 5))
-	}
-}
-
-// waitGroupGone waits until process group pgid has no live member, for at
-// most d.
-func waitGroupGone(pgid int, d time.Duration) {
-	deadline := time.Now().Add(d)
-	pause := 2 * time.Millisecond
-	for groupAlive(pgid) && time.Now().Before(deadline) {
-		time.Sleep(pause)
-		if pause < 100*time.Millisecond {
-			pause *= 2
-		}
 	}
 }
 

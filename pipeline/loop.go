@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/git-agentmine/git-agentmine/agents"
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -1106,21 +1104,5 @@ func (s *Supervisor) emit(e Event) {
 	fmt.Fprintln(s.log, e.Line())
 	if s.o.Events != nil {
 		s.o.Events(e)
-	}
-}
-
-// waitPid returns when process pid has exited (at once if it is gone).
-func waitPid(pid int) {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return
-	}
-	defer unix.Close(fd)
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for {
-		_, err := unix.Poll(fds, -1)
-		if err != unix.EINTR {
-			return
-		}
 	}
 }

@@ -134,7 +134,7 @@ type Isolation struct {
 	// Requested is what the agent or the project asked for: a level, or
 	// "auto" for the strongest level the machine gives without setup.
 	Requested string `json:"requested"`
-	// Level is the level used: none, landlock, bwrap or clone.
+	// Level is the level used: none, landlock, seatbelt, bwrap or clone.
 	Level string `json:"level"`
 	// Network is whether the worker kept the network (bwrap, clone).
 	Network bool `json:"network"`

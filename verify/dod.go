@@ -246,7 +246,7 @@ func runOne(ctx context.Context, dir, command string, opts DoDOptions) CommandRe
 	cmd.Stdout = pw
 	cmd.Stderr = pw
 	// The DoD runs the worker's code: it dies with whoever runs it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = dodAttr()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		pw.Close()
