@@ -20,6 +20,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/git-agentmine/git-agentmine/agents"
+	"github.com/git-agentmine/git-agentmine/duration"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 )
 
@@ -55,9 +56,9 @@ type Setting struct {
 var Settings = []Setting{
 	{"base", "AGENTMINE_BASE", "agentmine.base", "branch that task branches start from and merge into", "the branch recorded by init, else the main worktree's current branch"},
 	{"worktree_root", "AGENTMINE_WORKTREE_ROOT", "agentmine.worktreeRoot", "directory holding worker worktrees (relative to the top of the repository, or absolute)", ".agentmine/worktrees"},
-	{"timeout", "AGENTMINE_TIMEOUT", "agentmine.timeout", "worker timeout in seconds, for agents that set none", "300"},
-	{"dod_timeout", "AGENTMINE_DOD_TIMEOUT", "agentmine.dodTimeout", "timeout of each Definition-of-Done command, in seconds", "600"},
-	{"grace", "AGENTMINE_GRACE", "agentmine.grace", "seconds between SIGTERM and SIGKILL when a worker is stopped", "10"},
+	{"timeout", "AGENTMINE_TIMEOUT", "agentmine.timeout", "worker timeout, for agents that set none (seconds, or a duration such as 5m)", "300"},
+	{"dod_timeout", "AGENTMINE_DOD_TIMEOUT", "agentmine.dodTimeout", "timeout of each Definition-of-Done command (seconds, or a duration such as 10m)", "600"},
+	{"grace", "AGENTMINE_GRACE", "agentmine.grace", "time between SIGTERM and SIGKILL when a worker is stopped (seconds, or a duration)", "10"},
 	{"default_agent", "AGENTMINE_DEFAULT_AGENT", "agentmine.defaultAgent", "agent used when neither --agent nor the task's assignee names one", "coder"},
 	{"client", "AGENTMINE_CLIENT", "agentmine.client", "client for agents that name none", "claude-code"},
 	{"remote", "AGENTMINE_REMOTE", "agentmine.remote", "remote used by sync", `"origin" if it exists, else none`},
@@ -159,16 +160,16 @@ type Options struct {
 
 // fileConfig is config.toml. Pointers tell "absent" from zero.
 type fileConfig struct {
-	Base         *string `toml:"base"`
-	WorktreeRoot *string `toml:"worktree_root"`
-	Timeout      *int64  `toml:"timeout"`
-	DoDTimeout   *int64  `toml:"dod_timeout"`
-	Grace        *int64  `toml:"grace"`
-	DefaultAgent *string `toml:"default_agent"`
-	Client       *string `toml:"client"`
-	Remote       *string `toml:"remote"`
-	Isolation    *string `toml:"isolation"`
-	MaxWorkers   *int64  `toml:"max_workers"`
+	Base         *string       `toml:"base"`
+	WorktreeRoot *string       `toml:"worktree_root"`
+	Timeout      *durationText `toml:"timeout"`
+	DoDTimeout   *durationText `toml:"dod_timeout"`
+	Grace        *durationText `toml:"grace"`
+	DefaultAgent *string       `toml:"default_agent"`
+	Client       *string       `toml:"client"`
+	Remote       *string       `toml:"remote"`
+	Isolation    *string       `toml:"isolation"`
+	MaxWorkers   *int64        `toml:"max_workers"`
 }
 
 func (f fileConfig) get(key string) (string, bool) {
@@ -184,17 +185,23 @@ func (f fileConfig) get(key string) (string, bool) {
 		}
 		return strconv.FormatInt(*p, 10), true
 	}
+	d := func(p *durationText) (string, bool) {
+		if p == nil {
+			return "", false
+		}
+		return string(*p), true
+	}
 	switch key {
 	case "base":
 		return s(f.Base)
 	case "worktree_root":
 		return s(f.WorktreeRoot)
 	case "timeout":
-		return n(f.Timeout)
+		return d(f.Timeout)
 	case "dod_timeout":
-		return n(f.DoDTimeout)
+		return d(f.DoDTimeout)
 	case "grace":
-		return n(f.Grace)
+		return d(f.Grace)
 	case "default_agent":
 		return s(f.DefaultAgent)
 	case "client":
@@ -207,6 +214,24 @@ func (f fileConfig) get(key string) (string, bool) {
 		return n(f.MaxWorkers)
 	}
 	return "", false
+}
+
+// durationText is a duration as written in config.toml: an integer
+// (seconds) or a string, kept as text for set to check like any other
+// source's value.
+type durationText string
+
+// UnmarshalTOML keeps an integer or a string.
+func (d *durationText) UnmarshalTOML(v any) error {
+	switch x := v.(type) {
+	case int64:
+		*d = durationText(strconv.FormatInt(x, 10))
+	case string:
+		*d = durationText(x)
+	default:
+		return fmt.Errorf("incompatible types: TOML value %v (%T) is not a duration: want %s", v, v, duration.Form)
+	}
+	return nil
 }
 
 // ReadFile reads and strictly decodes config.toml under top: a syntax error
@@ -225,7 +250,12 @@ func ReadFile(top string) (values map[string]string, exists bool, err error) {
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, true, exitcode.New(exitcode.Config, fmt.Errorf("%s:%d: %s", File, pe.Position.Line, firstLine(pe.Message)), "")
+			msg := firstLine(pe.Message)
+			if strings.HasPrefix(msg, "incompatible types") && pe.LastKey != "" {
+				// A duration's own decoder refused the value's type.
+				msg = pe.LastKey + ": " + msg
+			}
+			return nil, true, exitcode.New(exitcode.Config, fmt.Errorf("%s:%d: %s", File, pe.Position.Line, msg), "")
 		}
 		return nil, true, exitcode.New(exitcode.Config, fmt.Errorf("%s%s", File, typeError(err)), "")
 	}
@@ -395,15 +425,13 @@ func (c *Config) set(key, raw string) error {
 		}
 		c.WorktreeRoot = p
 	case "timeout", "dod_timeout", "grace":
-		n, err := strconv.Atoi(raw)
-		min := 1
-		if key == "grace" {
-			min = 0
+		d, err := duration.Parse(raw)
+		if err != nil {
+			return fmt.Errorf("invalid %s %q: %w", key, raw, err)
 		}
-		if err != nil || n < min {
-			return fmt.Errorf("invalid %s %q: want whole seconds, at least %d", key, raw, min)
+		if d == 0 && key != "grace" {
+			return fmt.Errorf("invalid %s %q: want at least 1s", key, raw)
 		}
-		d := time.Duration(n) * time.Second
 		switch key {
 		case "timeout":
 			c.Timeout = d
