@@ -64,6 +64,7 @@ var Settings = []Setting{
 	{"remote", "AGENTMINE_REMOTE", "agentmine.remote", "remote used by sync", `"origin" if it exists, else none`},
 	{"isolation", "AGENTMINE_ISOLATION", "agentmine.isolation", "isolation level of workers whose agent sets none: none, landlock, bwrap, clone or auto", "auto (landlock where the kernel has it, else none)"},
 	{"max_workers", "AGENTMINE_MAX_WORKERS", "agentmine.maxWorkers", "workers `run` keeps running at once when --parallel is not given", "2"},
+	{"memory_categories", "AGENTMINE_MEMORY_CATEGORIES", "agentmine.memoryCategories", "memory categories a memory may take (comma-separated); others only when asked for, or once a memory uses them", DefaultMemoryCategories},
 }
 
 // Defaults of the settings that have fixed ones.
@@ -76,6 +77,8 @@ const (
 	DefaultClient       = "claude-code"
 	DefaultIsolation    = "auto"
 	DefaultMaxWorkers   = 2
+	// DefaultMemoryCategories is the memory_categories setting's default.
+	DefaultMemoryCategories = "architecture,tooling,convention,rule,domain,decision"
 )
 
 // Config is the effective project settings.
@@ -99,6 +102,9 @@ type Config struct {
 	// MaxWorkers is how many workers `run` keeps running at once by
 	// default (at least 1).
 	MaxWorkers int
+	// MemoryCategories are the memory categories a memory may take
+	// without starting a new one (lower case, each one word).
+	MemoryCategories []string
 	// Sources maps each setting key to where its value came from.
 	Sources map[string]Source
 	// Origins maps each setting key to a precise origin for messages, e.g.
@@ -138,6 +144,8 @@ func (c Config) Value(key string) string {
 		return c.Isolation
 	case "max_workers":
 		return strconv.Itoa(c.MaxWorkers)
+	case "memory_categories":
+		return strings.Join(c.MemoryCategories, ",")
 	}
 	return ""
 }
@@ -170,6 +178,8 @@ type fileConfig struct {
 	Remote       *string       `toml:"remote"`
 	Isolation    *string       `toml:"isolation"`
 	MaxWorkers   *int64        `toml:"max_workers"`
+	// MemoryCategories is an array of names or one comma-separated string.
+	MemoryCategories *listText `toml:"memory_categories"`
 }
 
 func (f fileConfig) get(key string) (string, bool) {
@@ -212,6 +222,11 @@ func (f fileConfig) get(key string) (string, bool) {
 		return s(f.Isolation)
 	case "max_workers":
 		return n(f.MaxWorkers)
+	case "memory_categories":
+		if f.MemoryCategories == nil {
+			return "", false
+		}
+		return string(*f.MemoryCategories), true
 	}
 	return "", false
 }
@@ -232,6 +247,31 @@ func (d *durationText) UnmarshalTOML(v any) error {
 		return fmt.Errorf("incompatible types: TOML value %v (%T) is not a duration: want %s", v, v, duration.Form)
 	}
 	return nil
+}
+
+// listText is a list as written in config.toml: an array of strings or
+// one comma-separated string, kept as comma-separated text.
+type listText string
+
+// UnmarshalTOML keeps a string or an array of strings.
+func (l *listText) UnmarshalTOML(v any) error {
+	switch x := v.(type) {
+	case string:
+		*l = listText(x)
+		return nil
+	case []any:
+		parts := make([]string, 0, len(x))
+		for _, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return fmt.Errorf("incompatible types: TOML value %v (%T) in a list of names", e, e)
+			}
+			parts = append(parts, s)
+		}
+		*l = listText(strings.Join(parts, ","))
+		return nil
+	}
+	return fmt.Errorf("incompatible types: TOML value %v (%T) is not a list of names", v, v)
 }
 
 // ReadFile reads and strictly decodes config.toml under top: a syntax error
@@ -380,6 +420,8 @@ func fallback(o Options, key string) (raw string, src Source, origin string) {
 		return DefaultIsolation, FromDefault, "default"
 	case "max_workers":
 		return strconv.Itoa(DefaultMaxWorkers), FromDefault, "default"
+	case "memory_categories":
+		return DefaultMemoryCategories, FromDefault, "default"
 	}
 	return "", FromDefault, "default"
 }
@@ -461,6 +503,12 @@ func (c *Config) set(key, raw string) error {
 			return fmt.Errorf("invalid remote %q", raw)
 		}
 		c.Remote = raw
+	case "memory_categories":
+		cats, err := categoryList(raw)
+		if err != nil {
+			return err
+		}
+		c.MemoryCategories = cats
 	case "isolation":
 		if !slices.Contains(agents.IsolationLevels, raw) {
 			return fmt.Errorf("unknown isolation level %q (known: %s)", raw, strings.Join(agents.IsolationLevels, ", "))
@@ -468,4 +516,29 @@ func (c *Config) set(key, raw string) error {
 		c.Isolation = raw
 	}
 	return nil
+}
+
+// categoryList reads a comma-separated list of memory categories: each one
+// word of letters, digits, '-' and '_', lower-cased, at least one.
+func categoryList(raw string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(raw, ",") {
+		c := strings.ToLower(strings.TrimSpace(f))
+		if c == "" {
+			continue
+		}
+		for i, r := range c {
+			alnum := r >= 'a' && r <= 'z' || r >= '0' && r <= '9'
+			if !alnum && (i == 0 || (r != '-' && r != '_')) {
+				return nil, fmt.Errorf("invalid memory_categories %q: %q is not one word of letters, digits, '-' and '_'", raw, f)
+			}
+		}
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("invalid memory_categories %q: name at least one category", raw)
+	}
+	return out, nil
 }
