@@ -148,6 +148,11 @@ func Main(ctx context.Context, args []string, io Stdio, getenv func(string) stri
 		fmt.Fprintln(io.Err, "hint: --json prints whole records and -q only their ids; choose one")
 		return exitcode.Usage
 	}
+	if path := commandPath(kctx); g.JSON && noJSON[path] {
+		fmt.Fprintf(io.Err, "error: %s has no JSON output\n", path)
+		fmt.Fprintln(io.Err, "hint: leave out --json (docs/json.md lists the commands that have it)")
+		return exitcode.Usage
+	}
 	p := &output.Printer{Out: io.Out, Err: io.Err, JSON: g.JSON, Quiet: g.Quiet,
 		Color: output.ColorWanted(io.Out, g.NoColor, getenv)}
 	exe, _ := os.Executable()
@@ -342,4 +347,21 @@ func helpOfDefault(args []string) []string {
 	}
 	out := append(append(append([]string{}, args[:i+1]...), sub), args[i+1:]...)
 	return out
+}
+
+// noJSON names the commands whose output is text by nature (usage, a
+// script, a log, a live server's own protocol): --json is refused there
+// rather than ignored.
+var noJSON = map[string]bool{"help": true, "completion": true, "demo": true, "serve": true, "mcp": true, "worker logs": true}
+
+// commandPath is the path of commands kctx selected, without arguments:
+// "worker logs" for `worker logs T --follow`.
+func commandPath(kctx *kong.Context) string {
+	var words []string
+	for _, w := range strings.Fields(kctx.Command()) {
+		if !strings.HasPrefix(w, "<") && !strings.HasPrefix(w, "[") {
+			words = append(words, w)
+		}
+	}
+	return strings.Join(words, " ")
 }

@@ -187,3 +187,28 @@ func TestJSONWithQuietRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestNoJSONRefused: a command whose output cannot be JSON says so, exit
+// 2, instead of printing text to a reader that expects JSON.
+func TestNoJSONRefused(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		path string
+	}{
+		{[]string{"help", "task", "--json"}, "help"},
+		{[]string{"--json", "completion", "bash"}, "completion"},
+		{[]string{"worker", "logs", "abcd", "--json"}, "worker logs"},
+		{[]string{"demo", "--json"}, "demo"},
+		{[]string{"serve", "--json"}, "serve"},
+	} {
+		code, out, errs := mainOut(t, c.args...)
+		want := "error: " + c.path + " has no JSON output\nhint: leave out --json (docs/json.md lists the commands that have it)\n"
+		if code != exitcode.Usage || out != "" || errs != want {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.args, code, out, errs, want)
+		}
+	}
+	// Commands with JSON keep it.
+	if code, out, _ := mainOut(t, "version", "--json"); code != 0 || !strings.HasPrefix(out, "{") {
+		t.Errorf("version --json: exit %d, %q", code, out)
+	}
+}
