@@ -154,7 +154,7 @@ func Main(ctx context.Context, args []string, io Stdio, getenv func(string) stri
 		return exitcode.Usage
 	}
 	p := &output.Printer{Out: io.Out, Err: io.Err, JSON: g.JSON, Quiet: g.Quiet,
-		Color: output.ColorWanted(io.Out, g.NoColor, getenv)}
+		Color: output.ColorWanted(io.Out, g.NoColor, getenv), Width: output.Width(io.Out, getenv)}
 	exe, _ := os.Executable()
 	app := &App{Ctx: ctx, G: g, P: p, In: io.In, Getenv: getenv, Args0: exe}
 	err = kctx.Run(app)
