@@ -169,7 +169,9 @@ func (c *WorkerWaitCmd) Run(a *App) error {
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
 	}
+	stopProgress := waitProgress(a, b, recs)
 	ended, err := env.Wait(ctx, ids)
+	stopProgress()
 	if errors.Is(err, context.DeadlineExceeded) {
 		// Name what is still running, so the next step (wait longer,
 		// worker logs, worker stop) can be aimed at it.
