@@ -234,17 +234,18 @@ type mergeWait struct {
 }
 
 // checkoutWait reports whether a merge was refused because of the person's
-// main checkout rather than the work, and why. A refusal that names the
-// checkout's own paths (CheckoutPaths), one of a checkout with
-// uncommitted changes, and a main checkout changed during the run are
-// such refusals.
+// main checkout rather than the work, and why: a merge.CheckoutError (the
+// person's uncommitted files are where the merge writes, or a merge of
+// theirs is under way) and a main checkout changed during the run are
+// such refusals. Neither is an attempt: nothing changed, so the merge is
+// simply tried again.
 func checkoutWait(err error) (mergeWait, bool) {
 	var me *merge.MainCheckoutError
 	if errors.As(err, &me) {
 		return mergeWait{why: firstLine(err.Error()), acceptMain: true}, true
 	}
-	var cp interface{ CheckoutPaths() []string }
-	if errors.As(err, &cp) || strings.Contains(err.Error(), "with uncommitted changes") {
+	var ce *merge.CheckoutError
+	if errors.As(err, &ce) {
 		return mergeWait{why: firstLine(err.Error())}, true
 	}
 	return mergeWait{}, false

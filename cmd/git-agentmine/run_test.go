@@ -812,7 +812,10 @@ func TestRunDetachStatusStop(t *testing.T) {
 	}
 	var ss []struct {
 		Outcome *struct {
-			Signal string `json:"signal"`
+			Signal   string `json:"signal"`
+			ExitCode int    `json:"exit_code"`
+			Reason   string `json:"reason"`
+			By       string `json:"recorded_by"`
 		} `json:"outcome"`
 	}
 	json.Unmarshal([]byte(run(t, f.repo, "git", "agentmine", "session", "list", "--json")), &ss)
