@@ -148,7 +148,7 @@ func Main(ctx context.Context, args []string, io Stdio, getenv func(string) stri
 		fmt.Fprintln(io.Err, "hint: --json prints whole records and -q only their ids; choose one")
 		return exitcode.Usage
 	}
-	if path := commandPath(kctx); g.JSON && noJSON[path] {
+	if path := commandPath(kctx); g.JSON && noJSON(path) {
 		fmt.Fprintf(io.Err, "error: %s has no JSON output\n", path)
 		fmt.Fprintln(io.Err, "hint: leave out --json (docs/json.md lists the commands that have it)")
 		return exitcode.Usage
@@ -305,9 +305,14 @@ func printUsage(path string, io Stdio) int {
 	return exitcode.OK
 }
 
-// defaultSubcommands names, for a group whose bare form runs one of its
+// defaultSubcommand names, for a group whose bare form runs one of its
 // commands, that command: its help is the group's help.
-var defaultSubcommands = map[string]string{"run": "start"}
+func defaultSubcommand(group string) (string, bool) {
+	if group == "run" {
+		return "start", true
+	}
+	return "", false
+}
 
 // helpOfDefault rewrites a request for the help of a group that runs a
 // default command (`run --help`) into one for that command's help, which
@@ -322,12 +327,12 @@ func helpOfDefault(args []string) []string {
 		}
 	}
 	if word == "help" && i+1 < len(args) {
-		if sub, ok := defaultSubcommands[args[i+1]]; ok && len(args) == i+2 {
+		if sub, ok := defaultSubcommand(args[i+1]); ok && len(args) == i+2 {
 			return append(append([]string{}, args...), sub)
 		}
 		return args
 	}
-	sub, ok := defaultSubcommands[word]
+	sub, ok := defaultSubcommand(word)
 	if !ok || i < 0 {
 		return args
 	}
@@ -349,10 +354,16 @@ func helpOfDefault(args []string) []string {
 	return out
 }
 
-// noJSON names the commands whose output is text by nature (usage, a
-// script, a log, a live server's own protocol): --json is refused there
-// rather than ignored.
-var noJSON = map[string]bool{"help": true, "completion": true, "demo": true, "serve": true, "mcp": true, "worker logs": true}
+// noJSON reports whether the command at path prints text by nature
+// (usage, a script, a log, a live server's own protocol): --json is
+// refused there rather than ignored.
+func noJSON(path string) bool {
+	switch path {
+	case "help", "completion", "demo", "serve", "mcp", "worker logs":
+		return true
+	}
+	return false
+}
 
 // commandPath is the path of commands kctx selected, without arguments:
 // "worker logs" for `worker logs T --follow`.
