@@ -501,32 +501,14 @@ func (c *MemoryImportCmd) Run(a *App) error {
 
 // checkCategory refuses a memory category outside the memory_categories
 // setting that no memory uses yet, naming the ones it takes, unless
-// newCategory asks to start it.
+// newCategory asks to start it (memory.CheckCategory).
 func checkCategory(a *App, st *gitstore.Store, category string, newCategory bool) error {
-	c, err := memory.ValidateCategory(category)
-	if err != nil || newCategory {
+	if _, err := memory.ValidateCategory(category); err != nil || newCategory {
 		return err
 	}
 	cfg, err := loadConfig(a, st, nil)
 	if err != nil {
 		return err
 	}
-	if slices.Contains(cfg.MemoryCategories, c) {
-		return nil
-	}
-	bank, err := memory.Load(a.Ctx, st)
-	if err != nil {
-		return err
-	}
-	known := slices.Clone(cfg.MemoryCategories)
-	for _, id := range bank.IDs {
-		switch used := bank.Memories[id].Memory.Category; {
-		case used == c:
-			return nil
-		case !slices.Contains(known, used):
-			known = append(known, used)
-		}
-	}
-	return exitcode.New(exitcode.Usage, fmt.Errorf("unknown memory category %q (known: %s)", category, strings.Join(known, ", ")),
-		"start it with --new-category, or add it to the memory_categories setting")
+	return memory.CheckCategory(a.Ctx, st, category, cfg.MemoryCategories, false)
 }
