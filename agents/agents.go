@@ -21,6 +21,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/git-agentmine/git-agentmine/duration"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/scope"
 )
@@ -82,14 +83,15 @@ type Agent struct {
 	PromptFile string `toml:"prompt_file"`
 	// Role is one of Roles; empty means RoleWorker.
 	Role string `toml:"role"`
-	// Timeout is in seconds; 0 (or absent) means the project's default.
-	Timeout int `toml:"timeout"`
+	// Timeout is in seconds (written as seconds or a duration such as
+	// "5m"); 0 (or absent) means the project's default.
+	Timeout duration.Seconds `toml:"timeout"`
 	// StallTimeout is in seconds: a worker with no output and no new commit
 	// for that long is stopped and its attempt fails as "stalled". 0 (or
 	// absent) means no stall detection.
-	StallTimeout int      `toml:"stall_timeout"`
-	DoD          []string `toml:"dod"`
-	Scope        Scope    `toml:"scope"`
+	StallTimeout duration.Seconds `toml:"stall_timeout"`
+	DoD          []string         `toml:"dod"`
+	Scope        Scope            `toml:"scope"`
 	// Isolation is the [isolation] table: how strongly the worker is kept
 	// to its worktree while it runs.
 	Isolation Isolation `toml:"isolation"`
@@ -330,7 +332,12 @@ func Decode(name string, data []byte) (Agent, error) {
 func tomlError(rel string, err error) error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
-		return exitcode.New(exitcode.Config, fmt.Errorf("%s:%d: %s", rel, pe.Position.Line, firstLine(pe.Message)), "")
+		msg := firstLine(pe.Message)
+		if pe.LastKey != "" && (strings.HasPrefix(msg, "incompatible types") || strings.HasPrefix(msg, "invalid duration")) {
+			// A duration's own decoder refused the value.
+			msg = pe.LastKey + ": " + msg
+		}
+		return exitcode.New(exitcode.Config, fmt.Errorf("%s:%d: %s", rel, pe.Position.Line, msg), "")
 	}
 	return exitcode.New(exitcode.Config, fmt.Errorf("%s%s", rel, typeError(err)), "")
 }

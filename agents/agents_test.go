@@ -196,3 +196,23 @@ func TestValidName(t *testing.T) {
 		}
 	}
 }
+
+// TestDurations: timeout and stall_timeout take integer seconds or a
+// duration string; a string that is no duration names file, line and key.
+func TestDurations(t *testing.T) {
+	top := t.TempDir()
+	write(t, top, ".agentmine/agents/d.toml", "client = \"custom\"\ncommand = [\"true\"]\ntimeout = \"1h30m\"\nstall_timeout = \"2m\"\n[scope]\nwrite = [\"**\"]\n")
+	write(t, top, ".agentmine/agents/bad.toml", "client = \"custom\"\ncommand = [\"true\"]\nstall_timeout = \"soon\"\n")
+	a, err := Get(top, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.TimeoutOr(time.Minute) != 90*time.Minute || a.StallTimeout != 120 {
+		t.Errorf("timeout %v, stall_timeout %d; want 1h30m, 120", a.TimeoutOr(time.Minute), a.StallTimeout)
+	}
+	_, err = Get(top, "bad")
+	want := `.agentmine/agents/bad.toml:3: stall_timeout: invalid duration "soon": not a duration`
+	if err == nil || !strings.HasPrefix(err.Error(), want) || exitcode.Of(err) != exitcode.Config {
+		t.Errorf("bad duration: %v (exit %d); want exit 3 starting %q", err, exitcode.Of(err), want)
+	}
+}

@@ -35,6 +35,9 @@ type Spec struct {
 	// Argv is the program and its arguments; the program is looked up in
 	// the worker environment's PATH when it holds no slash.
 	Argv []string
+	// Shown is the command the log names as started: the client's own
+	// argv when Argv wraps it in a sandbox helper; nil means Argv.
+	Shown []string
 	// Dir is the working directory (the worktree).
 	Dir string
 	// Env holds KEY=VALUE pairs added to the worker's environment; see
@@ -241,7 +244,11 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	w.Close()
 	p.out = r
 	p.res.Started = time.Now()
-	p.note("started pid %d in %s: %s", p.pid, spec.Dir, describeArgv(spec.Argv))
+	shown := spec.Shown
+	if len(shown) == 0 {
+		shown = spec.Argv
+	}
+	p.note("started pid %d in %s: %s", p.pid, spec.Dir, describeArgv(shown))
 	if err := reaper.Err(); err != nil {
 		p.note("warning: %v: orphans that leave the worker's session and environment are not found", err)
 	}

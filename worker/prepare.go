@@ -214,7 +214,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	pstart, _ := launch.StartTime(pid)
 	sess := sessions.Session{ID: sid, Task: taskID, Agent: ag.Name, Client: string(client), Mode: mode,
 		Branch: sessions.Branch(taskID, sid), BaseRef: baseRef, BaseCommit: baseCommit, Worktree: wtPath,
-		Host: sessions.Host(), Repo: repoID, Pid: pid, PidStart: pstart, Timeout: int(timeout / time.Second), StallTimeout: ag.StallTimeout,
+		Host: sessions.Host(), Repo: repoID, Pid: pid, PidStart: pstart, Timeout: int(timeout / time.Second), StallTimeout: int(ag.StallTimeout),
 		Grace: int(e.Cfg.Grace / time.Second), Started: time.Now().UTC(),
 		Scope: sessions.Scope{Read: spec.Read, Write: spec.Write, Exclude: spec.Exclude},
 		DoD:   dod, DoDTimeout: int(e.Cfg.DoDTimeout / time.Second), SkipDoD: o.SkipDoD, Strict: o.Strict}

@@ -125,7 +125,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			// Stopped while it was being set up: the worker never starts.
 			stoppedEarly = true
 		} else {
-			proc, startErr = launch.Start(ctx, launch.Spec{Argv: box.Command(s.Command), Dir: s.Worktree, Env: append(e.workerEnv(rec), box.Env()...),
+			proc, startErr = launch.Start(ctx, launch.Spec{Argv: box.Command(s.Command), Shown: s.Command, Dir: s.Worktree, Env: append(e.workerEnv(rec), box.Env()...),
 				Stdin: s.CommandStdin, LogPath: s.Log, Tee: opts.Tee, Timeout: time.Duration(s.Timeout) * time.Second,
 				Grace: time.Duration(s.Grace) * time.Second, Stalls: stallsOf(s), Marker: markerOf(s), Reaper: reaper,
 				StallTimeout: time.Duration(s.StallTimeout) * time.Second, Progress: e.tipOf(s)})

@@ -8,6 +8,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/isolation"
+	"github.com/git-agentmine/git-agentmine/memory"
 	"github.com/git-agentmine/git-agentmine/merge"
 	"github.com/git-agentmine/git-agentmine/pipeline"
 	"github.com/git-agentmine/git-agentmine/replica"
@@ -72,6 +73,8 @@ func typedHint(err error) string {
 		return "see why: git agentmine task show " + e.Task + "; run it again with: git agentmine worker run " + e.Task + " --exec --replace"
 	case *merge.ScopeError:
 		return "see its commits: git log --stat " + e.Base + ".." + e.Branch + "; run it again with: git agentmine worker run " + e.Task + " --exec --replace"
+	case *memory.UnknownCategoryError:
+		return "start it with --new-category, or add it to the memory_categories setting"
 	case *merge.ConflictError:
 		return "run it again on the fresh " + e.Base + ": git agentmine worker run " + e.Task + " --exec --replace"
 	case *merge.CheckoutError:

@@ -1123,7 +1123,7 @@ func TestRunBesideAPerson(t *testing.T) {
 }
 
 // TestRunSIGTERMIsAnInterruption: SIGTERM on a run that no run stop asked
-// for is an interruption like Ctrl-C: exit 130, the run recorded
+// for is an interruption like Ctrl-C (exit 143, SIGTERM's), the run recorded
 // "interrupted", its stopped workers no attempt, their tasks open.
 func TestRunSIGTERMIsAnInterruption(t *testing.T) {
 	gittest.SkipShort(t, "real workers stopped by a signalled run")
@@ -1153,8 +1153,8 @@ func TestRunSIGTERMIsAnInterruption(t *testing.T) {
 	}
 	err = cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Fatalf("run after SIGTERM: %v, want exit 130\n%s", err, errb.String())
+	if !errors.As(err, &ee) || ee.ExitCode() != 143 {
+		t.Fatalf("run after SIGTERM: %v, want exit 143\n%s", err, errb.String())
 	}
 	var rec pipeline.Record
 	if err := json.Unmarshal([]byte(run(t, f.repo, "git", "agentmine", "run", "status", "term", "--json")), &rec); err != nil {
