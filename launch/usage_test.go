@@ -30,6 +30,16 @@ const (
     }
   }
 }`
+	// Gemini -o stream-json (0.61.0): events as they happen, then the result.
+	geminiStreamSample = `Warning: 256-color support not detected. Using a terminal with at least 256-color support is recommended for a better visual experience.
+YOLO mode is enabled. All tool calls will be automatically approved.
+{"type":"init","timestamp":"2026-11-27T09:38:50.600Z","session_id":"s","model":"scripted-model"}
+{"type":"message","timestamp":"2026-11-27T09:38:50.624Z","role":"user","content":"Write notes/hello.txt"}
+{"type":"tool_use","timestamp":"2026-11-27T09:38:52.308Z","tool_name":"write_file","tool_id":"w0","parameters":{"content":"hello\n","file_path":"/wt/notes/hello.txt"}}
+{"type":"tool_result","timestamp":"2026-11-27T09:38:52.923Z","tool_id":"w0","status":"success"}
+{"type":"message","timestamp":"2026-11-27T09:38:54.750Z","role":"assistant","content":"Done: wrote notes/hello.txt and committed it.","delta":true}
+{"type":"result","timestamp":"2026-11-27T09:38:54.802Z","status":"success","stats":{"total_tokens":3390,"input_tokens":3321,"output_tokens":69,"cached":21,"input":3300,"duration_ms":4203,"tool_calls":2,"models":{"scripted-model":{"total_tokens":3390,"input_tokens":3321,"output_tokens":69,"cached":21,"input":3300}}}}
+`
 	opencodeEventsSample = `{"type":"step_finish","part":{"type":"step-finish","tokens":{"total":1130,"input":1107,"output":23,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0}}
 {"type":"tool_use","part":{"tool":"bash","state":{"output":"Not logged in"}}}
 {"type":"step_finish","part":{"type":"step-finish","tokens":{"total":1233,"input":1207,"output":26,"reasoning":2,"cache":{"write":3,"read":4}},"cost":0.5}}
@@ -45,6 +55,7 @@ func TestReadUsage(t *testing.T) {
 		{ClaudeCode, "noise\n" + claudeResultSample + "\n", Usage{InputTokens: 3321, OutputTokens: 69, CacheReadTokens: 7, CacheWriteTokens: 5, CostUSD: 0.014664}},
 		{Codex, codexEventsSample + codexEventsSample, Usage{InputTokens: 2 * 3300, OutputTokens: 2 * 69, CacheReadTokens: 2 * 21}},
 		{Gemini, geminiJSONSample, Usage{InputTokens: 3300, OutputTokens: 69, CacheReadTokens: 21}},
+		{Gemini, geminiStreamSample, Usage{InputTokens: 3300, OutputTokens: 69, CacheReadTokens: 21}},
 		{OpenCode, opencodeEventsSample, Usage{InputTokens: 2314, OutputTokens: 51, CacheReadTokens: 4, CacheWriteTokens: 3, CostUSD: 0.5}},
 	} {
 		got, ok := ReadUsage(tc.c, []byte(tc.out))
