@@ -165,3 +165,34 @@ timestamp=2026-11-23T09:19:21.452Z level=INFO run=b1 message=done
 		t.Fatalf("claude has no such log: %q", got)
 	}
 }
+
+// stall_timeout counts every streamed event as progress: a client that
+// prints an event more often than the stall timeout runs to its end, one
+// that goes silent after its first event is stopped as idle.
+func TestStallTimeoutCountsStreamedEvents(t *testing.T) {
+	scrubEnv(t)
+	dir := t.TempDir()
+	events := writeScript(t, dir, "events", `i=0
+while [ $i -lt 15 ]; do
+  printf '{"type":"system","subtype":"api_retry","attempt":%d,"max_retries":10,"error_status":500}\n' $i
+  i=$((i+1)); sleep 0.2
+done`)
+	p, err := Start(context.Background(), Spec{Argv: []string{events}, LogPath: dir + "/events.log", Timeout: 10 * time.Minute,
+		Grace: time.Second, StallTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := p.Wait(); res.Idle || res.Stopped || res.ExitCode != 0 {
+		t.Fatalf("a client streaming events was stopped: %+v", res)
+	}
+	silent := writeScript(t, dir, "silent", `printf '{"type":"system","subtype":"init"}\n'; exec sleep 600`)
+	p, err = Start(context.Background(), Spec{Argv: []string{silent}, LogPath: dir + "/silent.log", Timeout: 10 * time.Minute,
+		Grace: time.Second, StallTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := p.Wait(); !res.Idle || !res.Stopped {
+		t.Fatalf("a client silent after its first event was not stopped as idle: %+v", res)
+	}
+	assertGroupGone(t, p.Pid())
+}
