@@ -120,8 +120,8 @@ func noiseLine(line string) bool {
 
 // lastEvent summarises the last JSON event of the output (Claude Code's
 // stream-json, Codex's --json, Gemini's stream-json, opencode's --format
-// json): its type and, when it is a tool call, the tool and its command or
-// file. "" when the output holds no event.
+// json): its type (with its subtype or role) and, when it is a tool call,
+// the tool and its command or file. "" when the output holds no event.
 func lastEvent(output []byte) string {
 	output = stripANSI(output)
 	lines := bytes.Split(output, []byte("\n"))
@@ -138,8 +138,10 @@ func lastEvent(output []byte) string {
 		if typ == "" {
 			continue
 		}
-		if sub, _ := ev["subtype"].(string); sub != "" {
-			typ += "/" + sub
+		for _, k := range []string{"subtype", "role"} {
+			if sub, _ := ev[k].(string); sub != "" {
+				typ += "/" + sub
+			}
 		}
 		if tool := eventTool(ev); tool != "" {
 			typ += ": " + tool

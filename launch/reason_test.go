@@ -68,6 +68,12 @@ func TestReadVerdictTellingLine(t *testing.T) {
 			`timed out; last event: item.started: command_execution /bin/bash -lc "git add -A && git commit -q -m 'Add notes/hello.txt'"`},
 		{"codex retrying", Codex, 130, codexStreamSample + `{"type":"error","message":"Reconnecting... 1/5 (exceeded retry limit, last status: 429 Too Many Requests)"}` + "\n",
 			"interrupted; last error: Reconnecting... 1/5 (exceeded retry limit, last status: 429 Too Many Requests)"},
+		{"gemini stream cut", Gemini, 1, `{"type":"init","session_id":"s","model":"m"}
+{"type":"result","status":"error","error":{"type":"unknown","message":"[API Error: terminated]"},"stats":{"input_tokens":0}}
+`, "API Error: terminated"},
+		{"gemini waiting for the model", Gemini, 124, `{"type":"init","session_id":"s","model":"m"}
+{"type":"message","role":"user","content":"Write notes/hello.txt"}
+`, "timed out; last event: message/user"},
 		{"only noise", Custom, 3, "Warning: something is deprecated\n(node:12) ExperimentalWarning: fetch\nReading additional input from stdin...\n}\n", ""},
 		{"a plain last line still explains", Custom, 3, "compiling\nlinker gave up on main.o\n}\n", "linker gave up on main.o"},
 	} {

@@ -196,17 +196,17 @@ func eventError(line string) (string, bool) {
 
 // apiErrorMessage replaces the API's JSON error body inside a client's
 // error message by the body's message. Gemini writes
-// "[API Error: {\"error\":{…,\"message\":\"…\"}}]"; the brackets go too.
+// "[API Error: {\"error\":{…,\"message\":\"…\"}}]" or "[API Error:
+// terminated]"; the brackets go too.
 func apiErrorMessage(msg string) string {
 	msg = strings.TrimSpace(msg)
-	m, ok := jsonMessage(msg)
-	if !ok {
-		return msg
+	if m, ok := jsonMessage(msg); ok {
+		msg = m
 	}
-	if strings.HasPrefix(m, "[") && strings.HasSuffix(m, "]") {
-		m = strings.TrimSpace(m[1 : len(m)-1])
+	if strings.HasPrefix(msg, "[") && strings.HasSuffix(msg, "]") {
+		msg = strings.TrimSpace(msg[1 : len(msg)-1])
 	}
-	return m
+	return msg
 }
 
 // apiRetry renders Claude Code's stream-json api_retry event (one per
