@@ -196,3 +196,44 @@ done`)
 	}
 	assertGroupGone(t, p.Pid())
 }
+
+// Usage is read as the output streams: opencode's step_finish events are
+// all counted even when the tool output between them has rotated the
+// log, where reading the log's tail misses most of them.
+func TestUsageReadWhileStreaming(t *testing.T) {
+	scrubEnv(t)
+	dir := t.TempDir()
+	filler := strings.Repeat("x", 4000)
+	script := writeScript(t, dir, "steps", `i=0
+while [ $i -lt 40 ]; do
+  printf '{"type":"tool_use","part":{"tool":"read","state":{"output":"%s"}}}\n' '`+filler+`'
+  printf '{"type":"step_finish","part":{"type":"step-finish","tokens":{"input":100,"output":2,"reasoning":1,"cache":{"read":3,"write":0}},"cost":0.25}}\n'
+  i=$((i+1))
+done
+printf '{"type":"step_finish","part":{"type":"step-finish","tokens":{"input":7,"output":0,"reasoning":0,"cache":{"read":0,"write":0}},"cost":0}}'`)
+	log := dir + "/log"
+	p, err := Start(context.Background(), Spec{Argv: []string{script}, LogPath: log, MaxLogBytes: 16 << 10, Grace: time.Second, Client: OpenCode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := p.Wait()
+	want := Usage{InputTokens: 40*100 + 7, OutputTokens: 40 * 3, CacheReadTokens: 40 * 3, CostUSD: 10}
+	if res.Usage == nil || *res.Usage != want {
+		t.Fatalf("usage %+v, want %+v", res.Usage, want)
+	}
+	tail, err := TailBytes(log, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := ReadUsage(OpenCode, tail); u.InputTokens >= want.InputTokens {
+		t.Fatalf("the rotated log still held every report (%+v): the test proves nothing", u)
+	}
+	// A client without usage reports, or none named, reads none.
+	p, err = Start(context.Background(), Spec{Argv: []string{script}, Grace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := p.Wait(); res.Usage != nil {
+		t.Fatalf("usage %+v read without a client", res.Usage)
+	}
+}
