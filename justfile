@@ -25,6 +25,12 @@ bench:
 bench-scale pick="100k|10k|Status":
     AGENTMINE_BENCH_SCALE=1 go test -run '^$' -bench '{{pick}}' -benchtime 3x -timeout 60m ./cmd/git-agentmine
 
+# Measure acknowledged writes lost beside a `git gc` loop: 16 processes of
+# 20 `task add` against plain git doing the same writes (hash-object,
+# mktree, commit-tree, update-ref), under `gc --prune=now` and default gc.
+prune-race:
+    AGENTMINE_PRUNE_RACE=1 go test -v -count=1 -run 'TestPruneRaceNumbers$' -timeout 30m ./cmd/git-agentmine | grep -v '^[=-]'
+
 # Static checks.
 lint:
     gofmt -l . | tee /dev/stderr | (! read)

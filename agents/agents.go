@@ -265,6 +265,14 @@ func read(top, name string) (Agent, error) {
 	if err != nil {
 		return Agent{}, exitcode.New(exitcode.Config, fmt.Errorf("reading agent %s: %w", name, err), "")
 	}
+	return Decode(name, data)
+}
+
+// Decode parses the definition of agent name from the content of its
+// file (as read from the working tree, or from a commit), as strictly as
+// Get does.
+func Decode(name string, data []byte) (Agent, error) {
+	rel := Dir + "/" + name + ".toml"
 	a := Agent{Name: name, File: rel}
 	md, err := toml.Decode(string(data), &a)
 	if err != nil {

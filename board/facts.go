@@ -102,7 +102,8 @@ func LiveNow(r sessions.Record, here Here) bool {
 // processes after: a supervisor that records its outcome and exits in
 // between would look lost though its outcome is in the repository. So the
 // outcome of every record judged lost is read again (one batch) after its
-// process was seen gone; a supervisor records before it exits.
+// process was seen gone; a supervisor records before it exits. What is
+// still running of a session that stays lost is then ended (sweepLost).
 func Settle(ctx context.Context, st *gitstore.Store, recs []sessions.Record, here Here, now time.Time) error {
 	var lost []*sessions.Record
 	for i := range recs {
@@ -110,7 +111,53 @@ func Settle(ctx context.Context, st *gitstore.Store, recs []sessions.Record, her
 			lost = append(lost, &recs[i])
 		}
 	}
-	return settleLost(ctx, st, lost)
+	if err := settleLost(ctx, st, lost); err != nil {
+		return err
+	}
+	sweepLost(lost, here)
+	return nil
+}
+
+// RunIdentity is what tells session s's processes apart once its
+// supervisor is gone: the worker's own process as the supervisor recorded
+// it, the supervisor's start time (nothing of the session started before
+// it) and the marker every worker of s runs with (SessionMarker).
+func RunIdentity(s sessions.Session) launch.Identity {
+	return launch.Identity{Leader: s.WorkerPid, LeaderStart: s.WorkerStart, Since: s.PidStart, Marker: SessionMarker(s),
+		Span: time.Duration(s.Timeout+s.Grace)*time.Second + LostMargin}
+}
+
+// SessionMarker is the environment entry every worker of session s runs
+// with: a process started with it is the session's.
+func SessionMarker(s sessions.Session) string {
+	return gitstore.SessionEnv + "=" + s.ID
+}
+
+// sweepLost ends what is left of the sessions found lost that this machine
+// and repository judge and that agentmine supervised: the kernel killed
+// each one's first process with its supervisor, and whoever records the
+// loss ends the rest (launch.EndRuns: its session and group, its marker,
+// their descendants), so that nothing of a worker outlives its supervisor
+// for longer than it takes someone to look. Best effort: a process that
+// survives is found again by the next reader, and worker done and worker
+// stop report it.
+func sweepLost(lost []*sessions.Record, here Here) {
+	var ids []launch.Identity
+	grace := time.Duration(0)
+	for _, r := range lost {
+		s := r.Session
+		if !r.Lost || s.Mode == sessions.ModeManual || s.PidStart == 0 || !here.Judges(s) {
+			continue
+		}
+		ids = append(ids, RunIdentity(s))
+		if g := time.Duration(s.Grace) * time.Second; g > grace {
+			grace = g
+		}
+	}
+	if grace <= 0 {
+		grace = launch.DefaultGrace
+	}
+	_, _ = launch.EndRuns(ids, grace)
 }
 
 // judge keeps in r whether it runs as of now, and reports whether it looks

@@ -6,7 +6,9 @@
 // ref lock, "not a git repository") and must not depend on a translation.
 // And every git it starts runs with GIT_NO_REPLACE_OBJECTS=1: agentmine
 // reads the objects as they are, never what a refs/replace/* ref (which a
-// worker can write as easily as any ref) substitutes for them.
+// worker can write as easily as any ref) substitutes for them. A command
+// that may reach a remote never prompts and never waits unbounded for a
+// connection (network.go).
 package gitcmd
 
 import (
@@ -118,8 +120,9 @@ func firstLine(s string) string {
 }
 
 // Command returns an exec.Cmd for git with the runner's directory and
-// environment (LC_ALL=C, LANGUAGE unset, GIT_NO_REPLACE_OBJECTS=1). Callers
-// that need streaming use it directly.
+// environment (LC_ALL=C, LANGUAGE unset, GIT_NO_REPLACE_OBJECTS=1; for a
+// command that may reach a remote, no prompt of any kind and a bounded
+// connect time: networkEnv). Callers that need streaming use it directly.
 func (r Runner) Command(ctx context.Context, args ...string) *exec.Cmd {
 	name := r.Path
 	if name == "" {
@@ -128,6 +131,9 @@ func (r Runner) Command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = r.Dir
 	cmd.Env = environ(os.Environ(), r.Env)
+	if mayUseNetwork(args) {
+		r.offline(ctx, cmd)
+	}
 	return cmd
 }
 

@@ -36,7 +36,8 @@ import (
 // JournalMaxBytes it is renamed to journal.1 (replacing the previous one), so
 // at most twice that is kept; readers read both. It is a plain file that any
 // process of the same user can write, a worker included: it records, it does
-// not prove. README's threat model says what follows from that.
+// not prove. A supervisor believes only what its witness heard from the live
+// writing process (see Registration); README's threat model says the rest.
 
 // JournalMaxBytes is the size past which the journal is rotated.
 const JournalMaxBytes = 8 << 20
@@ -60,8 +61,12 @@ const (
 type JournalEntry struct {
 	// Time is when the write was about to be made (this machine's clock).
 	Time time.Time `json:"time"`
-	// Pid is the writing process.
-	Pid int `json:"pid"`
+	// Pid is the writing process, and Start its start time (clock ticks
+	// since boot, /proc/<pid>/stat), which tells it from a later process
+	// with the same pid. A supervisor's witness believes a line only from
+	// that live process (see Registration).
+	Pid   int    `json:"pid"`
+	Start uint64 `json:"start,omitempty"`
 	// Op is "create", "update" or "delete" for a ref, or JournalCheckout.
 	Op string `json:"op"`
 	// Ref is the full ref name written (ref operations).
@@ -147,8 +152,11 @@ func (s *Store) appendJournal(entries iter.Seq[JournalEntry]) {
 		b            []byte
 		now          time.Time
 		pid          int
+		start        uint64
 		session, cmd string
 		failed       bool
+		// all is every line, for the witnesses (tellWitnesses).
+		all []byte
 	)
 	flush := func() {
 		if len(b) > 0 && !failed {
@@ -156,6 +164,9 @@ func (s *Store) appendJournal(entries iter.Seq[JournalEntry]) {
 				s.journalWarn(err)
 				failed = true
 			}
+		}
+		if len(all)+len(b) <= witnessMaxBytes {
+			all = append(all, b...)
 		}
 		b = b[:0]
 	}
@@ -168,8 +179,11 @@ func (s *Store) appendJournal(entries iter.Seq[JournalEntry]) {
 			}
 			defer f.Close()
 			now, pid, session, cmd = time.Now().UTC(), os.Getpid(), s.onBehalf(), commandLine()
+			if me, err := readProc(pid); err == nil {
+				start = me.start
+			}
 		}
-		e.Time, e.Pid, e.Session, e.Cmd = now, pid, session, cmd
+		e.Time, e.Pid, e.Start, e.Session, e.Cmd = now, pid, start, session, cmd
 		line, err := json.Marshal(e)
 		if err != nil {
 			s.journalWarn(err)
@@ -183,6 +197,7 @@ func (s *Store) appendJournal(entries iter.Seq[JournalEntry]) {
 	}
 	if f != nil {
 		flush()
+		s.tellWitnesses(all)
 	}
 }
 
@@ -414,12 +429,14 @@ const SessionEnv = "AGENTMINE_SESSION"
 
 // onBehalf returns the session whose supervised worker this process runs
 // for, "" when it runs on agentmine's own behalf. It is worked out once per
-// store, from cheap reads only (no git process): this process's own
+// store, from cheap reads and local socket connections only (no git
+// process): this process's own
 // environment names the session (SessionEnv); else, walking up the parent
 // chain from the parent (never this process itself, so a supervisor's own
 // writes are its own), the first ancestor that is a registered supervisor of
-// this repository (RegisterSupervisor), or whose initial environment names
-// a session, decides. A worker's processes reparent to their supervisor
+// this repository (RegisterSupervisor), whose witness answers (Supervise:
+// the worker may have deleted the registration file, not the live socket),
+// or whose initial environment names a session, decides. A worker's processes reparent to their supervisor
 // when their own parent exits only where the supervisor is a child
 // subreaper; a process that leaves the tree altogether (a service manager,
 // another login) is not recognised.
@@ -436,6 +453,10 @@ func (s *Store) onBehalf() string {
 				return
 			}
 			if sess, err := s.supervisorSession(pid, p.start); err == nil {
+				s.behalf = sess
+				return
+			}
+			if sess := s.witnessSession(pid, p.start); sess != "" {
 				s.behalf = sess
 				return
 			}

@@ -42,12 +42,26 @@ type Plan struct {
 	// WriteBlob stores data as a blob in the repository and returns its
 	// id (the clone level's scope filter); the store's object writer.
 	WriteBlob func(ctx context.Context, data []byte) (string, error)
+	// Programs are the paths the worker's command runs from: the client's
+	// executable as found in PATH, the links to it, the file itself, and
+	// the same for its #! interpreters (launch.Program.Paths). At bwrap
+	// and clone those hidden by the private HOME and /tmp are shown
+	// read-only, with the package tree each runs from (Visible).
+	Programs []string
+	// Environ is the worker's environment (KEY=VALUE) before the box's
+	// additions: the configuration variables it names (ConfigVars) are
+	// honoured. Nil reads this process's environment.
+	Environ []string
 }
 
 // Box is a prepared isolation for one run: Command wraps the worker's
 // argv, Env adds to its environment, Tip reads what the worker did to its
 // branch where that is kept apart, and Close removes what Prepare made.
 type Box struct {
+	// env holds the configuration variables (ConfigVars) as the worker
+	// sees them, host the same as this process sees them.
+	env, host []string
+
 	p      Plan
 	home   string
 	tmp    string
@@ -71,6 +85,12 @@ func Prepare(ctx context.Context, p Plan) (b *Box, err error) {
 		b.p.Level = None
 		return b, nil
 	}
+	if b.p.Environ == nil {
+		b.p.Environ = os.Environ()
+	}
+	if err := Check(b.p); err != nil {
+		return nil, err
+	}
 	if p.State == "" {
 		return nil, errors.New("preparing isolation: no state directory")
 	}
@@ -88,6 +108,13 @@ func Prepare(ctx context.Context, p Plan) (b *Box, err error) {
 	}
 	if err := copyClientConfig(p.Home, b.home); err != nil {
 		return nil, fmt.Errorf("preparing isolation: copying the clients' configuration: %w", err)
+	}
+	seen := b.home
+	if p.Level == Bwrap || p.Level == Clone {
+		seen = b.sandboxHome()
+	}
+	if b.env, b.host, err = b.copyConfigVars(seen); err != nil {
+		return nil, fmt.Errorf("preparing isolation: copying the configuration the environment names: %w", err)
 	}
 	switch p.Level {
 	case Landlock:
@@ -147,43 +174,35 @@ func (b *Box) Command(argv []string) []string {
 }
 
 // Env returns KEY=VALUE pairs to add to the worker's environment: its
-// private HOME and temp dir, and git settings that keep git's housekeeping
-// inside what the worker may write.
+// private HOME and temp dir, the configuration variables (ConfigVars)
+// pointing at their copies in that HOME, and git settings that keep git's
+// housekeeping inside what the worker may write.
 func (b *Box) Env() []string {
 	switch b.p.Level {
 	case Landlock:
+		// The configuration variables (ConfigVars) point at their copies
+		// in the private HOME; other variables keep their values (the
+		// worker reads everything, and writes only its own places).
 		env := append([]string{"HOME=" + b.home, "TMPDIR=" + b.tmp}, gitEnv()...)
-		// Variables that point into the real HOME (CODEX_HOME,
-		// XDG_CONFIG_HOME, …) point into the private one instead: the
-		// worker cannot write the real one.
-		if home := filepath.Clean(b.p.Home); home != "" && home != "/" && home != "." {
-			for _, kv := range os.Environ() {
-				k, v, _ := strings.Cut(kv, "=")
-				if k == "HOME" || k == "TMPDIR" || !filepath.IsAbs(v) {
-					continue
-				}
-				if rel, err := filepath.Rel(home, v); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && rel != "." {
-					env = append(env, k+"="+filepath.Join(b.home, rel))
-				}
-			}
-		}
-		return env
+		return append(env, b.env...)
 	case Bwrap, Clone:
 		// The private HOME is mounted at the user's HOME, the private temp
 		// dir at /tmp.
-		return append([]string{"HOME=" + b.sandboxHome(), "TMPDIR=/tmp"}, gitEnv()...)
+		env := append([]string{"HOME=" + b.sandboxHome(), "TMPDIR=/tmp"}, gitEnv()...)
+		return append(env, b.env...)
 	}
 	return nil
 }
 
 // HostEnv returns KEY=VALUE pairs that point agentmine, after the run, at
 // the files the worker wrote in its private HOME (a client's own logs):
-// HOME as the supervisor sees it. None at none.
+// HOME and the configuration variables as the supervisor sees them. None
+// at none.
 func (b *Box) HostEnv() []string {
 	if b.home == "" {
 		return nil
 	}
-	return []string{"HOME=" + b.home}
+	return append([]string{"HOME=" + b.home}, b.host...)
 }
 
 // Tip returns the commit the worker left its branch at when the branch is

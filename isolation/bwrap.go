@@ -3,6 +3,7 @@ package isolation
 import (
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -23,7 +24,9 @@ import (
 //   - clone: none of the repository but its worktree, whose .git names a
 //     repository of its own (writable but for its config and hooks);
 //   - a private HOME at the user's HOME path holding only the clients'
-//     configuration (clientConfig);
+//     configuration (clientConfig, ConfigVars);
+//   - the client's executable and the package tree it runs from, where
+//     the private HOME or /tmp would hide them, read-only (Visible);
 //   - the network unless Plan.Network is false.
 func (b *Box) bwrapArgv(argv []string) []string {
 	p := b.p
@@ -38,7 +41,13 @@ func (b *Box) bwrapArgv(argv []string) []string {
 	if !within(p.CommonDir, p.MainTop) {
 		a = append(a, "--tmpfs", p.CommonDir)
 	}
-	a = append(a, "--bind", b.home, b.sandboxHome())
+	// bubblewrap cannot mount through a link: a HOME reached through one
+	// (/home/u to /data/u) is mounted where it leads, and its path still
+	// leads there inside the sandbox.
+	a = append(a, "--bind", b.home, realPath(b.sandboxHome()))
+	for _, d := range b.Visible() {
+		a = append(a, "--ro-bind", d, d)
+	}
 	switch p.Level {
 	case Bwrap:
 		objects := filepath.Join(p.CommonDir, "objects")
@@ -97,4 +106,115 @@ func (b *Box) sandboxHome() string {
 		return b.p.Home
 	}
 	return fallbackHome
+}
+
+// Visible returns what of the host the sandbox shows read-only although
+// the private HOME or /tmp would hide it: for every path of Plan.Programs
+// there, its directory (a bin directory with its links) and the package
+// tree it runs from — the outermost node_modules above it (a Node.js
+// package and its dependencies), and beside a bin directory its lib
+// directory and pyvenv.cfg (a prefix or a virtual environment). A
+// directory that holds the user's HOME itself, /tmp, the repository, the
+// worktree or the box's state is never shown whole: the file alone is.
+// Nested paths are given once, by the outermost, each with the links of
+// its directory resolved (bubblewrap mounts nothing through a link); a
+// shown path that is a link itself is shown as what it leads to.
+func (b *Box) Visible() []string {
+	hidden := b.hiddenRoots()
+	guarded := append([]string{b.p.MainTop, b.p.CommonDir, b.p.Worktree, b.p.State}, hidden...)
+	isHidden := func(path string) bool {
+		for _, h := range hidden {
+			if within(path, h) {
+				return true
+			}
+		}
+		return false
+	}
+	holdsGuarded := func(dir string) bool {
+		for _, g := range guarded {
+			if g != "" && within(g, dir) {
+				return true
+			}
+		}
+		return false
+	}
+	var show []string
+	add := func(path string) {
+		if path != "" && exists(path) && isHidden(path) && !(b.p.Worktree != "" && within(path, b.p.Worktree)) {
+			show = append(show, filepath.Join(realPath(filepath.Dir(path)), filepath.Base(path)))
+		}
+	}
+	for _, path := range b.p.Programs {
+		path = filepath.Clean(path)
+		dir := filepath.Dir(path)
+		if holdsGuarded(dir) {
+			add(path)
+			continue
+		}
+		add(dir)
+		if tree := packageTree(path); tree != "" && !holdsGuarded(tree) {
+			add(tree)
+		}
+		if prefix := filepath.Dir(dir); filepath.Base(dir) == "bin" && !holdsGuarded(prefix) {
+			for _, extra := range []string{"lib", "lib64", "pyvenv.cfg"} {
+				if p := filepath.Join(prefix, extra); !holdsGuarded(p) {
+					add(p)
+				}
+			}
+		}
+	}
+	return outermost(show)
+}
+
+// hiddenRoots returns what the sandbox replaces with private copies and
+// the programs may lie in: /tmp and the user's HOME, each also where it
+// leads when it is a link (the programs' real paths name the target).
+func (b *Box) hiddenRoots() []string {
+	hidden := []string{"/tmp"}
+	if st, err := os.Stat(b.p.Home); err == nil && st.IsDir() && filepath.Clean(b.p.Home) != "/" {
+		hidden = append(hidden, filepath.Clean(b.p.Home))
+	}
+	for _, h := range hidden {
+		if real, err := filepath.EvalSymlinks(h); err == nil && real != h && real != "/" {
+			hidden = append(hidden, real)
+		}
+	}
+	return hidden
+}
+
+// packageTree returns the outermost node_modules directory above path,
+// "" when there is none.
+func packageTree(path string) string {
+	tree := ""
+	for d := filepath.Dir(path); d != "/" && d != "."; d = filepath.Dir(d) {
+		if filepath.Base(d) == "node_modules" {
+			tree = d
+		}
+	}
+	return tree
+}
+
+// outermost sorts paths and drops each one inside another (and repeats).
+func outermost(paths []string) []string {
+	sort.Strings(paths)
+	var out []string
+next:
+	for _, p := range paths {
+		for _, o := range out {
+			if within(p, o) {
+				continue next
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// realPath returns path with every link resolved, path itself when that
+// fails.
+func realPath(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real
+	}
+	return filepath.Clean(path)
 }

@@ -393,6 +393,20 @@ func (inv Invocation) build(byFile bool) (Command, error) {
 	return Command{Argv: append([]string{a.binary}, args...), Stdin: stdin, Env: append([]string(nil), a.env...)}, nil
 }
 
+// Program returns the program the invocation runs (argv[0] of Build,
+// placeholders expanded), without reading the prompt: "" for a custom
+// client without a command or an unknown client.
+func (inv Invocation) Program() string {
+	if len(inv.Command) > 0 {
+		return expandPlaceholders(inv.Command[:1], inv)[0]
+	}
+	a, ok := adapterFor(inv.Client)
+	if !ok || inv.Client == Custom {
+		return ""
+	}
+	return a.binary
+}
+
 func expandPlaceholders(argv []string, inv Invocation) []string {
 	values := map[string]string{"{prompt_file}": inv.PromptFile, "{worktree}": inv.Worktree, "{task}": inv.Task}
 	if inv.OutputFile != "" {

@@ -163,9 +163,11 @@ type Process struct {
 // The worker has no controlling terminal, so Ctrl-C reaches only the
 // caller, which should cancel ctx (signal.NotifyContext); the worker is
 // then stopped and the result is marked Interrupted. If the caller is
-// killed outright, the worker runs on unsupervised: a later liveness check
-// (Alive) sees it, its timeout is no longer enforced, and FindRun and
-// EndRun find and end its processes.
+// killed outright, the kernel kills the worker's first process (its
+// parent-death signal is SIGKILL); whatever that process started is found
+// and ended by FindRun and EndRun (EndRuns), even though its leader is
+// gone. The parent-death signal follows the thread that started the
+// worker: Start must not run on a goroutine locked to its thread.
 func Start(ctx context.Context, spec Spec) (*Process, error) {
 	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
 		return nil, exitcode.New(exitcode.Config, errors.New("start worker: empty command"), "")
@@ -196,9 +198,12 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		reaper = NewReaper()
 	}
 	// A session of its own: nothing of the worker can ever join this
-	// process's session, where this process runs its own commands.
+	// process's session, where this process runs its own commands. The
+	// kernel kills the worker's first process when this process dies
+	// (kill -9 included: a parent-death signal, kept across exec); what it
+	// started is ended by whoever then finds the session lost (EndRuns).
 	cmd := &exec.Cmd{Path: path, Args: spec.Argv, Dir: spec.Dir, Env: env,
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}}
 	if spec.Stdin != "" {
 		in, err := os.Open(spec.Stdin)
 		if err != nil {
@@ -607,13 +612,13 @@ func envValue(env []string, key string) string {
 
 // CheckCommand reports, with the error Start would return, whether the
 // program of argv can be found in the PATH a worker started with env
-// would have. It lets a caller refuse a run up front (a detached run,
-// before its supervisor is started).
-func CheckCommand(argv []string, env []string) error {
+// would have and run on this machine (Resolve). It lets a caller refuse a
+// run up front (a detached run, before its supervisor is started).
+func CheckCommand(argv []string, dir string, env []string) error {
 	if len(argv) == 0 || argv[0] == "" {
 		return exitcode.New(exitcode.Config, errors.New("start worker: empty command"), "")
 	}
-	_, err := lookPath(argv[0], envValue(WorkerEnv(env), "PATH"))
+	_, err := Resolve(argv[0], dir, WorkerEnv(env))
 	return err
 }
 

@@ -1,12 +1,14 @@
 package launch
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -354,14 +356,29 @@ type Identity struct {
 	Since uint64
 	// Marker is the KEY=VALUE entry the worker's environment held.
 	Marker string
+	// Span bounds, once the worker's own process is gone, which members of
+	// its session and group count: those started within Span of it (the
+	// run's timeout and grace; descendants of those count whenever they
+	// started). A process that reused the worker's pid and led a session
+	// of that number since could only have started later. 0: members
+	// count only while the worker lives.
+	Span time.Duration
 }
+
+// ticksPerSecond is the unit of /proc start times (USER_HZ, 100 on every
+// Linux this runs on).
+const ticksPerSecond = 100
 
 // FindRun lists the live processes that provably belong to the run id
 // describes, started no earlier than its worker (or Since):
 //
-//   - while the worker's own process lives (same pid and start time, the
-//     marker in its environment), the members of its session and process
-//     group;
+//   - the members of the worker's session and process group, while the
+//     worker's own process lives (same pid and start time, the marker in
+//     its environment), and also once it is gone (killed with its
+//     supervisor): a session's id is its leader's pid, so while no other
+//     process has made that pid its own session or group, a member started
+//     after the worker and within id.Span of it can only be of the
+//     worker's session;
 //   - every process whose environment holds the marker;
 //   - every descendant of those.
 //
@@ -373,23 +390,79 @@ func FindRun(id Identity) ([]Proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	return findIn(procs, ancestors(procs), id, environs{}), nil
+}
+
+// environs caches the environments read during one look at /proc.
+type environs map[int]map[string]bool
+
+// has reports whether pid's initial environment holds the entry kv.
+func (e environs) has(pid int, kv string) bool {
+	if kv == "" {
+		return false
+	}
+	m, ok := e[pid]
+	if !ok {
+		m = map[string]bool{}
+		if data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ"); err == nil {
+			for _, kv := range bytes.Split(data, []byte{0}) {
+				m[string(kv)] = true
+			}
+		}
+		e[pid] = m
+	}
+	return m[kv]
+}
+
+// sessionProvable reports whether the members of the session and group
+// numbered id.Leader are provably the run's: the worker itself lives
+// (same start time, the marker in its environment), or it is gone and no
+// other process leads a session or group of that number.
+func sessionProvable(procs map[int]procStat, id Identity, env environs) bool {
+	if id.Leader <= 0 {
+		return false
+	}
+	leader, ok := procs[id.Leader]
+	switch {
+	case leader.startTime == id.LeaderStart && !leader.dead():
+		return env.has(id.Leader, id.Marker)
+	case id.Span <= 0:
+		return false
+	case !ok || leader.startTime == id.LeaderStart:
+		return true
+	default:
+		// The pid was reused: only a process that made it its own
+		// session or group could have started members of that number.
+		return leader.session != id.Leader && leader.pgrp != id.Leader
+	}
+}
+
+// memberOf reports whether st is a member of the worker's session or group
+// that counts (sessionProvable said members do): while the worker lives,
+// any; once it is gone, those started within id.Span of it.
+func memberOf(st procStat, id Identity, leaderAlive bool) bool {
+	if st.session != id.Leader && st.pgrp != id.Leader {
+		return false
+	}
+	return leaderAlive || st.startTime <= id.LeaderStart+uint64(id.Span/time.Second)*ticksPerSecond
+}
+
+// findIn is FindRun on one look at /proc; skip holds this process and its
+// ancestors.
+func findIn(procs map[int]procStat, skip map[int]bool, id Identity, env environs) []Proc {
 	since := id.Since
 	if id.Leader > 0 {
 		since = id.LeaderStart
 	}
-	// The recorded leader counts only while it is provably the worker: the
-	// same start time, and the marker in the environment it was started
-	// with (a record naming some other process proves nothing).
+	inSession := sessionProvable(procs, id, env)
 	leader, ok := procs[id.Leader]
-	leaderAlive := id.Leader > 0 && ok && leader.startTime == id.LeaderStart && !leader.dead() &&
-		environHas(id.Leader, id.Marker)
-	skip := ancestors(procs)
+	leaderAlive := id.Leader > 0 && ok && leader.startTime == id.LeaderStart && !leader.dead()
 	roots := map[int]bool{}
 	for pid, st := range procs {
 		if st.dead() || skip[pid] || st.startTime < since {
 			continue
 		}
-		if leaderAlive && (st.session == id.Leader || st.pgrp == id.Leader) || environHas(pid, id.Marker) {
+		if inSession && memberOf(st, id, leaderAlive) || env.has(pid, id.Marker) {
 			roots[pid] = true
 		}
 	}
@@ -403,7 +476,7 @@ func FindRun(id Identity) ([]Proc, error) {
 		}
 	}
 	sortProcs(out)
-	return out, nil
+	return out
 }
 
 // underAny reports whether an ancestor of pid is in set.
@@ -443,6 +516,44 @@ func EndRun(id Identity, grace time.Duration) ([]Proc, error) {
 	}
 	if len(survivors) > 0 {
 		return ended, fmt.Errorf("ending the run's processes: %s survived SIGKILL", survivors[0])
+	}
+	return ended, nil
+}
+
+// EndRuns ends what is left of several runs whose supervisors are gone,
+// as EndRun does for one, with one look at /proc per round for all of
+// them (whoever finds sessions lost sweeps them all at once). grace is
+// how long SIGTERM may take before SIGKILL.
+func EndRuns(ids []Identity, grace time.Duration) ([]Proc, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var scanErr error
+	find := func() []Proc {
+		procs, err := scanProcs()
+		if err != nil {
+			scanErr = err
+			return nil
+		}
+		env, skip := environs{}, ancestors(procs)
+		seen := map[int]bool{}
+		var out []Proc
+		for _, id := range ids {
+			for _, p := range findIn(procs, skip, id, env) {
+				if !seen[p.Pid] {
+					seen[p.Pid] = true
+					out = append(out, p)
+				}
+			}
+		}
+		return out
+	}
+	ended, survivors := endAll(find, grace, nil)
+	if scanErr != nil {
+		return ended, fmt.Errorf("ending the processes of lost runs: %w", scanErr)
+	}
+	if len(survivors) > 0 {
+		return ended, fmt.Errorf("ending the processes of lost runs: %s survived SIGKILL", survivors[0])
 	}
 	return ended, nil
 }

@@ -409,3 +409,53 @@ while ! [ -s escaped.pid ] || ! [ -s job.pid ]; do sleep 0.01; done`)
 		t.Fatal("a process that was there before was ended")
 	}
 }
+
+// TestFindRunAfterItsLeaderDied: once the worker's own process is gone
+// (killed with its supervisor), a member of its session without the
+// marker is still found, if it started within the run's span; with no
+// span nothing proves it is the run's.
+func TestFindRunAfterItsLeaderDied(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "pids")
+	// The leader starts a member of its session (no marker anywhere) and
+	// ends; the member is then an orphan whose session leader is gone.
+	cmd := exec.Command("/bin/sh", "-c", `sleep 60 </dev/null >/dev/null 2>&1 & echo "$$ $!" > "$1"`, "sh", out)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	leader := cmd.Process.Pid
+	start, err := StartTime(leader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	b, _ := os.ReadFile(out)
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		t.Fatalf("pids %q", b)
+	}
+	member, _ := strconv.Atoi(f[1])
+	defer syscall.Kill(member, syscall.SIGKILL)
+	found := func(span time.Duration) bool {
+		ps, err := FindRun(Identity{Leader: leader, LeaderStart: start, Since: start, Marker: "AGENTMINE_RUN=none", Span: span})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
+			if p.Pid == member {
+				return true
+			}
+		}
+		return false
+	}
+	if !found(time.Hour) {
+		t.Errorf("the member of a dead leader's session was not found within the span")
+	}
+	if found(0) {
+		t.Errorf("with no span, a member of a dead leader's session was found")
+	}
+	ended, err := EndRuns([]Identity{{Leader: leader, LeaderStart: start, Since: start, Span: time.Hour}}, time.Second)
+	if err != nil || len(ended) != 1 || ended[0].Pid != member {
+		t.Fatalf("EndRuns: %v %v", ended, err)
+	}
+}

@@ -71,8 +71,12 @@ func typedHint(err error) string {
 		}
 	case *merge.MainCheckoutError:
 		return "if the user made these changes in the main checkout, merge with accept_main_changes: true (task_show lists them)"
-	case *merge.VerdictError:
+	case *merge.VerdictError, *merge.ScopeError:
 		return "see why with task_show; start a new attempt with worker_start and replace: true"
+	case *merge.ConflictError:
+		return "start a new attempt on the fresh base with worker_start and replace: true"
+	case *merge.CheckoutError:
+		return "the user's checkout of the base is in the way (the paths are named); merge again once they have committed, stashed or moved them"
 	case *merge.RefusedError:
 		switch e.Reason {
 		case merge.ErrNoSession:

@@ -58,6 +58,10 @@ type Result struct {
 	// Finished lists the checkouts of the base whose update an earlier,
 	// interrupted merge left undone and this one completed (finishMove).
 	Finished []string `json:"finished_checkouts,omitempty"`
+	// Kept lists the uncommitted and untracked paths of the updated
+	// checkouts that the merge left as they were (none of them is a path
+	// it changes), as "<checkout>: <path>".
+	Kept []string `json:"kept_changes,omitempty"`
 }
 
 // MainCheckoutChanged is the violation type of a change in the main
@@ -90,8 +94,11 @@ func (e *MainCheckoutError) Error() string {
 // ExitCode makes the refusal a failed verdict (1).
 func (e *MainCheckoutError) ExitCode() int { return exitcode.Failed }
 
-// ConflictError lists the paths a merge could not combine.
+// ConflictError lists the paths a merge could not combine. Task is the
+// task's id as a user may type it, so the CLI can name the command that
+// runs it again on the fresh base.
 type ConflictError struct {
+	Task  string
 	Base  string
 	Paths []string
 }
@@ -171,7 +178,22 @@ func Task(ctx context.Context, st *gitstore.Store, defaultBase, prefix string, o
 		return Result{}, fmt.Errorf("not merging task %s: %w", short, err)
 	}
 	task := b.Tasks.Tasks[tid].Task
-	return land(ctx, st.Git(), st, rec, task.Title, accepted, o)
+	res, err := land(ctx, st.Git(), st, rec, task.Title, accepted, o)
+	var (
+		ce *ConflictError
+		se *ScopeError
+		ke *CheckoutError
+	)
+	switch {
+	case errors.As(err, &ce):
+		ce.Task = short
+	case errors.As(err, &se):
+		se.Task = short
+		err = fmt.Errorf("not merging task %s: %w", short, err)
+	case errors.As(err, &ke):
+		ke.Task, ke.Session = short, rec.Session.ID[:8]
+	}
+	return res, err
 }
 
 // gate checks the facts of the session's outcome. Changes of the main
@@ -320,25 +342,23 @@ func land(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, rec sessions
 			if err != nil {
 				return res, err
 			}
-			if dirty {
-				finished, err := finishMove(ctx, g.In(w), st, w, baseTip)
-				if err != nil {
-					return res, err
-				}
-				if finished {
-					res.Finished = append(res.Finished, w)
-					if dirty, err = uncommitted(ctx, g.In(w)); err != nil {
-						return res, err
-					}
-				}
+			if !dirty {
+				continue
 			}
-			if dirty && !already {
-				return res, exitcode.New(exitcode.State, fmt.Errorf("%s is checked out in %s with uncommitted changes", strings.TrimPrefix(ref, "refs/heads/"), w), "commit or stash them, then merge again")
+			finished, err := finishMove(ctx, g.In(w), st, w, baseTip)
+			if err != nil {
+				return res, err
+			}
+			if finished {
+				res.Finished = append(res.Finished, w)
 			}
 		}
 		if already {
 			res.Already, res.Commit, res.Accepted = true, baseTip, nil
 			return res, nil
+		}
+		if err := checkCommitted(ctx, g, rec, strings.TrimPrefix(ref, "refs/heads/"), baseTip, tip); err != nil {
+			return res, err
 		}
 		tree, conflicts, err := st.MergeTrees(ctx, baseTip, tip)
 		if err != nil {
@@ -346,6 +366,9 @@ func land(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, rec sessions
 		}
 		if tree == "" {
 			return res, &ConflictError{Base: strings.TrimPrefix(ref, "refs/heads/"), Paths: uniq(conflicts)}
+		}
+		if res.Kept, err = checkoutsAllow(ctx, g, st, ref, wts, baseTip, tree); err != nil {
+			return res, err
 		}
 		msg := fmt.Sprintf("Merge task %s: %s\n\nAgentmine-Task: %s\nAgentmine-Session: %s\n", s.Task[:8], title, s.Task, s.ID) + acceptedTrailers(accepted)
 		res.Commit, err = st.CommitTree(ctx, tree, []string{baseTip, tip}, msg)
@@ -373,7 +396,7 @@ func land(ctx context.Context, g gitcmd.Runner, st *gitstore.Store, rec sessions
 			st.RecordCheckout(w, baseTip, res.Commit)
 			if _, err := g.In(w).Run(ctx, "read-tree", "-m", "-u", baseTip, res.Commit); err != nil {
 				release()
-				return res, fmt.Errorf("merged, but updating the checkout in %s failed (run git checkout -f there): %w", w, err)
+				return res, fmt.Errorf("merged, but updating the checkout in %s failed (its files are still those of %s; once your changes there are out of the way, run git read-tree -m -u %s %s there): %w", w, baseTip[:12], baseTip[:12], res.Commit[:12], err)
 			}
 			res.Worktrees = append(res.Worktrees, w)
 		}

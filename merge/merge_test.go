@@ -82,7 +82,8 @@ func (r *repo) commitOn(t *testing.T, parent, rel, text string) string {
 
 func (r *repo) record() sessions.Record {
 	return sessions.Record{
-		Session: sessions.Session{ID: "5e55105e55105e55105e", Task: "7a5c7a5c7a5c7a5c7a5c", BaseRef: "main", BaseCommit: r.base, Branch: "task-work"},
+		Session: sessions.Session{ID: "5e55105e55105e55105e", Task: "7a5c7a5c7a5c7a5c7a5c", BaseRef: "main", BaseCommit: r.base, Branch: "task-work",
+			Scope: sessions.Scope{Write: []string{"**"}}},
 		Outcome: &sessions.Outcome{Tip: r.tip},
 	}
 }

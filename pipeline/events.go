@@ -47,18 +47,24 @@ type Event struct {
 // Summary is how a run ended.
 type Summary struct {
 	Run string `json:"run"`
-	// Result is "done", "failed" or "stopped".
+	// Result is "done" (every target done), "passed" (a run without
+	// merge: every target passed, approved when the run reviews, and waits
+	// to be merged), "failed" or "stopped" (a stop, the deadline, or an
+	// interruption: Reason "interrupted").
 	Result string `json:"result"`
 	// Reason says why the run ended before every target was done.
-	Reason     string        `json:"reason,omitempty"`
-	Total      int           `json:"total"`
-	Done       int           `json:"done"`
-	Failed     int           `json:"failed"`
-	Cancelled  int           `json:"cancelled"`
-	NotStarted int           `json:"not_started"`
-	Waiting    int           `json:"waiting"`
-	Attempts   int           `json:"attempts"`
-	Tasks      []TaskSummary `json:"tasks"`
+	Reason     string `json:"reason,omitempty"`
+	Total      int    `json:"total"`
+	Done       int    `json:"done"`
+	Failed     int    `json:"failed"`
+	Cancelled  int    `json:"cancelled"`
+	NotStarted int    `json:"not_started"`
+	Waiting    int    `json:"waiting"`
+	// Interrupted counts targets whose last session was stopped by the
+	// interruption (or a stop): not attempts; the next run continues them.
+	Interrupted int           `json:"interrupted"`
+	Attempts    int           `json:"attempts"`
+	Tasks       []TaskSummary `json:"tasks"`
 	// Usage sums the usage the run's sessions reported (UsageOf).
 	Usage RunUsage `json:"usage"`
 }
@@ -70,6 +76,10 @@ type TaskSummary struct {
 	Status   string `json:"status"`
 	Reason   string `json:"reason"`
 	Attempts int    `json:"attempts"`
+	// AcceptMainChanges is set on a target waiting to be merged because the
+	// main checkout changed during its run (isolation level none): a person
+	// who made those changes merges it accepting them.
+	AcceptMainChanges bool `json:"accept_main_changes,omitempty"`
 }
 
 // Line renders an event as one plain line (logs, and output that is not a

@@ -218,6 +218,37 @@ type Supervisor struct {
 	budgetStop  string
 	interrupted bool
 	mergeFails  map[string]int // task -> merges refused for other reasons than conflicts
+	// waits maps a task whose passing session cannot be merged because of
+	// the person's checkout to why: never an attempt, retried at every look.
+	waits map[string]mergeWait
+	// warned is set once Options.Warn was given a start's warning.
+	warned bool
+}
+
+// mergeWait is why a passing session waits to be merged: the person's
+// checkout has uncommitted changes where the merge writes, or (at level
+// none) changed during the session's run and a person must accept that.
+type mergeWait struct {
+	why        string
+	acceptMain bool
+}
+
+// checkoutWait reports whether a merge was refused because of the person's
+// main checkout rather than the work, and why: a merge.CheckoutError (the
+// person's uncommitted files are where the merge writes, or a merge of
+// theirs is under way) and a main checkout changed during the run are
+// such refusals. Neither is an attempt: nothing changed, so the merge is
+// simply tried again.
+func checkoutWait(err error) (mergeWait, bool) {
+	var me *merge.MainCheckoutError
+	if errors.As(err, &me) {
+		return mergeWait{why: firstLine(err.Error()), acceptMain: true}, true
+	}
+	var ce *merge.CheckoutError
+	if errors.As(err, &ce) {
+		return mergeWait{why: firstLine(err.Error())}, true
+	}
+	return mergeWait{}, false
 }
 
 // Start creates the run (or takes over the run of that name when its
@@ -247,35 +278,23 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 	s := &Supervisor{env: env, st: st, o: o, hooks: hooks, budget: budget,
 		live: map[string]sessions.Record{}, prepFails: map[string]int{}, reviewFails: map[string]int{},
 		notBefore: map[string]time.Time{}, conflicts: map[string][]string{}, claimed: map[string]string{},
-		noted: map[string]bool{}, announced: map[string]bool{}, mergeFails: map[string]int{}}
+		noted: map[string]bool{}, announced: map[string]bool{}, mergeFails: map[string]int{}, waits: map[string]mergeWait{}}
 
 	old, err := Get(ctx, st, o.Name)
 	exists := err == nil
 	if err != nil && exitcode.Of(err) != exitcode.NotFound {
 		return nil, err
 	}
-	if exists && old.Ended == nil {
-		if old.Alive() && old.Supervisor.Pid != pid {
+	if exists && (old.Ended == nil || continues(b, old, o)) {
+		if old.Ended == nil && old.Alive() && old.Supervisor.Pid != pid {
 			return nil, exitcode.New(exitcode.State, &RunningError{Name: o.Name, Pid: old.Supervisor.Pid, Host: old.Supervisor.Host}, "")
 		}
 		if old.Supervisor.Host != sup.Host && old.Supervisor.Host != "" {
 			return nil, exitcode.New(exitcode.State, fmt.Errorf("run %s is supervised on another host (%s)", o.Name, old.Supervisor.Host), "")
 		}
-		// Take over: same targets and settings, attempts continue.
-		rec, err := update(ctx, st, o.Name, "run resumed", func(r *Record) error {
-			if r.Ended != nil || (r.Alive() && r.Supervisor.Pid != pid) {
-				return exitcode.New(exitcode.State, fmt.Errorf("run %s changed while taking it over", o.Name), "try again")
-			}
-			r.Supervisor = sup
-			r.Resumed++
-			return nil
-		})
-		if err != nil {
+		if err := s.takeOver(ctx, sup); err != nil {
 			return nil, err
 		}
-		s.rec = rec
-		s.o.Parallel, s.o.MaxLoops, s.o.Review, s.o.Merge = rec.Parallel, rec.MaxLoops, rec.Review, rec.Merge
-		s.budget, _ = ParseBudget(rec.Budget)
 	} else {
 		targets, err := resolveTargets(b, o.Targets)
 		if err != nil {
@@ -319,6 +338,29 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 		fmt.Fprintf(s.log, "%s resumed by pid %d (take-over %d)\n", now.Local().Format("15:04:05"), pid, s.rec.Resumed)
 	}
 	return s, nil
+}
+
+// takeOver continues the run of s's name (a dead supervisor's run, or an
+// interrupted one) with sup as its supervisor: same targets and settings,
+// attempts counted on.
+func (s *Supervisor) takeOver(ctx context.Context, sup Holder) error {
+	name, pid := s.o.Name, sup.Pid
+	rec, err := update(ctx, s.st, name, "run resumed", func(r *Record) error {
+		if r.Ended != nil && r.Ended.Reason != Interrupted || r.Ended == nil && r.Alive() && r.Supervisor.Pid != pid {
+			return exitcode.New(exitcode.State, fmt.Errorf("run %s changed while taking it over", name), "try again")
+		}
+		r.Ended, r.StopRequested = nil, nil
+		r.Supervisor = sup
+		r.Resumed++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.rec = rec
+	s.o.Parallel, s.o.MaxLoops, s.o.Review, s.o.Merge = rec.Parallel, rec.MaxLoops, rec.Review, rec.Merge
+	s.budget, _ = ParseBudget(rec.Budget)
+	return nil
 }
 
 // Record returns the run document as this supervisor holds it.
@@ -378,6 +420,9 @@ type taskState struct {
 	starts   int               // start failures since the last real attempt
 	lastFail *sessions.Record  // the latest start failure
 	latest   *sessions.Record  // the latest attempt
+	// stopped is the latest session when it was stopped (IsStopped) after
+	// the latest attempt: not an attempt.
+	stopped *sessions.Record
 }
 
 // IsStartFailure reports whether a session never got its worker started:
@@ -438,7 +483,11 @@ func (s *Supervisor) stateOf(b *board.Board, id string) taskState {
 			ts.lastFail = &r
 			continue
 		}
-		ts.starts, ts.lastFail = 0, nil
+		if IsStopped(r) {
+			ts.stopped = &r
+			continue
+		}
+		ts.starts, ts.lastFail, ts.stopped = 0, nil, nil
 		ts.attempts = append(ts.attempts, r)
 		ts.latest = &ts.attempts[len(ts.attempts)-1]
 	}
@@ -475,13 +524,7 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 			}
 		}
 		if ctx.Err() != nil && s.stopReason == "" {
-			// SIGTERM (worker stop's signal, sent by run stop without a
-			// recorded reason) is a stop; Ctrl-C an interruption.
-			if errors.Is(context.Cause(ctx), launch.ErrStopRequested) {
-				s.stopReason = "stopped (SIGTERM)"
-			} else {
-				s.stopReason, s.interrupted = "interrupted", true
-			}
+			s.noteInterrupt(context.WithoutCancel(ctx))
 		}
 		if s.rec.Deadline != nil && time.Now().After(*s.rec.Deadline) && s.stopReason == "" {
 			s.stopReason = "deadline reached"
@@ -525,6 +568,21 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 	}
 }
 
+// noteInterrupt records why the run's context ended: a stop when run stop
+// recorded one (it records it before its SIGTERM arrives), else an
+// interruption (Ctrl-C, SIGTERM, a hang-up), which the next run of the
+// same name continues.
+func (s *Supervisor) noteInterrupt(ctx context.Context) {
+	if rec, err := Get(ctx, s.st, s.rec.Name); err == nil && rec.StopRequested != nil {
+		s.stopReason = "stopped by " + rec.StopRequested.Author
+		if rec.StopRequested.Reason != "" {
+			s.stopReason += ": " + rec.StopRequested.Reason
+		}
+		return
+	}
+	s.stopReason, s.interrupted = Interrupted, true
+}
+
 // load reads the board. A session read without an outcome whose supervisor
 // exited before its liveness was checked looks lost although its outcome
 // was written in between: when a target has a lost session, the board is
@@ -554,201 +612,6 @@ func (s *Supervisor) suspectLost(b *board.Board) bool {
 		}
 	}
 	return false
-}
-
-// step looks at every target once and acts: it reports the next time a
-// backoff ends (zero: none), the running sessions, and whether the run is
-// over.
-func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, running []sessions.Record, done bool) {
-	jctx := context.WithoutCancel(ctx)
-	now := time.Now()
-	// Sessions that ended since the last look.
-	nowLive := map[string]sessions.Record{}
-	for _, id := range s.rec.Targets {
-		for _, r := range b.SessionsOf(id) {
-			if !r.Session.IsAttempt() {
-				continue // a reviewer or planner run, waited for where it runs
-			}
-			if live, _ := board.Liveness(r, b.Here, now); live {
-				nowLive[r.Session.ID] = r
-			}
-		}
-	}
-	for sid, r := range s.live {
-		if _, ok := nowLive[sid]; !ok {
-			res := b.Status[r.Session.Task]
-			reason := res.Reason
-			s.emit(Event{Event: EvEnded, Task: r.Session.Task, Title: b.Tasks.Tasks[r.Session.Task].Task.Title, Session: sid,
-				Status: string(res.Status), Reason: reason, Running: len(nowLive)})
-		}
-	}
-	s.live = nowLive
-	for _, r := range nowLive {
-		running = append(running, r)
-	}
-
-	if s.stopReason != "" {
-		if len(running) > 0 {
-			s.stopAll(jctx, b, running)
-			return time.Time{}, nil, false
-		}
-		return time.Time{}, nil, true
-	}
-	budgetOut := ""
-	if s.budget != (Budget{}) {
-		if over, why := s.budget.Exceeded(UsageOf(b, s.rec).Usage); over {
-			budgetOut = why
-		}
-	}
-
-	var toStart []startReq
-	var toReview []taskState
-	progressed := false // a merge may unblock dependents: look again at once
-	for _, id := range s.order(b) {
-		ts := s.stateOf(b, id)
-		if _, ok := s.claimed[id]; ok {
-			continue
-		}
-		if len(b.Tasks.Children(id)) > 0 {
-			continue // split by a replan: its children are targets now
-		}
-		switch {
-		case ts.res.Status == status.Done:
-			s.writeNote(jctx, id, "")
-			continue
-		case ts.res.Status == status.Cancelled, ts.task.Exhausted != nil && ts.res.Status != status.InProgress,
-			ts.res.Status == status.Tainted:
-			if ts.task.Exhausted != nil {
-				s.writeNote(jctx, id, ts.task.Exhausted.Reason)
-			}
-			continue
-		case ts.res.Status == status.InProgress:
-			continue
-		case ts.res.Blocked:
-			continue
-		}
-		// Start failures: retried with backoff, never attempts.
-		if ts.starts > 0 && (ts.latest == nil || ts.lastFail.Session.Started.After(ts.latest.Session.Started)) {
-			if ts.starts >= maxInfraRetries {
-				s.exhaust(jctx, b, ts, fmt.Sprintf("could not start a worker %d times: %s", ts.starts, firstLine(startFailure(*ts.lastFail))))
-				continue
-			}
-			at := startFailedAt(*ts.lastFail).Add(s.o.Backoff << (ts.starts - 1))
-			if at.After(now) {
-				next = earliest(next, at)
-				continue
-			}
-		}
-		if at, ok := s.notBefore[id]; ok && at.After(now) {
-			next = earliest(next, at)
-			continue
-		}
-		var fb *Feedback
-		switch ts.res.Status {
-		case status.Review:
-			if ts.latest == nil || ts.latest.Session.ID != ts.res.Session {
-				// Passing work from before this run: judge it as it is.
-				rec, ok := b.Latest(id)
-				if !ok {
-					continue
-				}
-				ts.latest = &rec
-			}
-			if s.rec.Review && ts.latest.Review == nil && s.hooks.Review != nil {
-				// Reviewed after the starts below; the verdict is a fact
-				// the next look reads.
-				toReview = append(toReview, ts)
-				continue
-			}
-			if !s.o.Merge {
-				continue // passed: waits for a person to merge
-			}
-			if paths, ok := s.conflicts[ts.latest.Session.ID]; ok {
-				fb = &Feedback{Conflicts: paths, Status: "merge conflict", StatusReason: "the base moved: merging conflicted"}
-				break
-			}
-			paths, merged := s.merge(jctx, b, ts)
-			if merged {
-				progressed = true
-				continue
-			}
-			if paths == nil {
-				next = earliest(next, s.notBefore[id])
-				continue // refused: the reason is in the log
-			}
-			fb = &Feedback{Conflicts: paths, Status: "merge conflict", StatusReason: "merging into the base conflicted"}
-		case status.Failed, status.DoDFailed:
-			fb = &Feedback{Status: string(ts.res.Status), StatusReason: ts.res.Reason}
-			if l := ts.latest; l != nil && l.Session.ID == ts.res.Session && l.Review != nil && !l.Review.OK() {
-				fb.ReviewReasons, fb.FollowUp, fb.Reviewer = l.Review.Reasons, l.Review.FollowUp, l.Review.Agent
-				if len(ts.attempts) < s.rec.MaxLoops && s.replan(jctx, ts, l) {
-					continue // split: its children run instead
-				}
-			}
-		case status.Open:
-			if len(ts.attempts) > 0 || ts.res.Reason != "no session yet" {
-				fb = &Feedback{Status: string(ts.res.Status), StatusReason: ts.res.Reason}
-			}
-		default:
-			continue
-		}
-		if len(ts.attempts) >= s.rec.MaxLoops {
-			why := fmt.Sprintf("%d of %d attempts used", len(ts.attempts), s.rec.MaxLoops)
-			if fb != nil && fb.StatusReason != "" {
-				why += "; last: " + fb.StatusReason
-			}
-			s.exhaust(jctx, b, ts, why)
-			continue
-		}
-		if fb != nil {
-			fb.Attempt, fb.MaxLoops = len(ts.attempts)+1, s.rec.MaxLoops
-			fb.Previous = ts.latest
-			fb.DiffStat = diffStat(jctx, s.st, ts.latest)
-		}
-		toStart = append(toStart, startReq{ts: ts, fb: fb})
-	}
-	if budgetOut != "" && len(toStart) > 0 {
-		// No new attempt starts; running ones finish.
-		s.budgetStop = budgetOut
-		toStart = nil
-	}
-	started := false
-	if free := s.rec.Parallel - len(running); free > 0 && len(toStart) > 0 {
-		if len(toStart) > free {
-			toStart = toStart[:free]
-		}
-		s.startAll(ctx, b, toStart)
-		started = true
-	}
-	// Reviews run one at a time, after the starts, so that workers are
-	// not kept waiting for a reviewer; none once the budget is used.
-	if budgetOut == "" {
-		for _, ts := range toReview {
-			if ctx.Err() != nil {
-				break
-			}
-			if s.review(ctx, b, ts) {
-				progressed = true
-			} else {
-				next = earliest(next, s.notBefore[ts.id])
-			}
-		}
-	}
-	if started {
-		if progressed {
-			return now, running, false
-		}
-		return time.Time{}, running, false
-	}
-	// Nothing runs, nothing starts, no backoff is pending and nothing was
-	// merged: a blocked task whose blockers will never be done is settled.
-	if len(running) == 0 && len(toStart) == 0 && next.IsZero() && !progressed {
-		return next, nil, true
-	}
-	if progressed {
-		next = now // look again at once
-	}
-	return next, running, false
 }
 
 func earliest(a, b time.Time) time.Time {
@@ -782,23 +645,35 @@ type startReq struct {
 // `worker run --exec --detach`, claims included).
 func (s *Supervisor) startAll(ctx context.Context, b *board.Board, reqs []startReq) {
 	type result struct {
-		rec sessions.Record
-		ev  Event
-		err error // from the preparation: no session was recorded
-		ok  bool
+		rec  sessions.Record
+		ev   Event
+		err  error // from the preparation: no session was recorded
+		ok   bool
+		note string // a warning of the start (Prepared.ClaimNote)
 	}
 	res := make([]result, len(reqs))
 	var wg sync.WaitGroup
+	// A start runs to its end even when the run is interrupted meanwhile:
+	// cut short, it would fail for the interruption's sake ("context
+	// canceled", a base that "is not a commit") and count against the task.
+	// The next look stops what started.
+	sctx := context.WithoutCancel(ctx)
 	for i, r := range reqs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res[i].rec, res[i].ev, res[i].ok, res[i].err = s.start(ctx, r)
+			res[i].rec, res[i].ev, res[i].ok, res[i].err = s.start(sctx, r, &res[i].note)
 		}()
 	}
 	wg.Wait()
 	// The loop's own state changes here, in one goroutine.
 	for i, r := range res {
+		if r.note != "" && !s.warned {
+			s.warned = true
+			if s.o.Warn != nil {
+				s.o.Warn(r.note)
+			}
+		}
 		switch {
 		case r.err != nil:
 			s.prepFailed(ctx, b, reqs[i].ts, r.err)
@@ -812,7 +687,7 @@ func (s *Supervisor) startAll(ctx context.Context, b *board.Board, reqs []startR
 
 // start prepares a session and hands it to a detached supervisor. It
 // changes nothing of the loop's state (it runs next to other starts).
-func (s *Supervisor) start(ctx context.Context, r startReq) (sessions.Record, Event, bool, error) {
+func (s *Supervisor) start(ctx context.Context, r startReq, note *string) (sessions.Record, Event, bool, error) {
 	id := r.ts.id
 	o := worker.RunOptions{Task: id, Exec: true, Detach: true, Replace: true}
 	if r.fb != nil {
@@ -830,6 +705,7 @@ func (s *Supervisor) start(ctx context.Context, r startReq) (sessions.Record, Ev
 	}
 	if p.ClaimNote != "" {
 		fmt.Fprintf(s.log, "%s task %s: %s\n", time.Now().Format("15:04:05"), short(id), p.ClaimNote)
+		*note = p.ClaimNote
 	}
 	if _, err := s.env.StartDetached(ctx, p, s.o.Supervisor(p.Rec.Session.ID)); err != nil {
 		// The session has a failed outcome (exit 127): a start failure,
@@ -872,6 +748,11 @@ func (s *Supervisor) prepFailed(ctx context.Context, b *board.Board, ts taskStat
 func (s *Supervisor) review(ctx context.Context, b *board.Board, ts taskState) bool {
 	rec := *ts.latest
 	v, err := s.hooks.Review(ctx, rec)
+	if err != nil && ctx.Err() != nil {
+		// Interrupted: not the reviewer's failure; reviewed again later.
+		fmt.Fprintf(s.log, "%s task %s: review of session %s interrupted\n", time.Now().Format("15:04:05"), short(ts.id), short(rec.Session.ID))
+		return false
+	}
 	if err != nil {
 		sid := rec.Session.ID
 		s.reviewFails[sid]++
@@ -935,6 +816,15 @@ func (s *Supervisor) merge(ctx context.Context, b *board.Board, ts taskState) (c
 			fmt.Fprintf(s.log, "%s task %s: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
 			return ce.Paths, false
 		}
+		if why, ok := checkoutWait(err); ok {
+			// The person's checkout, not the work: wait, never an attempt.
+			if s.waits[ts.id] != why {
+				fmt.Fprintf(s.log, "%s task %s: passed, waiting to be merged: %s\n", time.Now().Format("15:04:05"), short(ts.id), why.why)
+			}
+			s.waits[ts.id] = why
+			return nil, false
+		}
+		delete(s.waits, ts.id)
 		fmt.Fprintf(s.log, "%s task %s: not merged: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
 		s.mergeFails[ts.id]++
 		if s.mergeFails[ts.id] >= maxInfraRetries {
@@ -944,6 +834,7 @@ func (s *Supervisor) merge(ctx context.Context, b *board.Board, ts taskState) (c
 		s.notBefore[ts.id] = time.Now().Add(s.o.Backoff << (s.mergeFails[ts.id] - 1))
 		return nil, false
 	}
+	delete(s.waits, ts.id)
 	for _, w := range res.Finished {
 		fmt.Fprintf(s.log, "%s task %s: finished updating the checkout in %s, which an interrupted merge had left behind\n", time.Now().Format("15:04:05"), short(ts.id), w)
 	}
@@ -1002,54 +893,95 @@ func (s *Supervisor) finish(ctx context.Context) (Summary, error) {
 		return Summary{}, err
 	}
 	sum := Summary{Run: s.rec.Name, Usage: UsageOf(b, s.rec)}
+	approved := 0 // waiting tasks a reviewer approved, when the run reviews
 	for _, id := range s.order(b) {
 		if len(b.Tasks.Children(id)) > 0 {
 			continue // split by a replan: its children count instead
 		}
-		sum.Total++
-		ts := s.stateOf(b, id)
-		res := b.Status[id]
-		t := TaskSummary{ID: id, Title: ts.task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: len(ts.attempts)}
-		sum.Attempts += len(ts.attempts)
-		switch {
-		case res.Status == status.Done:
-			sum.Done++
-		case res.Status == status.Cancelled:
-			sum.Cancelled++
-		case res.Status == status.Review:
-			sum.Waiting++
-		case res.Status == status.Open && len(ts.attempts) == 0:
-			sum.NotStarted++
-			if why, ok := s.claimed[id]; ok {
-				t.Reason = why
-			} else if res.Blocked {
-				t.Reason = "never started: blocked by " + strings.Join(shortAll(res.Waiting), ", ")
-			}
-		default:
-			sum.Failed++
+		t, ok := s.taskSummary(b, id, &sum)
+		if ok {
+			approved++
 		}
 		sum.Tasks = append(sum.Tasks, t)
 	}
-	sum.Result = "failed"
-	switch {
-	case sum.Done == sum.Total:
-		sum.Result = "done"
-	case s.stopReason != "" && !strings.HasPrefix(s.stopReason, "budget"):
-		sum.Result = "stopped"
-	}
-	sum.Reason = s.stopReason
-	if sum.Reason == "" && sum.Done < sum.Total {
-		sum.Reason = s.budgetStop
-	}
-	if sum.Reason == "" && sum.Waiting > 0 && !s.rec.Merge {
-		sum.Reason = fmt.Sprintf("%d passed, waiting to be merged (this run was not asked to merge)", sum.Waiting)
-	}
+	sum.Result, sum.Reason = s.result(sum, approved)
 	if _, err := MarkEnded(ctx, s.st, s.rec.Name, End{Time: time.Now().UTC(), Result: sum.Result, Reason: sum.Reason,
 		Done: sum.Done, Total: sum.Total}); err != nil {
 		return sum, err
 	}
 	s.emit(Event{Event: EvFinished, Summary: &sum})
 	return sum, nil
+}
+
+// taskSummary is one target's line of the summary, counted in sum. It
+// reports whether the target waits to be merged with a reviewer's OK (or
+// without one, when the run does not review).
+func (s *Supervisor) taskSummary(b *board.Board, id string, sum *Summary) (TaskSummary, bool) {
+	sum.Total++
+	ts := s.stateOf(b, id)
+	res := b.Status[id]
+	t := TaskSummary{ID: id, Title: ts.task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: len(ts.attempts)}
+	sum.Attempts += len(ts.attempts)
+	switch {
+	case res.Status == status.Done:
+		sum.Done++
+	case res.Status == status.Cancelled:
+		sum.Cancelled++
+	case ts.interrupted():
+		sum.Interrupted++
+		t.Status, t.Reason = Interrupted, "its session was stopped before it finished; not an attempt"
+	case res.Status == status.Review:
+		sum.Waiting++
+		t.Reason = "passed, waiting to be merged"
+		if w, ok := s.waits[id]; ok {
+			t.Reason += ": " + w.why
+			t.AcceptMainChanges = w.acceptMain
+		}
+		rec, ok := b.Latest(id)
+		return t, !s.rec.Review || ok && rec.Review != nil && rec.Review.OK()
+	case res.Status == status.Open && len(ts.attempts) == 0:
+		sum.NotStarted++
+		if why, ok := s.claimed[id]; ok {
+			t.Reason = why
+		} else if res.Blocked {
+			t.Reason = "never started: blocked by " + strings.Join(shortAll(res.Waiting), ", ")
+		}
+	default:
+		sum.Failed++
+	}
+	return t, false
+}
+
+// result is how the run ended and why: done when every target is done;
+// passed when the run does not merge and every target passed (approved,
+// when it reviews) and waits to be merged; stopped after a stop or an
+// interruption; else failed.
+func (s *Supervisor) result(sum Summary, approved int) (string, string) {
+	reason := s.stopReason
+	if reason == "" && sum.Done < sum.Total {
+		reason = s.budgetStop
+	}
+	waiting := ""
+	if sum.Waiting > 0 {
+		waiting = fmt.Sprintf("%d passed, waiting to be merged", sum.Waiting)
+		if !s.rec.Merge {
+			waiting += " (this run was not asked to merge)"
+		} else if n := len(s.waits); n > 0 {
+			waiting += fmt.Sprintf(" (%d because of the main checkout)", n)
+		}
+	}
+	switch {
+	case sum.Done == sum.Total:
+		return "done", reason
+	case s.stopReason != "" && !strings.HasPrefix(s.stopReason, "budget"):
+		return "stopped", reason
+	case reason == "" && !s.rec.Merge && sum.Waiting > 0 && sum.Done+sum.Waiting == sum.Total && approved == sum.Waiting:
+		return "passed", waiting
+	}
+	if reason == "" {
+		reason = waiting
+	}
+	return "failed", reason
 }
 
 // Interrupted reports whether the run ended because its context was

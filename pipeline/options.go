@@ -40,6 +40,10 @@ type Options struct {
 	Supervisor func(session string) []string
 	// Events receives every event as it happens (nil: none).
 	Events func(Event)
+	// Warn receives, once per run, the first warning a start gave (a claim
+	// remote that could not be reached: the run goes on locally); every
+	// one is in the run log. nil: none.
+	Warn func(string)
 	// Backoff is the first delay before a start is retried after an
 	// infrastructure failure; it doubles each time (default 1s).
 	Backoff time.Duration

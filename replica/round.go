@@ -306,6 +306,15 @@ func (r *round) listWith(ctx context.Context, open func(context.Context) (tipSou
 		return fmt.Errorf("listing agentmine refs: %w", lerr)
 	}
 	r.notes.remote = remote.notesTip()
+	if r.opts.Only != nil {
+		kept := r.plans[:0]
+		for _, p := range r.plans {
+			if r.opts.Only(p.ref) {
+				kept = append(kept, p)
+			}
+		}
+		r.plans = kept
+	}
 	return nil
 }
 

@@ -119,6 +119,11 @@ type Options struct {
 	// Progress, when set, is called as the sync advances (for a progress
 	// line on a terminal). It is called from the syncing goroutine.
 	Progress func(Progress)
+	// Only, when set, limits the entities synced to those whose ref it
+	// accepts (the notes are always synced): a worker shares its own
+	// session and outcome without taking in the rest of the remote's
+	// board (another clone's run of the same name, say).
+	Only func(ref string) bool
 }
 
 // Progress tells how far a sync is.

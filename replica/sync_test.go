@@ -941,3 +941,29 @@ func TestListSortedRemote(t *testing.T) {
 		t.Fatalf("plans:\n%s\nwant\n%s\n(up to date %d, notes %q)", strings.Join(got, "\n"), strings.Join(want, "\n"), r.upToDate, r.notes.remote)
 	}
 }
+
+// TestSyncOnly: a sync limited to one entity sends and takes in that one
+// alone, both ways: the other entities of either side stay where they are.
+func TestSyncOnly(t *testing.T) {
+	remote := syncRemote(t)
+	a, b := syncClone(t, remote), syncClone(t, remote)
+	sa := syncOpen(t, a, 0)
+	mine := syncCreate(t, sa, map[string]any{"title": "mine"})
+	other := syncCreate(t, sa, map[string]any{"title": "not shared"})
+	sb := syncOpen(t, b, 10)
+	theirs := syncCreate(t, sb, map[string]any{"title": "theirs"})
+	if _, err := Sync(context.Background(), sb, Options{Remote: "origin"}); err != nil {
+		t.Fatal(err)
+	}
+	ref := syncKind.Ref(mine)
+	if _, err := Sync(context.Background(), sa, Options{Remote: "origin", Only: func(r string) bool { return r == ref }}); err != nil {
+		t.Fatal(err)
+	}
+	onRemote := gittest.Git(t, remote, "for-each-ref", "--format=%(refname)", gitstore.RefRoot)
+	if !strings.Contains(onRemote, mine) || strings.Contains(onRemote, other) {
+		t.Errorf("the remote holds:\n%s\nwant %s and not %s", onRemote, mine, other)
+	}
+	if docs := syncDocs(t, sa); docs[theirs] != nil || docs[mine] == nil || docs[other] == nil {
+		t.Errorf("the limited sync took in or lost entities: %v", docs)
+	}
+}

@@ -6,16 +6,64 @@ import (
 )
 
 // SparsePatterns returns non-cone sparse-checkout lines that check out
-// exactly the files of the list whose Classify result is not Absent. files
-// must hold every path of the tree being checked out (blobs, symlinks and
-// gitlinks, as `git ls-tree -r` prints them).
+// exactly the files of the list whose Classify result is not Absent, and
+// that let the worker add new files anywhere its write scope can reach
+// (WriteRoots). files must hold every path of the tree being checked out
+// (blobs, symlinks and gitlinks, as `git ls-tree -r` prints them).
 func (s Spec) SparsePatterns(files []string) []string {
 	acc := s.ClassifyAll(files)
 	keep := make([]bool, len(files))
 	for i, a := range acc {
 		keep[i] = a != Absent
 	}
-	return SparsePatterns(files, keep)
+	return SparsePatternsWithRoots(files, keep, s.WriteRoots())
+}
+
+// WriteRoots returns where new files of the write scope can appear, as
+// repository-relative paths: for each write glob, the literal directories
+// it starts with ("src" for "src/**/*.go", "" for "*.go"), or the whole
+// path when the glob is literal. Roots the exclude list covers entirely
+// are left out. A root beneath another one is left out too. Sparse
+// patterns must keep every root open, or `git add` refuses a new file in
+// a directory the base does not hold yet.
+func (s Spec) WriteRoots() []string {
+	var roots []string
+	for _, p := range s.compile().write {
+		alts, ok := expandBraces(p.glob, maxAlternatives)
+		if !ok {
+			alts = []string{"**"}
+		}
+		for _, a := range alts {
+			roots = append(roots, literalPrefix(a))
+		}
+	}
+	slices.Sort(roots)
+	roots = slices.Compact(roots)
+	var out []string
+	for _, r := range roots {
+		if r != "" && s.Classify(r) != Writable && !s.DirWritable(r) {
+			continue
+		}
+		if n := len(out); n > 0 && (out[n-1] == "" || strings.HasPrefix(r, out[n-1]+"/")) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// literalPrefix is the leading segments of glob that hold no glob
+// character, joined; the whole glob when it is literal.
+func literalPrefix(glob string) string {
+	segs, ok := globSegments(glob)
+	if !ok {
+		return ""
+	}
+	n := 0
+	for n < len(segs) && segs[n] != "" && !strings.ContainsAny(segs[n], globMeta) {
+		n++
+	}
+	return strings.Join(segs[:n], "/")
 }
 
 // SparsePatterns returns non-cone sparse-checkout lines that select exactly
@@ -38,6 +86,15 @@ func (s Spec) SparsePatterns(files []string) []string {
 // paths of the same shape and may select them or, negated, drop them:
 // callers must check the checked-out set.
 func SparsePatterns(files []string, keep []bool) []string {
+	return SparsePatternsWithRoots(files, keep, nil)
+}
+
+// SparsePatternsWithRoots is SparsePatterns whose lines also select every
+// path beneath each of roots (repository-relative, "" for the whole
+// tree) that the file list does not hold: a new file there is inside the
+// sparse-checkout definition, while the listed files stay selected
+// exactly as keep says. A root that is a listed file changes nothing.
+func SparsePatternsWithRoots(files []string, keep []bool, roots []string) []string {
 	t := newSparseTree()
 	for i, f := range files {
 		f = cleanPath(f)
@@ -54,14 +111,40 @@ func SparsePatterns(files []string, keep []bool) []string {
 	t.settle()
 	root := &t.dirs[0]
 	t.measure(0)
+	out := []string{}
 	switch root.state {
-	case none:
-		return []string{}
 	case full:
 		return []string{"/*"}
+	case mixed:
+		if !slices.Contains(roots, "") { // "/*" below replaces these
+			t.emit(&out, 0, true)
+		}
 	}
-	var out []string
-	t.emit(&out, 0, true)
+	for _, r := range roots {
+		out = t.openRoot(out, cleanPath(r), slices.Contains(files, r))
+	}
+	return out
+}
+
+// openRoot appends the lines that select everything new beneath the path
+// r and then drop again what the tree holds there and does not keep.
+// isFile says r is a listed file, which is selected or not already.
+func (t *sparseTree) openRoot(out []string, r string, isFile bool) []string {
+	if isFile {
+		return out
+	}
+	d, ok := t.index[r]
+	if !ok {
+		// Not in the tree: nothing there to drop again. A literal path
+		// may name a file or a directory; the line without a trailing
+		// "/" selects either.
+		return append(out, escapeTrailingSpaces("/"+escapePath(r)))
+	}
+	if t.dirs[d].state == full && r != "" {
+		return out
+	}
+	out = append(out, dirLine(r, false))
+	t.emitChildren(&out, d, false)
 	return out
 }
 

@@ -194,3 +194,83 @@ func TestSparsePatternsDeterministic(t *testing.T) {
 		t.Errorf("order changed the output:\n%q\n%q", first, second)
 	}
 }
+
+func TestWriteRoots(t *testing.T) {
+	cases := []struct {
+		spec Spec
+		want []string
+	}{
+		{Spec{Write: []string{"src/**"}}, []string{"src"}},
+		{Spec{Write: []string{"src/**/*.go", "src/lib/**"}}, []string{"src"}},
+		{Spec{Write: []string{"*.go", "src/**"}}, []string{""}},
+		{Spec{Write: []string{"docs/new.md", "{a,b/c}/**"}}, []string{"a", "b/c", "docs/new.md"}},
+		{Spec{Write: []string{".agentmine/x/**", "src/**"}, Exclude: []string{".agentmine/**"}}, []string{"src"}},
+		{Spec{Read: []string{"src/**"}, Write: []string{"/src/"}}, []string{"src"}},
+	}
+	for _, tc := range cases {
+		if got := tc.spec.WriteRoots(); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%+v: roots %q, want %q", tc.spec, got, tc.want)
+		}
+	}
+}
+
+// TestSparsePatternsOpenWriteRoots: whatever the base holds, the lines
+// check out exactly what the scope keeps and let git add a new file
+// anywhere in the write scope, also in a directory the base does not
+// have; a new file beneath a dropped path stays outside.
+func TestSparsePatternsOpenWriteRoots(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name    string
+		files   map[string]string
+		spec    Spec
+		add     []string
+		refused []string
+	}{
+		{"young repository", map[string]string{"README.seed": "r\n", ".agentmine/config.toml": "c\n"},
+			Spec{Write: []string{"src/**"}, Exclude: []string{".agentmine/**"}},
+			[]string{"src/b.txt", "src/deep/c.txt"}, []string{".agentmine/x", "other/y"}},
+		{"write root with excluded files", map[string]string{"src/a.txt": "a\n", "src/secret/k": "k\n", "docs/d.txt": "d\n", "top.txt": "t\n"},
+			Spec{Write: []string{"src/**"}, Exclude: []string{"src/secret/**"}},
+			[]string{"src/new.txt", "src/lib/x.go"}, []string{"src/secret/new"}},
+		{"everything writable but one directory", map[string]string{"a.txt": "a\n", "vendor/v": "v\n", "x/y": "y\n"},
+			Spec{Write: []string{"**"}, Exclude: []string{"vendor/**"}},
+			[]string{"new/dir/file", "b.txt"}, []string{"vendor/new"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := gittest.Init(t)
+			gittest.CommitFiles(t, dir, "base", tc.files)
+			gittest.Git(t, dir, "config", "core.sparseCheckout", "true")
+			var files []string
+			for f := range tc.files {
+				files = append(files, f)
+			}
+			sort.Strings(files)
+			var want []string
+			for i, a := range tc.spec.ClassifyAll(files) {
+				if a != Absent {
+					want = append(want, files[i])
+				}
+			}
+			lines := tc.spec.SparsePatterns(files)
+			if got := checkout(t, ctx, dir, lines); !reflect.DeepEqual(got, want) {
+				t.Fatalf("lines %q check out %q, want %q", lines, got, want)
+			}
+			r := gitcmd.Runner{Dir: dir}
+			for _, p := range append(append([]string(nil), tc.add...), tc.refused...) {
+				gittest.WriteFiles(t, dir, map[string]string{p: "new\n"})
+			}
+			for _, p := range tc.add {
+				if _, err := r.Run(ctx, "add", "--", p); err != nil {
+					t.Errorf("lines %q: git add %s: %v", lines, p, err)
+				}
+			}
+			for _, p := range tc.refused {
+				if _, err := r.Run(ctx, "add", "--", p); err == nil {
+					t.Errorf("lines %q: git add %s succeeded, want it outside the sparse-checkout definition", lines, p)
+				}
+			}
+		})
+	}
+}

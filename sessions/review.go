@@ -20,12 +20,16 @@ import (
 // A worker must not be able to forge an OK review of its own session. It
 // runs as the same user and can append lines to its note while it runs,
 // so a review line of a sealed session counts only when it carries the
-// nonce of the session's supervisor (Review.Proof): the nonce is secret
-// until the supervisor writes its verdict, which happens after the worker
-// and everything it started have ended. A reviewer reads the nonce from the
-// verdict and copies it into its line. Once published, the nonce can be
-// copied by anyone, as for outcome lines (see selectOutcome): the seal
-// proves "written after the run", not "written by a reviewer".
+// review key of the session's verdict (Review.Proof, Supervisor.ReviewKey):
+// the supervisor draws it as it writes the verdict, after the worker and
+// everything it and its DoD started have ended, so it never existed in any
+// process while a process of the worker was alive (the nonce did: a worker
+// running as root can read it from the supervisor's memory). A reviewer
+// reads the key from the verdict and copies it into its line. Verdicts
+// written before review keys existed are proved by their nonce. Once
+// published, the key can be copied by anyone, as for outcome lines (see
+// selectOutcome): it proves "written after every process of the run
+// ended", not "written by a reviewer".
 //
 // Manual sessions (no seal) have no such proof: their outcome is an
 // orchestrator's report, and so is any review of them.
@@ -40,7 +44,7 @@ const (
 )
 
 // ReasonReviewUnproven is why a review line of a sealed session is not
-// taken: it lacks the supervisor's nonce, so it may have been written by
+// taken: it lacks the verdict's review key, so it may have been written by
 // the worker during its run.
 const ReasonReviewUnproven = "review line without the proof that it was written after the run"
 
@@ -67,8 +71,9 @@ type Review struct {
 	By string `json:"recorded_by"`
 	// Finished is when the review ended.
 	Finished time.Time `json:"finished"`
-	// Proof is the reviewed session's supervisor nonce (hex), copied from
-	// its verdict; empty for sessions without a seal.
+	// Proof is the review key of the reviewed session's verdict (its
+	// supervisor's nonce for verdicts without one), copied from the
+	// verdict; empty for sessions without a seal.
 	Proof string `json:"proof,omitempty"`
 }
 
@@ -106,7 +111,7 @@ func SelectReview(seal *Seal, verdict *Outcome, lines []string) (*Review, []Forg
 			continue
 		}
 		if seal != nil {
-			if verdict.Supervisor == nil || r.Proof == "" || r.Proof != verdict.Supervisor.Nonce {
+			if verdict.Supervisor == nil || r.Proof == "" || r.Proof != reviewKey(verdict.Supervisor) {
 				forged = append(forged, Forgery{By: r.By, Finished: r.Finished, Reason: ReasonReviewUnproven})
 				continue
 			}
@@ -132,7 +137,16 @@ func ReviewProof(rec Record) (string, error) {
 	if rec.Outcome.Supervisor == nil || !rec.Session.Seal.Authenticates(rec.Outcome.Supervisor) {
 		return "", fmt.Errorf("session %s has no verdict from its supervisor: it cannot be reviewed", short(rec.Session.ID))
 	}
-	return rec.Outcome.Supervisor.Nonce, nil
+	return reviewKey(rec.Outcome.Supervisor), nil
+}
+
+// reviewKey is what a review of a verdict signed by sup must carry: its
+// review key, or its nonce for a verdict written before review keys.
+func reviewKey(sup *Supervisor) string {
+	if sup.ReviewKey != "" {
+		return sup.ReviewKey
+	}
+	return sup.Nonce
 }
 
 // RecordReview completes r (version, session, proof, non-nil reasons) and

@@ -24,8 +24,12 @@ func TestSelectReview(t *testing.T) {
 	proof := nonce.Proof(seal)
 	verdict := &Outcome{V: 1, Finished: time.Unix(100, 0), Supervisor: proof}
 	t1, t2 := time.Unix(200, 0), time.Unix(300, 0)
-	ng := reviewLine(t, Review{Verdict: VerdictNG, Reasons: []string{"no test"}, Agent: "r", Finished: t1, Proof: proof.Nonce})
-	ok := reviewLine(t, Review{Verdict: VerdictOK, Reasons: []string{}, Agent: "r", Finished: t2, Proof: proof.Nonce})
+	ng := reviewLine(t, Review{Verdict: VerdictNG, Reasons: []string{"no test"}, Agent: "r", Finished: t1, Proof: proof.ReviewKey})
+	ok := reviewLine(t, Review{Verdict: VerdictOK, Reasons: []string{}, Agent: "r", Finished: t2, Proof: proof.ReviewKey})
+	// The nonce was in the supervisor's memory during the run (a worker
+	// running as root can read it there): it proves nothing once the
+	// verdict has a review key.
+	byNonce := reviewLine(t, Review{Verdict: VerdictOK, Agent: "worker", Finished: time.Unix(902, 0), Proof: proof.Nonce})
 	forged := reviewLine(t, Review{Verdict: VerdictOK, Agent: "worker", Finished: time.Unix(900, 0)})
 	wrong := reviewLine(t, Review{Verdict: VerdictOK, Agent: "worker", Finished: time.Unix(901, 0), Proof: "00"})
 	outcome, _ := json.Marshal(Outcome{V: 1, Session: "s", Finished: time.Unix(100, 0)})
@@ -37,8 +41,16 @@ func TestSelectReview(t *testing.T) {
 		}
 	})
 	t.Run("lines without the nonce are forgeries, never the review", func(t *testing.T) {
-		r, f := SelectReview(&seal, verdict, []string{ng, forged, wrong})
-		if r == nil || r.Verdict != VerdictNG || len(f) != 2 || f[0].Reason != ReasonReviewUnproven {
+		r, f := SelectReview(&seal, verdict, []string{ng, forged, wrong, byNonce})
+		if r == nil || r.Verdict != VerdictNG || len(f) != 3 || f[0].Reason != ReasonReviewUnproven {
+			t.Fatalf("review %+v forged %v", r, f)
+		}
+	})
+	t.Run("a verdict without a review key is proved by its nonce", func(t *testing.T) {
+		old := *proof
+		old.ReviewKey = ""
+		r, f := SelectReview(&seal, &Outcome{V: 1, Finished: time.Unix(100, 0), Supervisor: &old}, []string{byNonce, ng})
+		if r == nil || r.Agent != "worker" || len(f) != 1 {
 			t.Fatalf("review %+v forged %v", r, f)
 		}
 	})

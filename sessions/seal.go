@@ -62,6 +62,12 @@ type Supervisor struct {
 	PidStart uint64 `json:"pid_start"`
 	// Nonce is the hex nonce; it is secret until this line is written.
 	Nonce string `json:"nonce"`
+	// ReviewKey (hex) is drawn as this line is made, after every process
+	// of the worker and of its DoD has ended: a review of the session
+	// must carry it (Review.Proof). The nonce lives in the supervisor's
+	// memory during the run, where a worker running as root can read it;
+	// no process of the worker was alive while the review key existed.
+	ReviewKey string `json:"review_key,omitempty"`
 }
 
 // Nonce is a supervisor's secret. It has no String method and no JSON
@@ -81,9 +87,15 @@ func NewSeal(host string, pid int, pidStart uint64) (Seal, *Nonce, error) {
 	return Seal{SHA256: hex.EncodeToString(sum[:]), Host: host, Pid: pid, PidStart: pidStart}, n, nil
 }
 
-// Proof is what the supervisor writes into its outcome line.
+// Proof is what the supervisor writes into its outcome line, with a fresh
+// review key: call it only once the worker's processes have all ended.
 func (n *Nonce) Proof(s Seal) *Supervisor {
-	return &Supervisor{Host: s.Host, Pid: s.Pid, PidStart: s.PidStart, Nonce: hex.EncodeToString(n.b[:])}
+	var key [16]byte
+	sup := &Supervisor{Host: s.Host, Pid: s.Pid, PidStart: s.PidStart, Nonce: hex.EncodeToString(n.b[:])}
+	if _, err := rand.Read(key[:]); err == nil {
+		sup.ReviewKey = hex.EncodeToString(key[:])
+	}
+	return sup
 }
 
 // Authenticates reports whether sup proves that the sealing supervisor

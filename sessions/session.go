@@ -162,6 +162,25 @@ type Outcome struct {
 	Supervisor *Supervisor `json:"supervisor,omitempty"`
 }
 
+// Stopped reports whether the outcome records a stop (worker stop, run
+// stop, Ctrl-C or SIGTERM on a run or a foreground worker) rather than
+// anything the worker did: IsStop of its signal, reason and timeout.
+func (o *Outcome) Stopped() bool {
+	return o != nil && IsStop(o.Signal, o.Reason, o.TimedOut)
+}
+
+// IsStop reports whether an outcome's signal, reason and timeout say the
+// session was stopped from outside (SIGTERM with the reason "stopped",
+// "stopped before the worker started", or one starting "interrupted"): an
+// interruption, never a verdict on the work. A timeout or a stall is not a
+// stop.
+func IsStop(signal, reason string, timedOut bool) bool {
+	if timedOut || signal != "SIGTERM" {
+		return false
+	}
+	return reason == "stopped" || reason == "stopped before the worker started" || strings.HasPrefix(reason, "interrupted")
+}
+
 // Usage is the tokens and cost a client reported for one run.
 type Usage struct {
 	InputTokens      int64   `json:"input_tokens"`

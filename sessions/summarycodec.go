@@ -21,7 +21,7 @@ import (
 // summaryFormat opens every encoded summary: an entry in any other form
 // (an older cache's JSON, a foreign or damaged entry) does not decode, and
 // its session is read from git again.
-const summaryFormat = 0xA2
+const summaryFormat = 0xA3
 
 // errSummary is why an encoded summary does not decode.
 var errSummary = errors.New("malformed cached summary")
@@ -165,6 +165,7 @@ func encodeSummary(r Record) ([]byte, error) {
 			e.int(int64(p.Pid))
 			e.uint(p.PidStart)
 			e.str(p.Nonce)
+			e.str(p.ReviewKey)
 		}
 	}
 	if err := e.json(r.Forged, r.Forged == nil); err != nil {
@@ -352,7 +353,7 @@ func decodeSummary(data, id string, r *Record) error {
 				CostUSD: math.Float64frombits(d.uint())}
 		}
 		if d.bool() {
-			o.Supervisor = &Supervisor{Host: d.str(), Pid: int(d.int()), PidStart: d.uint(), Nonce: d.str()}
+			o.Supervisor = &Supervisor{Host: d.str(), Pid: int(d.int()), PidStart: d.uint(), Nonce: d.str(), ReviewKey: d.str()}
 		}
 		r.Outcome = o
 	}

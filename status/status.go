@@ -6,10 +6,12 @@ package status
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/tasks"
 )
 
@@ -183,21 +185,43 @@ func own(t tasks.Task, attempts []Attempt) Result {
 		// Only a reopen (which clears the fact) lets the task run again.
 		return Result{Status: Failed, Reason: withReason("exhausted", t.Exhausted.Reason)}
 	}
-	if len(current) == 0 {
-		if t.Reopened != nil {
-			return Result{Status: Open, Reason: "reopened by " + t.Reopened.Author}
-		}
-		return Result{Status: Open, Reason: "no session yet"}
+	judged, stopped := withoutStops(current)
+	switch {
+	case len(judged) > 0:
+		return verdictOf(latestOf(judged))
+	case stopped != nil:
+		return Result{Status: Open, Reason: "session " + short(stopped.Session) + " was stopped before it finished (" + stopped.Reason + "): not an attempt"}
+	case t.Reopened != nil:
+		return Result{Status: Open, Reason: "reopened by " + t.Reopened.Author}
 	}
-	// The latest attempt: the last of those started latest, as the last
-	// of a stable sort by start time would be.
-	latest := 0
-	for i := range current {
-		if !current[i].Started.Before(current[latest].Started) {
-			latest = i
+	return Result{Status: Open, Reason: "no session yet"}
+}
+
+// withoutStops leaves out the attempts that were stopped from outside
+// (sessions.IsStop): a stop said nothing about the work, so the latest
+// attempt that was not stopped decides. stopped is the latest stopped
+// one, nil when none was.
+func withoutStops(current []Attempt) (judged []Attempt, stopped *Attempt) {
+	if !slices.ContainsFunc(current, func(a Attempt) bool { return sessions.IsStop(a.Signal, a.Reason, a.TimedOut) }) {
+		return current, nil // shared, as the caller's facts are: read only
+	}
+	var stops []Attempt
+	for _, a := range current {
+		if sessions.IsStop(a.Signal, a.Reason, a.TimedOut) {
+			stops = append(stops, a)
+		} else {
+			judged = append(judged, a)
 		}
 	}
-	a := &current[latest]
+	if len(stops) > 0 {
+		stopped = latestOf(stops)
+	}
+	return judged, stopped
+}
+
+// verdictOf is the status the latest attempt a, which ended or was lost,
+// gives its task.
+func verdictOf(a *Attempt) Result {
 	s := short(a.Session)
 	switch {
 	case a.Lost:
@@ -228,6 +252,18 @@ func own(t tasks.Task, attempts []Attempt) Result {
 		return Result{Status: Review, Reason: "session " + s + " exited 0, DoD " + dod + ", reviewed OK by " + a.Reviewer + ", not merged yet", Session: a.Session}
 	}
 	return Result{Status: Review, Reason: "session " + s + " exited 0, DoD " + dod + ", not merged yet", Session: a.Session}
+}
+
+// latestOf is the latest of attempts (not empty): the last of those
+// started latest, as the last of a stable sort by start time would be.
+func latestOf(attempts []Attempt) *Attempt {
+	latest := 0
+	for i := range attempts {
+		if !attempts[i].Started.Before(attempts[latest].Started) {
+			latest = i
+		}
+	}
+	return &attempts[latest]
 }
 
 func orNotRun(dod string) string {

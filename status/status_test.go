@@ -147,6 +147,26 @@ func TestResolveOwnStatus(t *testing.T) {
 		{name: "failed: killed by a signal",
 			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { ended(143, "", true)(a); a.Signal = "SIGTERM" })},
 			want:     Failed, reasonHas: "ended by SIGTERM"},
+		{name: "open: its only session was stopped (not an attempt)",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { ended(143, "", true)(a); a.Signal, a.Reason = "SIGTERM", "stopped" })},
+			want:     Open, reasonHas: "session a1000000 was stopped before it finished (stopped): not an attempt"},
+		{name: "dod_failed: a stop after a failed attempt leaves its verdict",
+			attempts: []Attempt{attempt("a1", 1, ended(0, "failed", true)),
+				attempt("a2", 2, func(a *Attempt) { ended(143, "", true)(a); a.Signal, a.Reason = "SIGTERM", "interrupted" })},
+			want: DoDFailed, session: "a1000000", reasonHas: "DoD failed"},
+		{name: "review: a stop before the worker started after a passing attempt",
+			attempts: []Attempt{attempt("a1", 1, ended(0, "passed", true)),
+				attempt("a2", 2, func(a *Attempt) {
+					ended(143, "", true)(a)
+					a.Signal, a.Reason = "SIGTERM", "stopped before the worker started"
+				})},
+			want: Review, session: "a1000000"},
+		{name: "failed: a stalled worker stopped is a verdict",
+			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) {
+				ended(143, "", true)(a)
+				a.Signal, a.Reason = "SIGTERM", "stalled: no output and no new commit for 60s"
+			})},
+			want: Failed, reasonHas: "stalled"},
 		{name: "failed: timed out",
 			attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { ended(124, "", true)(a); a.TimedOut = true; a.Signal = "SIGTERM" })},
 			want:     Failed, reasonHas: "timed out"},

@@ -34,6 +34,11 @@ import (
 // little more (a name such as `a\.git`) and nothing that a Windows checkout
 // could hold.
 
+// BadPath returns why git would refuse p (slash-separated, as in a tree)
+// as a path, or "" when it would not; link says p is a symbolic link. The
+// gated merge asks it of every path a session's commits change.
+func BadPath(p string, link bool) string { return badPathReason(p, link) }
+
 // badPathReason returns why git would refuse p (slash-separated, as in a
 // tree) as a path, or "" when it would not. link says p is a symbolic link.
 func badPathReason(p string, link bool) string {

@@ -221,7 +221,8 @@ func runOne(ctx context.Context, dir, command string, opts DoDOptions) CommandRe
 	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.Stdout = pw
 	cmd.Stderr = pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The DoD runs the worker's code: it dies with whoever runs it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		pw.Close()

@@ -69,9 +69,12 @@ type Summary struct {
 	Acceptable bool
 }
 
-// MainCheckoutChanged is the violation type of a change in the main
-// checkout during a supervised run: nothing tells the worker's writes there
-// from a person's, so it blocks merge until a person accepts it.
+// MainCheckoutChanged is the finding type of a change in the main checkout
+// during a supervised run. Where the worker could write there (isolation
+// level none) nothing tells its writes from a person's: it is a violation
+// that blocks merge until a person accepts it. Where it could not
+// (landlock, bwrap, clone) the change is the person's: a warning, which
+// neither fails the run nor blocks its merge.
 const MainCheckoutChanged = "main-checkout-changed"
 
 // AcceptableViolation reports whether a violation type is one a person may

@@ -127,7 +127,8 @@ type WatchOptions struct {
 	// Extra locations watched besides the worktree.
 	Extra []Extra
 	// Ignore reports worktree-relative (slash) paths that are neither watched
-	// nor recorded: files agentmine generated, caches.
+	// nor recorded: files agentmine generated, caches. It is called from
+	// more than one goroutine.
 	Ignore func(rel string) bool
 	// OnEvent, if set, is called for every recorded event from the watcher's
 	// goroutine, in order. It is the hook for --strict (stop the worker at the
@@ -162,7 +163,7 @@ type Watcher struct {
 	root  string
 	opts  WatchOptions
 	start time.Time
-	fsw   *fsnotify.Watcher // the worktree's directories
+	fsw   *treeWatcher      // the worktree's directories
 	fsx   *fsnotify.Watcher // the extra locations and the worktree's .git file
 
 	mu       sync.Mutex
@@ -173,6 +174,11 @@ type Watcher struct {
 	pending  []Event             // recorded, not yet passed to OnEvent
 	touched  map[string]*touchAcc
 	reasons  []string
+	// vanishedDirs counts the directories that existed during the run and
+	// were gone before they could be watched; firstVanished is the first.
+	vanishedDirs  int
+	firstVanished string
+	vanishedSeen  map[string]bool
 
 	barrierDir string
 	barrier    chan struct{} // a barrier event came through fsw
@@ -222,7 +228,7 @@ func StartWatch(ctx context.Context, root string, opts WatchOptions) (*Watcher, 
 		barrierX: make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
-	fsw, err := fsnotify.NewBufferedWatcher(4096)
+	fsw, err := newTreeWatcher(4096, w.watchEarly)
 	if err != nil {
 		w.incompleteOutside(fmt.Sprintf("cannot start the file watcher (%v); nothing was recorded live", err))
 		close(w.done)
@@ -259,6 +265,17 @@ func StartWatch(ctx context.Context, root string, opts WatchOptions) (*Watcher, 
 	return w, nil
 }
 
+// watchEarly says whether a directory just created at p is one the
+// watcher will watch (inside the worktree, not ignored, not a .git), so
+// that the kernel watch can be added before the event reaches the loop.
+// It runs on the reader's goroutine and reads nothing the loop changes.
+func (w *Watcher) watchEarly(p string) bool {
+	if !strings.HasPrefix(p, w.root+string(filepath.Separator)) || filepath.Base(p) == ".git" {
+		return false
+	}
+	return w.opts.Ignore == nil || !w.opts.Ignore(w.rel(p))
+}
+
 // addExtra watches one extra location. Called with mu held.
 func (w *Watcher) addExtra(e Extra) {
 	p, err := filepath.Abs(e.Path)
@@ -285,9 +302,20 @@ func (w *Watcher) addExtra(e Extra) {
 // entry found is recorded as a scanned create (a new directory's contents
 // may predate its watch). Called with mu held.
 func (w *Watcher) addTree(dir string, scan bool) {
+	found := 0
+	defer func() {
+		// A new directory found empty whose entries changed since it was
+		// made held something that came and went before the watch.
+		if scan && found == 0 && w.watched[dir] && changedSinceBirth(dir, w.start) {
+			w.incomplete(fmt.Sprintf("directory %s was emptied before it could be watched; files made inside it are not in the record", w.rel(dir)))
+		}
+	}()
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return nil // vanished meanwhile
+			if d == nil || d.IsDir() {
+				w.vanished(w.rel(p))
+			}
+			return nil
 		}
 		rel := w.rel(p)
 		if p != w.root {
@@ -302,6 +330,7 @@ func (w *Watcher) addTree(dir string, scan bool) {
 			}
 		}
 		if scan && p != dir {
+			found++
 			w.recordLocked(Event{Time: time.Now(), Op: OpCreate, Path: rel, Dir: d.IsDir(), Scanned: true})
 		}
 		if !d.IsDir() {
@@ -317,7 +346,9 @@ func (w *Watcher) addTree(dir string, scan bool) {
 		if err := w.fsw.Add(p); err != nil {
 			if errors.Is(err, unix.ENOSPC) {
 				w.incomplete("inotify watch limit reached (fs.inotify.max_user_watches); changes in unwatched directories are seen only after the run")
-			} else if !errors.Is(err, fs.ErrNotExist) {
+			} else if errors.Is(err, fs.ErrNotExist) {
+				w.vanished(rel)
+			} else {
 				w.incomplete(fmt.Sprintf("cannot watch %s: %v", rel, err))
 			}
 			return fs.SkipDir
@@ -328,6 +359,24 @@ func (w *Watcher) addTree(dir string, scan bool) {
 		}
 		return nil
 	})
+}
+
+// vanished marks the record incomplete for a directory of the worktree
+// that existed during the run but was gone before it could be watched:
+// whatever was made inside it meanwhile is not in the record. Called with
+// mu held.
+func (w *Watcher) vanished(rel string) {
+	if w.vanishedSeen[rel] {
+		return
+	}
+	if w.vanishedSeen == nil {
+		w.vanishedSeen = map[string]bool{}
+	}
+	w.vanishedSeen[rel] = true
+	w.vanishedDirs++
+	if w.vanishedDirs == 1 {
+		w.firstVanished = rel
+	}
 }
 
 // rescan walks the whole worktree after an overflow: it watches directories
@@ -427,7 +476,7 @@ func (w *Watcher) loop(ctx context.Context) {
 			if !ok {
 				return
 			}
-			w.handle(ev, false)
+			w.handle(ev.Event, ev.Dir, false)
 		case err, ok := <-errs:
 			if !ok {
 				return
@@ -447,7 +496,7 @@ func (w *Watcher) loop(ctx context.Context) {
 				xEvents = nil
 				continue
 			}
-			w.handle(ev, true)
+			w.handle(ev, false, true)
 		case err, ok := <-xErrs:
 			if !ok {
 				xErrs = nil
@@ -487,10 +536,12 @@ func opNames(op fsnotify.Op) []string {
 	return names
 }
 
-func (w *Watcher) handle(ev fsnotify.Event, fromExtras bool) {
+// handle records one event; dir says the kernel reported the entry as a
+// directory.
+func (w *Watcher) handle(ev fsnotify.Event, dir, fromExtras bool) {
 	now := time.Now()
-	dir := filepath.Dir(ev.Name)
-	if w.barrierDir != "" && dir == w.barrierDir {
+	parent := filepath.Dir(ev.Name)
+	if w.barrierDir != "" && parent == w.barrierDir {
 		if ev.Has(fsnotify.Create) {
 			ch := w.barrier
 			if fromExtras {
@@ -507,10 +558,10 @@ func (w *Watcher) handle(ev fsnotify.Event, fromExtras bool) {
 		return
 	}
 	w.mu.Lock()
-	if extras, ok := w.extraDir[dir]; ok {
+	if extras, ok := w.extraDir[parent]; ok {
 		base := filepath.Base(ev.Name)
 		for _, x := range extras {
-			if x.Path != dir && base != filepath.Base(x.Path) && base != filepath.Base(x.Path)+".lock" {
+			if x.Path != parent && base != filepath.Base(x.Path) && base != filepath.Base(x.Path)+".lock" {
 				continue
 			}
 			for _, op := range opNames(ev.Op) {
@@ -519,30 +570,42 @@ func (w *Watcher) handle(ev fsnotify.Event, fromExtras bool) {
 			break
 		}
 	} else if strings.HasPrefix(ev.Name, w.root+string(filepath.Separator)) {
-		rel := w.rel(ev.Name)
-		if w.opts.Ignore != nil && w.opts.Ignore(rel) {
-			w.mu.Unlock()
-			return
-		}
-		wasDir := w.watched[ev.Name]
-		isDir := wasDir
-		if ev.Has(fsnotify.Create) {
-			if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
-				isDir = true
-			}
-		}
-		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-			delete(w.watched, ev.Name)
-		}
-		for _, op := range opNames(ev.Op) {
-			w.recordLocked(Event{Time: now, Op: op, Path: rel, Dir: isDir})
-		}
-		if ev.Has(fsnotify.Create) && isDir && rel != ".git" {
-			w.addTree(ev.Name, true)
-		}
+		w.handleWorktree(ev, dir, now)
 	}
 	w.mu.Unlock()
 	w.flush()
+}
+
+// handleWorktree records one event inside the worktree; dir says the
+// kernel reported the entry as a directory. A directory it created is
+// watched and scanned at once; one already gone marks the record
+// incomplete. Called with mu held.
+func (w *Watcher) handleWorktree(ev fsnotify.Event, dir bool, now time.Time) {
+	rel := w.rel(ev.Name)
+	if w.opts.Ignore != nil && w.opts.Ignore(rel) {
+		return
+	}
+	isDir := w.watched[ev.Name] || dir
+	gone := false
+	if ev.Has(fsnotify.Create) {
+		fi, err := os.Lstat(ev.Name)
+		switch {
+		case err == nil && fi.IsDir():
+			isDir = true
+		case err != nil && dir:
+			w.vanished(rel)
+			gone = true
+		}
+	}
+	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+		delete(w.watched, ev.Name)
+	}
+	for _, op := range opNames(ev.Op) {
+		w.recordLocked(Event{Time: now, Op: op, Path: rel, Dir: isDir})
+	}
+	if ev.Has(fsnotify.Create) && isDir && !gone && rel != ".git" {
+		w.addTree(ev.Name, true)
+	}
 }
 
 // flush passes recorded events (kernel-reported and scanned alike) to
@@ -613,6 +676,13 @@ func (w *Watcher) Stop() Record {
 		}
 		w.mu.Lock()
 		defer w.mu.Unlock()
+		if w.vanishedDirs > 0 {
+			more := ""
+			if w.vanishedDirs > 1 {
+				more = fmt.Sprintf(" (and %d more)", w.vanishedDirs-1)
+			}
+			w.incomplete(fmt.Sprintf("directory %s%s was created and removed before it could be watched; files made inside it are not in the record", w.firstVanished, more))
+		}
 		rec := w.rec
 		rec.Events = nil
 		skipped := map[string]bool{}

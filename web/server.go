@@ -9,8 +9,9 @@
 // command line calls. Assets are embedded; there is no database and no
 // build step.
 //
-// Safety: every request needs the access token (in the URL once, then a
-// cookie); a state-changing request must be a POST from the board's own
+// Safety: every request needs a login cookie, which the one-time login
+// address the serve command prints hands out (the address's token is then
+// spent; neither is ever written to disk, see Options.Token); a state-changing request must be a POST from the board's own
 // origin carrying the form's CSRF value; a loopback server refuses Host
 // names that are not loopback (DNS rebinding); html/template escapes
 // everything a worker or a task's author controls, and log output reaches
@@ -33,6 +34,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
 )
@@ -48,7 +50,12 @@ type Options struct {
 	// runs a prepared session, given the repository's top and the
 	// session's id: starting a worker starts it and returns.
 	Supervisor func(top, session string) []string
-	// Token is the access token every request must carry (see Token).
+	// Token is the one-time login token (see NewToken): the first request
+	// that carries it in its query gets a login cookie, and the token is
+	// spent. It and the cookies exist only in this process's memory: a
+	// file any process of the user can read (every sandboxed worker reads
+	// the repository's common dir) would hand the board's actions to
+	// every worker.
 	Token string
 	// ReadOnly leaves every action out: no forms, and POSTs are refused.
 	ReadOnly bool
@@ -65,12 +72,18 @@ type Server struct {
 	opts  Options
 	pages *pages
 	live  *live
-	// cookie is the name of the cookie that carries the token: derived
-	// from the token, so that boards of two repositories served on one
-	// host do not overwrite each other's cookie.
+	// cookie is the name of the login cookie: derived from the token, so
+	// that boards of two repositories served on one host do not overwrite
+	// each other's cookie.
 	cookie string
 	csrf   string
 	common string
+
+	mu sync.Mutex
+	// spent is set once the login token was exchanged for a cookie.
+	spent bool
+	// logins holds the SHA-256 of every login cookie handed out.
+	logins map[[32]byte]bool
 }
 
 // New checks that opts.Dir is inside a git repository and builds the
@@ -96,7 +109,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	mac := hmac.New(sha256.New, []byte(opts.Token))
 	mac.Write([]byte("agentmine board csrf"))
 	s := &Server{opts: opts, cookie: "agentmine_" + hex.EncodeToString(sum[:4]),
-		csrf: hex.EncodeToString(mac.Sum(nil))[:32], common: st.Location().CommonDir}
+		csrf: hex.EncodeToString(mac.Sum(nil))[:32], common: st.Location().CommonDir, logins: map[[32]byte]bool{}}
 	s.pages, err = newPages()
 	if err != nil {
 		return nil, err
@@ -161,15 +174,27 @@ func loopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// authenticate lets a request through when it carries the token, in its
-// cookie or in the query. A GET with the token in the query gets the
-// cookie and is redirected to the same address without it, so the token
-// does not stay in the address bar or in the history.
+// authenticate lets a request through when it carries a login cookie. A
+// request without one but with the unspent login token in its query spends it and gets a
+// fresh login cookie (HttpOnly, SameSite=Strict); a GET is then redirected
+// to the same address without the token, so that it does not stay in the
+// address bar or in the history. A spent token logs no one in: an address
+// that leaked after use (a log, a terminal's scrollback, the command line
+// of the browser that opened it) is worth nothing.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if q := r.URL.Query().Get("token"); q != "" && s.tokenOK(q) {
-			http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.opts.Token, Path: "/", HttpOnly: true,
-				SameSite: http.SameSiteStrictMode})
+		c, err := r.Cookie(s.cookie)
+		in := err == nil && s.loggedIn(c.Value)
+		if q := r.URL.Query().Get("token"); q != "" {
+			if !in {
+				cookie, ok := s.login(q)
+				if !ok {
+					unauthorized(w, "this login address was already used or is wrong; each serve prints a new one, good for one login (restart serve to get another)")
+					return
+				}
+				http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: cookie, Path: "/", HttpOnly: true,
+					SameSite: http.SameSiteStrictMode})
+			}
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
 				u := *r.URL
 				v := u.Query()
@@ -181,18 +206,44 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if c, err := r.Cookie(s.cookie); err == nil && s.tokenOK(c.Value) {
+		if in {
 			next.ServeHTTP(w, r)
 			return
 		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusUnauthorized)
-		fmt.Fprintln(w, "401 unauthorized: this board needs its access token; open the address the serve command printed (it ends in ?token=…)")
+		unauthorized(w, "this board needs a login; open the address the serve command printed (it ends in ?token=…)")
 	})
 }
 
-func (s *Server) tokenOK(t string) bool {
-	return subtle.ConstantTimeCompare([]byte(t), []byte(s.opts.Token)) == 1
+func unauthorized(w http.ResponseWriter, why string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusUnauthorized)
+	fmt.Fprintln(w, "401 unauthorized: "+why)
+}
+
+// login spends the login token t and returns a new login cookie, or false
+// when t is not the token or the token was spent already.
+func (s *Server) login(t string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.spent || subtle.ConstantTimeCompare([]byte(t), []byte(s.opts.Token)) != 1 {
+		return "", false
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", false
+	}
+	c := hex.EncodeToString(b[:])
+	s.spent = true
+	s.logins[sha256.Sum256([]byte(c))] = true
+	return c, true
+}
+
+// loggedIn reports whether c is a login cookie this server handed out (the
+// map is keyed by a hash, so the lookup's timing says nothing of c).
+func (s *Server) loggedIn(c string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logins[sha256.Sum256([]byte(c))]
 }
 
 // checkCSRF refuses a POST whose form does not carry the board's CSRF
@@ -221,40 +272,23 @@ func (s *Server) readOnlyRefusal(w http.ResponseWriter, r *http.Request) {
 	http.NotFound(w, r)
 }
 
-// tokenFile is where the access token is kept, under the repository's
-// local agentmine directory.
-func tokenFile(commonDir string) string {
-	return filepath.Join(commonDir, "agentmine", "serve-token")
-}
-
-// Token returns the repository's board access token, creating it (32
-// random bytes, hex, in a file only its owner can read) on first use. The
-// same token survives restarts of the server, so that open pages and
-// bookmarks keep working; delete the file to change it.
-func Token(st *gitstore.Store) (string, error) {
-	path := tokenFile(st.Location().CommonDir)
-	if data, err := os.ReadFile(path); err == nil {
-		t := strings.TrimSpace(string(data))
-		if len(t) >= 32 {
-			return t, nil
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("reading the board's access token: %w", err)
-	}
+// NewToken returns a fresh login token for a server: 32 random bytes, hex.
+// It is never written anywhere but to the serve command's own output.
+func NewToken() (string, error) {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("making the board's access token: %w", err)
+		return "", fmt.Errorf("making the board's login token: %w", err)
 	}
-	t := hex.EncodeToString(b[:])
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return "", fmt.Errorf("saving the board's access token: %w", err)
+	return hex.EncodeToString(b[:]), nil
+}
+
+// RemoveStoredToken deletes the access token that earlier versions kept in
+// <common dir>/agentmine/serve-token, where every sandboxed worker could
+// read it. Boards no longer accept it; removing it leaves nothing to find.
+func RemoveStoredToken(st *gitstore.Store) error {
+	err := os.Remove(filepath.Join(st.Location().CommonDir, "agentmine", "serve-token"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing the board's old stored access token: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(t+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("saving the board's access token: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return "", fmt.Errorf("saving the board's access token: %w", err)
-	}
-	return t, nil
+	return nil
 }

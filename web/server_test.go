@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -306,9 +307,10 @@ func escaping(t *testing.T, f *fixture, ts *httptest.Server, c *http.Client) {
 	}
 }
 
-// TestAccessToken: no token is a 401 everywhere, the token in the URL
-// sets an HttpOnly SameSite=Strict cookie and redirects to the address
-// without it, a wrong token or cookie is a 401.
+// TestAccessToken: no login is a 401 everywhere; the login address sets an
+// HttpOnly SameSite=Strict cookie that is not the token and redirects to
+// the address without it; the token is then spent (a second use is a
+// 401, even from another client), and a wrong token or cookie is a 401.
 func TestAccessToken(t *testing.T) {
 	repo := gittest.NewRepo(t)
 	_, ts := serve(t, repo, false)
@@ -331,7 +333,7 @@ func TestAccessToken(t *testing.T) {
 		t.Errorf("token URL: %d to %q, want 303 to /runs?x=1", res.StatusCode, res.Header.Get("Location"))
 	}
 	ck := res.Cookies()
-	if len(ck) != 1 || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode || ck[0].Value != testToken {
+	if len(ck) != 1 || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode || ck[0].Value == testToken || len(ck[0].Value) != 64 {
 		t.Fatalf("cookie: %+v", ck)
 	}
 	req, _ := http.NewRequest("GET", ts.URL+"/", nil)
@@ -339,9 +341,64 @@ func TestAccessToken(t *testing.T) {
 	if res, err := plain.Do(req); err != nil || res.StatusCode != http.StatusUnauthorized {
 		t.Errorf("a wrong cookie: %v %v", res.StatusCode, err)
 	}
-	c := client(t, ts)
-	if code, _ := get(t, c, ts.URL+"/"); code != 200 {
-		t.Errorf("with the cookie: %d", code)
+	for _, c := range []*http.Client{plain, {}} {
+		if code, body := get(t, c, ts.URL+"/?token="+testToken); code != http.StatusUnauthorized || !strings.Contains(body, "already used") {
+			t.Errorf("the spent token again: %d %q, want 401", code, body)
+		}
+	}
+	// The browser that logged in keeps working, the spent address included.
+	req, _ = http.NewRequest("GET", ts.URL+"/memory?token="+testToken, nil)
+	req.AddCookie(ck[0])
+	if res, err := plain.Do(req); err != nil || res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/memory" {
+		t.Errorf("the spent address with the cookie: %v %v", res.StatusCode, err)
+	}
+	req, _ = http.NewRequest("GET", ts.URL+"/", nil)
+	req.AddCookie(ck[0])
+	if res, err := plain.Do(req); err != nil || res.StatusCode != 200 {
+		t.Errorf("with the cookie: %v %v", res.StatusCode, err)
+	}
+	// Nothing of it is on disk.
+	common := filepath.Join(repo, ".git")
+	filepath.WalkDir(common, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), testToken) || strings.Contains(string(b), ck[0].Value) {
+				t.Errorf("%s holds the login token or cookie", p)
+			}
+		}
+		return nil
+	})
+}
+
+// TestStoredTokenRemoved: the token file earlier versions kept in the
+// common dir is deleted and logs no one in.
+func TestStoredTokenRemoved(t *testing.T) {
+	repo := gittest.NewRepo(t)
+	st, err := gitstore.Open(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(repo, ".git", "agentmine", "serve-token")
+	os.MkdirAll(filepath.Dir(old), 0o755)
+	stale := strings.Repeat("ab", 32)
+	if err := os.WriteFile(old, []byte(stale+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveStoredToken(st); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("the stored token is still there: %v", err)
+	}
+	if err := RemoveStoredToken(st); err != nil {
+		t.Errorf("nothing to remove: %v", err)
+	}
+	tok, err := NewToken()
+	if err != nil || len(tok) != 64 || tok == stale {
+		t.Fatalf("NewToken: %q %v", tok, err)
+	}
+	_, ts := serve(t, repo, false)
+	if code, _ := get(t, &http.Client{}, ts.URL+"/?token="+stale); code != http.StatusUnauthorized {
+		t.Errorf("the old stored token: %d, want 401", code)
 	}
 }
 
@@ -349,8 +406,8 @@ func TestAccessToken(t *testing.T) {
 // (DNS rebinding), even with the token.
 func TestHostCheck(t *testing.T) {
 	repo := gittest.NewRepo(t)
-	_, ts := serve(t, repo, false)
 	for host, want := range map[string]int{"evil.example": 421, "evil.example:80": 421, "localhost:1": 303, "[::1]:9": 303, "127.0.0.2": 303} {
+		_, ts := serve(t, repo, false) // a login token is good once
 		req, _ := http.NewRequest("GET", ts.URL+"/?token="+testToken, nil)
 		req.Host = host
 		res, err := http.DefaultTransport.RoundTrip(req)

@@ -100,14 +100,69 @@ func (e *Env) isolate(ctx context.Context, s sessions.Session) (*isolation.Box, 
 		return nil, err
 	}
 	caps := e.Capabilities(ctx, false)
-	mainTop := ""
-	if filepath.Base(loc.CommonDir) == ".git" {
-		mainTop = e.Top
+	mainTop := e.mainTopFor()
+	environ := launch.WorkerEnv(e.workerEnv(sessions.Record{Session: s}))
+	var programs []string
+	if len(s.Command) > 0 {
+		// Found again as the worker starts: a client that went away since
+		// the session was prepared fails here, recorded as a start failure.
+		prog, err := launch.Resolve(s.Command[0], s.Worktree, environ)
+		if err != nil {
+			return nil, err
+		}
+		programs = prog.Paths()
 	}
 	return isolation.Prepare(ctx, isolation.Plan{Level: lvl, Network: net, Worktree: s.Worktree, GitDir: gitDir,
+		Programs: programs, Environ: environ,
 		CommonDir: loc.CommonDir, MainTop: mainTop, Branch: s.Branch, Home: os.Getenv("HOME"), State: state,
 		Self: e.Self, Bwrap: caps.BwrapPath, Git: e.St.Git(),
 		WriteBlob: func(ctx context.Context, data []byte) (string, error) { return e.St.WriteObject(ctx, "blob", data) }})
+}
+
+// mainTopFor returns the main checkout a sandbox hides: the repository's
+// top when its git dir is a ".git" directory in it, "" otherwise.
+func (e *Env) mainTopFor() string {
+	if filepath.Base(e.St.Location().CommonDir) == ".git" {
+		return e.Top
+	}
+	return ""
+}
+
+// preflight refuses a run that could not start, before anything of the
+// session exists (no session ref, claim, branch or worktree), with the same
+// error at every level: the client's program is found in the worker's PATH
+// and checked to be something this machine executes (for a #! script, its
+// interpreter too; launch.Resolve). Then what the chosen level cannot
+// honour is refused with why (isolation.Check): a client inside the
+// hidden repository at bwrap and clone, a configuration variable it
+// cannot copy. A program inside the worktree-to-be (a {worktree}
+// placeholder, a relative path) is checked when the worker starts.
+func (e *Env) preflight(inv launch.Invocation, iso *sessions.Isolation) error {
+	argv0 := inv.Program()
+	if argv0 == "" {
+		return nil
+	}
+	environ := launch.WorkerEnv(nil)
+	var programs []string
+	if inWorktree := !filepath.IsAbs(argv0) && strings.Contains(argv0, "/") || isWithin(argv0, inv.Worktree); !inWorktree {
+		prog, err := launch.Resolve(argv0, inv.Worktree, environ)
+		if err != nil {
+			return err
+		}
+		programs = prog.Paths()
+	}
+	if iso == nil {
+		return nil
+	}
+	return isolation.Check(isolation.Plan{Level: isolation.Level(iso.Level), Worktree: inv.Worktree,
+		CommonDir: e.St.Location().CommonDir, MainTop: e.mainTopFor(), Home: os.Getenv("HOME"),
+		Programs: programs, Environ: environ})
+}
+
+// isWithin reports whether path is dir or beneath it.
+func isWithin(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return dir != "" && err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // bringBack moves the session's branch to where the worker left it when

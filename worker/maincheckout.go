@@ -36,13 +36,19 @@ import (
 const MainCheckoutChanged = verify.MainCheckoutChanged
 
 // mainCheckoutWritable says whether the worker of session s could write the
-// main checkout. Every run is at isolation level "none" today: the worker
-// is a process of the same user with the same view of the file system, so
-// it can. An isolation level that takes those writes away from the worker
-// (a sandbox with the main checkout read-only or absent) answers false
-// here, and its main-checkout changes become warnings.
+// main checkout. At level none (and in sessions that recorded no level) the
+// worker is a process of the same user with the same view of the file
+// system, so it can. Landlock grants it writes to its worktree and its own
+// git data only; bwrap and clone hide the main checkout from it altogether:
+// there a change in the main checkout is the person's, a warning.
 func mainCheckoutWritable(s sessions.Session) bool {
-	return true
+	return s.Isolation == nil || s.Isolation.Level == "" || s.Isolation.Level == "none"
+}
+
+// notByWorker is added to the reason of each main-checkout change found
+// where the worker could not write the main checkout.
+func notByWorker(level string) string {
+	return "; not by the worker: it cannot write the main checkout at isolation level " + level
 }
 
 // What a snapshot of the main checkout records, and what it costs:
@@ -121,7 +127,9 @@ type mainCheckout struct {
 	// skip is the worktree root relative to top ("" when it lies outside).
 	skip     string
 	writable bool
-	before   *mainSnapshot
+	// level is the session's isolation level ("" when none was recorded).
+	level  string
+	before *mainSnapshot
 	// beforeErr says why there is no before snapshot.
 	beforeErr error
 	after     *mainSnapshot
@@ -131,6 +139,9 @@ type mainCheckout struct {
 // startMainCheckout takes the main checkout's snapshot before a run.
 func (e *Env) startMainCheckout(ctx context.Context, s sessions.Session) *mainCheckout {
 	m := &mainCheckout{env: e, g: e.mainGit(), top: e.Top, writable: mainCheckoutWritable(s)}
+	if s.Isolation != nil {
+		m.level = s.Isolation.Level
+	}
 	if rel, err := filepath.Rel(e.Top, e.Cfg.WorktreeDir(e.Top)); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
 		m.skip = filepath.ToSlash(rel)
 	}
@@ -307,6 +318,9 @@ func (m *mainCheckout) findings(ctx context.Context, worktree string, changed []
 	found = mergeFindings(found)
 	if m.writable {
 		return found, nil
+	}
+	for i := range found {
+		found[i].Reason += notByWorker(m.level)
 	}
 	return nil, found
 }

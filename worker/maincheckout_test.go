@@ -12,6 +12,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/gitcmd"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
+	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/verify"
 )
 
@@ -244,6 +245,47 @@ func TestStatusWords(t *testing.T) {
 		"MM": "modified, with a modification staged", " D": "deleted", "D ": "with a deletion staged", "UU": "unmerged", "A ": "with an addition staged"} {
 		if got := statusWords(xy); got != want {
 			t.Errorf("%q: %q, want %q", xy, got, want)
+		}
+	}
+}
+
+// TestMainChangesAreThePersonsWhereTheWorkerCannotWrite: at landlock, bwrap
+// and clone a change of the main checkout during the run is a warning that
+// says it was not the worker's; at none (or with no level recorded) it
+// stays a violation.
+func TestMainChangesAreThePersonsWhereTheWorkerCannotWrite(t *testing.T) {
+	dir, g := mainRepo(t)
+	before := snap(t, g)
+	tick()
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("the person's edit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "TODO.local"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	after := snapAfter(t, g, before)
+	for _, level := range []string{"", "none", "landlock", "bwrap", "clone"} {
+		s := sessions.Session{}
+		if level != "" {
+			s.Isolation = &sessions.Isolation{Requested: level, Level: level}
+		}
+		m := &mainCheckout{g: g, top: dir, skip: ".agentmine/worktrees", writable: mainCheckoutWritable(s), level: level,
+			before: before, after: after}
+		v, w := m.findings(context.Background(), dir, nil)
+		if level == "" || level == "none" {
+			if len(v) != 2 || len(w) != 0 {
+				t.Fatalf("level %q: want 2 violations, got %v and warnings %v", level, v, w)
+			}
+			continue
+		}
+		if len(v) != 0 || len(w) != 2 {
+			t.Fatalf("level %q: want 2 warnings, got violations %v and warnings %v", level, v, w)
+		}
+		got := byPath(w)
+		for _, p := range []string{"README.md", "TODO.local"} {
+			if !strings.Contains(got[p], "not by the worker: it cannot write the main checkout at isolation level "+level) {
+				t.Errorf("level %q: %s: %q", level, p, got[p])
+			}
 		}
 	}
 }

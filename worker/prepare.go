@@ -209,6 +209,8 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		sess.Pid, sess.PidStart = 0, 0
 	} else if sess.Isolation, err = e.chooseIsolation(ctx, ag); err != nil {
 		return nil, err
+	} else if err := e.preflight(launch.Invocation{Client: client, Command: ag.Command, Worktree: wtPath, Task: taskID}, sess.Isolation); err != nil {
+		return nil, err
 	}
 	logDir, err := st.LocalDir("logs")
 	if err != nil {
@@ -239,9 +241,10 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	if err != nil {
 		return nil, err
 	}
-	undo = append(undo, func() { sessions.Delete(context.WithoutCancel(ctx), st, sid) })
+	created := sessions.Record{Session: sess, Root: root} // sess changes below
+	undo = append(undo, func() { undoSession(ctx, st, created) })
 	claimedOn, claimNote := "", ""
-	if remote := e.claimRemoteFor(ctx, o); remote != "" {
+	if remote := e.claimRemoteFor(o); remote != "" {
 		ok, replaced, err := e.claim(ctx, remote, sess, root)
 		switch {
 		case ok:
@@ -332,6 +335,27 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	}
 	return &Prepared{Rec: sessions.Record{Session: sess, Root: root}, Task: task, Agent: ag, Worktree: wtPath,
 		PromptFile: promptFile, Command: cmd, Client: client, Claimed: claimedOn, ClaimNote: claimNote}, nil
+}
+
+// undoSession rolls back the session rec that a preparation recorded
+// before it failed. Stopped (run stop, worker stop) or interrupted (Ctrl-C),
+// the preparation keeps the session, recorded as stopped before its worker
+// started (as Execute records one): readers may have listed it as running
+// already, and it must not vanish from under them. Any other failure
+// deletes it: nothing ran.
+func undoSession(ctx context.Context, st *gitstore.Store, rec sessions.Record) {
+	wctx := context.WithoutCancel(ctx)
+	if ctx.Err() == nil {
+		sessions.Delete(wctx, st, rec.Session.ID)
+		return
+	}
+	res := stoppedBeforeStart(ctx)
+	out := sessions.Outcome{ExitCode: res.ExitCode, Signal: res.Signal, Finished: res.Finished.UTC(),
+		Reason: "stopped before the worker started", By: "agentmine " + rec.Session.Mode}
+	if res.Interrupted {
+		out.Reason = "interrupted before the worker started"
+	}
+	sessions.RecordOutcome(wctx, st, rec, &out)
 }
 
 // resolveTask turns the task named on the command line into its canonical

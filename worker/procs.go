@@ -15,17 +15,11 @@ import (
 
 // markerOf is the environment entry every worker of session s runs with
 // (workerEnv sets it): a process started with it is the session's.
-func markerOf(s sessions.Session) string {
-	return "AGENTMINE_SESSION=" + s.ID
-}
+func markerOf(s sessions.Session) string { return board.SessionMarker(s) }
 
 // identityOf is what tells session s's processes apart once its
-// supervisor is gone: the worker's own process as the supervisor recorded
-// it, the supervisor's start time (nothing of the session started before
-// it) and the marker.
-func identityOf(s sessions.Session) launch.Identity {
-	return launch.Identity{Leader: s.WorkerPid, LeaderStart: s.WorkerStart, Since: s.PidStart, Marker: markerOf(s)}
-}
+// supervisor is gone (board.RunIdentity).
+func identityOf(s sessions.Session) launch.Identity { return board.RunIdentity(s) }
 
 // recordWorker writes the worker's pid and start time into the sealed
 // session, so that whoever finds the session lost (its supervisor killed)

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,7 +31,9 @@ import (
 //   - the journal explains it: a chain of writes agentmine made on its own
 //     behalf (not for any worker) leads from the value before to the value
 //     after — a gated merge moving the base, another session's records and
-//     outcome, a task added, a sync.
+//     outcome, a task added, a sync. Only the writes the supervisor's
+//     witness heard from the live writing process count
+//     (gitstore.Registration), never a line merely in the journal file.
 //
 // The worker's own session ref is not excused: nothing but agentmine writes
 // it during a run, and those writes are journaled.
@@ -42,6 +45,11 @@ const (
 	// task's base as changed during the run) came to hold some of the
 	// session's commits, and no gated merge made that move.
 	ViolationBaseMoved = "base-moved-during-run"
+	// ViolationRegistration: the supervisor's registration under
+	// agentmine/supervisors/ was removed, rewritten or replaced during the
+	// run, which only hides the worker's agentmine commands from the
+	// supervisor.
+	ViolationRegistration = "supervisor-registration-changed"
 )
 
 // journalSlack is how long before the first snapshot a journal entry may be
@@ -54,6 +62,9 @@ type refWatch struct {
 	before  map[string]string
 	err     error
 	release func()
+	// reg is the supervisor's registration with its witness: nil where
+	// it could not be made (then the journal file's word is taken).
+	reg *gitstore.Registration
 	// logs is where each ref's reflog ended before the run, to find a ref
 	// moved and moved back in between.
 	logs map[string]reflogMark
@@ -63,13 +74,22 @@ type refWatch struct {
 // the watched refs. Call it before the worker starts.
 func (e *Env) watchRefs(ctx context.Context, rec sessions.Record, say func(string, ...any)) *refWatch {
 	w := &refWatch{start: time.Now()}
-	release, err := e.St.RegisterSupervisor(rec.Session.ID)
-	if err != nil {
-		say("warning: %v (agentmine commands the worker runs may be taken for agentmine's own)", err)
+	reg, unlock, err := e.St.Supervise(ctx, rec.Session.ID)
+	if err == nil {
+		w.reg, w.release = reg, reg.Release
+	} else {
+		// No witness here: the registration alone, and the journal file.
+		release, rerr := e.St.RegisterSupervisor(rec.Session.ID)
+		if rerr != nil {
+			say("warning: %v (agentmine commands the worker runs may be taken for agentmine's own)", rerr)
+		} else {
+			say("warning: %v (agentmine's own writes are taken from the journal file)", err)
+		}
+		w.release = release
 	}
-	w.release = release
 	w.logs = reflogMarks(e.St.Location().CommonDir)
 	w.before, w.err = e.St.WatchedRefs(ctx)
+	unlock()
 	return w
 }
 
@@ -89,6 +109,11 @@ func (e *Env) checkRefs(ctx context.Context, rec sessions.Record, w *refWatch, o
 			Reason: "the refs could not be compared before and after the run: " + firstLine(err.Error())}}
 	} else {
 		vs = e.refViolations(ctx, rec, w, after, out)
+	}
+	if w.reg != nil {
+		if why := w.reg.Tampered(); why != "" {
+			vs = append(vs, verify.Violation{Type: ViolationRegistration, Reason: why})
+		}
 	}
 	if len(vs) > 0 {
 		addViolations(out, vs)
@@ -189,19 +214,33 @@ func (e *Env) refViolations(ctx context.Context, rec sessions.Record, w *refWatc
 	if len(changes) == 0 && len(moved) == 0 {
 		return nil
 	}
-	journal, jerr := e.St.ReadJournal(w.start.Add(-journalSlack))
+	journal, jerr := w.journal(e.St)
 	byRef := map[string][]gitstore.JournalEntry{}
 	for _, je := range journal {
 		if je.Ref != "" {
 			byRef[je.Ref] = append(byRef[je.Ref], je)
 		}
 	}
+	// Who did it, for the reason only: the witness's lines first, then
+	// the journal file's word for writes made for a worker.
+	blame := map[string][]gitstore.JournalEntry{}
+	if w.reg != nil {
+		file, _ := e.St.ReadJournal(w.start.Add(-journalSlack))
+		for _, je := range file {
+			if je.Ref != "" && !je.Own() {
+				blame[je.Ref] = append(blame[je.Ref], je)
+			}
+		}
+	}
+	workerOf := func(ref string) []gitstore.JournalEntry {
+		return append(workerWrites(byRef[ref]), blame[ref]...)
+	}
 	var left []refChange
 	for _, c := range changes {
 		if explained(byRef[c.ref], c.old, c.new) {
 			continue
 		}
-		c.worker = workerWrites(byRef[c.ref])
+		c.worker = workerOf(c.ref)
 		left = append(left, c)
 	}
 	// Refs that look unchanged but moved and moved back: every move their
@@ -218,7 +257,7 @@ func (e *Env) refViolations(ctx context.Context, rec sessions.Record, w *refWatc
 		}
 		for _, m := range moves {
 			if !explainedMove(byRef[ref], m) {
-				left = append(left, refChange{ref: ref, old: w.before[ref], new: after[ref], via: m[1], worker: workerWrites(byRef[ref])})
+				left = append(left, refChange{ref: ref, old: w.before[ref], new: after[ref], via: m[1], worker: workerOf(ref)})
 				break
 			}
 		}
@@ -233,6 +272,17 @@ func (e *Env) refViolations(ctx context.Context, rec sessions.Record, w *refWatc
 		vs = append(vs, verify.Violation{Type: ViolationRefChanged, Path: c.ref, Reason: reason})
 	}
 	return append(vs, e.baseReached(ctx, s, left, after, out)...)
+}
+
+// journal is what agentmine wrote during the run: the lines the witness
+// heard from live agentmine processes, checked by pid and start time (a
+// line in the journal file proves nothing: any process can append one);
+// the journal file only where no witness could be started.
+func (w *refWatch) journal(st *gitstore.Store) ([]gitstore.JournalEntry, error) {
+	if w.reg != nil {
+		return w.reg.Witnessed(), nil
+	}
+	return st.ReadJournal(w.start.Add(-journalSlack))
 }
 
 // otherSessionsBranches drops the changes of branches that belong to another
@@ -288,7 +338,7 @@ func describeChange(c refChange, session string) string {
 		what = "moved from " + shortID(c.old) + " to " + shortID(c.new) + " during the run"
 	}
 	for _, je := range c.worker {
-		if je.Session == session {
+		if je.Session == session || je.Session == gitstore.WorkerMark {
 			return what + ", by `" + je.Cmd + "` run by this worker"
 		}
 	}
@@ -335,11 +385,40 @@ func (e *Env) baseReached(ctx context.Context, s sessions.Session, left []refCha
 		var outside int
 		fmt.Sscan(n, &outside)
 		if in := out.Commits - outside; in > 0 {
-			vs = append(vs, verify.Violation{Type: ViolationBaseMoved, Path: c.ref,
-				Reason: fmt.Sprintf("%s; it now holds %d of the session's %d commit(s), which no verdict allowed", c.how, in, out.Commits)})
+			reason := fmt.Sprintf("%s; it now holds %d of the session's %d commit(s), which no verdict allowed", c.how, in, out.Commits)
+			for _, l := range left {
+				if l.ref == c.ref && l.via == "" {
+					reason += e.putBack(ctx, l, out.Tip)
+				}
+			}
+			vs = append(vs, verify.Violation{Type: ViolationBaseMoved, Path: c.ref, Reason: reason})
 		}
 	}
 	return vs
+}
+
+// putBack moves a branch that was moved during the run from c.old to
+// c.new back to c.old, when only the session's commits (those tip holds)
+// explain the move: every commit c.new has and c.old has not is one of
+// them, so putting it back loses nobody's work. It is a compare-and-swap:
+// the branch moves only if it still holds c.new. It returns what it did,
+// as the end of the violation's reason ("" when it did not try).
+func (e *Env) putBack(ctx context.Context, c refChange, tip string) string {
+	if !strings.HasPrefix(c.ref, "refs/heads/") || c.old == "" || c.new == "" || tip == "" {
+		return ""
+	}
+	others, err := e.St.Git().Output(ctx, "rev-list", "--max-count=1", c.new, "^"+c.old, "^"+tip, "--")
+	if err != nil || others != "" {
+		return "" // commits of someone else's too, or unreadable: left to the user
+	}
+	err = e.St.Transact(ctx, []gitstore.RefOp{{Verb: "update", Ref: c.ref, New: c.old, Old: c.new}})
+	switch {
+	case err == nil:
+		return fmt.Sprintf("; agentmine put it back to %s (it held only the worker's commits on top of it)", shortID(c.old))
+	case errors.Is(err, gitstore.ErrConflict):
+		return fmt.Sprintf("; not put back to %s: it moved again since the run ended", shortID(c.old))
+	}
+	return fmt.Sprintf("; putting it back to %s failed: %s", shortID(c.old), firstLine(err.Error()))
 }
 
 // fullRef names a base the way the snapshot does: a local branch, else a
@@ -386,8 +465,8 @@ func shortID(id string) string {
 // worktrees: besides the worktrees git has registered when the watch stops,
 // it skips the ones agentmine itself created or removed during the run
 // (another session started and finished, or removed by worker done), as
-// the journal records them.
-func (e *Env) excuseJournaledWorktrees(extras []verify.Extra, start time.Time) []verify.Extra {
+// journal (what the supervisor's witness heard) records them.
+func excuseJournaledWorktrees(extras []verify.Extra, journal func() []gitstore.JournalEntry) []verify.Extra {
 	for i, x := range extras {
 		if x.Kind != verify.KindOutside || x.Skip == nil {
 			continue
@@ -397,8 +476,7 @@ func (e *Env) excuseJournaledWorktrees(extras []verify.Extra, start time.Time) [
 		ours := map[string]bool{}
 		extras[i].Skip = func(name string) bool {
 			once.Do(func() {
-				journal, _ := e.St.ReadJournal(start.Add(-journalSlack))
-				for _, je := range journal {
+				for _, je := range journal() {
 					if je.Own() && (je.Op == gitstore.JournalWorktreeAdd || je.Op == gitstore.JournalWorktreeRemove) &&
 						realDir(filepath.Dir(je.Checkout)) == parent {
 						ours[filepath.Base(je.Checkout)] = true

@@ -9,6 +9,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/config"
 	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitcmd"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/replica"
 	"github.com/git-agentmine/git-agentmine/sessions"
@@ -31,35 +32,52 @@ import (
 // ClaimPrefix is where claim refs live, local and remote.
 const ClaimPrefix = "refs/agentmine-claims/"
 
+// claimTimeout bounds the network part of taking a claim.
+const claimTimeout = 4 * gitcmd.NetworkTimeout * time.Second
+
 // ErrClaimed is returned when another clone holds the task's claim.
 var ErrClaimed = replica.ErrAlreadyClaimed
 
 // claimRemoteFor picks the remote to claim on: an explicit --claim, else the
-// sync remote when it was configured (flag, environment, git config or
-// config.toml), else the remote sync uses by default (replica.DefaultRemote)
-// when the repository has it. A repository with no such remote claims
-// nowhere and makes no network attempt.
-func (e *Env) claimRemoteFor(ctx context.Context, o RunOptions) string {
+// sync remote when one was configured (flag, environment, git config or
+// config.toml). Sharing through a remote is opt-in: a repository that
+// configured none claims nowhere and makes no network attempt, even when
+// it has an origin (UnsharedRemote names it, for a hint).
+func (e *Env) claimRemoteFor(o RunOptions) string {
 	if o.NoClaim {
 		return ""
 	}
 	if o.Claim != "" {
 		return o.Claim
 	}
-	switch e.Cfg.Sources["remote"] {
-	case config.FromFlag, config.FromEnv, config.FromGitConfig, config.FromFile:
+	if e.sharing() {
 		return e.Cfg.Remote
 	}
+	return ""
+}
+
+// sharing reports whether a sync remote was configured.
+func (e *Env) sharing() bool {
+	switch e.Cfg.Sources["remote"] {
+	case config.FromFlag, config.FromEnv, config.FromGitConfig, config.FromFile:
+		return e.Cfg.Remote != ""
+	}
+	return false
+}
+
+// UnsharedRemote names the remote sync would use by default (origin) when
+// the repository has it but configured no sync remote: nothing is shared
+// through it unless asked. "" when a sync remote is configured or there
+// is no such remote.
+func (e *Env) UnsharedRemote() string {
+	if e.sharing() {
+		return ""
+	}
 	r := replica.DefaultRemote(e.St)
-	// The configuration read at start names no such remote in any letter
-	// case: no need to ask git (which tells the remote's case apart).
 	if _, ok := e.St.Config("remote." + r + ".url"); !ok {
 		return ""
 	}
-	if replica.HasRemote(ctx, e.St, r) {
-		return r
-	}
-	return ""
+	return r
 }
 
 // claim tries to take the task's claim on remote with the session's creation
@@ -70,6 +88,10 @@ func (e *Env) claimRemoteFor(ctx context.Context, o RunOptions) string {
 // may still be running, as far as this clone knows, is a State error naming
 // its host and session.
 func (e *Env) claim(ctx context.Context, remote string, s sessions.Session, root string) (bool, string, error) {
+	// A remote that never answers (a host that drops the connection
+	// attempt) costs this long, then the run goes on locally.
+	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	defer cancel()
 	ref := ClaimPrefix + s.Task
 	for attempt := 0; attempt < 3; attempt++ {
 		old, holder, err := e.remoteClaim(ctx, remote, ref)

@@ -70,7 +70,16 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	spec := specOf(s)
 	generated := s.Generated
 	ignore := func(rel string) bool { return isGenerated(rel, generated) }
-	wopts := verify.WatchOptions{Ignore: ignore, Extra: e.watchExtras(pctx, s)}
+	// The watcher starts after the refs watch: what excuses another
+	// worktree appearing is what the supervisor's witness heard.
+	var refs *refWatch
+	wopts := verify.WatchOptions{Ignore: ignore, Extra: e.watchExtras(pctx, s, func() []gitstore.JournalEntry {
+		if refs == nil {
+			return nil
+		}
+		j, _ := refs.journal(e.St)
+		return j
+	})}
 	var proc *launch.Process
 	// strict holds the first violation seen live and the running process;
 	// whichever of the two arrives second stops the worker, so a write made
@@ -100,7 +109,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		}
 	}
 	main := e.startMainCheckout(pctx, s)
-	refs := e.watchRefs(pctx, rec, say)
+	refs = e.watchRefs(pctx, rec, say)
 	watcher, werr := verify.StartWatch(pctx, s.Worktree, wopts)
 	if werr != nil {
 		say("warning: live watcher unavailable: %v", werr)
@@ -250,7 +259,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 // missing client fails up front instead of after "running detached".
 func (e *Env) CheckStartable(ctx context.Context, rec sessions.Record) error {
 	s := rec.Session
-	err := launch.CheckCommand(s.Command, e.workerEnv(rec))
+	err := launch.CheckCommand(s.Command, s.Worktree, e.workerEnv(rec))
 	if err == nil {
 		return nil
 	}
@@ -331,12 +340,12 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 // that the watcher can see: the repository's hooks, config and info, the
 // worktree's own config, and the directory holding the worktrees (writes
 // through ../), minus the other sessions' registered worktrees.
-func (e *Env) watchExtras(ctx context.Context, s sessions.Session) []verify.Extra {
+func (e *Env) watchExtras(ctx context.Context, s sessions.Session, journal func() []gitstore.JournalEntry) []verify.Extra {
 	extras, err := verify.DefaultExtras(ctx, s.Worktree)
 	if err != nil {
 		return nil
 	}
-	return e.excuseJournaledWorktrees(extras, time.Now())
+	return excuseJournaledWorktrees(extras, journal)
 }
 
 func (e *Env) workerEnv(rec sessions.Record) []string {

@@ -389,7 +389,7 @@ func planCheckout(ctx context.Context, git gitcmd.Runner, commit string, spec sc
 		countAccess(&counts, e.access)
 	}
 	counts.Present = counts.ReadOnly + counts.Writable
-	return planResult{layout: newLayout(entries), patterns: scope.SparsePatterns(paths, keep), counts: counts}
+	return planResult{layout: newLayout(entries), patterns: scope.SparsePatternsWithRoots(paths, keep, spec.WriteRoots()), counts: counts}
 }
 
 // linkedGitDir reads the private git directory of the linked worktree at

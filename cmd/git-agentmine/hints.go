@@ -70,6 +70,15 @@ func typedHint(err error) string {
 		return "see its log: git agentmine session show " + e.Session[:8]
 	case *merge.VerdictError:
 		return "see why: git agentmine task show " + e.Task + "; run it again with: git agentmine worker run " + e.Task + " --exec --replace"
+	case *merge.ScopeError:
+		return "see its commits: git log --stat " + e.Base + ".." + e.Branch + "; run it again with: git agentmine worker run " + e.Task + " --exec --replace"
+	case *merge.ConflictError:
+		return "run it again on the fresh " + e.Base + ": git agentmine worker run " + e.Task + " --exec --replace"
+	case *merge.CheckoutError:
+		if e.Why == merge.WhyOverwrite {
+			return "commit, stash or move those paths in " + e.Dir + ", then merge again: git agentmine merge " + e.Task
+		}
+		return "finish or abort what is under way in " + e.Dir + " (see git status there), then merge again: git agentmine merge " + e.Task
 	case *merge.MainCheckoutError:
 		return "if you made these changes yourself, merge with: git agentmine merge " + e.Task + " --accept-main-changes (see them: git agentmine task show " + e.Task + ")"
 	case *merge.RefusedError:

@@ -38,6 +38,26 @@ func TestEveryRefusalHasAHint(t *testing.T) {
 	if exitcode.Of(err) != exitcode.Failed || err.Error() != "not merging task 1a2b: session 5e55105e: the main checkout changed during its run: README.md" {
 		t.Errorf("main-checkout refusal: %q, exit code %d", err, exitcode.Of(err))
 	}
+	// The merge's other typed refusals: each names the command to run next
+	// and keeps its own exit code.
+	for _, c := range []struct {
+		err  error
+		hint string
+		code int
+	}{
+		{fmt.Errorf("not merging task 1a2b: %w", &merge.ScopeError{Task: "1a2b", Session: "5e55105e", Base: "main", Branch: "task-1a2b-s5e55105e", Findings: []merge.Finding{{Path: ".env", Why: "excluded"}}}),
+			"git agentmine worker run 1a2b --exec --replace", exitcode.Failed},
+		{&merge.ConflictError{Task: "1a2b", Base: "main", Paths: []string{"a.txt"}}, "git agentmine worker run 1a2b --exec --replace", exitcode.Failed},
+		{&merge.CheckoutError{Task: "1a2b", Base: "main", Dir: "/r", Paths: []string{"a.txt"}, Why: merge.WhyOverwrite}, "git agentmine merge 1a2b", exitcode.State},
+		{&merge.CheckoutError{Task: "1a2b", Base: "main", Dir: "/r", Paths: []string{"MERGE_HEAD"}, Why: merge.WhyInProgress}, "git agentmine merge 1a2b", exitcode.State},
+	} {
+		if h := hintFor(c.err); !strings.Contains(h, c.hint) {
+			t.Errorf("%v: hint %q, want it to hold %q", c.err, h, c.hint)
+		}
+		if exitcode.Of(c.err) != c.code {
+			t.Errorf("%v: exit code %d, want %d", c.err, exitcode.Of(c.err), c.code)
+		}
+	}
 }
 
 // TestHintOrder pins which advice wins when errors wrap each other: the

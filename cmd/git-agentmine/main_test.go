@@ -88,6 +88,7 @@ func slowScripts() map[string]string {
 		"task_empty_clone":           "clones of a repository with and without agentmine refs",
 		"worker_refs_meanwhile":      "a worker held until released while agentmine merges around it, then waited for",
 		"isolation_levels":           "real workers run in bubblewrap sandboxes and partial clones, and under Landlock",
+		"isolation_setup":            "clients installed under HOME run at every level, and setup problems refused at each",
 		"pipeline_review":            "scripted planner, two worker attempts and two reviewer runs, each in its own worktree",
 		"task_import":                "every plan and task.yaml refusal, each a full command run, then imports",
 	}

@@ -39,6 +39,13 @@ func (c *MergeCmd) Run(a *App) error {
 		return nil
 	}
 	a.P.Printf("merged task %s (session %s) into %s: %s\n", res.Task[:8], res.Session[:8], strings.TrimPrefix(res.Base, "refs/heads/"), res.Commit[:12])
+	if n := len(res.Kept); n > 0 {
+		a.P.Printf("left as they were, uncommitted: %s", strings.Join(res.Kept[:min(n, 5)], ", "))
+		if n > 5 {
+			a.P.Printf(" (+%d more)", n-5)
+		}
+		a.P.Printf("\n")
+	}
 	if len(res.Accepted) > 0 {
 		a.P.Printf("accepted as yours, recorded in the merge commit: main-checkout changes of %s\n", strings.Join(res.Accepted, ", "))
 	}

@@ -131,11 +131,15 @@ func (c *RunStartCmd) Run(a *App) error {
 	defer stop()
 	render := newRunRenderer(a)
 	o.Events = render.event
+	o.Warn = render.warn
 	sup, err := pipeline.Start(ctx, env, o, pipeline.DefaultHooks(env, func(args ...string) []string {
 		return append([]string{a.Args0, "-C", env.Top}, args...)
 	}))
 	if err != nil {
 		return err
+	}
+	if h := shareHint(env); h != "" && !a.G.JSON {
+		a.P.Notef("hint: %s\n", h)
 	}
 	render.begin(sup.Record())
 	sum, err := sup.Loop(ctx)
@@ -147,9 +151,9 @@ func (c *RunStartCmd) Run(a *App) error {
 		printSummary(a, sum, sup.Record())
 	}
 	switch {
-	case sum.Result == "done":
+	case sum.Result == "done", sum.Result == "passed":
 		return nil
-	case sup.Interrupted() && !stopRequested(ctx):
+	case sup.Interrupted():
 		return silentError{exitcode.Interrupted}
 	}
 	return silentError{exitcode.Failed}
@@ -290,6 +294,16 @@ func (r *runRenderer) event(e pipeline.Event) {
 	}
 }
 
+// warn prints a warning of the run (once per run: Options.Warn) on
+// stderr, under the live status line.
+func (r *runRenderer) warn(w string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.clear()
+	r.a.P.Warnf("%s", w)
+	r.redraw()
+}
+
 func (r *runRenderer) paint(e pipeline.Event) string {
 	line := e.Line()
 	color := ""
@@ -356,6 +370,9 @@ func printSummary(a *App, s pipeline.Summary, rec pipeline.Record) {
 	if s.Waiting > 0 {
 		a.P.Printf(", %d waiting to be merged", s.Waiting)
 	}
+	if s.Interrupted > 0 {
+		a.P.Printf(", %d interrupted", s.Interrupted)
+	}
 	a.P.Printf(", %d attempt(s)", s.Attempts)
 	if s.Reason != "" {
 		a.P.Printf(" — %s", s.Reason)
@@ -367,6 +384,29 @@ func printSummary(a *App, s pipeline.Summary, rec pipeline.Record) {
 		t.ColorRow([]string{"", statusColor(status.Status(x.Status))}, short8(x.ID), x.Status, fmt.Sprintf("%d/%d", x.Attempts, rec.MaxLoops), x.Title, x.Reason)
 	}
 	t.Flush()
+	printWaiting(a, s)
+}
+
+// printWaiting lists, after a run's summary, what waits to be merged with
+// the command that merges it, and how to continue an interrupted run.
+func printWaiting(a *App, s pipeline.Summary) {
+	for _, x := range s.Tasks {
+		if x.Status != string(status.Review) {
+			continue
+		}
+		cmd := "git agentmine merge " + short8(x.ID)
+		if x.AcceptMainChanges {
+			cmd += " --accept-main-changes (if you made the main checkout's changes yourself)"
+		}
+		a.P.Printf("waiting to be merged: %s %s — merge with: %s\n", short8(x.ID), x.Title, cmd)
+	}
+	if s.Interrupted > 0 || s.Reason == pipeline.Interrupted {
+		cont := "git agentmine run"
+		if s.Run != pipeline.DefaultName {
+			cont += " --name " + s.Run
+		}
+		a.P.Printf("continue with: %s\n", cont)
+	}
 }
 
 // RunStatusCmd is `run status [NAME]`.

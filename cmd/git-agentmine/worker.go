@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -70,10 +71,15 @@ func (c *WorkerRunCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	if p.ClaimNote != "" {
+	switch {
+	case p.ClaimNote != "":
 		a.P.Warnf("%s", p.ClaimNote)
-	} else if p.Claimed != "" && !a.G.Quiet && !a.G.JSON {
+	case p.Claimed != "" && !a.G.Quiet && !a.G.JSON:
 		a.P.Notef("claimed task %s on %s\n", p.Rec.Session.Task[:8], p.Claimed)
+	case p.Claimed == "" && !c.NoClaim && !a.G.JSON:
+		if h := shareHint(env); h != "" {
+			a.P.Notef("hint: %s\n", h)
+		}
 	}
 	s := p.Rec.Session
 	j := contract.NewRun(s, p.PromptFile)
@@ -119,6 +125,7 @@ func (c *WorkerRunCmd) Run(a *App) error {
 		opts.Progress = a.P.Err
 	}
 	out, err := env.Execute(ctx, p.Rec, opts)
+	shareOutcome(ctx, env, p.Rec.Session, a.P.Warnf)
 	if err != nil {
 		return err
 	}
@@ -221,6 +228,13 @@ type WorkerSuperviseCmd struct {
 
 // Run executes the prepared session and records its outcome.
 func (c *WorkerSuperviseCmd) Run(a *App) error {
+	// A stop that arrives while the supervisor reads its session (a run
+	// interrupted the moment it started it) is recorded by Execute as a
+	// stop before the worker started: the reading runs to its end, or the
+	// session would be left lost, without an outcome.
+	signalled := a.Ctx
+	a.Ctx = context.WithoutCancel(signalled)
+	defer func() { a.Ctx = signalled }()
 	env, err := workerEnv(a, nil)
 	if err != nil {
 		return err
@@ -232,8 +246,11 @@ func (c *WorkerSuperviseCmd) Run(a *App) error {
 	if rec.Outcome != nil {
 		return exitcode.New(exitcode.State, fmt.Errorf("session %s already ended", c.Session), "")
 	}
-	ctx, stop := signalContext(a.Ctx)
+	ctx, stop := signalContext(signalled)
 	defer stop()
 	_, err = env.Execute(ctx, rec, worker.ExecOptions{Progress: os.Stderr})
+	shareOutcome(ctx, env, rec.Session, func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "warning: "+format+"\n", args...)
+	})
 	return err
 }

@@ -204,17 +204,18 @@ func TestRealClientsIsolated(t *testing.T) {
 			t.Errorf("%s is not installed in %s: run `npm install` there (.ci/run does): %v", c.binary, clients, err)
 			continue
 		}
-		for _, level := range []string{"landlock", "bwrap", "clone"} {
+		// A client installed under /tmp or HOME (…-home: installed into
+		// the run's HOME the way its installer does, Codex configured
+		// through CODEX_HOME=~/.codex-alt) runs at every level: bwrap and
+		// clone show its program and package tree read-only, and every
+		// level copies what CODEX_HOME names into the private HOME.
+		for _, level := range []string{"landlock", "bwrap", "clone", "landlock-home", "bwrap-home", "clone-home"} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				t.Run(c.name+"/"+level, func(t *testing.T) {
-					if level != "landlock" && (clients == "/tmp" || strings.HasPrefix(clients, "/tmp/")) {
-						// bwrap gives the worker a private /tmp, so a client
-						// installed under /tmp does not exist inside it.
-						t.Skipf("the clients are installed under /tmp (%s), which the %s level replaces with a private /tmp; run from a checkout outside /tmp", clients, level)
-					}
-					r := startClientRun(t, c, modelserver.Edit, bin, clients, level)
+					level, underHome := strings.CutSuffix(level, "-home")
+					r := startClientRunFrom(t, c, modelserver.Edit, bin, clients, level, underHome)
 					checkEdit(t, r)
 					var shown struct {
 						Session struct {
@@ -290,7 +291,19 @@ func newClientRepo(t *testing.T, bin, clients, level string) (*clientRun, string
 // isolation level given (the project's setting, AGENTMINE_ISOLATION).
 func startClientRun(t *testing.T, c realClient, script modelserver.Script, bin, clients, level string) *clientRun {
 	t.Helper()
+	return startClientRunFrom(t, c, script, bin, clients, level, false)
+}
+
+// startClientRunFrom is startClientRun; with underHome the client runs
+// from a copy installed under the run's HOME (installUnderHome), found
+// through PATH there, and Codex reads its configuration from CODEX_HOME
+// in HOME instead of ~/.codex.
+func startClientRunFrom(t *testing.T, c realClient, script modelserver.Script, bin, clients, level string, underHome bool) *clientRun {
+	t.Helper()
 	r, home := newClientRepo(t, bin, clients, level)
+	if underHome {
+		r.env = append(r.env, "PATH="+bin+string(os.PathListSeparator)+installUnderHome(t, c, clients, home)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
 	r.c = c
 	repo := r.repo
 	model := ""
@@ -334,6 +347,12 @@ write = ["notes/**"]
 		}
 	})
 	r.env = append(r.env, c.setup(t, home, srv.URL())...)
+	if alt := filepath.Join(home, ".codex-alt"); underHome && c.name == "codex" {
+		if err := os.Rename(filepath.Join(home, ".codex"), alt); err != nil {
+			t.Fatal(err)
+		}
+		r.env = append(r.env, "CODEX_HOME="+alt)
+	}
 
 	// Generous: the clients start slowly on a loaded machine. The endless
 	// turn must reach the server before its timeout to prove anything.
@@ -401,6 +420,81 @@ func watchLiveLine(repo, want string, exited <-chan struct{}, release chan<- str
 		case <-tick.C:
 		}
 	}
+}
+
+// installUnderHome installs the pinned client c under home the way its
+// own installer puts it there, as hard links to the pinned files, and
+// returns the directory PATH must name: Claude Code the native
+// installer's way (~/.local/bin/claude linking to a versioned file in
+// ~/.local/share/claude), the others npm's global way (~/.npm-global/bin
+// linking into lib/node_modules, which holds the package and its
+// dependencies).
+func installUnderHome(t *testing.T, c realClient, clients, home string) string {
+	t.Helper()
+	real, err := filepath.EvalSymlinks(filepath.Join(clients, c.binary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := func(old, new string) {
+		if err := os.MkdirAll(filepath.Dir(new), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(old, new); err != nil {
+			t.Skipf("cannot hard-link the pinned client into HOME (%v): run with the checkout and the temp dir on one file system", err)
+		}
+	}
+	if c.name == "claude" {
+		versions := filepath.Join(home, ".local", "share", "claude", "versions")
+		link(real, filepath.Join(versions, "pinned"))
+		binDir := filepath.Join(home, ".local", "bin")
+		if err := os.MkdirAll(binDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("../share/claude/versions/pinned", filepath.Join(binDir, "claude")); err != nil {
+			t.Fatal(err)
+		}
+		return binDir
+	}
+	modules, err := filepath.EvalSymlinks(filepath.Dir(clients)) // node_modules
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := filepath.Join(home, ".npm-global")
+	lib := filepath.Join(prefix, "lib", "node_modules")
+	err = filepath.WalkDir(modules, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(modules, path)
+		target := filepath.Join(lib, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case d.Type()&os.ModeSymlink != 0:
+			dest, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(dest, target)
+		case d.Type().IsRegular():
+			link(path, target)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(modules, real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(prefix, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("..", "lib", "node_modules", rel), filepath.Join(prefix, "bin", c.binary)); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(prefix, "bin")
 }
 
 func (r *clientRun) cmd(name string, args ...string) *exec.Cmd {

@@ -74,7 +74,10 @@ func Serve(e *Env, o ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	token, err := web.Token(st)
+	if err := web.RemoveStoredToken(st); err != nil {
+		return err
+	}
+	token, err := web.NewToken()
 	if err != nil {
 		return err
 	}
