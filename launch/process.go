@@ -79,6 +79,9 @@ type Spec struct {
 	// nil gives the run a Reaper of its own (see Reaper for when that is
 	// not enough).
 	Reaper *Reaper
+	// Client, when set, is the client whose usage reports are read from
+	// the output as it streams (see ReadUsage), into Result.Usage.
+	Client Client
 }
 
 // Result is what was observed of a finished run.
@@ -119,6 +122,9 @@ type Result struct {
 	// Survivors are the run's processes that were still alive after
 	// SIGKILL and killLimit (uninterruptible sleep); normally none.
 	Survivors []Proc
+	// Usage is what Spec.Client reported in its whole output, also the
+	// part log rotation dropped; nil when it reported nothing.
+	Usage *Usage
 }
 
 // Process is a running worker, leader of its own session and process
@@ -141,6 +147,7 @@ type Process struct {
 	outMu    sync.Mutex
 	outBytes int64
 	partial  []byte // the last unfinished output line, for stall phrases
+	meter    *usageMeter
 	stalled  string
 	midLine  bool // the worker's last output to the log did not end a line
 }
@@ -209,7 +216,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		cmd.Stdin = in
 	}
 	p := &Process{spec: spec, cmd: cmd, marker: marker, reaper: reaper, tee: spec.Tee,
-		stopReq: make(chan struct{}), done: make(chan struct{})}
+		stopReq: make(chan struct{}), done: make(chan struct{}), meter: newUsageMeter(spec.Client)}
 	if spec.LogPath != "" {
 		if err := os.MkdirAll(filepath.Dir(spec.LogPath), 0o755); err != nil {
 			return nil, fmt.Errorf("start worker: log directory: %w", err)
@@ -405,6 +412,7 @@ func (p *Process) supervise(ctx context.Context, exited <-chan *os.ProcessState,
 		<-copied
 	}
 	p.out.Close()
+	p.res.Usage = p.meter.usage()
 	p.res.Finished = time.Now()
 	if p.res.Signal != "" {
 		p.note("ended: exit code %d, signal %s", p.res.ExitCode, p.res.Signal)
@@ -482,6 +490,9 @@ func (p *Process) copyOutput(copied chan<- struct{}) {
 			p.outMu.Unlock()
 			p.emit(buf[:n])
 			p.watchStalls(buf[:n])
+			if p.meter != nil {
+				p.meter.write(buf[:n])
+			}
 		}
 		if err != nil {
 			return

@@ -128,7 +128,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			proc, startErr = launch.Start(ctx, launch.Spec{Argv: box.Command(s.Command), Shown: s.Command, Dir: s.Worktree, Env: append(e.workerEnv(rec), box.Env()...),
 				Stdin: s.CommandStdin, LogPath: s.Log, Tee: opts.Tee, Timeout: time.Duration(s.Timeout) * time.Second,
 				Grace: time.Duration(s.Grace) * time.Second, Stalls: stallsOf(s), Marker: markerOf(s), Reaper: reaper,
-				StallTimeout: time.Duration(s.StallTimeout) * time.Second, Progress: e.tipOf(s)})
+				StallTimeout: time.Duration(s.StallTimeout) * time.Second, Progress: e.tipOf(s), Client: launch.Client(s.Client)})
 		}
 	}
 	switch {
@@ -202,7 +202,12 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		if res.Idle && res.Stopped {
 			out.Reason = fmt.Sprintf("stalled: no output and no new commit for %ds", s.StallTimeout)
 		}
-		if u, ok := launch.ReadUsage(launch.Client(s.Client), tail); ok {
+		u, ok := launch.ReadUsage(launch.Client(s.Client), tail)
+		if res.Usage != nil {
+			// Read as the output streamed: also what the log rotated away.
+			u, ok = *res.Usage, true
+		}
+		if ok {
 			out.Usage = &sessions.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 				CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
 		}
