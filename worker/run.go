@@ -212,9 +212,11 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 				CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
 		}
 	}
-	if res.Stopped && strict.ev == nil && !res.Idle {
+	if res.Stopped && strict.ev == nil && !res.Idle && res.Stalled == "" {
 		// worker stop (SIGTERM to the supervisor): say so rather than
-		// quote whatever the worker printed last.
+		// quote whatever the worker printed last. A worker agentmine
+		// stopped itself (idle, or a client's words that it can make no
+		// progress) keeps that reason: it is a verdict, not a stop.
 		out.Reason = "stopped"
 	}
 	if stoppedEarly {
