@@ -36,7 +36,7 @@ import (
 // at most twice that is kept; readers read both. It is a plain file that any
 // process of the same user can write, a worker included: it records, it does
 // not prove. A supervisor believes only what its witness heard from the live
-// writing process (see Registration); README's threat model says the rest.
+// writing process (see Registration); docs/trust.md says the rest.
 
 // JournalMaxBytes is the size past which the journal is rotated.
 const JournalMaxBytes = 8 << 20
