@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/git-agentmine/git-agentmine/agents"
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -223,6 +221,13 @@ type Supervisor struct {
 	waits map[string]mergeWait
 	// warned is set once Options.Warn was given a start's warning.
 	warned bool
+	// setupFails maps a task whose start failed for a setup reason (a
+	// client that cannot start, an invalid agent, a failing worktree
+	// setup), and every other target of the same agent, to why: never an
+	// attempt, never exhausted; they are left alone for the rest of the
+	// run. started counts the starts that got a session.
+	setupFails map[string]error
+	started    int
 }
 
 // mergeWait is why a passing session waits to be merged: the person's
@@ -278,7 +283,8 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 	s := &Supervisor{env: env, st: st, o: o, hooks: hooks, budget: budget,
 		live: map[string]sessions.Record{}, prepFails: map[string]int{}, reviewFails: map[string]int{},
 		notBefore: map[string]time.Time{}, conflicts: map[string][]string{}, claimed: map[string]string{},
-		noted: map[string]bool{}, announced: map[string]bool{}, mergeFails: map[string]int{}, waits: map[string]mergeWait{}}
+		noted: map[string]bool{}, announced: map[string]bool{}, mergeFails: map[string]int{}, waits: map[string]mergeWait{},
+		setupFails: map[string]error{}}
 
 	old, err := Get(ctx, st, o.Name)
 	exists := err == nil
@@ -534,7 +540,13 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 		}
 		next, running, done := s.step(ctx, b)
 		if done {
-			return s.finish(context.WithoutCancel(ctx))
+			sum, err := s.finish(context.WithoutCancel(ctx))
+			if err == nil {
+				// Every start failed for one setup reason: say it, with
+				// its hint and exit code.
+				err = s.setupStop()
+			}
+			return sum, err
 		}
 		// Sleep until a running worker's supervisor exits, a backoff
 		// ends, or a while passes (sessions judged elsewhere, run stop).
@@ -681,7 +693,9 @@ func (s *Supervisor) startAll(ctx context.Context, b *board.Board, reqs []startR
 		case r.err != nil:
 			s.prepFailed(ctx, b, reqs[i].ts, r.err)
 		case r.ok:
+			s.started++
 			delete(s.prepFails, reqs[i].ts.id)
+			delete(s.setupFails, reqs[i].ts.id) // it started after all
 			s.live[r.rec.Session.ID] = r.rec
 			s.emit(r.ev)
 		}
@@ -731,9 +745,8 @@ func (s *Supervisor) prepFailed(ctx context.Context, b *board.Board, ts taskStat
 	if errors.As(err, &re) && (errors.Is(err, worker.ErrRunning) || errors.Is(err, worker.ErrStarting)) {
 		return // another process is on it: look again later
 	}
-	switch exitcode.Of(err) {
-	case exitcode.Config, exitcode.NotFound, exitcode.Usage:
-		s.exhaust(context.WithoutCancel(ctx), b, ts, "cannot start: "+firstLine(err.Error()))
+	if IsSetupFailure(err) {
+		s.setAside(b, id, err)
 		return
 	}
 	s.prepFails[id]++
@@ -742,6 +755,87 @@ func (s *Supervisor) prepFailed(ctx context.Context, b *board.Board, ts taskStat
 		return
 	}
 	s.notBefore[id] = time.Now().Add(s.o.Backoff << (s.prepFails[id] - 1))
+}
+
+// IsSetupFailure reports whether a start failed for a setup reason rather
+// than for anything of the task: a client that cannot start, an agent or
+// configuration that does not validate, a worktree setup that failed.
+func IsSetupFailure(err error) bool {
+	if errors.Is(err, worker.ErrSetup) {
+		return true
+	}
+	switch exitcode.Of(err) {
+	case exitcode.Config, exitcode.NotFound, exitcode.Usage:
+		return true
+	}
+	return false
+}
+
+// setupKey is what makes two setup failures the same reason: the command
+// and exit code of a failed worktree setup, else the message's first line.
+func setupKey(err error) string {
+	var se *worker.SetupError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("setup %q exit %d", se.Command, se.Exit)
+	}
+	return firstLine(err.Error())
+}
+
+// setAside leaves a task whose start failed for a setup reason alone for
+// the rest of the run (not an attempt, stored nowhere), with every other
+// target of the same agent that is not running: their starts would fail
+// alike, so the run does not try them one by one.
+func (s *Supervisor) setAside(b *board.Board, id string, err error) {
+	s.setupFails[id] = err
+	agent := s.agentOf(b, id)
+	if agent == "" {
+		return
+	}
+	running := map[string]bool{}
+	for _, r := range s.live {
+		running[r.Session.Task] = true
+	}
+	for _, other := range s.rec.Targets {
+		if _, done := s.setupFails[other]; done || running[other] || b.Status[other].Status == status.InProgress {
+			continue
+		}
+		if s.agentOf(b, other) == agent {
+			s.setupFails[other] = err
+		}
+	}
+}
+
+// agentOf names the agent a start of the task would use, "" when none
+// resolves.
+func (s *Supervisor) agentOf(b *board.Board, id string) string {
+	t, ok := b.Tasks.Tasks[id]
+	if !ok {
+		return ""
+	}
+	a, err := s.env.ResolveAgent("", t.Task)
+	if err != nil {
+		return ""
+	}
+	return a.Name
+}
+
+// setupStop returns why the run could start nothing, nil when it could:
+// no start of it got a session and every one failed for the same setup
+// reason. It wraps that reason, with its hint and exit code.
+func (s *Supervisor) setupStop() error {
+	if s.started > 0 || len(s.setupFails) == 0 {
+		return nil
+	}
+	key := ""
+	var first error
+	for _, err := range s.setupFails {
+		k := setupKey(err)
+		if key != "" && k != key {
+			return nil
+		}
+		key, first = k, err
+	}
+	return fmt.Errorf("run stopped: every start failed: %w", first)
 }
 
 // review runs the reviewer on the task's latest session, which passed its
@@ -842,12 +936,9 @@ func (s *Supervisor) merge(ctx context.Context, b *board.Board, ts taskState) (c
 		fmt.Fprintf(s.log, "%s task %s: finished updating the checkout in %s, which an interrupted merge had left behind\n", time.Now().Format("15:04:05"), short(ts.id), w)
 	}
 	s.emit(Event{Event: EvMerged, Task: ts.id, Title: ts.task.Title, Session: res.Session, Commit: res.Commit, Status: string(status.Done), Running: len(s.live)})
-	// The worktree is no longer needed; its branch is merged.
-	if rec, ok := b.Latest(ts.id); ok {
-		if _, err := s.env.Done(ctx, rec, true, false); err != nil {
-			fmt.Fprintf(s.log, "%s task %s: cleaning up: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
-		}
-	}
+	// The worktree is no longer needed, its branch is merged, and the
+	// attempts it superseded are no longer needed either.
+	s.cleanUp(ctx, b, ts.id)
 	return nil, true
 }
 
@@ -956,6 +1047,11 @@ func (s *Supervisor) taskSummary(b *board.Board, id string, sum *Summary) (TaskS
 		sum.NotStarted++
 		if why, ok := s.claimed[id]; ok {
 			t.Reason = why
+		} else if c := b.CancelledBlockers(id); len(c) > 0 {
+			t.BlockedByCancelled = c
+			t.Reason = "never started: blocked by cancelled " + strings.Join(shortAll(c), ", ") + ", which will never be done"
+		} else if err, ok := s.setupFails[id]; ok {
+			t.Reason = "cannot start: " + firstLine(err.Error()) + "; not an attempt"
 		} else if res.Blocked {
 			t.Reason = "never started: blocked by " + strings.Join(shortAll(res.Waiting), ", ")
 		}
@@ -1021,21 +1117,5 @@ func (s *Supervisor) emit(e Event) {
 	fmt.Fprintln(s.log, e.Line())
 	if s.o.Events != nil {
 		s.o.Events(e)
-	}
-}
-
-// waitPid returns when process pid has exited (at once if it is gone).
-func waitPid(pid int) {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return
-	}
-	defer unix.Close(fd)
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for {
-		_, err := unix.Poll(fds, -1)
-		if err != unix.EINTR {
-			return
-		}
 	}
 }

@@ -181,6 +181,9 @@ func (s *Supervisor) settled(ctx context.Context, b *board.Board, ts taskState) 
 	if _, ok := s.claimed[ts.id]; ok {
 		return true
 	}
+	if _, ok := s.setupFails[ts.id]; ok {
+		return true // a setup failure: not retried in this run
+	}
 	if len(b.Tasks.Children(ts.id)) > 0 {
 		return true // split by a replan: its children are targets now
 	}

@@ -69,7 +69,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	s = rec.Session
 	spec := specOf(s)
 	generated := s.Generated
-	ignore := func(rel string) bool { return isGenerated(rel, generated) }
+	ignore := notWorkers(s)
 	// The watcher starts after the refs watch: what excuses another
 	// worktree appearing is what the supervisor's witness heard.
 	var refs *refWatch
@@ -125,10 +125,10 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			// Stopped while it was being set up: the worker never starts.
 			stoppedEarly = true
 		} else {
-			proc, startErr = launch.Start(ctx, launch.Spec{Argv: box.Command(s.Command), Dir: s.Worktree, Env: append(e.workerEnv(rec), box.Env()...),
+			proc, startErr = launch.Start(ctx, launch.Spec{Argv: box.Command(s.Command), Shown: s.Command, Dir: s.Worktree, Env: append(e.workerEnv(rec), box.Env()...),
 				Stdin: s.CommandStdin, LogPath: s.Log, Tee: opts.Tee, Timeout: time.Duration(s.Timeout) * time.Second,
 				Grace: time.Duration(s.Grace) * time.Second, Stalls: stallsOf(s), Marker: markerOf(s), Reaper: reaper,
-				StallTimeout: time.Duration(s.StallTimeout) * time.Second, Progress: e.tipOf(s)})
+				StallTimeout: time.Duration(s.StallTimeout) * time.Second, Progress: e.tipOf(s), Client: launch.Client(s.Client)})
 		}
 	}
 	switch {
@@ -202,14 +202,21 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		if res.Idle && res.Stopped {
 			out.Reason = fmt.Sprintf("stalled: no output and no new commit for %ds", s.StallTimeout)
 		}
-		if u, ok := launch.ReadUsage(launch.Client(s.Client), tail); ok {
+		u, ok := launch.ReadUsage(launch.Client(s.Client), tail)
+		if res.Usage != nil {
+			// Read as the output streamed: also what the log rotated away.
+			u, ok = *res.Usage, true
+		}
+		if ok {
 			out.Usage = &sessions.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 				CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
 		}
 	}
-	if res.Stopped && strict.ev == nil && !res.Idle {
+	if res.Stopped && strict.ev == nil && !res.Idle && res.Stalled == "" {
 		// worker stop (SIGTERM to the supervisor): say so rather than
-		// quote whatever the worker printed last.
+		// quote whatever the worker printed last. A worker agentmine
+		// stopped itself (idle, or a client's words that it can make no
+		// progress) keeps that reason: it is a verdict, not a stop.
 		out.Reason = "stopped"
 	}
 	if stoppedEarly {
@@ -222,7 +229,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		out.Reason = "stopped by --strict at the first out-of-scope change: " + strict.v.Type + " " + strict.ev.Path
 	}
 	if startErr == nil && !stoppedEarly {
-		say("worker ended: exit %d%s", out.ExitCode, sigText(out.Signal, out.TimedOut))
+		say("worker ended: exit %d%s", out.ExitCode, endedText(res))
 	}
 	main.end(jctx)
 	if err := e.judgeContained(jctx, reaper, rec, spec, live, main, res.Leftovers, &out, say); err != nil {
@@ -287,7 +294,7 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 	}
 	say("verifying the changes against the scope…")
 	verdict, err := verify.Check(ctx, verify.Input{Worktree: s.Worktree, Base: s.BaseCommit, Tip: tip, Scope: spec,
-		Generated: s.Generated, GeneratedBlobs: s.GeneratedBlobs, Sparse: s.Sparse, Permissions: true, Live: live})
+		Generated: s.Generated, GeneratedBlobs: s.GeneratedBlobs, Prepared: preparedOf(s), Sparse: s.Sparse, Permissions: true, Live: live})
 	if err != nil {
 		return fmt.Errorf("verifying session %s: %w", s.ID[:8], err)
 	}
@@ -315,7 +322,8 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 			n = "command"
 		}
 		say("running the Definition of Done (%d %s)…", len(s.DoD), n)
-		dod, err = verify.RunDoD(ctx, e.Top, tip, s.Sparse, s.DoD, verify.DoDOptions{Timeout: time.Duration(s.DoDTimeout) * time.Second})
+		dod, err = verify.RunDoD(ctx, e.Top, tip, s.Sparse, s.DoD, verify.DoDOptions{Timeout: time.Duration(s.DoDTimeout) * time.Second,
+			Prepare: e.dodSetup(s)})
 		if err != nil {
 			// A DoD that could not run did not pass: record why, so that
 			// neither status nor merge is left with an empty DoD verdict.
@@ -378,6 +386,26 @@ func stallsOf(s sessions.Session) []string {
 	return launch.StallPhrases(c)
 }
 
+// notWorkers tells the paths the live watcher ignores: agentmine's
+// generated files and the worktree setup's.
+func notWorkers(s sessions.Session) func(rel string) bool {
+	generated, prepared := s.Generated, preparedOf(s)
+	return func(rel string) bool { return isGenerated(rel, generated) || isGenerated(rel, prepared) }
+}
+
+// preparedOf lists the paths of the session's worktree setup (included,
+// shared, and what the setup commands left): not the worker's changes.
+func preparedOf(s sessions.Session) []string {
+	if s.Setup == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range append(append([]string{}, s.Setup.Include...), s.Setup.Share...) {
+		out = append(out, p, p+"/") // a file, or a directory and what it holds
+	}
+	return append(out, s.Setup.Prepared...)
+}
+
 func isGenerated(rel string, generated []string) bool {
 	for _, g := range generated {
 		if rel == g || strings.HasSuffix(g, "/") && strings.HasPrefix(rel, g) || rel+"/" == g {
@@ -400,6 +428,15 @@ func appendLog(path, text string) error {
 	return err
 }
 
+// endedText says what ended a run after its exit code: " (SIGINT)" for
+// Ctrl-C (the worker itself was sent SIGTERM for it), else as sigText.
+func endedText(res launch.Result) string {
+	if res.Interrupted && !res.TimedOut {
+		return " (SIGINT)"
+	}
+	return sigText(res.Signal, res.TimedOut)
+}
+
 func sigText(sig string, timedOut bool) string {
 	switch {
 	case timedOut:
@@ -417,10 +454,17 @@ func firstLine(s string) string {
 	return s
 }
 
-// DoneResult is what Done did.
+// DoneResult is what Done did. A second Done of the same session finds
+// nothing to remove: every field is false or empty.
 type DoneResult struct {
-	// BranchDeleted is set when the session's branch was deleted.
+	// WorktreeRemoved is set when the worktree existed and was removed.
+	WorktreeRemoved bool
+	// BranchDeleted is set when the session's branch existed and was
+	// deleted.
 	BranchDeleted bool
+	// BranchKept is set when the branch exists and was kept (its work has
+	// not reached the base, and no force).
+	BranchKept bool
 	// Ended lists the processes of the session that were still running
 	// (its supervisor was killed, say) and were ended first.
 	Ended []launch.Proc
@@ -472,19 +516,35 @@ func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool)
 		if err := worktree.Remove(ctx, e.Top, s.Worktree, "", true); err != nil {
 			return res, err
 		}
+		res.WorktreeRemoved = true
 	}
-	if branch != "" {
-		// Through the store, so that the journal records the deletion
-		// (supervisors of running sessions must not hold it against their
-		// workers).
-		e.St.DeleteRef(ctx, "refs/heads/"+branch)
+	if !e.branchExists(ctx, s.Branch) {
+		return res, nil
 	}
-	if branch != "" {
-		if _, err := e.St.Git().In(e.Top).Run(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch); err != nil {
-			res.BranchDeleted = true
-		}
+	if branch == "" {
+		res.BranchKept = true
+		return res, nil
 	}
+	// Through the store, so that the journal records the deletion
+	// (supervisors of running sessions must not hold it against their
+	// workers).
+	if err := e.St.DeleteRef(ctx, "refs/heads/"+branch); err != nil {
+		return res, fmt.Errorf("deleting branch %s: %w", branch, err)
+	}
+	if e.branchExists(ctx, branch) {
+		return res, fmt.Errorf("deleting branch %s: it is still there", branch)
+	}
+	res.BranchDeleted = true
 	return res, nil
+}
+
+// branchExists reports whether the local branch exists.
+func (e *Env) branchExists(ctx context.Context, branch string) bool {
+	if branch == "" {
+		return false
+	}
+	_, err := e.St.Git().In(e.Top).Run(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch)
+	return err == nil
 }
 
 // refuseInUse returns an ErrWorktreeInUse refusal (for task and session,

@@ -8,6 +8,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/isolation"
+	"github.com/git-agentmine/git-agentmine/memory"
 	"github.com/git-agentmine/git-agentmine/merge"
 	"github.com/git-agentmine/git-agentmine/pipeline"
 	"github.com/git-agentmine/git-agentmine/replica"
@@ -72,6 +73,8 @@ func typedHint(err error) string {
 		return "see why: git agentmine task show " + e.Task + "; run it again with: git agentmine worker run " + e.Task + " --exec --replace"
 	case *merge.ScopeError:
 		return "see its commits: git log --stat " + e.Base + ".." + e.Branch + "; run it again with: git agentmine worker run " + e.Task + " --exec --replace"
+	case *memory.UnknownCategoryError:
+		return "start it with --new-category, or add it to the memory_categories setting"
 	case *merge.ConflictError:
 		return "run it again on the fresh " + e.Base + ": git agentmine worker run " + e.Task + " --exec --replace"
 	case *merge.CheckoutError:
@@ -111,8 +114,20 @@ func workerHint(e *worker.RefusedError) string {
 		return "stop it first: git agentmine worker stop " + e.Task
 	case worker.ErrWorktreeInUse:
 		return fmt.Sprintf("end that process (kill %d) or leave the worktree, then run again: git agentmine worker done %s", e.Pid, e.Task)
+	case worker.ErrBlockedByCancelled:
+		return unblockHint(e.Task, e.Blockers)
 	case worker.ErrNotEnded:
 		return "record its outcome first (git agentmine session end " + e.Session + " --exit-code N), or pass --force to abandon it"
 	}
 	return ""
+}
+
+// unblockHint says how to unblock a task that waits on cancelled blockers:
+// remove them from it, or reopen them (or pass --force to run it anyway).
+func unblockHint(task string, blockers []string) string {
+	rm := ""
+	for _, b := range blockers {
+		rm += " --remove-blocked-by " + b
+	}
+	return "remove the blocker: git agentmine task update " + task + rm + "; or reopen it: git agentmine task reopen " + strings.Join(blockers, " ")
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"errors"
 	"fmt"
 	"strings"
@@ -25,12 +27,12 @@ type SessionCmd struct {
 
 // SessionStartCmd is `session start`.
 type SessionStartCmd struct {
-	ID      string `arg:"" help:"Task id."`
-	Agent   string `short:"a" help:"Agent definition."`
-	Base    string `help:"Base ref."`
-	Timeout int    `help:"Seconds the worker has (for liveness seen from other clones)."`
-	Force   bool   `short:"f" help:"Start although blockers are unfinished."`
-	Replace bool   `help:"Remove a leftover worktree first."`
+	ID      string        `arg:"" help:"Task id."`
+	Agent   string        `short:"a" help:"Agent definition."`
+	Base    string        `help:"Base ref."`
+	Timeout time.Duration `placeholder:"DURATION" help:"Time the worker has (for liveness seen from other clones): 90, 90s, 5m."`
+	Force   bool          `short:"f" help:"Start although blockers are unfinished."`
+	Replace bool          `help:"Remove a leftover worktree first."`
 }
 
 // Run prepares a manual session.
@@ -209,6 +211,7 @@ func (c *SessionShowCmd) Run(a *App) error {
 		for _, cr := range v.DoD.Commands {
 			a.P.Printf("  - `%s` exit %d\n", cr.Cmd, cr.ExitCode)
 		}
+		printDoDTail(a.P, "  ", v)
 		if len(o.Artifacts) > 0 {
 			a.P.Printf("changed  %s\n", strings.Join(o.Artifacts, ", "))
 		}

@@ -138,8 +138,8 @@ func (c *WorkerStatusCmd) Run(a *App) error {
 
 // WorkerWaitCmd is `worker wait`.
 type WorkerWaitCmd struct {
-	IDs     []string `arg:"" name:"id" optional:"" help:"Task ids (default: every running session)."`
-	Timeout int      `help:"Give up after this many seconds (exit 124)."`
+	IDs     []string      `arg:"" name:"id" optional:"" help:"Task ids (default: every running session)."`
+	Timeout time.Duration `placeholder:"DURATION" help:"Give up after this long (exit 124): 90, 90s, 5m."`
 }
 
 // Run blocks until the sessions end and reports their outcomes.
@@ -166,10 +166,12 @@ func (c *WorkerWaitCmd) Run(a *App) error {
 	ctx := a.Ctx
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(c.Timeout)*time.Second)
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
 	}
+	stopProgress := waitProgress(a, b, recs)
 	ended, err := env.Wait(ctx, ids)
+	stopProgress()
 	if errors.Is(err, context.DeadlineExceeded) {
 		// Name what is still running, so the next step (wait longer,
 		// worker logs, worker stop) can be aimed at it.
@@ -182,8 +184,8 @@ func (c *WorkerWaitCmd) Run(a *App) error {
 				running = append(running, fmt.Sprintf("%s (task %s)", r.Session.ID[:8], b.Tasks.ShortID(r.Session.Task)))
 			}
 		}
-		return exitcode.New(exitcode.Timeout, fmt.Errorf("waiting for workers: %s still running after %ds: %s",
-			plural(len(running), "session", "sessions"), c.Timeout, strings.Join(running, ", ")), "")
+		return exitcode.New(exitcode.Timeout, fmt.Errorf("waiting for workers: %s still running after %s: %s",
+			plural(len(running), "session", "sessions"), seconds(c.Timeout), strings.Join(running, ", ")), "")
 	}
 	if err != nil {
 		return err
@@ -442,23 +444,49 @@ func (c *WorkerDoneCmd) Run(a *App) error {
 			a.P.Notef("ended %s of session %s that were still running\n", worker.LeftoverText(res.Ended), r.Session.ID[:8])
 		}
 		if err != nil {
+			if res.WorktreeRemoved {
+				a.P.Notef("removed the worktree of task %s\n", b.Tasks.ShortID(r.Session.Task))
+			}
 			return err
 		}
-		kept := "kept branch " + r.Session.Branch + " (not merged; --force deletes it)"
-		if res.BranchDeleted {
-			kept = "deleted branch " + r.Session.Branch
-		}
 		done = append(done, doneJSON{V: output.SchemaVersion, Session: r.Session.ID, Task: r.Session.Task,
-			Worktree: r.Session.Worktree, Branch: r.Session.Branch, BranchDeleted: res.BranchDeleted,
-			EndedProcesses: procsJSON(res.Ended)})
+			Worktree: r.Session.Worktree, Branch: r.Session.Branch, WorktreeRemoved: res.WorktreeRemoved,
+			BranchDeleted: res.BranchDeleted, BranchKept: res.BranchKept, EndedProcesses: procsJSON(res.Ended)})
 		if a.G.Quiet {
 			a.P.Printf("%s\n", r.Session.ID)
 		} else if !a.G.JSON {
-			a.P.Printf("removed worktree of task %s; %s\n", b.Tasks.ShortID(r.Session.Task), kept)
+			a.P.Printf("%s\n", doneWords(b.Tasks.ShortID(r.Session.Task), r.Session.Branch, res))
 		}
 	}
 	if a.G.JSON {
 		return a.P.PrintJSONList(len(done), func(i int) any { return done[i] })
 	}
 	return nil
+}
+
+// doneWords says exactly what worker done removed for one task, and that
+// nothing was when nothing was there to remove.
+func doneWords(task, branch string, res worker.DoneResult) string {
+	var did []string
+	if res.WorktreeRemoved {
+		did = append(did, "removed worktree")
+	}
+	if res.BranchDeleted {
+		did = append(did, "deleted branch "+branch)
+	}
+	kept := ""
+	if res.BranchKept {
+		kept = "kept branch " + branch + " (not merged; --force deletes it)"
+	}
+	if len(did) == 0 {
+		if kept != "" {
+			return "task " + task + ": nothing to remove (worktree already removed); " + kept
+		}
+		return "task " + task + ": nothing to remove (worktree and branch already removed)"
+	}
+	line := "task " + task + ": " + strings.Join(did, ", ")
+	if kept != "" {
+		line += "; " + kept
+	}
+	return line
 }
