@@ -385,7 +385,10 @@ func resolveTargets(b *board.Board, prefixes []string) ([]string, error) {
 		seen[id] = true
 		out = append(out, id)
 		for _, c := range b.Tasks.Children(id) {
-			add(c)
+			// A cancelled child is out of its goal's roll-up: no target.
+			if b.Status[c].Status != status.Cancelled {
+				add(c)
+			}
 		}
 	}
 	if len(prefixes) == 0 {
@@ -712,7 +715,7 @@ func (s *Supervisor) start(ctx context.Context, r startReq, note *string) (sessi
 		return sessions.Record{}, Event{}, false, err
 	}
 	attempt := len(r.ts.attempts) + 1
-	ev := Event{Event: EvStarted, Task: id, Title: r.ts.task.Title, Session: p.Rec.Session.ID, Attempt: attempt, MaxLoops: s.rec.MaxLoops}
+	ev := Event{Event: EvStarted, Task: id, Title: r.ts.task.Title, Session: p.Rec.Session.ID, Attempt: attempt, MaxLoops: s.maxLoops(r.ts.task)}
 	if r.fb != nil && attempt > 1 {
 		ev.Event = EvRetried
 		ev.Reason = r.fb.StatusReason
@@ -939,13 +942,22 @@ func (s *Supervisor) merge(ctx context.Context, b *board.Board, ts taskState) (c
 	return nil, true
 }
 
+// maxLoops is the most attempts t gets in this run: its own max_loops,
+// else the run's --max-loops.
+func (s *Supervisor) maxLoops(t tasks.Task) int {
+	if t.MaxLoops > 0 {
+		return t.MaxLoops
+	}
+	return s.rec.MaxLoops
+}
+
 // exhaust records the exhausted fact and tells.
 func (s *Supervisor) exhaust(ctx context.Context, b *board.Board, ts taskState, why string) {
 	if _, _, err := tasks.Exhaust(ctx, s.st, ts.id, why); err != nil {
 		fmt.Fprintf(s.log, "%s task %s: recording exhausted: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
 		return
 	}
-	s.emit(Event{Event: EvExhausted, Task: ts.id, Title: ts.task.Title, Attempt: len(ts.attempts), MaxLoops: s.rec.MaxLoops,
+	s.emit(Event{Event: EvExhausted, Task: ts.id, Title: ts.task.Title, Attempt: len(ts.attempts), MaxLoops: s.maxLoops(ts.task),
 		Status: string(status.Failed), Reason: why, Running: len(s.live)})
 	s.writeNote(ctx, ts.id, why)
 }
@@ -1011,7 +1023,8 @@ func (s *Supervisor) taskSummary(b *board.Board, id string, sum *Summary) (TaskS
 	sum.Total++
 	ts := s.stateOf(b, id)
 	res := b.Status[id]
-	t := TaskSummary{ID: id, Title: ts.task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: len(ts.attempts)}
+	t := TaskSummary{ID: id, Title: ts.task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: len(ts.attempts),
+		MaxLoops: s.maxLoops(ts.task)}
 	sum.Attempts += len(ts.attempts)
 	switch {
 	case res.Status == status.Done:

@@ -132,6 +132,9 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	task := b.Tasks.Tasks[taskID].Task
 	short := b.Tasks.ShortID(taskID)
 	res := b.Status[taskID]
+	if res.Children != nil {
+		return nil, &RefusedError{Reason: ErrGoal, Task: short, Err: fmt.Errorf("task %s has children: its status rolls up from theirs (%s), no worker runs on it", short, res.Reason)}
+	}
 	switch res.Status {
 	case status.Cancelled:
 		return nil, &RefusedError{Reason: ErrCancelled, Task: short, Err: fmt.Errorf("task %s is cancelled", short)}

@@ -104,6 +104,8 @@ func workerHint(e *worker.RefusedError) string {
 		return "reopen it first: git agentmine task reopen " + e.Task
 	case worker.ErrTainted:
 		return "look at what reached the base, then reopen the task to run it again: git agentmine task reopen " + e.Task
+	case worker.ErrGoal:
+		return "run one of its children (git agentmine task list --parent " + e.Task + " --status ready), or all of them: git agentmine run " + e.Task
 	case worker.ErrRunning:
 		return "wait for it (git agentmine worker wait " + e.Task + ") or stop it (git agentmine worker stop " + e.Task + ")"
 	case worker.ErrLeftover:

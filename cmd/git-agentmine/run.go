@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -381,7 +382,7 @@ func printSummary(a *App, s pipeline.Summary, rec pipeline.Record) {
 	a.P.Printf("usage: %s\n", s.Usage)
 	t := a.P.NewTable("TASK", "STATUS", "ATTEMPTS", "TITLE", "REASON")
 	for _, x := range s.Tasks {
-		t.ColorRow([]string{"", statusColor(status.Status(x.Status))}, short8(x.ID), x.Status, fmt.Sprintf("%d/%d", x.Attempts, rec.MaxLoops), x.Title, x.Reason)
+		t.ColorRow([]string{"", statusColor(status.Status(x.Status))}, short8(x.ID), x.Status, fmt.Sprintf("%d/%d", x.Attempts, cmp.Or(x.MaxLoops, rec.MaxLoops)), x.Title, x.Reason)
 	}
 	t.Flush()
 	printWaiting(a, s)
