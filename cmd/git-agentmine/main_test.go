@@ -116,7 +116,12 @@ func ScriptParams(t *testing.T, dir string) testscript.Params {
 		// [bwrap-refused]: bubblewrap is installed but the kernel refuses
 		// its namespaces. Scenarios of the bwrap and clone levels skip
 		// only then: a missing bwrap fails them (.ci/run installs it).
+		// [root]: the scenario runs as root (TestAttacksAsNormalUser runs
+		// the same scenarios as an unprivileged user).
 		Condition: func(cond string) (bool, error) {
+			if cond == "root" {
+				return os.Geteuid() == 0, nil
+			}
 			if cond != "bwrap-refused" {
 				return false, fmt.Errorf("unknown condition %q", cond)
 			}

@@ -526,7 +526,7 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"--max-loops=-1"}, 2, "invalid --max-loops -1"},
 		{[]string{"--max-loops", "-1"}, 2, "--max-loops"}, // kong's own words
 		{[]string{"--max-loops", "0"}, 2, "invalid --max-loops 0"},
-		{[]string{"--deadline=-5s"}, 2, "invalid --deadline"},
+		{[]string{"--deadline=-5s"}, 2, "--deadline: invalid duration"},
 		{[]string{"--budget", "lots"}, 2, "invalid --budget"},
 		{[]string{"--budget", "$-1"}, 2, "invalid --budget"},
 		{[]string{"--name", "bad name"}, 2, "invalid run name"},
