@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/git-agentmine/git-agentmine/agents"
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -497,15 +495,8 @@ func (s *Supervisor) stateOf(b *board.Board, id string) taskState {
 // (Ctrl-C) stops the workers the run started and records why.
 func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 	defer s.log.Close()
-	wake := make(chan struct{}, 1)
-	poke := func() {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	}
-	watched := map[int]bool{}
-	var watchMu sync.Mutex
+	w := newWaker()
+	defer w.close()
 	for {
 		b, err := s.load(context.WithoutCancel(ctx))
 		if err != nil {
@@ -528,42 +519,30 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 		if s.rec.Deadline != nil && time.Now().After(*s.rec.Deadline) && s.stopReason == "" {
 			s.stopReason = "deadline reached"
 		}
-		next, running, done := s.step(ctx, b)
+		next, _, done := s.step(ctx, b)
 		if done {
 			return s.finish(context.WithoutCancel(ctx))
 		}
-		// Sleep until a running worker's supervisor exits, a backoff
-		// ends, or a while passes (sessions judged elsewhere, run stop).
-		watchMu.Lock()
-		for _, r := range running {
-			pid := r.Session.Pid
-			if pid > 0 && !watched[pid] && b.Here.Judges(r.Session) {
-				watched[pid] = true
-				go func() {
-					waitPid(pid)
-					watchMu.Lock()
-					delete(watched, pid)
-					watchMu.Unlock()
-					poke()
-				}()
-			}
-		}
-		watchMu.Unlock()
-		d := 2 * time.Second
-		if !next.IsZero() {
-			d = min(d, max(time.Until(next), 10*time.Millisecond))
-		}
-		t := time.NewTimer(d)
+		// Sleep until a worker's supervisor exits (those started by this
+		// look included), a backoff ends, or the poll passes (sessions
+		// judged elsewhere, a run stop).
+		s.watchLive(w, b)
 		cancelled := ctx.Done()
 		if s.stopReason != "" {
 			cancelled = nil // stopping already: wait for the workers to end
 		}
-		select {
-		case <-wake:
-		case <-t.C:
-		case <-cancelled:
+		w.sleep(nextWake(next, s.o.Poll), cancelled)
+	}
+}
+
+// watchLive has w watch the detached supervisors of the sessions running
+// on this host (s.live: the ones seen running and the ones this look
+// started).
+func (s *Supervisor) watchLive(w *waker, b *board.Board) {
+	for _, r := range s.live {
+		if b.Here.Judges(r.Session) {
+			w.watch(r.Session.Pid, r.Session.PidStart)
 		}
-		t.Stop()
 	}
 }
 
@@ -706,13 +685,19 @@ func (s *Supervisor) start(ctx context.Context, r startReq, note *string) (sessi
 		fmt.Fprintf(s.log, "%s task %s: %s\n", time.Now().Format("15:04:05"), short(id), p.ClaimNote)
 		*note = p.ClaimNote
 	}
-	if _, err := s.env.StartDetached(ctx, p, s.o.Supervisor(p.Rec.Session.ID)); err != nil {
+	pid, err := s.env.StartDetached(ctx, p, s.o.Supervisor(p.Rec.Session.ID))
+	if err != nil {
 		// The session has a failed outcome (exit 127): a start failure,
 		// retried with backoff.
 		fmt.Fprintf(s.log, "%s task %s: %v\n", time.Now().Format("15:04:05"), short(id), err)
 		return sessions.Record{}, Event{}, false, nil
 	}
-	return p.Rec, ev, true, nil
+	// The loop watches this supervisor from now on: its exit wakes the
+	// loop (watchLive), with no look at the refs in between.
+	rec := p.Rec
+	rec.Session.Pid = pid
+	rec.Session.PidStart, _ = launch.StartTime(pid)
+	return rec, ev, true, nil
 }
 
 // prepFailed handles a preparation that recorded no session.
@@ -1007,21 +992,5 @@ func (s *Supervisor) emit(e Event) {
 	fmt.Fprintln(s.log, e.Line())
 	if s.o.Events != nil {
 		s.o.Events(e)
-	}
-}
-
-// waitPid returns when process pid has exited (at once if it is gone).
-func waitPid(pid int) {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return
-	}
-	defer unix.Close(fd)
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for {
-		_, err := unix.Poll(fds, -1)
-		if err != unix.EINTR {
-			return
-		}
 	}
 }
