@@ -86,3 +86,33 @@ func TestNextWake(t *testing.T) {
 		t.Errorf("backoff after the poll: %s, want the poll", d)
 	}
 }
+
+// BenchmarkWake measures how long after a watched process is told to end
+// (its stdin closed: it exits on end of input) the loop's sleep returns,
+// with an hour's poll: the latency from a worker's end to the loop.
+func BenchmarkWake(b *testing.B) {
+	var total, worst time.Duration
+	for i := 0; i < b.N; i++ {
+		cmd := exec.Command("sh", "-c", "read line")
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		start, _ := launch.StartTime(cmd.Process.Pid)
+		w := newWaker()
+		w.watch(cmd.Process.Pid, start)
+		t0 := time.Now()
+		in.Close()
+		go func() { _ = cmd.Wait() }()
+		w.sleep(time.Hour, nil)
+		d := time.Since(t0)
+		total += d
+		worst = max(worst, d)
+		w.close()
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "wake-ms")
+	b.ReportMetric(float64(worst.Microseconds())/1000, "worst-wake-ms")
+}
