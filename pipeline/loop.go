@@ -540,9 +540,21 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 // started).
 func (s *Supervisor) watchLive(w *waker, b *board.Board) {
 	for _, r := range s.live {
-		if b.Here.Judges(r.Session) {
-			w.watch(r.Session.Pid, r.Session.PidStart)
+		x := r.Session
+		if !b.Here.Judges(x) {
+			continue
 		}
+		pid, start := x.Pid, x.PidStart
+		if x.Mode == sessions.ModeDetach && x.Seal == nil && !launch.Alive(pid, start) {
+			// Until its supervisor seals it, a session adopted after a
+			// take-over may name the process that prepared it, gone now:
+			// watch the supervisor started for it (as board.Liveness finds
+			// it), else a gone pid would wake the loop at every look.
+			if p, ok := launch.WithLastArg(x.ID); ok {
+				pid, start = p.Pid, p.Start
+			}
+		}
+		w.watch(pid, start)
 	}
 }
 
