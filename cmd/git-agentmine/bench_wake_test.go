@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,30 +56,65 @@ func loadAvg() float64 {
 // BenchmarkRunOverhead measures what `run` adds to its workers, against
 // plain `worker run --exec` loops in the same run, on no-op (`true`)
 // workers in a small repository: for N = 1, 2, 4 and 8, N plain loops side
-// by side over N×AGENTMINE_BENCH_WAKE_TASKS (default 10) tasks, then `run
-// --parallel N` over as many tasks in a fresh repository. It reports both
-// throughputs and their ratio (run / loops: 1 is "as fast as the plain
-// loops"), and, for N = 1, run's overhead per task in milliseconds (run's
-// time per task minus the plain loop's). The load average is reported at
-// the start and the end. Run with -benchtime=1x.
+// by side over N×AGENTMINE_BENCH_WAKE_TASKS (default 10) tasks, and `run
+// --parallel N` over as many tasks in a fresh repository, in
+// AGENTMINE_BENCH_WAKE_PAIRS (default 3) alternating pairs. It reports the
+// medians of both throughputs and of their ratio (run / loops: 1 is "as
+// fast as the plain loops"), and, for N = 1, the median of run's overhead
+// per task in milliseconds (run's time per task minus the plain loop's).
+// The load average is reported at the start and the end. Run with
+// -benchtime=1x.
 func BenchmarkRunOverhead(b *testing.B) {
 	useBuiltBinary(b)
 	m := envInt("AGENTMINE_BENCH_WAKE_TASKS", 10)
+	pairs := envInt("AGENTMINE_BENCH_WAKE_PAIRS", 3)
 	b.ReportMetric(loadAvg(), "load-start")
 	for i := 0; i < b.N; i++ {
 		for _, n := range []int{1, 2, 4, 8} {
-			repo, ids := benchRunRepo(b, n*m)
-			loops := plainLoops(b, repo, ids, n)
-			repo2, _ := benchRunRepo(b, n*m)
-			run := timeRun(b, repo2, n)
 			tasks := float64(n * m)
-			b.ReportMetric(tasks/loops.Seconds(), fmt.Sprintf("loops-tasks/s-p%d", n))
-			b.ReportMetric(tasks/run.Seconds(), fmt.Sprintf("run-tasks/s-p%d", n))
-			b.ReportMetric(loops.Seconds()/run.Seconds(), fmt.Sprintf("ratio-p%d", n))
+			var loopTP, runTP, ratio, over []float64
+			for k := 0; k < pairs; k++ {
+				var loops, run time.Duration
+				timeLoops := func() {
+					repo, ids := benchRunRepo(b, n*m)
+					loops = plainLoops(b, repo, ids, n)
+				}
+				timeRunN := func() {
+					repo, _ := benchRunRepo(b, n*m)
+					run = timeRun(b, repo, n)
+				}
+				if k%2 == 0 {
+					timeLoops()
+					timeRunN()
+				} else {
+					timeRunN()
+					timeLoops()
+				}
+				loopTP = append(loopTP, tasks/loops.Seconds())
+				runTP = append(runTP, tasks/run.Seconds())
+				ratio = append(ratio, loops.Seconds()/run.Seconds())
+				over = append(over, float64((run-loops).Milliseconds())/tasks)
+			}
+			b.ReportMetric(median(loopTP), fmt.Sprintf("loops-tasks/s-p%d", n))
+			b.ReportMetric(median(runTP), fmt.Sprintf("run-tasks/s-p%d", n))
+			b.ReportMetric(median(ratio), fmt.Sprintf("ratio-p%d", n))
+			b.Logf("N=%d: ratios %v", n, ratio)
 			if n == 1 {
-				b.ReportMetric(float64((run-loops).Milliseconds())/tasks, "overhead-ms/task")
+				b.ReportMetric(median(over), "overhead-ms/task")
+				b.Logf("N=1: overhead ms/task %v", over)
 			}
 		}
 	}
 	b.ReportMetric(loadAvg(), "load-end")
+}
+
+// median is the middle value of xs (the mean of the two middle ones for
+// an even count).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
