@@ -31,6 +31,12 @@ bench-run tasks="10":
     AGENTMINE_BENCH_WAKE_TASKS={{tasks}} go test -run '^$' -bench 'RunOverhead$' -benchtime 1x -timeout 60m ./cmd/git-agentmine
     go test -run '^$' -bench 'Wake$' -benchtime 200x ./pipeline
 
+# Measure acknowledged writes lost beside a `git gc` loop: 16 processes of
+# 20 `task add` against plain git doing the same writes (hash-object,
+# mktree, commit-tree, update-ref), under `gc --prune=now` and default gc.
+prune-race:
+    AGENTMINE_PRUNE_RACE=1 go test -v -count=1 -run 'TestPruneRaceNumbers$' -timeout 30m ./cmd/git-agentmine | grep -v '^[=-]'
+
 # Static checks.
 lint:
     gofmt -l . | tee /dev/stderr | (! read)

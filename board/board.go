@@ -348,3 +348,16 @@ func (b *Board) Latest(taskID string) (rec sessions.Record, ok bool) {
 	}
 	return sessions.Record{}, false
 }
+
+// CancelledBlockers returns the blockers of the task that are cancelled,
+// in the order of its waiting list: the task waits on them forever until
+// someone removes them from it or reopens them. nil when there are none.
+func (b *Board) CancelledBlockers(taskID string) []string {
+	var out []string
+	for _, bl := range b.Status[taskID].Waiting {
+		if r, ok := b.Status[bl]; ok && r.Status == status.Cancelled {
+			out = append(out, bl)
+		}
+	}
+	return out
+}

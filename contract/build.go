@@ -25,7 +25,7 @@ func NewTask(b *board.Board, id string) TaskJSON {
 	r := b.Status[id]
 	return TaskJSON{V: output.SchemaVersion, ID: id, ShortID: b.Tasks.ShortID(id), Title: t.Title,
 		Status: string(r.Status), StatusReason: r.Reason, Blocked: r.Blocked, Ready: r.Ready,
-		WaitingOn: nonNil(r.Waiting), Description: t.Description, Type: t.Type, Priority: t.Priority,
+		WaitingOn: nonNil(r.Waiting), BlockedByCancelled: b.CancelledBlockers(id), Description: t.Description, Type: t.Type, Priority: t.Priority,
 		Parent: t.Parent, BlockedBy: nonNil(t.BlockedBy), Labels: nonNil(t.Labels), Assignee: t.Assignee,
 		DoD: nonNil(t.DoD), Base: t.Base, Acceptance: nonNil(t.Acceptance), Created: t.Created, Updated: t.Updated,
 		Cancelled: t.Cancelled, Reopened: t.Reopened, Exhausted: t.Exhausted, Commit: e.Commit, Session: r.Session, Criteria: criteria(t)}

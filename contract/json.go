@@ -52,6 +52,9 @@ type TaskJSON struct {
 	// Review is the review of the session that decided the status (task
 	// show only); nil when it was not reviewed.
 	Review *sessions.Review `json:"review,omitempty"`
+	// BlockedByCancelled lists the blockers that are cancelled: the task
+	// waits on them forever until they are removed from it or reopened.
+	BlockedByCancelled []string `json:"blocked_by_cancelled,omitempty"`
 }
 
 // Criterion is an acceptance criterion with its id.

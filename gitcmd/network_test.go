@@ -66,8 +66,9 @@ func TestNetworkCommandNeverPrompts(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Fatalf("ls-remote through a Runner waited for an answer:\n%s", term.Output())
 	}
-	if err == nil || strings.Contains("\n"+term.Output(), "\nUsername for") || !strings.Contains(term.Output(), "terminal prompts disabled") {
-		t.Fatalf("ls-remote through a Runner: %v\n%s", err, term.Output())
+	out := term.Settled()
+	if err == nil || strings.Contains("\n"+out, "\nUsername for") || !strings.Contains(out, "terminal prompts disabled") {
+		t.Fatalf("ls-remote through a Runner: %v\n%s", err, out)
 	}
 }
 

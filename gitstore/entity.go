@@ -178,7 +178,7 @@ func (s *Store) Get(ctx context.Context, k Kind, id string) (Doc, error) {
 		return Doc{}, err
 	}
 	if blob.missing || blob.typ != "blob" {
-		return Doc{}, fmt.Errorf("%s: commit %s has no %s", ref, head.id[:12], k.File)
+		return Doc{}, &RefError{Ref: ref, Err: s.whyNoDoc(cf, head.id, k.File)}
 	}
 	return Doc{ID: id, Ref: ref, Commit: head.id, Data: blob.data}, nil
 }
@@ -281,11 +281,40 @@ func (s *Store) readDocs(ctx context.Context, k Kind, wants []want) ([]Doc, []er
 			return nil, nil, err
 		case !o.missing && o.typ != "commit":
 			problems = append(problems, &RefError{Ref: w.ref, Err: fmt.Errorf("points at a %s, not a commit", o.typ)})
+		case o.missing:
+			problems = append(problems, &RefError{Ref: w.ref, Err: fmt.Errorf("points at commit %s, which is missing from the object store", w.commit)})
 		default:
-			problems = append(problems, &RefError{Ref: w.ref, Err: fmt.Errorf("commit %s has no %s", w.commit[:12], k.File)})
+			problems = append(problems, &RefError{Ref: w.ref, Err: s.whyNoDoc(cf, w.commit, k.File)})
 		}
 	}
 	return docs, problems, nil
+}
+
+// whyNoDoc says why the commit yields no document file: the commit, its
+// tree or the file's blob missing from the object store (a ref whose
+// objects were pruned), or a tree that holds no such file.
+func (s *Store) whyNoDoc(cf *catFile, commit, file string) error {
+	c, err := cf.get(commit)
+	if err != nil || c.missing {
+		return fmt.Errorf("points at commit %s, which is missing from the object store", commit)
+	}
+	if c.typ != "commit" {
+		return fmt.Errorf("points at a %s, not a commit", c.typ)
+	}
+	tree, _, _ := strings.Cut(strings.TrimPrefix(string(c.data), "tree "), "\n")
+	t, err := cf.get(tree)
+	if err == nil && t.missing {
+		return fmt.Errorf("commit %s: its tree %s is missing from the object store", commit[:12], tree)
+	}
+	if err == nil && t.typ == "tree" {
+		if blob, found, ok := findTreeEntry(t.data, file, s.hashLen()); ok && found {
+			if b, err := cf.get(blob); err != nil || !b.missing {
+				return fmt.Errorf("commit %s: its %s is not a file", commit[:12], file)
+			}
+			return fmt.Errorf("commit %s: its %s (blob %s) is missing from the object store", commit[:12], file, blob)
+		}
+	}
+	return fmt.Errorf("commit %s has no %s", commit[:12], file)
 }
 
 // ListNear reads the entities of kind k whose ids share their first

@@ -46,11 +46,16 @@ func (s *Store) writeObject(ctx context.Context, typ string, data []byte) (strin
 		if err != nil {
 			return "", fmt.Errorf("writing %s object: %w", typ, err)
 		}
-		return strings.TrimSpace(string(out)), nil
+		id := strings.TrimSpace(string(out))
+		s.written.remember(id, typ, data)
+		return id, nil
 	}
 	hdr := objectHeader(typ, data)
 	sum := s.objectSum(hdr, data)
 	id := hex.EncodeToString(sum)
+	// Kept until a transaction points a ref at it (durable.go), freshened
+	// or written alike: a prune may remove either before that.
+	s.written.remember(id, typ, data)
 	if s.freshen(id, sum) {
 		return id, nil
 	}
@@ -80,7 +85,22 @@ func (s *Store) sharedRepository() bool {
 // temporary file beside its final name, made read-only, then linked into
 // place. An object some other writer put there first is left alone: its
 // content is the same by construction.
+//
+// A concurrent prune removes empty fan-out directories and temporary
+// files it finds old enough: a directory gone between its creation and
+// the temporary file's, or a temporary file gone before it was linked,
+// starts the write again (a bounded number of times).
 func writeLoose(objDir, id, hdr string, data []byte) error {
+	var err error
+	for attempt := 0; attempt < 10; attempt++ {
+		if err = writeLooseOnce(objDir, id, hdr, data); !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return err
+}
+
+func writeLooseOnce(objDir, id, hdr string, data []byte) error {
 	dir := filepath.Join(objDir, id[:2])
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return err
@@ -112,6 +132,9 @@ func writeLoose(objDir, id, hdr string, data []byte) error {
 	err = os.Link(tmp, final)
 	if err == nil || errors.Is(err, fs.ErrExist) {
 		return nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return err // the temporary file (or its directory) was pruned
 	}
 	// A file system without hard links.
 	return os.Rename(tmp, final)

@@ -81,6 +81,11 @@ func (s *Store) WriteObjects(ctx context.Context, objs []Object) error {
 		}
 		return nil
 	}
+	// Kept until a transaction points a ref at them, as loose ones are
+	// (durable.go): a repack that began before may drop the pack's copy.
+	for _, o := range objs {
+		s.written.remember(s.ObjectID(o.Type, o.Data), o.Type, o.Data)
+	}
 	cmd := s.git.Command(ctx, "index-pack", "--stdin")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -32,6 +32,10 @@ type RefOp struct {
 // Every ref it is about to write is first recorded in the journal (see
 // JournalEntry), with on whose behalf it is written.
 //
+// Once git committed it, the objects the new values reach that this
+// process wrote are made sure of against a concurrent prune (durable.go)
+// before Transact returns.
+//
 // A context that is already done refuses the transaction; once git runs it,
 // a cancellation no longer stops it. Killing update-ref part-way leaves the
 // caller unable to tell whether the refs moved: a supervisor interrupted
@@ -46,7 +50,26 @@ func (s *Store) Transact(ctx context.Context, ops []RefOp) error {
 	unlock := s.lockWitness(unix.LOCK_SH)
 	defer unlock()
 	s.journalRefs(ops)
-	return transact(ctx, s.git, s.zeroID(), ops)
+	for attempt := 0; ; attempt++ {
+		err := transact(ctx, s.git, s.zeroID(), ops)
+		if attempt < 10 && isMissingObjectRefusal(err) {
+			// A prune removed a new value between its write and this
+			// transaction: write back what this process wrote (once the
+			// gc ended), and again.
+			if own := s.ownObjects(newTips(ops)); len(own) > 0 {
+				if err := s.writeBack(ctx, own, false); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		if err != nil {
+			return err
+		}
+		// Acknowledged only once what the refs now point at is sure to
+		// stay (durable.go).
+		return s.secure(ctx, ops)
+	}
 }
 
 func (s *Store) zeroID() string {

@@ -106,6 +106,9 @@ type Store struct {
 	behalf     string
 	// journalWarnOnce limits a failing journal to one warning.
 	journalWarnOnce sync.Once
+	// written keeps the objects written until a transaction secured them
+	// (durable.go).
+	written written
 }
 
 // Open locates the repository containing dir and prepares the store: in

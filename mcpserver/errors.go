@@ -68,6 +68,8 @@ func typedHint(err error) string {
 			return "pass replace: true to worker_start to remove it first"
 		case worker.ErrNotEnded:
 			return "pass force: true to worker_start to abandon it"
+		case worker.ErrBlockedByCancelled:
+			return "remove the cancelled blocker with task_update and remove_blocked_by: [\"" + strings.Join(e.Blockers, "\", \"") + "\"], or pass force: true to worker_start"
 		}
 	case *merge.MainCheckoutError:
 		return "if the user made these changes in the main checkout, merge with accept_main_changes: true (task_show lists them)"

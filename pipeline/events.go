@@ -80,6 +80,10 @@ type TaskSummary struct {
 	// main checkout changed during its run (isolation level none): a person
 	// who made those changes merges it accepting them.
 	AcceptMainChanges bool `json:"accept_main_changes,omitempty"`
+	// BlockedByCancelled lists the cancelled blockers of a task that
+	// never started: it waits on them until they are removed from it or
+	// reopened.
+	BlockedByCancelled []string `json:"blocked_by_cancelled,omitempty"`
 }
 
 // Line renders an event as one plain line (logs, and output that is not a

@@ -232,17 +232,18 @@ type mergeWait struct {
 }
 
 // checkoutWait reports whether a merge was refused because of the person's
-// main checkout rather than the work, and why. A refusal that names the
-// checkout's own paths (CheckoutPaths), one of a checkout with
-// uncommitted changes, and a main checkout changed during the run are
-// such refusals.
+// main checkout rather than the work, and why: a merge.CheckoutError (the
+// person's uncommitted files are where the merge writes, or a merge of
+// theirs is under way) and a main checkout changed during the run are
+// such refusals. Neither is an attempt: nothing changed, so the merge is
+// simply tried again.
 func checkoutWait(err error) (mergeWait, bool) {
 	var me *merge.MainCheckoutError
 	if errors.As(err, &me) {
 		return mergeWait{why: firstLine(err.Error()), acceptMain: true}, true
 	}
-	var cp interface{ CheckoutPaths() []string }
-	if errors.As(err, &cp) || strings.Contains(err.Error(), "with uncommitted changes") {
+	var ce *merge.CheckoutError
+	if errors.As(err, &ce) {
 		return mergeWait{why: firstLine(err.Error())}, true
 	}
 	return mergeWait{}, false
@@ -835,12 +836,9 @@ func (s *Supervisor) merge(ctx context.Context, b *board.Board, ts taskState) (c
 		fmt.Fprintf(s.log, "%s task %s: finished updating the checkout in %s, which an interrupted merge had left behind\n", time.Now().Format("15:04:05"), short(ts.id), w)
 	}
 	s.emit(Event{Event: EvMerged, Task: ts.id, Title: ts.task.Title, Session: res.Session, Commit: res.Commit, Status: string(status.Done), Running: len(s.live)})
-	// The worktree is no longer needed; its branch is merged.
-	if rec, ok := b.Latest(ts.id); ok {
-		if _, err := s.env.Done(ctx, rec, true, false); err != nil {
-			fmt.Fprintf(s.log, "%s task %s: cleaning up: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
-		}
-	}
+	// The worktree is no longer needed, its branch is merged, and the
+	// attempts it superseded are no longer needed either.
+	s.cleanUp(ctx, b, ts.id)
 	return nil, true
 }
 
@@ -939,6 +937,9 @@ func (s *Supervisor) taskSummary(b *board.Board, id string, sum *Summary) (TaskS
 		sum.NotStarted++
 		if why, ok := s.claimed[id]; ok {
 			t.Reason = why
+		} else if c := b.CancelledBlockers(id); len(c) > 0 {
+			t.BlockedByCancelled = c
+			t.Reason = "never started: blocked by cancelled " + strings.Join(shortAll(c), ", ") + ", which will never be done"
 		} else if res.Blocked {
 			t.Reason = "never started: blocked by " + strings.Join(shortAll(res.Waiting), ", ")
 		}

@@ -243,8 +243,14 @@ func TestCheckRecreatedExcludedFile(t *testing.T) {
 func TestCheckCreateThenDeleteSecret(t *testing.T) {
 	f := newFixture(t)
 	v := f.run(t, `mkdir -p secrets && echo stolen > secrets/new.txt && rm -rf secrets`)
-	mustViolate(t, v, ViolationExcluded, "secrets/new.txt", "create")
 	mustViolate(t, v, ViolationExcluded, "secrets", "")
+	// The file is named when the watcher saw the directory in time; when
+	// the directory was gone before it could be watched (a busy machine),
+	// the record says it is incomplete instead. Either way the verdict is
+	// not valid, and it is never silent.
+	if findViolation(v, ViolationExcluded, "secrets/new.txt") == nil {
+		mustViolate(t, v, ViolationWatchIncomplete, "", "secrets")
+	}
 }
 
 func TestCheckEditThenRevertReadOnly(t *testing.T) {

@@ -487,10 +487,13 @@ type taskView struct {
 	T        contract.TaskJSON
 	Parent   *taskLink
 	Blockers []taskLink
-	Children []taskLink
-	Progress *progress
-	Sessions []sessionView
-	History  []gitstore.LogEntry
+	// CancelledBlockers are the blockers that are cancelled: the task
+	// waits on them forever until unblocked.
+	CancelledBlockers []taskLink
+	Children          []taskLink
+	Progress          *progress
+	Sessions          []sessionView
+	History           []gitstore.LogEntry
 	// Note is the task's Task Note in Markdown, "" when none was written.
 	Note string
 	// What the action buttons may offer.
@@ -563,6 +566,9 @@ func (s *Server) taskWith(w http.ResponseWriter, r *http.Request, code int, errT
 	}
 	for _, bl := range t.BlockedBy {
 		tv.Blockers = append(tv.Blockers, link(b, bl))
+	}
+	for _, bl := range b.CancelledBlockers(id) {
+		tv.CancelledBlockers = append(tv.CancelledBlockers, link(b, bl))
 	}
 	done, total := 0, 0
 	for _, c := range b.Tasks.Children(id) {

@@ -634,6 +634,12 @@ func cancelAndStop(t *testing.T, f *fixture, ts *httptest.Server, c *http.Client
 	if cf := b.Tasks[f.ids["ready"]].Task.Cancelled; cf == nil || cf.Reason != "dup" {
 		t.Errorf("cancel fact: %+v", cf)
 	}
+	// The task it blocked says it waits on a cancelled task, and how to
+	// unblock it.
+	if _, html := get(t, c, ts.URL+"/tasks/"+f.ids["blocked"]); !strings.Contains(html, `<p class="blocked-cancelled">blocked by cancelled <a href="/tasks/`+f.ids["ready"]+`"`) ||
+		!strings.Contains(html, "--remove-blocked-by") || !strings.Contains(html, "task reopen") {
+		t.Errorf("the task blocked by the cancelled one does not say so:\n%s", html)
+	}
 	res, _ = post(t, c, ts.URL+"/tasks/"+f.ids["running"]+"/stop", url.Values{"csrf": {csrf}}, nil)
 	if res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("stop: %d", res.StatusCode)

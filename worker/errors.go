@@ -30,6 +30,9 @@ var (
 	// uses the worktree (its working directory, an open or mapped file);
 	// RefusedError.Pid names it.
 	ErrWorktreeInUse = errors.New("worktree is in use")
+	// ErrBlockedByCancelled: a blocker of the task is cancelled, so the
+	// task waits forever; RefusedError.Blockers names them.
+	ErrBlockedByCancelled = errors.New("task is blocked by a cancelled task")
 )
 
 // RefusedError is a refusal to act on a task or session in its current
@@ -42,7 +45,10 @@ type RefusedError struct {
 	Session string
 	// Pid is the process concerned, for ErrWorktreeInUse; 0 otherwise.
 	Pid int
-	Err error
+	// Blockers are the cancelled blockers (short ids), for
+	// ErrBlockedByCancelled.
+	Blockers []string
+	Err      error
 }
 
 func (e *RefusedError) Error() string { return e.Err.Error() }

@@ -138,6 +138,14 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		return nil, &RefusedError{Reason: ErrRunning, Task: short, Err: fmt.Errorf("task %s is already running (%s)", short, res.Reason)}
 	}
 	if res.Blocked && !o.Force {
+		if c := b.CancelledBlockers(taskID); len(c) > 0 {
+			var cs []string
+			for _, x := range c {
+				cs = append(cs, b.Tasks.ShortID(x))
+			}
+			return nil, &RefusedError{Reason: ErrBlockedByCancelled, Task: short, Blockers: cs,
+				Err: fmt.Errorf("task %s is blocked by cancelled %s %s, which will never be done", short, pluralWord(len(cs), "task", "tasks"), strings.Join(cs, ", "))}
+		}
 		var w []string
 		for _, x := range res.Waiting {
 			w = append(w, b.Tasks.ShortID(x))
@@ -241,7 +249,8 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	if err != nil {
 		return nil, err
 	}
-	undo = append(undo, func() { sessions.Delete(context.WithoutCancel(ctx), st, sid) })
+	created := sessions.Record{Session: sess, Root: root} // sess changes below
+	undo = append(undo, func() { undoSession(ctx, st, created) })
 	claimedOn, claimNote := "", ""
 	if remote := e.claimRemoteFor(o); remote != "" {
 		ok, replaced, err := e.claim(ctx, remote, sess, root)
@@ -336,6 +345,27 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		PromptFile: promptFile, Command: cmd, Client: client, Claimed: claimedOn, ClaimNote: claimNote}, nil
 }
 
+// undoSession rolls back the session rec that a preparation recorded
+// before it failed. Stopped (run stop, worker stop) or interrupted (Ctrl-C),
+// the preparation keeps the session, recorded as stopped before its worker
+// started (as Execute records one): readers may have listed it as running
+// already, and it must not vanish from under them. Any other failure
+// deletes it: nothing ran.
+func undoSession(ctx context.Context, st *gitstore.Store, rec sessions.Record) {
+	wctx := context.WithoutCancel(ctx)
+	if ctx.Err() == nil {
+		sessions.Delete(wctx, st, rec.Session.ID)
+		return
+	}
+	res := stoppedBeforeStart(ctx)
+	out := sessions.Outcome{ExitCode: res.ExitCode, Signal: res.Signal, Finished: res.Finished.UTC(),
+		Reason: "stopped before the worker started", By: "agentmine " + rec.Session.Mode}
+	if res.Interrupted {
+		out.Reason = "interrupted before the worker started"
+	}
+	sessions.RecordOutcome(wctx, st, rec, &out)
+}
+
 // resolveTask turns the task named on the command line into its canonical
 // id and short form, reading only the tasks near it. A full id needs no
 // reading: the board read after the claim (board.LoadTask) says whether
@@ -399,4 +429,11 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+func pluralWord(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

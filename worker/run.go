@@ -222,7 +222,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		out.Reason = "stopped by --strict at the first out-of-scope change: " + strict.v.Type + " " + strict.ev.Path
 	}
 	if startErr == nil && !stoppedEarly {
-		say("worker ended: exit %d%s", out.ExitCode, sigText(out.Signal, out.TimedOut))
+		say("worker ended: exit %d%s", out.ExitCode, endedText(res))
 	}
 	main.end(jctx)
 	if err := e.judgeContained(jctx, reaper, rec, spec, live, main, res.Leftovers, &out, say); err != nil {
@@ -400,6 +400,15 @@ func appendLog(path, text string) error {
 	return err
 }
 
+// endedText says what ended a run after its exit code: " (SIGINT)" for
+// Ctrl-C (the worker itself was sent SIGTERM for it), else as sigText.
+func endedText(res launch.Result) string {
+	if res.Interrupted && !res.TimedOut {
+		return " (SIGINT)"
+	}
+	return sigText(res.Signal, res.TimedOut)
+}
+
 func sigText(sig string, timedOut bool) string {
 	switch {
 	case timedOut:
@@ -417,10 +426,17 @@ func firstLine(s string) string {
 	return s
 }
 
-// DoneResult is what Done did.
+// DoneResult is what Done did. A second Done of the same session finds
+// nothing to remove: every field is false or empty.
 type DoneResult struct {
-	// BranchDeleted is set when the session's branch was deleted.
+	// WorktreeRemoved is set when the worktree existed and was removed.
+	WorktreeRemoved bool
+	// BranchDeleted is set when the session's branch existed and was
+	// deleted.
 	BranchDeleted bool
+	// BranchKept is set when the branch exists and was kept (its work has
+	// not reached the base, and no force).
+	BranchKept bool
 	// Ended lists the processes of the session that were still running
 	// (its supervisor was killed, say) and were ended first.
 	Ended []launch.Proc
@@ -472,19 +488,35 @@ func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool)
 		if err := worktree.Remove(ctx, e.Top, s.Worktree, "", true); err != nil {
 			return res, err
 		}
+		res.WorktreeRemoved = true
 	}
-	if branch != "" {
-		// Through the store, so that the journal records the deletion
-		// (supervisors of running sessions must not hold it against their
-		// workers).
-		e.St.DeleteRef(ctx, "refs/heads/"+branch)
+	if !e.branchExists(ctx, s.Branch) {
+		return res, nil
 	}
-	if branch != "" {
-		if _, err := e.St.Git().In(e.Top).Run(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch); err != nil {
-			res.BranchDeleted = true
-		}
+	if branch == "" {
+		res.BranchKept = true
+		return res, nil
 	}
+	// Through the store, so that the journal records the deletion
+	// (supervisors of running sessions must not hold it against their
+	// workers).
+	if err := e.St.DeleteRef(ctx, "refs/heads/"+branch); err != nil {
+		return res, fmt.Errorf("deleting branch %s: %w", branch, err)
+	}
+	if e.branchExists(ctx, branch) {
+		return res, fmt.Errorf("deleting branch %s: it is still there", branch)
+	}
+	res.BranchDeleted = true
 	return res, nil
+}
+
+// branchExists reports whether the local branch exists.
+func (e *Env) branchExists(ctx context.Context, branch string) bool {
+	if branch == "" {
+		return false
+	}
+	_, err := e.St.Git().In(e.Top).Run(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch)
+	return err == nil
 }
 
 // refuseInUse returns an ErrWorktreeInUse refusal (for task and session,

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"runtime/debug"
+	"sort"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/board"
@@ -47,6 +48,7 @@ func (c *StatusCmd) Run(a *App) error {
 		}
 		p.Printf("  %-12s %s%s\n", s, p.Paint(statusColor(s), fmt.Sprint(j.Counts[string(s)])), extra)
 	}
+	printBlockedByCancelled(a, v)
 	printLiveRuns(a, v.Loaded)
 	p.Printf("\n%s\n", p.Paint(output.Bold, "Running workers"))
 	if len(j.Running) == 0 {
@@ -85,7 +87,9 @@ func printTaskFindings(a *App, t taskJSON) {
 	if r == nil || r.Outcome == nil {
 		return
 	}
-	printFindings(a.P, "    ", verify.ParseVerdicts(r.Outcome), boardFindings, "git agentmine task show "+t.ShortID)
+	v := verify.ParseVerdicts(r.Outcome)
+	printFindings(a.P, "    ", v, boardFindings, "git agentmine task show "+t.ShortID)
+	printDoDTail(a.P, "    ", v)
 }
 
 // usageSuffix renders a task's summed usage after its title.
@@ -127,5 +131,25 @@ func printLiveRuns(a *App, b *board.Board) {
 			usage = "; usage " + j.Usage.String()
 		}
 		a.P.Printf("  %s  %s  %d/%d done, %d attempt(s), %d running%s; log %s\n", r.Name, state, j.Done, j.Total, j.Attempts, len(j.Running), usage, r.Log)
+	}
+}
+
+// printBlockedByCancelled lists the open tasks that wait on a cancelled
+// blocker, each with how to unblock it; nothing when there are none.
+func printBlockedByCancelled(a *App, v *view) {
+	var ids []string
+	for id := range v.Board.Tasks {
+		if v.Status[id].Status == status.Open && len(v.Loaded.CancelledBlockers(id)) > 0 {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	sort.Strings(ids)
+	a.P.Printf("\n%s\n", a.P.Paint(output.Bold, "Blocked by a cancelled task (never ready until unblocked)"))
+	for _, id := range ids {
+		a.P.Printf("  %s %s\n", a.P.Paint(output.Yellow, v.Board.ShortID(id)), v.Board.Tasks[id].Task.Title)
+		printCancelledBlockers(a, v, id, "    ")
 	}
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/sessions"
@@ -95,6 +97,7 @@ func printSessionSummary(a *App, v *view, id string) {
 		if r := outcomeReason(*o, vd); r != "" {
 			p.Printf("    reason: %s\n", r)
 		}
+		printDoDTail(p, "    ", vd)
 		if o.Usage != nil {
 			p.Printf("    usage: %s\n", o.Usage)
 		}
@@ -141,4 +144,68 @@ func isolationWords(iso sessions.Isolation) string {
 		w += " — " + iso.Note
 	}
 	return w
+}
+
+// dodTailLines is how many lines of a failed DoD command's output the
+// commands show.
+const dodTailLines = 10
+
+// printDoDTail prints the last lines of the first failed DoD command's
+// output under a "DoD output" line, made safe for a terminal; nothing when
+// no command failed or it printed nothing.
+func printDoDTail(p *output.Printer, indent string, v verify.Verdicts) {
+	for _, c := range v.DoD.Commands {
+		if c.ExitCode == 0 && !c.TimedOut {
+			continue
+		}
+		lines := dodTail(c.OutputTail, dodTailLines)
+		if len(lines) == 0 {
+			return
+		}
+		p.Printf("%sDoD output (last %s of `%s`):\n", indent, plural(len(lines), "line", "lines"), c.Cmd)
+		for _, l := range lines {
+			p.Printf("%s  %s\n", indent, p.Paint(output.Gray, "| ")+l)
+		}
+		return
+	}
+}
+
+// dodTail returns the last n non-empty lines of s, with escape
+// sequences and other control characters removed (the output is the
+// worker's to write) and invalid UTF-8 replaced.
+func dodTail(s string, n int) []string {
+	var out []string
+	for _, l := range strings.Split(strings.ToValidUTF8(s, "\uFFFD"), "\n") {
+		l = strings.TrimRight(printableLine(l), " \t")
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out
+}
+
+// printableLine drops CSI escape sequences, every control character of a
+// line but the tab, and format characters (bidirectional overrides).
+func printableLine(l string) string {
+	var b strings.Builder
+	rs := []rune(l)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		switch {
+		case r == 0x1b && i+1 < len(rs) && rs[i+1] == '[':
+			i += 2
+			for i < len(rs) && (rs[i] < 0x40 || rs[i] > 0x7e) {
+				i++
+			}
+		case r == '\t':
+			b.WriteRune(r)
+		case unicode.IsControl(r), unicode.Is(unicode.Cf, r):
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

@@ -109,8 +109,20 @@ func workerHint(e *worker.RefusedError) string {
 		return "stop it first: git agentmine worker stop " + e.Task
 	case worker.ErrWorktreeInUse:
 		return fmt.Sprintf("end that process (kill %d) or leave the worktree, then run again: git agentmine worker done %s", e.Pid, e.Task)
+	case worker.ErrBlockedByCancelled:
+		return unblockHint(e.Task, e.Blockers)
 	case worker.ErrNotEnded:
 		return "record its outcome first (git agentmine session end " + e.Session + " --exit-code N), or pass --force to abandon it"
 	}
 	return ""
+}
+
+// unblockHint says how to unblock a task that waits on cancelled blockers:
+// remove them from it, or reopen them (or pass --force to run it anyway).
+func unblockHint(task string, blockers []string) string {
+	rm := ""
+	for _, b := range blockers {
+		rm += " --remove-blocked-by " + b
+	}
+	return "remove the blocker: git agentmine task update " + task + rm + "; or reopen it: git agentmine task reopen " + strings.Join(blockers, " ")
 }

@@ -16,7 +16,7 @@ import (
 // no next step in the CLI (the testscripts reach most of them, not all:
 // a lost race for the task lock, a live --exec session).
 func TestEveryRefusalHasAHint(t *testing.T) {
-	for _, r := range []error{worker.ErrStarting, worker.ErrCancelled, worker.ErrTainted, worker.ErrRunning, worker.ErrLeftover, worker.ErrSessionLive, worker.ErrNotEnded, worker.ErrWorktreeInUse} {
+	for _, r := range []error{worker.ErrStarting, worker.ErrCancelled, worker.ErrTainted, worker.ErrRunning, worker.ErrLeftover, worker.ErrSessionLive, worker.ErrNotEnded, worker.ErrWorktreeInUse, worker.ErrBlockedByCancelled} {
 		err := fmt.Errorf("task 1a2b: %w", &worker.RefusedError{Reason: r, Task: "1a2b", Session: "5e55105e", Err: errors.New("refused")})
 		if h := hintFor(err); !strings.Contains(h, "git agentmine ") || !strings.Contains(h, "1a2b") && !strings.Contains(h, "5e55105e") {
 			t.Errorf("worker refusal %q: hint %q names no command with the id", r, h)

@@ -131,13 +131,36 @@ type logJSON struct {
 
 // doneJSON is one element of `worker done --json`.
 type doneJSON struct {
-	V              int        `json:"v"`
-	Session        string     `json:"session"`
-	Task           string     `json:"task"`
-	Worktree       string     `json:"worktree"`
-	Branch         string     `json:"branch"`
-	BranchDeleted  bool       `json:"branch_deleted"`
-	EndedProcesses []procJSON `json:"ended_processes,omitempty"`
+	V               int        `json:"v"`
+	Session         string     `json:"session"`
+	Task            string     `json:"task"`
+	Worktree        string     `json:"worktree"`
+	Branch          string     `json:"branch"`
+	WorktreeRemoved bool       `json:"worktree_removed"`
+	BranchDeleted   bool       `json:"branch_deleted"`
+	BranchKept      bool       `json:"branch_kept"`
+	EndedProcesses  []procJSON `json:"ended_processes,omitempty"`
+}
+
+// pruneJSON is `worker prune --json`.
+type pruneJSON struct {
+	V              int            `json:"v"`
+	DryRun         bool           `json:"dry_run"`
+	OlderThan      string         `json:"older_than"`
+	Leftovers      []leftoverJSON `json:"leftovers"`
+	EndedProcesses []procJSON     `json:"ended_processes,omitempty"`
+}
+
+// leftoverJSON is one worktree or branch `worker prune` found.
+type leftoverJSON struct {
+	Kind    string `json:"kind"`
+	Name    string `json:"name"`
+	Task    string `json:"task"`
+	Session string `json:"session"`
+	Ended   string `json:"ended"`
+	Merged  bool   `json:"merged"`
+	Removed bool   `json:"removed"`
+	Error   string `json:"error,omitempty"`
 }
 
 // procJSON is a process agentmine ended.

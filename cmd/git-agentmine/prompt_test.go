@@ -54,7 +54,7 @@ func TestNoPromptBehindAnHTTPRemote(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatalf("git agentmine %s did not finish within the deadline (a prompt?):\n%s", strings.Join(args, " "), term.Output())
 		}
-		return strings.ReplaceAll(term.Output(), "\r\n", "\n"), err
+		return strings.ReplaceAll(term.Settled(), "\r\n", "\n"), err
 	}
 	check := func(what, out string, err error) {
 		t.Helper()

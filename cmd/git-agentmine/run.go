@@ -406,6 +406,19 @@ func printSummary(a *App, s pipeline.Summary, rec pipeline.Record) {
 	}
 	t.Flush()
 	printWaiting(a, s)
+	for _, x := range s.Tasks {
+		if len(x.BlockedByCancelled) > 0 {
+			a.P.Notef("hint: task %s waits on a cancelled task: %s\n", short8(x.ID), unblockHint(short8(x.ID), shortAll8(x.BlockedByCancelled)))
+		}
+	}
+}
+
+func shortAll8(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = short8(id)
+	}
+	return out
 }
 
 // printWaiting lists, after a run's summary, what waits to be merged with

@@ -458,6 +458,18 @@ func TestRunDiamondRetriesAndExhausts(t *testing.T) {
 	if task := sameTaskOverlap(sessionSpans(t, f.repo)); task != "" {
 		t.Errorf("task %s had two attempts at once", task)
 	}
+	// A done task's worktree and branches are gone, superseded attempts'
+	// too; the exhausted task keeps both attempts' branches.
+	for id, n := range map[string]int{a: 0, b: 0, c: 0, d: 0, x: 0, e: 2} {
+		if got := strings.Fields(run(t, f.repo, "git", "branch", "--list", "--format=%(refname:short)", "task-"+id[:8]+"-*")); len(got) != n {
+			t.Errorf("task %s: branches %q left, want %d", id[:8], got, n)
+		}
+		if n == 0 {
+			if _, err := os.Stat(filepath.Join(f.repo, ".agentmine", "worktrees", "task-"+id[:8])); err == nil {
+				t.Errorf("task %s is done but its worktree is still there", id[:8])
+			}
+		}
+	}
 	last := evs[len(evs)-1]
 	if last.Event != pipeline.EvFinished || last.Summary == nil || last.Summary.Done != 5 || last.Summary.Total != 7 || last.Summary.NotStarted != 1 {
 		t.Errorf("last event %+v, want finished with 5 of 7 done and 1 never started", last)
@@ -812,7 +824,10 @@ func TestRunDetachStatusStop(t *testing.T) {
 	}
 	var ss []struct {
 		Outcome *struct {
-			Signal string `json:"signal"`
+			Signal   string `json:"signal"`
+			ExitCode int    `json:"exit_code"`
+			Reason   string `json:"reason"`
+			By       string `json:"recorded_by"`
 		} `json:"outcome"`
 	}
 	json.Unmarshal([]byte(run(t, f.repo, "git", "agentmine", "session", "list", "--json")), &ss)

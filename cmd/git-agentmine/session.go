@@ -209,6 +209,7 @@ func (c *SessionShowCmd) Run(a *App) error {
 		for _, cr := range v.DoD.Commands {
 			a.P.Printf("  - `%s` exit %d\n", cr.Cmd, cr.ExitCode)
 		}
+		printDoDTail(a.P, "  ", v)
 		if len(o.Artifacts) > 0 {
 			a.P.Printf("changed  %s\n", strings.Join(o.Artifacts, ", "))
 		}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/contract"
+	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/sessions"
@@ -134,7 +136,31 @@ func (c *TaskShowCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	return showOne(a, st, c.ID, "")
+	err = showOne(a, st, c.ID, "")
+	var nf *gitstore.NotFoundError
+	if errors.As(err, &nf) && nf.Noun == tasks.Kind.Noun {
+		if serr := sessionNotTask(a, st, c.ID); serr != nil {
+			return serr
+		}
+	}
+	return err
+}
+
+// sessionNotTask is the refusal of task show given a session's id: it
+// names the session, its task and the command that shows it; nil when id
+// names no session either.
+func sessionNotTask(a *App, st *gitstore.Store, id string) error {
+	rec, err := sessions.Get(a.Ctx, st, id)
+	if err != nil {
+		return nil
+	}
+	task := rec.Session.Task
+	if short, err := st.ShortID(a.Ctx, tasks.Kind, task); err == nil {
+		task = short
+	}
+	return exitcode.New(exitcode.NotFound,
+		fmt.Errorf("task %s not found: %s is session %s of task %s", id, id, rec.Session.ID[:8], task),
+		"see the session with: git agentmine session show "+rec.Session.ID[:8]+"; its task with: git agentmine task show "+task)
 }
 
 // TaskUpdateCmd is `task update`.
@@ -479,6 +505,10 @@ func printTasks(a *App, v *view, ids []string) error {
 		r := v.Status[id]
 		var bl []string
 		for _, b := range r.Waiting {
+			if v.Status[b].Status == status.Cancelled {
+				bl = append(bl, v.Board.ShortID(b)+" (cancelled)")
+				continue
+			}
 			bl = append(bl, v.Board.ShortID(b))
 		}
 		tb.ColorRow([]string{output.Yellow, statusColor(r.Status), "", "", "", output.Gray},
@@ -540,13 +570,7 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 	p.Printf("%s %s\n", p.Paint(output.Yellow, v.Board.ShortID(id)), p.Paint(output.Bold, t.Title))
 	p.Printf("  id:        %s\n", id)
 	p.Printf("  status:    %s (%s)\n", p.Paint(statusColor(r.Status), string(r.Status)), r.Reason)
-	if r.Blocked {
-		var w []string
-		for _, b := range r.Waiting {
-			w = append(w, v.Board.ShortID(b))
-		}
-		p.Printf("  blocked:   waiting on %s\n", strings.Join(w, ", "))
-	}
+	printBlocked(a, v, id, r)
 	p.Printf("  type:      %s\n  priority:  %s\n", t.Type, t.Priority)
 	if t.Parent != "" {
 		p.Printf("  parent:    %s\n", v.Board.ShortID(t.Parent))
@@ -603,4 +627,39 @@ func indent(s, pre string) string {
 		lines[i] = pre + l
 	}
 	return strings.Join(lines, "\n")
+}
+
+// printBlocked prints what a blocked task waits on, and, when a blocker is
+// cancelled, that and how to unblock it; nothing when it is not blocked.
+func printBlocked(a *App, v *view, id string, r status.Result) {
+	if !r.Blocked {
+		return
+	}
+	var w []string
+	for _, b := range r.Waiting {
+		w = append(w, v.Board.ShortID(b))
+	}
+	a.P.Printf("  blocked:   waiting on %s\n", strings.Join(w, ", "))
+	printCancelledBlockers(a, v, id, "  ")
+}
+
+// printCancelledBlockers says that the task waits on cancelled blockers,
+// which will never be done, and how to unblock it; nothing when none of
+// its blockers is cancelled.
+func printCancelledBlockers(a *App, v *view, id, indent string) {
+	c := v.Loaded.CancelledBlockers(id)
+	if len(c) == 0 {
+		return
+	}
+	short := v.Board.ShortID(id)
+	var cs []string
+	for _, x := range c {
+		cs = append(cs, v.Board.ShortID(x))
+	}
+	noun, pron := "task", "it"
+	if len(cs) > 1 {
+		noun, pron = "tasks", "they"
+	}
+	a.P.Printf("%s%s %s will never be done\n", indent, a.P.Paint(output.Red, "blocked by cancelled "+noun+" "+strings.Join(cs, ", ")+":"), pron)
+	a.P.Printf("%sunblock:   %s\n", indent, unblockHint(short, cs))
 }

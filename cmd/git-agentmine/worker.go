@@ -26,6 +26,7 @@ type WorkerCmd struct {
 	Logs      WorkerLogsCmd      `cmd:"" help:"Print a task's latest session log (-f to follow)."`
 	Stop      WorkerStopCmd      `cmd:"" help:"Stop running sessions (SIGTERM to the supervisor; the signal is recorded)."`
 	Done      WorkerDoneCmd      `cmd:"" help:"Remove a task's worktree; delete its branch only if merged (or --force)."`
+	Prune     WorkerPruneCmd     `cmd:"" help:"Remove ended sessions' worktrees and branches older than an age (--dry-run lists them)."`
 	Supervise WorkerSuperviseCmd `cmd:"" hidden:"" help:"Run a prepared session (used by --detach)."`
 }
 
@@ -175,6 +176,7 @@ func reportOutcome(a *App, env *worker.Env, j runJSON, out sessions.Outcome) err
 		}
 		a.P.Printf("\n")
 		printFindings(a.P, "  ", v, 0, "")
+		printDoDTail(a.P, "  ", v)
 	}
 	switch {
 	case out.TimedOut:
@@ -187,10 +189,16 @@ func reportOutcome(a *App, env *worker.Env, j runJSON, out sessions.Outcome) err
 	return nil
 }
 
+// sigWords says what ended a run after its exit code: " (timed out)",
+// " (SIGINT)" for an interruption (Ctrl-C: the worker itself was sent
+// SIGTERM for it, or was not started yet), the signal that ended it, or
+// nothing.
 func sigWords(o sessions.Outcome) string {
 	switch {
 	case o.TimedOut:
 		return " (timed out)"
+	case o.ExitCode == exitcode.Interrupted && (o.Signal != "" || strings.HasPrefix(o.Reason, "interrupted")):
+		return " (SIGINT)"
 	case o.Signal != "":
 		return " (" + o.Signal + ")"
 	}

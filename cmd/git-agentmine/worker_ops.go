@@ -442,23 +442,49 @@ func (c *WorkerDoneCmd) Run(a *App) error {
 			a.P.Notef("ended %s of session %s that were still running\n", worker.LeftoverText(res.Ended), r.Session.ID[:8])
 		}
 		if err != nil {
+			if res.WorktreeRemoved {
+				a.P.Notef("removed the worktree of task %s\n", b.Tasks.ShortID(r.Session.Task))
+			}
 			return err
 		}
-		kept := "kept branch " + r.Session.Branch + " (not merged; --force deletes it)"
-		if res.BranchDeleted {
-			kept = "deleted branch " + r.Session.Branch
-		}
 		done = append(done, doneJSON{V: output.SchemaVersion, Session: r.Session.ID, Task: r.Session.Task,
-			Worktree: r.Session.Worktree, Branch: r.Session.Branch, BranchDeleted: res.BranchDeleted,
-			EndedProcesses: procsJSON(res.Ended)})
+			Worktree: r.Session.Worktree, Branch: r.Session.Branch, WorktreeRemoved: res.WorktreeRemoved,
+			BranchDeleted: res.BranchDeleted, BranchKept: res.BranchKept, EndedProcesses: procsJSON(res.Ended)})
 		if a.G.Quiet {
 			a.P.Printf("%s\n", r.Session.ID)
 		} else if !a.G.JSON {
-			a.P.Printf("removed worktree of task %s; %s\n", b.Tasks.ShortID(r.Session.Task), kept)
+			a.P.Printf("%s\n", doneWords(b.Tasks.ShortID(r.Session.Task), r.Session.Branch, res))
 		}
 	}
 	if a.G.JSON {
 		return a.P.PrintJSONList(len(done), func(i int) any { return done[i] })
 	}
 	return nil
+}
+
+// doneWords says exactly what worker done removed for one task, and that
+// nothing was when nothing was there to remove.
+func doneWords(task, branch string, res worker.DoneResult) string {
+	var did []string
+	if res.WorktreeRemoved {
+		did = append(did, "removed worktree")
+	}
+	if res.BranchDeleted {
+		did = append(did, "deleted branch "+branch)
+	}
+	kept := ""
+	if res.BranchKept {
+		kept = "kept branch " + branch + " (not merged; --force deletes it)"
+	}
+	if len(did) == 0 {
+		if kept != "" {
+			return "task " + task + ": nothing to remove (worktree already removed); " + kept
+		}
+		return "task " + task + ": nothing to remove (worktree and branch already removed)"
+	}
+	line := "task " + task + ": " + strings.Join(did, ", ")
+	if kept != "" {
+		line += "; " + kept
+	}
+	return line
 }

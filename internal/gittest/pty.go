@@ -7,6 +7,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,11 +17,12 @@ import (
 // and error. Output collects everything the command wrote to it (prompts
 // a program writes to /dev/tty included).
 type Terminal struct {
-	master *os.File
-	slave  *os.File
-	mu     sync.Mutex
-	out    bytes.Buffer
-	done   chan struct{}
+	master    *os.File
+	slave     *os.File
+	mu        sync.Mutex
+	out       bytes.Buffer
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
 // NewTerminal opens a pseudo-terminal (/dev/ptmx) and starts collecting
@@ -60,7 +62,7 @@ func NewTerminal(t testing.TB) *Terminal {
 		}
 	}()
 	t.Cleanup(func() {
-		slave.Close()
+		term.closeSlave()
 		master.Close()
 		<-term.done
 	})
@@ -90,4 +92,23 @@ func (term *Terminal) Output() string {
 	term.mu.Lock()
 	defer term.mu.Unlock()
 	return term.out.String()
+}
+
+func (term *Terminal) closeSlave() {
+	term.closeOnce.Do(func() { term.slave.Close() })
+}
+
+// Settled returns everything written to the terminal once the commands
+// attached to it have ended: it closes the test's own end of the terminal
+// and waits until the reader has drained what they wrote, so nothing a
+// command printed just before it exited is missed. It waits at most five
+// seconds for a process that still holds the terminal, then returns what
+// arrived. The terminal takes no further commands afterwards.
+func (term *Terminal) Settled() string {
+	term.closeSlave()
+	select {
+	case <-term.done:
+	case <-time.After(5 * time.Second):
+	}
+	return term.Output()
 }
