@@ -11,7 +11,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -221,6 +220,11 @@ type Supervisor struct {
 	waits map[string]mergeWait
 	// warned is set once Options.Warn was given a start's warning.
 	warned bool
+	// starting holds the tasks whose start is under way; started receives
+	// their results, and wake is poked with each (startAll).
+	starting map[string]bool
+	started  chan startResult
+	wake     *waker
 }
 
 // mergeWait is why a passing session waits to be merged: the person's
@@ -276,7 +280,8 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 	s := &Supervisor{env: env, st: st, o: o, hooks: hooks, budget: budget,
 		live: map[string]sessions.Record{}, prepFails: map[string]int{}, reviewFails: map[string]int{},
 		notBefore: map[string]time.Time{}, conflicts: map[string][]string{}, claimed: map[string]string{},
-		noted: map[string]bool{}, announced: map[string]bool{}, mergeFails: map[string]int{}, waits: map[string]mergeWait{}}
+		noted: map[string]bool{}, announced: map[string]bool{}, mergeFails: map[string]int{}, waits: map[string]mergeWait{},
+		starting: map[string]bool{}}
 
 	old, err := Get(ctx, st, o.Name)
 	exists := err == nil
@@ -498,8 +503,15 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 	defer s.log.Close()
 	w := newWaker()
 	defer w.close()
+	s.wake = w
+	s.started = make(chan startResult, max(s.rec.Parallel, 1))
+	var b *board.Board
 	for {
-		b, err := s.load(context.WithoutCancel(ctx))
+		// The starts that ended are taken before the board is read, so
+		// that the board shows every session they recorded.
+		s.takeStarts(context.WithoutCancel(ctx), b)
+		var err error
+		b, err = s.load(context.WithoutCancel(ctx))
 		if err != nil {
 			return Summary{}, err
 		}
@@ -632,33 +644,50 @@ type startReq struct {
 	fb *Feedback
 }
 
-// startAll starts the sessions at once (each through the same code as
-// `worker run --exec --detach`, claims included).
+// startResult is what one start gave, handed to the loop's goroutine.
+type startResult struct {
+	req  startReq
+	rec  sessions.Record
+	ev   Event
+	err  error // from the preparation: no session was recorded
+	ok   bool
+	note string // a warning of the start (Prepared.ClaimNote)
+}
+
+// startAll starts the sessions, each in a goroutine of its own (through
+// the same code as `worker run --exec --detach`, claims included), and
+// returns at once: the loop goes on watching the workers already running
+// while these start, and each start's end wakes it (takeStarts). A task
+// with a start under way is settled until its result is taken.
 func (s *Supervisor) startAll(ctx context.Context, b *board.Board, reqs []startReq) {
-	type result struct {
-		rec  sessions.Record
-		ev   Event
-		err  error // from the preparation: no session was recorded
-		ok   bool
-		note string // a warning of the start (Prepared.ClaimNote)
-	}
-	res := make([]result, len(reqs))
-	var wg sync.WaitGroup
 	// A start runs to its end even when the run is interrupted meanwhile:
 	// cut short, it would fail for the interruption's sake ("context
 	// canceled", a base that "is not a commit") and count against the task.
 	// The next look stops what started.
 	sctx := context.WithoutCancel(ctx)
-	for i, r := range reqs {
-		wg.Add(1)
+	for _, r := range reqs {
+		s.starting[r.ts.id] = true
 		go func() {
-			defer wg.Done()
-			res[i].rec, res[i].ev, res[i].ok, res[i].err = s.start(sctx, r, &res[i].note)
+			res := startResult{req: r}
+			res.rec, res.ev, res.ok, res.err = s.start(sctx, r, &res.note)
+			s.started <- res
+			s.wake.poke()
 		}()
 	}
-	wg.Wait()
-	// The loop's own state changes here, in one goroutine.
-	for i, r := range res {
+}
+
+// takeStarts applies the results of the starts that ended since the last
+// look, in the loop's goroutine. b is the board of the look that started
+// them (prepFailed reads nothing else from it).
+func (s *Supervisor) takeStarts(ctx context.Context, b *board.Board) {
+	for {
+		var r startResult
+		select {
+		case r = <-s.started:
+		default:
+			return
+		}
+		delete(s.starting, r.req.ts.id)
 		if r.note != "" && !s.warned {
 			s.warned = true
 			if s.o.Warn != nil {
@@ -667,9 +696,9 @@ func (s *Supervisor) startAll(ctx context.Context, b *board.Board, reqs []startR
 		}
 		switch {
 		case r.err != nil:
-			s.prepFailed(ctx, b, reqs[i].ts, r.err)
+			s.prepFailed(ctx, b, r.req.ts, r.err)
 		case r.ok:
-			delete(s.prepFails, reqs[i].ts.id)
+			delete(s.prepFails, r.req.ts.id)
 			s.live[r.rec.Session.ID] = r.rec
 			s.emit(r.ev)
 		}
@@ -871,8 +900,8 @@ func (s *Supervisor) stopAll(ctx context.Context, b *board.Board, running []sess
 		if sess.Mode == sessions.ModeManual || !b.Here.Judges(sess) || sess.Pid <= 0 {
 			continue
 		}
-		if s.announced["stop:"+sess.ID] {
-			continue
+		if s.announced["stop:"+sess.ID] || s.starting[sess.Task] {
+			continue // stopped already, or still starting: the look after its start stops it
 		}
 		s.announced["stop:"+sess.ID] = true
 		fmt.Fprintf(s.log, "%s stopping session %s of task %s (%s)\n", time.Now().Format("15:04:05"), short(sess.ID), short(sess.Task), s.stopReason)
