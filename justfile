@@ -42,7 +42,7 @@ lint:
     gofmt -l . | tee /dev/stderr | (! read)
     go vet ./...
 
-# Install git-agentmine and git-agentmine-serve (which runs serve and mcp)
+# Install git-agentmine and agentmine-serve (which runs serve and mcp)
 # into GOBIN (or GOPATH/bin), so `git agentmine` works, and the man page
 # beside them (../share/man/man1), so `git agentmine --help` does.
 install:

@@ -21,7 +21,9 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/git-agentmine/git-agentmine/duration"
 	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/scope"
 )
 
 // Dir is where agent definitions live, relative to the top of the working tree.
@@ -81,23 +83,62 @@ type Agent struct {
 	PromptFile string `toml:"prompt_file"`
 	// Role is one of Roles; empty means RoleWorker.
 	Role string `toml:"role"`
-	// Timeout is in seconds; 0 (or absent) means the project's default.
-	Timeout int `toml:"timeout"`
+	// Timeout is in seconds (written as seconds or a duration such as
+	// "5m"); 0 (or absent) means the project's default.
+	Timeout duration.Seconds `toml:"timeout"`
 	// StallTimeout is in seconds: a worker with no output and no new commit
 	// for that long is stopped and its attempt fails as "stalled". 0 (or
 	// absent) means no stall detection.
-	StallTimeout int      `toml:"stall_timeout"`
-	DoD          []string `toml:"dod"`
-	Scope        Scope    `toml:"scope"`
+	StallTimeout duration.Seconds `toml:"stall_timeout"`
+	DoD          []string         `toml:"dod"`
+	Scope        Scope            `toml:"scope"`
 	// Isolation is the [isolation] table: how strongly the worker is kept
 	// to its worktree while it runs.
 	Isolation Isolation `toml:"isolation"`
+	// Worktree is the [worktree] table: what makes a fresh worktree one the
+	// worker can build in (worktree hooks and include lists).
+	Worktree Worktree `toml:"worktree"`
+}
+
+// Worktree is the [worktree] table of a definition: files brought in from
+// the main checkout and setup commands run in every new worktree (and in
+// the checkout the Definition of Done runs in) before the worker starts.
+type Worktree struct {
+	// Setup lists shell commands run one after the other in the new
+	// worktree (install dependencies, generate code); the first that fails
+	// is a setup failure, never an attempt.
+	Setup []string `toml:"setup" json:"setup,omitempty"`
+	// SetupTimeout bounds each setup command, in seconds; 0 means the
+	// project's dod_timeout.
+	SetupTimeout int `toml:"setup_timeout" json:"setup_timeout,omitempty"`
+	// Include lists paths of the main checkout (files or directories
+	// git does not track: a local env file, say) copied into the worktree.
+	Include []string `toml:"include" json:"include,omitempty"`
+	// Share lists such paths linked into the worktree instead of copied (a
+	// dependency directory): shared with the main checkout, read-only to a
+	// worker at the levels that keep it out of the main checkout.
+	Share []string `toml:"share" json:"share,omitempty"`
+}
+
+// Paths returns the included and shared paths, cleaned, in order.
+func (w Worktree) Paths() []string {
+	var out []string
+	for _, p := range append(slices.Clone(w.Include), w.Share...) {
+		out = append(out, CleanInclude(p))
+	}
+	return out
+}
+
+// CleanInclude returns an include path as a slash-separated path relative
+// to the top of the working tree, without "./" or a trailing "/".
+func CleanInclude(p string) string {
+	return strings.Trim(path.Clean("/"+filepath.ToSlash(strings.TrimSpace(p))), "/")
 }
 
 // IsolationLevels lists the names an agent's [isolation] level may take;
 // "auto" (or no level) is the project's setting, else the strongest level
 // the machine gives without setup.
-var IsolationLevels = []string{"none", "landlock", "bwrap", "clone", "auto"}
+var IsolationLevels = []string{"none", "landlock", "seatbelt", "bwrap", "clone", "auto"}
 
 // Isolation is the [isolation] table of a definition.
 type Isolation struct {
@@ -107,8 +148,8 @@ type Isolation struct {
 	// cannot give Level (the level used is recorded); without it that is
 	// an error.
 	Fallback bool `toml:"fallback"`
-	// Network keeps the network at bwrap and clone (nil: true, since
-	// clients talk to their APIs).
+	// Network keeps the network at seatbelt, bwrap and clone (nil: true,
+	// since clients talk to their APIs).
 	Network *bool `toml:"network"`
 }
 
@@ -280,7 +321,7 @@ func Decode(name string, data []byte) (Agent, error) {
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		return Agent{}, exitcode.New(exitcode.Config, fmt.Errorf("%s: unknown key %q", rel, und[0].String()),
-			"known keys: description, client, role, model, command, prompt_file, timeout, stall_timeout, dod, [scope] read/write/exclude, [isolation] level/fallback/network")
+			"known keys: description, client, role, model, command, prompt_file, timeout, stall_timeout, dod, [scope] read/write/exclude, [isolation] level/fallback/network, [worktree] setup/setup_timeout/include/share")
 	}
 	a.Name, a.File = name, rel
 	return a, nil
@@ -291,7 +332,12 @@ func Decode(name string, data []byte) (Agent, error) {
 func tomlError(rel string, err error) error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
-		return exitcode.New(exitcode.Config, fmt.Errorf("%s:%d: %s", rel, pe.Position.Line, firstLine(pe.Message)), "")
+		msg := firstLine(pe.Message)
+		if pe.LastKey != "" && (strings.HasPrefix(msg, "incompatible types") || strings.HasPrefix(msg, "invalid duration")) {
+			// A duration's own decoder refused the value.
+			msg = pe.LastKey + ": " + msg
+		}
+		return exitcode.New(exitcode.Config, fmt.Errorf("%s:%d: %s", rel, pe.Position.Line, msg), "")
 	}
 	return exitcode.New(exitcode.Config, fmt.Errorf("%s%s", rel, typeError(err)), "")
 }
@@ -393,6 +439,7 @@ func Validate(top string, a Agent) []Problem {
 			add("dod", "command %d is empty", i+1)
 		}
 	}
+	ps = append(ps, validateWorktree(a)...)
 	if a.PromptFile != "" {
 		p := filepath.ToSlash(a.PromptFile)
 		switch {
@@ -403,6 +450,59 @@ func Validate(top string, a Agent) []Problem {
 			if err != nil || !fi.Mode().IsRegular() {
 				add("prompt_file", "prompt file %s does not exist", path.Clean(p))
 			}
+		}
+	}
+	return ps
+}
+
+// validateWorktree checks the [worktree] table: setup commands are not
+// empty, the timeout is not negative, and every included or shared path is
+// a path inside the repository, named once, that the scope lets the worker
+// see (an excluded path is never brought in).
+func validateWorktree(a Agent) []Problem {
+	var ps []Problem
+	add := func(key, format string, args ...any) {
+		ps = append(ps, Problem{File: a.File, Key: key, Message: fmt.Sprintf(format, args...)})
+	}
+	w := a.Worktree
+	for i, c := range w.Setup {
+		if strings.TrimSpace(c) == "" {
+			add("worktree.setup", "command %d is empty", i+1)
+		}
+	}
+	if w.SetupTimeout < 0 {
+		add("worktree.setup_timeout", "setup_timeout must be >= 0 seconds, got %d", w.SetupTimeout)
+	}
+	if l := a.Isolation.Level; len(w.Share) > 0 && (l == "bwrap" || l == "clone") && !a.Isolation.Fallback {
+		add("worktree.share", "isolation level %s hides the main checkout from the worker: include (copy) instead", l)
+	}
+	spec := scope.Spec{Read: a.Scope.Read, Write: a.Scope.Write, Exclude: a.Scope.Exclude}
+	scopeOK := spec.Validate() == nil
+	seen := map[string]bool{}
+	for _, l := range []struct {
+		key   string
+		paths []string
+	}{{"worktree.include", w.Include}, {"worktree.share", w.Share}} {
+		for _, raw := range l.paths {
+			p := filepath.ToSlash(strings.TrimSpace(raw))
+			clean := CleanInclude(raw)
+			switch {
+			case p == "":
+				add(l.key, "empty path")
+			case path.IsAbs(p) || filepath.IsAbs(raw) || hasDotDot(p):
+				add(l.key, "%q must be a path inside the repository, relative to its top", raw)
+			case clean == "" || clean == ".":
+				add(l.key, "%q names the whole repository", raw)
+			case clean == ".git" || strings.HasPrefix(clean, ".git/") || clean == ".agentmine" || strings.HasPrefix(clean, ".agentmine/"):
+				add(l.key, "%q is agentmine's or git's own", raw)
+			case strings.ContainsAny(clean, "*?[{"):
+				add(l.key, "%q: name a file or directory, not a glob", raw)
+			case seen[clean]:
+				add(l.key, "%q is named twice", raw)
+			case scopeOK && spec.Classify(clean) == scope.Absent:
+				add(l.key, "%q is outside what the scope lets the worker see (scope.exclude or scope.read)", raw)
+			}
+			seen[clean] = true
 		}
 	}
 	return ps

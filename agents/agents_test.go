@@ -141,6 +141,16 @@ func TestValidateProblems(t *testing.T) {
 		{Agent{PromptFile: "../p.md", Scope: Scope{Write: []string{"**"}}}, []string{"prompt_file"}},
 		{Agent{PromptFile: "/etc/hostname", Scope: Scope{Write: []string{"**"}}}, []string{"prompt_file"}},
 		{Agent{PromptFile: "p.md", Client: "gemini", Scope: Scope{Write: []string{"**"}}}, nil},
+		// [worktree]: includes inside the repository, visible to the
+		// worker, named once; setup commands not empty.
+		{Agent{Scope: Scope{Write: []string{"src/**"}}, Worktree: Worktree{Setup: []string{"npm ci"}, Include: []string{".env.local", "./conf/"}, Share: []string{"node_modules"}}}, nil},
+		{Agent{Scope: Scope{Write: []string{"**"}}, Worktree: Worktree{Setup: []string{" "}, SetupTimeout: -1}}, []string{"worktree.setup", "worktree.setup_timeout"}},
+		{Agent{Scope: Scope{Write: []string{"**"}}, Worktree: Worktree{Include: []string{"../x", "/etc/passwd", "", ".", ".git/config", "*.env"}}},
+			[]string{"worktree.include", "worktree.include", "worktree.include", "worktree.include", "worktree.include", "worktree.include"}},
+		{Agent{Scope: Scope{Write: []string{"**"}}, Worktree: Worktree{Include: []string{"a"}, Share: []string{"./a"}}}, []string{"worktree.share"}},
+		{Agent{Scope: Scope{Write: []string{"src/**"}, Exclude: []string{"secrets/**"}}, Worktree: Worktree{Include: []string{"secrets/key"}}}, []string{"worktree.include"}},
+		{Agent{Scope: Scope{Read: []string{"src/**"}, Write: []string{"src/**"}}, Worktree: Worktree{Share: []string{"node_modules"}}}, []string{"worktree.share"}},
+		{Agent{Scope: Scope{Write: []string{"**"}}, Isolation: Isolation{Level: "clone"}, Worktree: Worktree{Share: []string{"node_modules"}}}, []string{"worktree.share"}},
 	}
 	for i, c := range cases {
 		c.a.File = "f.toml"
@@ -184,5 +194,25 @@ func TestValidName(t *testing.T) {
 		if ValidName(s) != want {
 			t.Errorf("ValidName(%q) != %v", s, want)
 		}
+	}
+}
+
+// TestDurations: timeout and stall_timeout take integer seconds or a
+// duration string; a string that is no duration names file, line and key.
+func TestDurations(t *testing.T) {
+	top := t.TempDir()
+	write(t, top, ".agentmine/agents/d.toml", "client = \"custom\"\ncommand = [\"true\"]\ntimeout = \"1h30m\"\nstall_timeout = \"2m\"\n[scope]\nwrite = [\"**\"]\n")
+	write(t, top, ".agentmine/agents/bad.toml", "client = \"custom\"\ncommand = [\"true\"]\nstall_timeout = \"soon\"\n")
+	a, err := Get(top, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.TimeoutOr(time.Minute) != 90*time.Minute || a.StallTimeout != 120 {
+		t.Errorf("timeout %v, stall_timeout %d; want 1h30m, 120", a.TimeoutOr(time.Minute), a.StallTimeout)
+	}
+	_, err = Get(top, "bad")
+	want := `.agentmine/agents/bad.toml:3: stall_timeout: invalid duration "soon": not a duration`
+	if err == nil || !strings.HasPrefix(err.Error(), want) || exitcode.Of(err) != exitcode.Config {
+		t.Errorf("bad duration: %v (exit %d); want exit 3 starting %q", err, exitcode.Of(err), want)
 	}
 }

@@ -7,7 +7,10 @@
 package board
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -244,9 +247,12 @@ func permute(attempts []status.Attempt, taskOf []string, order []int) {
 // prefix), its blockers and its parent (tasks.LoadNear), and the sessions
 // of the task and of its blockers (sessions.OfTasks, whole records, found
 // through an index while the session refs have not changed since it was
-// written), without reading the rest of the board. The statuses of the task and of its
-// blockers are those Load would give; no other status is resolved. It
-// returns the task's id.
+// written), without reading the rest of the board's sessions. The whole
+// task list is read (its documents cached) to find the descendants of the task and of its
+// blockers, whose sessions are read too: a goal's status rolls up from
+// them. The statuses of the task, its blockers and their descendants are
+// those Load would give; no other status is resolved. It returns the
+// task's id.
 func LoadTask(ctx context.Context, st *gitstore.Store, defaultBase, prefix string) (*Board, string, error) {
 	// Without an index of the sessions by task (reads sent to git, say),
 	// one for-each-ref lists the task refs near prefix, the session refs
@@ -273,6 +279,11 @@ func LoadTask(ctx context.Context, st *gitstore.Store, defaultBase, prefix strin
 			judged = append(judged, bl)
 		}
 	}
+	// A goal's status rolls up from its children's: only the whole task
+	// list says which tasks name the task, or a blocker, as their parent.
+	if tb, judged, err = withDescendants(ctx, st, tb, judged); err != nil {
+		return nil, "", err
+	}
 	var recs []sessions.Record
 	var problems []error
 	if indexed {
@@ -298,6 +309,64 @@ func LoadTask(ctx context.Context, st *gitstore.Store, defaultBase, prefix strin
 	}
 	return &Board{Tasks: tb, Sessions: recs, Facts: facts, Status: resolved, Here: here,
 		TaskProblems: tb.Problems, SessionProblems: problems}, id, nil
+}
+
+// withDescendants adds to near every descendant of the judged tasks, and
+// returns judged with them: their sessions decide a goal's roll-up. Only
+// the whole task list says which tasks name one as their parent; a
+// document is decoded only when its bytes mention an id looked for.
+func withDescendants(ctx context.Context, st *gitstore.Store, near *tasks.Board, judged []string) (*tasks.Board, []string, error) {
+	docs, _, err := st.List(ctx, tasks.Kind)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing the children of %s: %w", near.ShortID(judged[0]), err)
+	}
+	out := slices.Clone(judged)
+	seen := map[string]bool{}
+	for _, j := range judged {
+		seen[j] = true
+	}
+	for wave := judged; len(wave) > 0; {
+		var next []string
+		for _, d := range docs {
+			if seen[d.ID] || !mentionsAny(d.Data, wave) {
+				continue
+			}
+			t, err := tasks.Decode(d.Data)
+			if err != nil || !slices.Contains(wave, t.Parent) {
+				continue
+			}
+			t.ID = d.ID
+			seen[d.ID] = true
+			near.Tasks[d.ID] = tasks.Entry{Task: t, Commit: d.Commit}
+			next = append(next, d.ID)
+		}
+		out = append(out, next...)
+		wave = next
+	}
+	if len(out) > len(judged) {
+		near.IDs = near.IDs[:0]
+		for id := range near.Tasks {
+			near.IDs = append(near.IDs, id)
+		}
+		sort.Strings(near.IDs)
+		// Short ids as on the whole board, which was listed.
+		all := slices.Clone(near.All)
+		for _, d := range docs {
+			all = append(all, d.ID)
+		}
+		near.Index = gitstore.NewIndex(tasks.Kind, all, near.Problems)
+	}
+	return near, out, nil
+}
+
+// mentionsAny reports whether data holds any of ids.
+func mentionsAny(data []byte, ids []string) bool {
+	for _, id := range ids {
+		if bytes.Contains(data, []byte(id)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Session reads one session (any unique id prefix) with its outcome, as

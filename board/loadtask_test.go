@@ -13,6 +13,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
 	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/tasks"
 )
 
@@ -149,9 +150,10 @@ func TestLoadTaskMatchesLoad(t *testing.T) {
 // TestLoadTaskGitCalls: once the store is open, a task with no blockers,
 // parent or sessions costs no git process at all, whatever the board around
 // it holds: its refs and objects are read in-process. With reads sent to git
-// (AGENTMINE_GIT_READS=1) it costs two: one for-each-ref listing the task
-// refs near it, the session refs and the notes ref together, and one
-// cat-file reading its document.
+// (AGENTMINE_GIT_READS=1) it costs three: one for-each-ref listing the task
+// refs near it, the session refs and the notes ref together, one cat-file
+// reading its document, and one for-each-ref listing every task (whose
+// documents come from the cache) to find its children.
 func TestLoadTaskGitCalls(t *testing.T) {
 	for _, gitReads := range []bool{false, true} {
 		t.Run(fmt.Sprintf("git-reads=%v", gitReads), func(t *testing.T) {
@@ -201,9 +203,91 @@ func loadTaskGitCalls(t *testing.T, gitReads bool) {
 	want := ""
 	if gitReads {
 		want = "for-each-ref --format=%(objectname) %(refname) " + tasks.Kind.RefPrefix() + task.ID[:gitstore.MinPrefix] + "* " +
-			sessions.Kind.RefPrefix() + " " + gitstore.NotesRef + "\ncat-file --batch\n"
+			sessions.Kind.RefPrefix() + " " + gitstore.NotesRef + "\ncat-file --batch\n" +
+			"for-each-ref --format=%(objectname) %(refname) " + tasks.Kind.RefPrefix() + "\n"
 	}
 	if calls != want {
 		t.Fatalf("LoadTask ran\n%s\nwant\n%s", calls, want)
 	}
+}
+
+// TestLoadTaskRollsUp: LoadTask on a goal, and on a task blocked by it,
+// answers what Load answers: the goal in progress with 1/2 children done
+// while a grandchild is not done, done once it is, and the blocked task
+// ready only then.
+func TestLoadTaskRollsUp(t *testing.T) {
+	ctx := context.Background()
+	dir := gittest.NewRepo(t)
+	st, err := gitstore.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(n tasks.New) tasks.Task {
+		t.Helper()
+		x, err := tasks.Add(ctx, st, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	goal := add(tasks.New{Title: "goal"})
+	child := add(tasks.New{Title: "child", Parent: goal.ID})
+	sub := add(tasks.New{Title: "sub-goal", Parent: goal.ID})
+	grand := add(tasks.New{Title: "grandchild", Parent: sub.ID})
+	after := add(tasks.New{Title: "after", BlockedBy: []string{goal.ID}})
+	add(tasks.New{Title: "unrelated"})
+	if _, _, err := tasks.Cancel(ctx, st, child.ID, "not needed"); err != nil {
+		t.Fatal(err)
+	}
+	check := func(wantGoal status.Status, wantDone int) {
+		t.Helper()
+		whole, err := Load(ctx, st, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{goal.ID, after.ID} {
+			one, _, err := LoadTask(ctx, st, "", id[:8])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := one.Status[id]; !ok {
+				t.Fatalf("LoadTask(%s) resolved no status for it", id[:8])
+			}
+			for j, r := range one.Status {
+				if !reflect.DeepEqual(r, whole.Status[j]) {
+					t.Errorf("LoadTask(%s) says %s is %+v, Load %+v", id[:8], j[:8], r, whole.Status[j])
+				}
+			}
+		}
+		g := whole.Status[goal.ID]
+		if g.Status != wantGoal || g.Children == nil || g.Children.Done != wantDone || g.Children.Total != 1 || g.Ready {
+			t.Fatalf("goal %+v %+v, want %s with %d/1 done", g, g.Children, wantGoal, wantDone)
+		}
+		if whole.Status[after.ID].Ready != (wantGoal == status.Done) {
+			t.Fatalf("blocked task %+v with the goal %s", whole.Status[after.ID], wantGoal)
+		}
+	}
+	check(status.InProgress, 0)
+	// The grandchild's work reaches the base: the sub-goal, then the goal,
+	// are done.
+	base := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "main"))
+	s := sessions.Session{ID: gitstore.NewID(), Task: grand.ID, Agent: "coder", Client: "custom", Mode: sessions.ModeDetach,
+		Host: "elsewhere", Timeout: 60, Started: time.Now().UTC(), BaseRef: "main", BaseCommit: base}
+	s.Branch = sessions.Branch(grand.ID, s.ID)
+	tree := strings.TrimSpace(gittest.Git(t, dir, "rev-parse", base+"^{tree}"))
+	tip := strings.TrimSpace(gittest.Git(t, dir, "commit-tree", "-p", base, "-m", "work", tree))
+	gittest.Git(t, dir, "update-ref", "refs/heads/"+s.Branch, tip)
+	s, root, err := sessions.Create(ctx, st, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid := true
+	o := sessions.Outcome{ExitCode: 0, Finished: s.Started.Add(time.Minute), By: "t", Tip: tip, ScopeValid: &valid,
+		DoDStatus: "passed", Scope: json.RawMessage(`{"valid":true,"violations":[],"changed":[]}`),
+		DoD: json.RawMessage(`{"status":"passed"}`), Commits: 1}
+	if err := sessions.RecordOutcome(ctx, st, sessions.Record{Session: s, Root: root}, &o); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, dir, "update-ref", "refs/heads/main", tip)
+	check(status.Done, 1)
 }

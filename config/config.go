@@ -20,6 +20,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/git-agentmine/git-agentmine/agents"
+	"github.com/git-agentmine/git-agentmine/duration"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 )
 
@@ -55,14 +56,15 @@ type Setting struct {
 var Settings = []Setting{
 	{"base", "AGENTMINE_BASE", "agentmine.base", "branch that task branches start from and merge into", "the branch recorded by init, else the main worktree's current branch"},
 	{"worktree_root", "AGENTMINE_WORKTREE_ROOT", "agentmine.worktreeRoot", "directory holding worker worktrees (relative to the top of the repository, or absolute)", ".agentmine/worktrees"},
-	{"timeout", "AGENTMINE_TIMEOUT", "agentmine.timeout", "worker timeout in seconds, for agents that set none", "300"},
-	{"dod_timeout", "AGENTMINE_DOD_TIMEOUT", "agentmine.dodTimeout", "timeout of each Definition-of-Done command, in seconds", "600"},
-	{"grace", "AGENTMINE_GRACE", "agentmine.grace", "seconds between SIGTERM and SIGKILL when a worker is stopped", "10"},
+	{"timeout", "AGENTMINE_TIMEOUT", "agentmine.timeout", "worker timeout, for agents that set none (seconds, or a duration such as 5m)", "300"},
+	{"dod_timeout", "AGENTMINE_DOD_TIMEOUT", "agentmine.dodTimeout", "timeout of each Definition-of-Done command (seconds, or a duration such as 10m)", "600"},
+	{"grace", "AGENTMINE_GRACE", "agentmine.grace", "time between SIGTERM and SIGKILL when a worker is stopped (seconds, or a duration)", "10"},
 	{"default_agent", "AGENTMINE_DEFAULT_AGENT", "agentmine.defaultAgent", "agent used when neither --agent nor the task's assignee names one", "coder"},
 	{"client", "AGENTMINE_CLIENT", "agentmine.client", "client for agents that name none", "claude-code"},
 	{"remote", "AGENTMINE_REMOTE", "agentmine.remote", "remote used by sync", `"origin" if it exists, else none`},
-	{"isolation", "AGENTMINE_ISOLATION", "agentmine.isolation", "isolation level of workers whose agent sets none: none, landlock, bwrap, clone or auto", "auto (landlock where the kernel has it, else none)"},
+	{"isolation", "AGENTMINE_ISOLATION", "agentmine.isolation", "isolation level of workers whose agent sets none: none, landlock, seatbelt, bwrap, clone or auto", "auto (seatbelt on macOS, landlock where the kernel has it, else none)"},
 	{"max_workers", "AGENTMINE_MAX_WORKERS", "agentmine.maxWorkers", "workers `run` keeps running at once when --parallel is not given", "2"},
+	{"memory_categories", "AGENTMINE_MEMORY_CATEGORIES", "agentmine.memoryCategories", "memory categories a memory may take (comma-separated); others only when asked for, or once a memory uses them", DefaultMemoryCategories},
 }
 
 // Defaults of the settings that have fixed ones.
@@ -75,6 +77,8 @@ const (
 	DefaultClient       = "claude-code"
 	DefaultIsolation    = "auto"
 	DefaultMaxWorkers   = 2
+	// DefaultMemoryCategories is the memory_categories setting's default.
+	DefaultMemoryCategories = "architecture,tooling,convention,rule,domain,decision"
 )
 
 // Config is the effective project settings.
@@ -98,6 +102,9 @@ type Config struct {
 	// MaxWorkers is how many workers `run` keeps running at once by
 	// default (at least 1).
 	MaxWorkers int
+	// MemoryCategories are the memory categories a memory may take
+	// without starting a new one (lower case, each one word).
+	MemoryCategories []string
 	// Sources maps each setting key to where its value came from.
 	Sources map[string]Source
 	// Origins maps each setting key to a precise origin for messages, e.g.
@@ -137,6 +144,8 @@ func (c Config) Value(key string) string {
 		return c.Isolation
 	case "max_workers":
 		return strconv.Itoa(c.MaxWorkers)
+	case "memory_categories":
+		return strings.Join(c.MemoryCategories, ",")
 	}
 	return ""
 }
@@ -159,16 +168,18 @@ type Options struct {
 
 // fileConfig is config.toml. Pointers tell "absent" from zero.
 type fileConfig struct {
-	Base         *string `toml:"base"`
-	WorktreeRoot *string `toml:"worktree_root"`
-	Timeout      *int64  `toml:"timeout"`
-	DoDTimeout   *int64  `toml:"dod_timeout"`
-	Grace        *int64  `toml:"grace"`
-	DefaultAgent *string `toml:"default_agent"`
-	Client       *string `toml:"client"`
-	Remote       *string `toml:"remote"`
-	Isolation    *string `toml:"isolation"`
-	MaxWorkers   *int64  `toml:"max_workers"`
+	Base         *string       `toml:"base"`
+	WorktreeRoot *string       `toml:"worktree_root"`
+	Timeout      *durationText `toml:"timeout"`
+	DoDTimeout   *durationText `toml:"dod_timeout"`
+	Grace        *durationText `toml:"grace"`
+	DefaultAgent *string       `toml:"default_agent"`
+	Client       *string       `toml:"client"`
+	Remote       *string       `toml:"remote"`
+	Isolation    *string       `toml:"isolation"`
+	MaxWorkers   *int64        `toml:"max_workers"`
+	// MemoryCategories is an array of names or one comma-separated string.
+	MemoryCategories *listText `toml:"memory_categories"`
 }
 
 func (f fileConfig) get(key string) (string, bool) {
@@ -184,17 +195,23 @@ func (f fileConfig) get(key string) (string, bool) {
 		}
 		return strconv.FormatInt(*p, 10), true
 	}
+	d := func(p *durationText) (string, bool) {
+		if p == nil {
+			return "", false
+		}
+		return string(*p), true
+	}
 	switch key {
 	case "base":
 		return s(f.Base)
 	case "worktree_root":
 		return s(f.WorktreeRoot)
 	case "timeout":
-		return n(f.Timeout)
+		return d(f.Timeout)
 	case "dod_timeout":
-		return n(f.DoDTimeout)
+		return d(f.DoDTimeout)
 	case "grace":
-		return n(f.Grace)
+		return d(f.Grace)
 	case "default_agent":
 		return s(f.DefaultAgent)
 	case "client":
@@ -205,8 +222,56 @@ func (f fileConfig) get(key string) (string, bool) {
 		return s(f.Isolation)
 	case "max_workers":
 		return n(f.MaxWorkers)
+	case "memory_categories":
+		if f.MemoryCategories == nil {
+			return "", false
+		}
+		return string(*f.MemoryCategories), true
 	}
 	return "", false
+}
+
+// durationText is a duration as written in config.toml: an integer
+// (seconds) or a string, kept as text for set to check like any other
+// source's value.
+type durationText string
+
+// UnmarshalTOML keeps an integer or a string.
+func (d *durationText) UnmarshalTOML(v any) error {
+	switch x := v.(type) {
+	case int64:
+		*d = durationText(strconv.FormatInt(x, 10))
+	case string:
+		*d = durationText(x)
+	default:
+		return fmt.Errorf("incompatible types: TOML value %v (%T) is not a duration: want %s", v, v, duration.Form)
+	}
+	return nil
+}
+
+// listText is a list as written in config.toml: an array of strings or
+// one comma-separated string, kept as comma-separated text.
+type listText string
+
+// UnmarshalTOML keeps a string or an array of strings.
+func (l *listText) UnmarshalTOML(v any) error {
+	switch x := v.(type) {
+	case string:
+		*l = listText(x)
+		return nil
+	case []any:
+		parts := make([]string, 0, len(x))
+		for _, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return fmt.Errorf("incompatible types: TOML value %v (%T) in a list of names", e, e)
+			}
+			parts = append(parts, s)
+		}
+		*l = listText(strings.Join(parts, ","))
+		return nil
+	}
+	return fmt.Errorf("incompatible types: TOML value %v (%T) is not a list of names", v, v)
 }
 
 // ReadFile reads and strictly decodes config.toml under top: a syntax error
@@ -225,7 +290,12 @@ func ReadFile(top string) (values map[string]string, exists bool, err error) {
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, true, exitcode.New(exitcode.Config, fmt.Errorf("%s:%d: %s", File, pe.Position.Line, firstLine(pe.Message)), "")
+			msg := firstLine(pe.Message)
+			if strings.HasPrefix(msg, "incompatible types") && pe.LastKey != "" {
+				// A duration's own decoder refused the value's type.
+				msg = pe.LastKey + ": " + msg
+			}
+			return nil, true, exitcode.New(exitcode.Config, fmt.Errorf("%s:%d: %s", File, pe.Position.Line, msg), "")
 		}
 		return nil, true, exitcode.New(exitcode.Config, fmt.Errorf("%s%s", File, typeError(err)), "")
 	}
@@ -350,6 +420,8 @@ func fallback(o Options, key string) (raw string, src Source, origin string) {
 		return DefaultIsolation, FromDefault, "default"
 	case "max_workers":
 		return strconv.Itoa(DefaultMaxWorkers), FromDefault, "default"
+	case "memory_categories":
+		return DefaultMemoryCategories, FromDefault, "default"
 	}
 	return "", FromDefault, "default"
 }
@@ -395,15 +467,13 @@ func (c *Config) set(key, raw string) error {
 		}
 		c.WorktreeRoot = p
 	case "timeout", "dod_timeout", "grace":
-		n, err := strconv.Atoi(raw)
-		min := 1
-		if key == "grace" {
-			min = 0
+		d, err := duration.Parse(raw)
+		if err != nil {
+			return fmt.Errorf("invalid %s %q: %w", key, raw, err)
 		}
-		if err != nil || n < min {
-			return fmt.Errorf("invalid %s %q: want whole seconds, at least %d", key, raw, min)
+		if d == 0 && key != "grace" {
+			return fmt.Errorf("invalid %s %q: want at least 1s", key, raw)
 		}
-		d := time.Duration(n) * time.Second
 		switch key {
 		case "timeout":
 			c.Timeout = d
@@ -433,6 +503,12 @@ func (c *Config) set(key, raw string) error {
 			return fmt.Errorf("invalid remote %q", raw)
 		}
 		c.Remote = raw
+	case "memory_categories":
+		cats, err := categoryList(raw)
+		if err != nil {
+			return err
+		}
+		c.MemoryCategories = cats
 	case "isolation":
 		if !slices.Contains(agents.IsolationLevels, raw) {
 			return fmt.Errorf("unknown isolation level %q (known: %s)", raw, strings.Join(agents.IsolationLevels, ", "))
@@ -440,4 +516,29 @@ func (c *Config) set(key, raw string) error {
 		c.Isolation = raw
 	}
 	return nil
+}
+
+// categoryList reads a comma-separated list of memory categories: each one
+// word of letters, digits, '-' and '_', lower-cased, at least one.
+func categoryList(raw string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(raw, ",") {
+		c := strings.ToLower(strings.TrimSpace(f))
+		if c == "" {
+			continue
+		}
+		for i, r := range c {
+			alnum := r >= 'a' && r <= 'z' || r >= '0' && r <= '9'
+			if !alnum && (i == 0 || (r != '-' && r != '_')) {
+				return nil, fmt.Errorf("invalid memory_categories %q: %q is not one word of letters, digits, '-' and '_'", raw, f)
+			}
+		}
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("invalid memory_categories %q: name at least one category", raw)
+	}
+	return out, nil
 }

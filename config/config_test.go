@@ -124,7 +124,8 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"syntax", "timeout = 1\nbase = \n", nil, nil, exitcode.Config, ".agentmine/config.toml:2: "},
 		{"unknown key", "timout = 1\n", nil, nil, exitcode.Config, `.agentmine/config.toml: unknown key "timout"`},
-		{"type", "timeout = \"5m\"\n", nil, nil, exitcode.Config, ".agentmine/config.toml:1: timeout: incompatible types"},
+		{"type", "timeout = true\n", nil, nil, exitcode.Config, ".agentmine/config.toml:1: timeout: incompatible types"},
+		{"fraction", "timeout = \"1.5s\"\n", nil, nil, exitcode.Config, `.agentmine/config.toml timeout: invalid timeout "1.5s": not whole seconds`},
 		{"negative", "grace = -1\n", nil, nil, exitcode.Config, `.agentmine/config.toml grace: invalid grace "-1"`},
 		{"zero timeout", "timeout = 0\n", nil, nil, exitcode.Config, "invalid timeout"},
 		{"env", "", map[string]string{"AGENTMINE_TIMEOUT": "soon"}, nil, exitcode.Config, `AGENTMINE_TIMEOUT: invalid timeout "soon"`},
@@ -159,5 +160,27 @@ func TestAbsoluteWorktreeRoot(t *testing.T) {
 	}
 	if c.WorktreeDir(o.Top) != dir {
 		t.Fatalf("WorktreeDir = %s, want %s", c.WorktreeDir(o.Top), dir)
+	}
+}
+
+// TestDurations: every source takes the one duration grammar, and the
+// integer seconds of earlier releases still work.
+func TestDurations(t *testing.T) {
+	o := repo(t, "ref: refs/heads/main\n", "timeout = \"5m\"\ndod_timeout = 120\n")
+	o.Getenv = func(k string) string {
+		if k == "AGENTMINE_GRACE" {
+			return "1m30s"
+		}
+		return ""
+	}
+	c, err := Load(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Timeout != 5*time.Minute || c.DoDTimeout != 2*time.Minute || c.Grace != 90*time.Second {
+		t.Errorf("timeout %v, dod_timeout %v, grace %v; want 5m, 2m, 1m30s", c.Timeout, c.DoDTimeout, c.Grace)
+	}
+	if c.Value("timeout") != "300" || c.Value("grace") != "90" {
+		t.Errorf("values %q, %q; want seconds", c.Value("timeout"), c.Value("grace"))
 	}
 }

@@ -28,7 +28,8 @@ func NewTask(b *board.Board, id string) TaskJSON {
 		WaitingOn: nonNil(r.Waiting), BlockedByCancelled: b.CancelledBlockers(id), Description: t.Description, Type: t.Type, Priority: t.Priority,
 		Parent: t.Parent, BlockedBy: nonNil(t.BlockedBy), Labels: nonNil(t.Labels), Assignee: t.Assignee,
 		DoD: nonNil(t.DoD), Base: t.Base, Acceptance: nonNil(t.Acceptance), Created: t.Created, Updated: t.Updated,
-		Cancelled: t.Cancelled, Reopened: t.Reopened, Exhausted: t.Exhausted, Commit: e.Commit, Session: r.Session, Criteria: criteria(t)}
+		Cancelled: t.Cancelled, Reopened: t.Reopened, Exhausted: t.Exhausted, Commit: e.Commit, Session: r.Session, Criteria: criteria(t),
+		MaxLoops: t.MaxLoops, Children: r.Children}
 }
 
 func criteria(t tasks.Task) []Criterion {

@@ -13,6 +13,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/memory"
 	"github.com/git-agentmine/git-agentmine/merge"
 	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/tasks"
 )
 
@@ -38,15 +39,20 @@ type TaskJSON struct {
 	Base         string   `json:"base"`
 	Acceptance   []string `json:"acceptance"`
 	// Criteria are the acceptance criteria with their ids (AC-1, …).
-	Criteria  []Criterion  `json:"criteria"`
-	Created   tasks.Stamp  `json:"created"`
-	Updated   tasks.Stamp  `json:"updated"`
-	Cancelled *tasks.Fact  `json:"cancelled"`
-	Reopened  *tasks.Fact  `json:"reopened"`
-	Exhausted *tasks.Fact  `json:"exhausted,omitempty"`
-	Commit    string       `json:"commit"`
-	Session   string       `json:"session,omitempty"`
-	Extra     *SessionJSON `json:"latest_session,omitempty"`
+	Criteria []Criterion `json:"criteria"`
+	// MaxLoops is the task's own attempt limit (0: the run's --max-loops).
+	MaxLoops int `json:"max_loops,omitempty"`
+	// Children is the roll-up of a task with children: done of total
+	// (cancelled ones left out), and the exhausted ones.
+	Children  *status.Progress `json:"children,omitempty"`
+	Created   tasks.Stamp      `json:"created"`
+	Updated   tasks.Stamp      `json:"updated"`
+	Cancelled *tasks.Fact      `json:"cancelled"`
+	Reopened  *tasks.Fact      `json:"reopened"`
+	Exhausted *tasks.Fact      `json:"exhausted,omitempty"`
+	Commit    string           `json:"commit"`
+	Session   string           `json:"session,omitempty"`
+	Extra     *SessionJSON     `json:"latest_session,omitempty"`
 	// Usage sums the usage every session of the task reported.
 	Usage *sessions.Usage `json:"usage,omitempty"`
 	// Review is the review of the session that decided the status (task

@@ -22,7 +22,7 @@ import (
 // every such object, however new: git reads it as the end of time). An
 // object written before the listing and pointed at by a ref only after it
 // is deleted although the ref now names it: the write "succeeded" and the
-// ref points at nothing. Plain git loses writes this way (README has the
+// ref points at nothing. Plain git loses writes this way (docs/dependencies.md has the
 // numbers, from `just prune-race`).
 //
 // The store closes the race for the objects it writes itself:

@@ -15,8 +15,13 @@ import (
 // bits, so clones never collide without coordinating (design §2).
 const IDLen = 20
 
-// MinPrefix is the shortest id prefix shown or accepted, as in git.
+// MinPrefix is the shortest id prefix accepted, as in git.
 const MinPrefix = 4
+
+// ShowPrefix is the shortest id prefix shown: tables, messages and
+// short_id all print at least this many digits (more only where a longer
+// prefix is needed to be unique), so an id reads the same everywhere.
+const ShowPrefix = 8
 
 // NewID returns a fresh random canonical id.
 func NewID() string {
@@ -55,7 +60,7 @@ func (s *Store) IDs(ctx context.Context, k Kind) ([]string, error) {
 	return ids, nil
 }
 
-// ShortID returns the shortest unique prefix (at least MinPrefix) of the
+// ShortID returns the shortest unique prefix (at least ShowPrefix) of the
 // canonical id of kind k, listing only the refs that share its first
 // MinPrefix digits: the only ones that can make it longer. It costs one
 // for-each-ref whatever the number of entities.
@@ -115,12 +120,12 @@ func ResolveIn(k Kind, ids []string, prefix string) (string, error) {
 	return "", e
 }
 
-// ShortIDs maps each id to its shortest unique prefix (at least MinPrefix)
-// among ids, which must be sorted.
+// ShortIDs maps each id to its shortest unique prefix (at least
+// ShowPrefix) among ids, which must be sorted.
 func ShortIDs(ids []string) map[string]string {
 	m := make(map[string]string, len(ids))
 	for i, id := range ids {
-		n := MinPrefix
+		n := ShowPrefix
 		if i > 0 {
 			n = max(n, commonPrefix(id, ids[i-1])+1)
 		}

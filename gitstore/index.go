@@ -14,7 +14,7 @@ import (
 type Index struct {
 	// All holds every listed id, sorted.
 	All []string
-	// Short maps each id to its shortest unique prefix (at least MinPrefix).
+	// Short maps each id to its shortest unique prefix (at least ShowPrefix).
 	Short map[string]string
 	// Problems are refs that could not be read (each a *RefError); the
 	// other entities still list.
@@ -51,8 +51,8 @@ func (x Index) ShortID(id string) string {
 	if s, ok := x.Short[id]; ok {
 		return s
 	}
-	if len(id) > MinPrefix+4 {
-		return id[:MinPrefix+4]
+	if len(id) > ShowPrefix {
+		return id[:ShowPrefix]
 	}
 	return id
 }

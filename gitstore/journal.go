@@ -2,7 +2,6 @@ package gitstore
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,7 +36,7 @@ import (
 // at most twice that is kept; readers read both. It is a plain file that any
 // process of the same user can write, a worker included: it records, it does
 // not prove. A supervisor believes only what its witness heard from the live
-// writing process (see Registration); README's threat model says the rest.
+// writing process (see Registration); docs/trust.md says the rest.
 
 // JournalMaxBytes is the size past which the journal is rotated.
 const JournalMaxBytes = 8 << 20
@@ -349,33 +348,6 @@ type procInfo struct {
 	start uint64
 }
 
-// readProc reads the parent and start time of pid from /proc/<pid>/stat.
-// The command name (field 2) is in parentheses and may itself hold spaces
-// and parentheses, so fields are counted from the last ')'.
-func readProc(pid int) (procInfo, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return procInfo{}, err
-	}
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return procInfo{}, errors.New("malformed /proc stat line")
-	}
-	f := strings.Fields(string(data[i+1:]))
-	// f[0] is field 3 (state): field k is f[k-3].
-	if len(f) < 20 {
-		return procInfo{}, errors.New("malformed /proc stat line")
-	}
-	var p procInfo
-	if _, err := fmt.Sscan(f[4-3], &p.ppid); err != nil {
-		return procInfo{}, err
-	}
-	if _, err := fmt.Sscan(f[22-3], &p.start); err != nil {
-		return procInfo{}, err
-	}
-	return p, nil
-}
-
 // supervisorsDir holds one file per running supervisor of this repository.
 func (s *Store) supervisorsDir() string {
 	return filepath.Join(s.loc.CommonDir, "agentmine", "supervisors")
@@ -474,18 +446,3 @@ func (s *Store) onBehalf() string {
 // a supervised worker's process tree (its ref writes are then that worker's),
 // or "" when it acts on agentmine's own behalf.
 func (s *Store) OnBehalf() string { return s.onBehalf() }
-
-// environSession reads SessionEnv from the initial environment of pid, ""
-// when it is not set or cannot be read (another user's process).
-func environSession(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-	if err != nil {
-		return ""
-	}
-	for _, kv := range bytes.Split(b, []byte{0}) {
-		if v, ok := bytes.CutPrefix(kv, []byte(SessionEnv+"=")); ok && len(v) > 0 {
-			return string(v)
-		}
-	}
-	return ""
-}

@@ -61,9 +61,10 @@ func (s *Store) RefsStamp(prefix string) (stamp string, settled bool) {
 	settled = true
 	switch err := syscall.Stat(filepath.Join(s.loc.CommonDir, "packed-refs"), &st); {
 	case err == nil:
-		fmt.Fprintf(&b, "packed %d %d %d %d.%d %d.%d\n", st.Dev, st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)
-		newest := time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
-		if c := time.Unix(st.Ctim.Sec, st.Ctim.Nsec); c.After(newest) {
+		mtim, ctim := statTimes(&st)
+		fmt.Fprintf(&b, "packed %d %d %d %d.%d %d.%d\n", st.Dev, st.Ino, st.Size, mtim.Sec, mtim.Nsec, ctim.Sec, ctim.Nsec)
+		newest := time.Unix(mtim.Sec, mtim.Nsec)
+		if c := time.Unix(ctim.Sec, ctim.Nsec); c.After(newest) {
 			newest = c
 		}
 		settled = time.Since(newest) >= settleTime

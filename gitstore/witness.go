@@ -280,16 +280,14 @@ func (r *Registration) hear(c *net.UnixConn) {
 	if err != nil {
 		return
 	}
-	var cred *unix.Ucred
-	raw.Control(func(fd uintptr) { cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
-	if err != nil || cred == nil {
+	pid, err := peerPid(raw)
+	if err != nil {
 		return
 	}
 	data, err := io.ReadAll(io.LimitReader(c, witnessMaxBytes))
 	if err != nil {
 		return
 	}
-	pid := int(cred.Pid)
 	// The sender waits for the answer: it is alive, and its start time
 	// tells it from any later process with its pid.
 	p, err := readProc(pid)

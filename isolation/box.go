@@ -37,6 +37,8 @@ type Plan struct {
 	Self string
 	// Bwrap is the bubblewrap binary; needed at Bwrap and Clone.
 	Bwrap string
+	// SandboxExec is macOS's sandbox-exec; needed at Seatbelt.
+	SandboxExec string
 	// Git runs git for the clone level.
 	Git gitcmd.Runner
 	// WriteBlob stores data as a blob in the repository and returns its
@@ -68,6 +70,8 @@ type Box struct {
 	heads  string // bwrap: the private copy of refs/heads
 	clone  string // clone: the worker's repository (its git dir)
 	dotgit string // clone: the .git file the worker sees
+	// profile is the seatbelt level's sandbox profile.
+	profile string
 }
 
 // gitEnv keeps git from starting housekeeping that writes outside what a
@@ -143,6 +147,10 @@ func Prepare(ctx context.Context, p Plan) (b *Box, err error) {
 		if err := copyTree(filepath.Join(p.CommonDir, "logs", "refs", "heads"), filepath.Join(p.State, "logheads")); err != nil {
 			return nil, fmt.Errorf("preparing bwrap isolation: copying the branch logs: %w", err)
 		}
+	case Seatbelt:
+		if err := b.prepareSeatbelt(); err != nil {
+			return nil, err
+		}
 	case Clone:
 		if p.Bwrap == "" {
 			return nil, errors.New("preparing clone isolation: no bwrap binary")
@@ -169,6 +177,8 @@ func (b *Box) Command(argv []string) []string {
 		return b.landlockArgv(argv)
 	case Bwrap, Clone:
 		return b.bwrapArgv(argv)
+	case Seatbelt:
+		return b.seatbeltArgv(argv)
 	}
 	return argv
 }
@@ -179,7 +189,7 @@ func (b *Box) Command(argv []string) []string {
 // housekeeping inside what the worker may write.
 func (b *Box) Env() []string {
 	switch b.p.Level {
-	case Landlock:
+	case Landlock, Seatbelt:
 		// The configuration variables (ConfigVars) point at their copies
 		// in the private HOME; other variables keep their values (the
 		// worker reads everything, and writes only its own places).

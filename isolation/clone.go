@@ -2,7 +2,9 @@ package isolation
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,9 +62,28 @@ func (b *Box) makeClone(ctx context.Context) error {
 	if err := copyFile(filepath.Join(p.GitDir, "index"), filepath.Join(b.clone, "index"), 0o644); err != nil {
 		return fmt.Errorf("copying the worktree's index: %w", err)
 	}
+	if err := b.copyExcludes(ctx); err != nil {
+		return err
+	}
 	b.dotgit = filepath.Join(p.State, "dotgit")
 	if err := os.WriteFile(b.dotgit, []byte("gitdir: "+b.clone+"\n"), 0o644); err != nil {
 		return err
+	}
+	return nil
+}
+
+// copyExcludes gives the worker's repository the worktree's own excludes
+// file (the core.excludesFile its per-worktree configuration names, which
+// lists the files agentmine generated there) as its info/exclude, so that
+// the worker's `git add -A` leaves those files out there too: the file it
+// names lies outside the sandbox.
+func (b *Box) copyExcludes(ctx context.Context) error {
+	file, err := b.p.Git.In(b.p.Worktree).Output(ctx, "config", "--get", "core.excludesFile")
+	if err != nil || strings.TrimSpace(file) == "" {
+		return nil
+	}
+	if err := copyFile(strings.TrimSpace(file), filepath.Join(b.clone, "info", "exclude"), 0o644); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("copying the worktree's excludes file: %w", err)
 	}
 	return nil
 }

@@ -35,7 +35,7 @@ func TestParseLevel(t *testing.T) {
 	if !errors.Is(err, isolation.ErrUnknownLevel) || exitcode.Of(err) != exitcode.Config {
 		t.Fatalf("ParseLevel(chroot) = %v (exit %d), want ErrUnknownLevel with exit code Config", err, exitcode.Of(err))
 	}
-	if !strings.Contains(err.Error(), `"chroot"`) || !strings.Contains(err.Error(), "none, landlock, bwrap, clone, auto") {
+	if !strings.Contains(err.Error(), `"chroot"`) || !strings.Contains(err.Error(), "none, landlock, seatbelt, bwrap, clone, auto") {
 		t.Errorf("error does not name the value and the known levels: %v", err)
 	}
 }

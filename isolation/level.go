@@ -1,8 +1,8 @@
 // Package isolation owns what a worker process can reach beyond what
 // verification checks afterwards: the isolation levels (none, landlock,
-// bwrap, clone), what this machine can give (Probe, Caps), and the wrapping
-// of a worker's command at the level chosen (Prepare, Box). Isolation
-// prevents; verification still proves, at every level.
+// seatbelt, bwrap, clone), what this machine can give (Probe, Caps), and
+// the wrapping of a worker's command at the level chosen (Prepare, Box).
+// Isolation prevents; verification still proves, at every level.
 package isolation
 
 import (
@@ -26,6 +26,11 @@ const (
 	// to writing its worktree, its own git dir, the object store, the
 	// branch namespace, and a private temp dir and HOME.
 	Landlock Level = "landlock"
+	// Seatbelt restricts the worker with macOS's sandbox (sandbox-exec and
+	// a profile made from the run's paths): it writes only its worktree,
+	// its own git dir, the object store, its own branch, a private temp
+	// dir and HOME; the main checkout is hidden. macOS only.
+	Seatbelt Level = "seatbelt"
 	// Bwrap runs the worker in a bubblewrap sandbox: a read-only root, the
 	// main checkout hidden, its worktree and the git data it needs
 	// writable, refs other than its branch out of reach, its own PID
@@ -41,7 +46,7 @@ const (
 )
 
 // Levels lists the levels, weakest first.
-var Levels = []Level{None, Landlock, Bwrap, Clone}
+var Levels = []Level{None, Landlock, Seatbelt, Bwrap, Clone}
 
 // ErrUnknownLevel is returned by ParseLevel for a name that is no level.
 var ErrUnknownLevel = errors.New("unknown isolation level")
@@ -51,10 +56,10 @@ func ParseLevel(s string) (Level, error) {
 	switch l := Level(strings.TrimSpace(s)); l {
 	case "", Auto:
 		return Auto, nil
-	case None, Landlock, Bwrap, Clone:
+	case None, Landlock, Seatbelt, Bwrap, Clone:
 		return l, nil
 	}
-	return "", exitcode.New(exitcode.Config, fmt.Errorf("%w %q (known: none, landlock, bwrap, clone, auto)", ErrUnknownLevel, s), "")
+	return "", exitcode.New(exitcode.Config, fmt.Errorf("%w %q (known: none, landlock, seatbelt, bwrap, clone, auto)", ErrUnknownLevel, s), "")
 }
 
 // rank orders the levels; Auto and unknown names rank below None.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 
 // probeVersion is the version of the cached probe: a cache written by
 // another version is probed again.
-const probeVersion = 2
+const probeVersion = 3
 
 // Caps is what this machine can give, as Probe found it. A reason field
 // is empty when the level works here and says why not otherwise.
@@ -40,6 +41,11 @@ type Caps struct {
 	BwrapPath string `json:"bwrap_path,omitempty"`
 	// Bwrap is why bubblewrap cannot be used here ("" when it can).
 	Bwrap string `json:"bwrap,omitempty"`
+	// SandboxExecPath is macOS's sandbox-exec, found in PATH.
+	SandboxExecPath string `json:"sandbox_exec_path,omitempty"`
+	// Seatbelt is why the seatbelt level cannot be used here ("" when it
+	// can).
+	Seatbelt string `json:"seatbelt,omitempty"`
 }
 
 // Why returns why level l cannot be given here, "" when it can. None
@@ -50,6 +56,11 @@ func (c Caps) Why(l Level) string {
 		return ""
 	case Landlock:
 		return c.Landlock
+	case Seatbelt:
+		if c.Seatbelt == "" && c.SandboxExecPath == "" {
+			return "sandbox-exec was not found (macOS only)"
+		}
+		return c.Seatbelt
 	case Bwrap:
 		return c.Bwrap
 	case Clone:
@@ -62,10 +73,13 @@ func (c Caps) Why(l Level) string {
 }
 
 // Default is the strongest level that needs no setup and costs little
-// here: Landlock where the kernel has it, else None. (Bwrap and Clone hide
-// most of the file system and the network settings of the user's clients,
-// so they are chosen explicitly.)
+// here: Seatbelt on macOS, Landlock where the kernel has it, else None.
+// (Bwrap and Clone hide most of the file system and the network settings
+// of the user's clients, so they are chosen explicitly.)
 func (c Caps) Default() Level {
+	if c.Why(Seatbelt) == "" {
+		return Seatbelt
+	}
 	if c.Why(Landlock) == "" {
 		return Landlock
 	}
@@ -150,6 +164,7 @@ func probeKey() string {
 
 func probeNow(ctx context.Context) Caps {
 	c := Caps{V: probeVersion, Probed: time.Now().UTC()}
+	c.SandboxExecPath, c.Seatbelt = probeSeatbelt(ctx, runtime.GOOS)
 	abi, err := llsys.LandlockGetABIVersion()
 	switch {
 	case err != nil:

@@ -91,7 +91,17 @@ type adapterInput struct {
 	promptFile string
 	model      string
 	worktree   string
+	task       string
 	writable   []string
+}
+
+// sessionTitle is the title given to a client that would otherwise ask the
+// model for one (opencode).
+func sessionTitle(task string) string {
+	if task == "" {
+		return "agentmine worker"
+	}
+	return "agentmine task " + task
 }
 
 // longPromptNote is the short prompt given next to a prompt passed by file
@@ -108,17 +118,22 @@ const longPromptNote = "Carry out the instructions given above."
 // between releases: when a client rejects a flag, the fix belongs here, and
 // agents can override the whole argv with `command`.
 //
-// Every client that can is asked for machine-readable output, so that
-// ReadUsage finds its token counts and ReadVerdict its error events.
+// Every client is asked for machine-readable output that it prints as it
+// goes (one JSON event a line), so that the session log shows the run live,
+// a stall_timeout sees every event as progress, ReadUsage finds its token
+// counts and ReadVerdict its error and retry events.
 //
 //   - claude-code: `claude -p <prompt> --dangerously-skip-permissions
-//     --output-format json [--model M]`. Long prompts: no prompt argument,
-//     the prompt file on stdin (`-p` reads stdin). IS_SANDBOX=1 is set
-//     because Claude Code refuses --dangerously-skip-permissions when run as
-//     root unless the environment declares itself a sandbox; a worker cannot
-//     answer permission prompts, and agentmine confines it to a
-//     scope-restricted worktree and verifies its diff afterwards. Exit code
-//     alone is not the verdict: the JSON result's is_error is (ReadVerdict).
+//     --output-format stream-json --verbose [--model M]` (`--output-format
+//     json` prints one document at exit and nothing before; stream-json
+//     needs --verbose). Long prompts: no prompt argument, the prompt file
+//     on stdin (`-p` reads stdin). IS_SANDBOX=1 is set because Claude Code
+//     refuses --dangerously-skip-permissions when run as root unless the
+//     environment declares itself a sandbox; a worker cannot answer
+//     permission prompts, and agentmine confines it to a scope-restricted
+//     worktree and verifies its diff afterwards. Exit code alone is not the
+//     verdict: the final result event's is_error is (ReadVerdict). Each
+//     retry of a failed request is a system event with subtype api_retry.
 //   - codex: `codex exec --json --dangerously-bypass-approvals-and-sandbox
 //     -C <worktree> [--add-dir D]... [-m M] <prompt>`; long prompts: `-` and
 //     the prompt on stdin. --full-auto no longer exists (exit 2). Codex's
@@ -131,22 +146,28 @@ const longPromptNote = "Carry out the instructions given above."
 //     verification confine the worker instead. The writable directories
 //     (the repository's git dir) are still passed with --add-dir, for a
 //     command override that turns the sandbox back on. --json prints events
-//     (usage in turn.completed) and no echo of the prompt. With no network
-//     it prints "Reconnecting... (waiting for network)" forever (0.169.0).
-//   - gemini: `gemini --yolo --skip-trust -o json [-m M] --prompt=<prompt>`;
-//     long prompts: the file on stdin and a short --prompt, which Gemini
-//     appends to stdin. Without --skip-trust every new worktree is
-//     untrusted (exit 55). -o json ends with one JSON object holding stats.
-//   - opencode: `opencode run <prompt> --auto --format json --dir <worktree>
-//     [-m M]`; long prompts: a short message and `--file <prompt file>`
-//     (last, because the flag takes a list). --format json prints events
-//     (usage in step_finish). No stall phrase (1.18.33): it no longer
-//     waits for its model list (without network, "Failed to fetch
-//     models.dev" ends it in under a second), and against a provider that
-//     does not answer it retries for about 3.5 minutes printing nothing,
-//     then exits 1 with one JSON error line; there is no output to
-//     recognise, so an agent's stall_timeout (no output, no commit) is what
-//     stops it early.
+//     (usage in turn.completed, retries as "error" events) and no echo of
+//     the prompt. With no network it prints "Reconnecting... (waiting for
+//     network)" forever (0.169.0).
+//   - gemini: `gemini --yolo --skip-trust -o stream-json [-m M]
+//     --prompt=<prompt>`; long prompts: the file on stdin and a short
+//     --prompt, which Gemini appends to stdin. Without --skip-trust every
+//     new worktree is untrusted (exit 55). stream-json prints events and
+//     ends with a "result" event holding the stats (-o json prints one
+//     document at exit); retries are plain lines ("Attempt 2 failed with
+//     status 500. Retrying with backoff...").
+//   - opencode: `opencode run <prompt> --auto --format json --title <title>
+//     --dir <worktree> [-m M]`; long prompts: a short message and `--file
+//     <prompt file>` (last, because the flag takes a list). --format json
+//     prints events (usage in step_finish). --title names the session, so
+//     that opencode makes no request of its own to invent a title: that
+//     request's tokens (about 850) appear in no event. No stall phrase
+//     (1.18.33): it no longer waits for its model list (without network,
+//     "Failed to fetch models.dev" ends it in under a second), and against
+//     a provider that does not answer it retries for about 3.5 minutes
+//     printing nothing, then exits 1 with one JSON error line; there is no
+//     output to recognise, so an agent's stall_timeout (no output, no
+//     commit) is what stops it early.
 //   - aider: `aider --yes-always --no-auto-commits --message-file <file>
 //     [--model M]`: always by file, so prompt length never matters.
 func adapterFor(c Client) (adapter, bool) {
@@ -164,7 +185,7 @@ func adapterFor(c Client) (adapter, bool) {
 				} else {
 					stdin = in.promptFile
 				}
-				a = append(a, "--dangerously-skip-permissions", "--output-format", "json")
+				a = append(a, "--dangerously-skip-permissions", "--output-format", "stream-json", "--verbose")
 				if in.model != "" {
 					a = append(a, "--model", in.model)
 				}
@@ -200,7 +221,7 @@ func adapterFor(c Client) (adapter, bool) {
 			binary:      "gemini",
 			contextFile: "GEMINI.md",
 			args: func(in adapterInput) ([]string, string) {
-				a := []string{"--yolo", "--skip-trust", "-o", "json"}
+				a := []string{"--yolo", "--skip-trust", "-o", "stream-json"}
 				if in.model != "" {
 					a = append(a, "-m", in.model)
 				}
@@ -219,7 +240,7 @@ func adapterFor(c Client) (adapter, bool) {
 				if msg == "" {
 					msg = "Carry out the instructions in the attached file."
 				}
-				a := []string{"run", msg, "--auto", "--format", "json"}
+				a := []string{"run", msg, "--auto", "--format", "json", "--title", sessionTitle(in.task)}
 				if in.worktree != "" {
 					a = append(a, "--dir", in.worktree)
 				}
@@ -358,7 +379,7 @@ func (inv Invocation) build(byFile bool) (Command, error) {
 		_, err := ParseClient(string(inv.Client))
 		return Command{}, fmt.Errorf("build worker command: %w", err)
 	}
-	in := adapterInput{promptFile: inv.PromptFile, model: inv.Model, worktree: inv.Worktree, writable: inv.Writable}
+	in := adapterInput{promptFile: inv.PromptFile, model: inv.Model, worktree: inv.Worktree, task: inv.Task, writable: inv.Writable}
 	if !byFile {
 		data, err := os.ReadFile(inv.PromptFile)
 		if err != nil {

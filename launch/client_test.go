@@ -63,10 +63,10 @@ func TestBuildShortPrompts(t *testing.T) {
 		stdin string
 		env   []string
 	}{
-		{ClaudeCode, "opus", []string{"claude", "-p", p, "--dangerously-skip-permissions", "--output-format", "json", "--model", "opus"}, "", []string{"IS_SANDBOX=1"}},
+		{ClaudeCode, "opus", []string{"claude", "-p", p, "--dangerously-skip-permissions", "--output-format", "stream-json", "--verbose", "--model", "opus"}, "", []string{"IS_SANDBOX=1"}},
 		{Codex, "", []string{"codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "-C", "/wt", "--add-dir", "/repo/.git", p}, "", nil},
-		{Gemini, "m", []string{"gemini", "--yolo", "--skip-trust", "-o", "json", "-m", "m", "--prompt=" + p}, "", nil},
-		{OpenCode, "prov/m", []string{"opencode", "run", p, "--auto", "--format", "json", "--dir", "/wt", "-m", "prov/m"}, "", nil},
+		{Gemini, "m", []string{"gemini", "--yolo", "--skip-trust", "-o", "stream-json", "-m", "m", "--prompt=" + p}, "", nil},
+		{OpenCode, "prov/m", []string{"opencode", "run", p, "--auto", "--format", "json", "--title", "agentmine task abc", "--dir", "/wt", "-m", "prov/m"}, "", nil},
 		{Aider, "", []string{"aider", "--yes-always", "--no-auto-commits", "--message-file", pf}, "", nil},
 	}
 	for _, tc := range cases {
@@ -200,7 +200,7 @@ func TestShellCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "IS_SANDBOX=1 claude -p --dangerously-skip-permissions --output-format json --model 'it'\\''s' < " + pf
+	want := "IS_SANDBOX=1 claude -p --dangerously-skip-permissions --output-format stream-json --verbose --model 'it'\\''s' < " + pf
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}

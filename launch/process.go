@@ -35,6 +35,9 @@ type Spec struct {
 	// Argv is the program and its arguments; the program is looked up in
 	// the worker environment's PATH when it holds no slash.
 	Argv []string
+	// Shown is the command the log names as started: the client's own
+	// argv when Argv wraps it in a sandbox helper; nil means Argv.
+	Shown []string
 	// Dir is the working directory (the worktree).
 	Dir string
 	// Env holds KEY=VALUE pairs added to the worker's environment; see
@@ -76,6 +79,9 @@ type Spec struct {
 	// nil gives the run a Reaper of its own (see Reaper for when that is
 	// not enough).
 	Reaper *Reaper
+	// Client, when set, is the client whose usage reports are read from
+	// the output as it streams (see ReadUsage), into Result.Usage.
+	Client Client
 }
 
 // Result is what was observed of a finished run.
@@ -116,6 +122,9 @@ type Result struct {
 	// Survivors are the run's processes that were still alive after
 	// SIGKILL and killLimit (uninterruptible sleep); normally none.
 	Survivors []Proc
+	// Usage is what Spec.Client reported in its whole output, also the
+	// part log rotation dropped; nil when it reported nothing.
+	Usage *Usage
 }
 
 // Process is a running worker, leader of its own session and process
@@ -138,6 +147,7 @@ type Process struct {
 	outMu    sync.Mutex
 	outBytes int64
 	partial  []byte // the last unfinished output line, for stall phrases
+	meter    *usageMeter
 	stalled  string
 	midLine  bool // the worker's last output to the log did not end a line
 }
@@ -196,7 +206,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	// (kill -9 included: a parent-death signal, kept across exec); what it
 	// started is ended by whoever then finds the session lost (EndRuns).
 	cmd := &exec.Cmd{Path: path, Args: spec.Argv, Dir: spec.Dir, Env: env,
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}}
+		SysProcAttr: workerAttr()}
 	if spec.Stdin != "" {
 		in, err := os.Open(spec.Stdin)
 		if err != nil {
@@ -206,7 +216,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		cmd.Stdin = in
 	}
 	p := &Process{spec: spec, cmd: cmd, marker: marker, reaper: reaper, tee: spec.Tee,
-		stopReq: make(chan struct{}), done: make(chan struct{})}
+		stopReq: make(chan struct{}), done: make(chan struct{}), meter: newUsageMeter(spec.Client)}
 	if spec.LogPath != "" {
 		if err := os.MkdirAll(filepath.Dir(spec.LogPath), 0o755); err != nil {
 			return nil, fmt.Errorf("start worker: log directory: %w", err)
@@ -241,7 +251,11 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	w.Close()
 	p.out = r
 	p.res.Started = time.Now()
-	p.note("started pid %d in %s: %s", p.pid, spec.Dir, describeArgv(spec.Argv))
+	shown := spec.Shown
+	if len(shown) == 0 {
+		shown = spec.Argv
+	}
+	p.note("started pid %d in %s: %s", p.pid, spec.Dir, describeArgv(shown))
 	if err := reaper.Err(); err != nil {
 		p.note("warning: %v: orphans that leave the worker's session and environment are not found", err)
 	}
@@ -398,6 +412,7 @@ func (p *Process) supervise(ctx context.Context, exited <-chan *os.ProcessState,
 		<-copied
 	}
 	p.out.Close()
+	p.res.Usage = p.meter.usage()
 	p.res.Finished = time.Now()
 	if p.res.Signal != "" {
 		p.note("ended: exit code %d, signal %s", p.res.ExitCode, p.res.Signal)
@@ -451,19 +466,6 @@ func (p *Process) endLeftovers() {
 	}
 }
 
-// waitGroupGone waits until process group pgid has no live member, for at
-// most d.
-func waitGroupGone(pgid int, d time.Duration) {
-	deadline := time.Now().Add(d)
-	pause := 2 * time.Millisecond
-	for groupAlive(pgid) && time.Now().Before(deadline) {
-		time.Sleep(pause)
-		if pause < 100*time.Millisecond {
-			pause *= 2
-		}
-	}
-}
-
 // procList renders up to max processes for a message.
 func procList(ps []Proc, max int) string {
 	var parts []string
@@ -488,6 +490,9 @@ func (p *Process) copyOutput(copied chan<- struct{}) {
 			p.outMu.Unlock()
 			p.emit(buf[:n])
 			p.watchStalls(buf[:n])
+			if p.meter != nil {
+				p.meter.write(buf[:n])
+			}
 		}
 		if err != nil {
 			return

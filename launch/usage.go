@@ -23,10 +23,11 @@ type Usage struct {
 }
 
 // ReadUsage reads the usage client c reported in its output (the session
-// log): Claude Code's JSON result (usage, total_cost_usd), Codex's --json
-// turn.completed events (summed), Gemini's -o json stats (summed over
-// models) and opencode's --format json step_finish events (summed). ok is
-// false when the output holds no usage report.
+// log): Claude Code's result event (usage, total_cost_usd; stream-json or
+// json), Codex's --json turn.completed events (summed), Gemini's
+// stream-json result event (its stats; or the -o json document's stats,
+// summed over models) and opencode's --format json step_finish events
+// (summed). ok is false when the output holds no usage report.
 func ReadUsage(c Client, output []byte) (u Usage, ok bool) {
 	output = stripANSI(output)
 	switch c {
@@ -106,9 +107,13 @@ func codexUsage(output []byte) (Usage, bool) {
 	return u, ok
 }
 
-// geminiUsage reads the last JSON document Gemini printed (-o json prints
-// one indented object at the end).
+// geminiUsage reads the stats of Gemini's last stream-json "result" event
+// or, failing that, of the last JSON document it printed (-o json prints one
+// indented object at the end).
 func geminiUsage(output []byte) (Usage, bool) {
+	if u, ok := geminiStreamUsage(output); ok {
+		return u, true
+	}
 	var doc struct {
 		Stats *struct {
 			Models map[string]struct {
@@ -137,6 +142,40 @@ func geminiUsage(output []byte) (Usage, bool) {
 		u.CacheReadTokens += t.Cached
 	}
 	return u, true
+}
+
+// geminiStreamUsage reads the stats of the last "result" event of Gemini's
+// -o stream-json: input_tokens counts every prompt token, cached the ones
+// read from the cache, and input the others.
+func geminiStreamUsage(output []byte) (Usage, bool) {
+	var found *Usage
+	jsonLines(output, func(l []byte) {
+		if !bytes.Contains(l, []byte(`"result"`)) || !bytes.Contains(l, []byte(`"stats"`)) {
+			return
+		}
+		var ev struct {
+			Type  string `json:"type"`
+			Stats *struct {
+				InputTokens  int64  `json:"input_tokens"`
+				OutputTokens int64  `json:"output_tokens"`
+				Cached       int64  `json:"cached"`
+				Input        *int64 `json:"input"`
+			} `json:"stats"`
+		}
+		if json.Unmarshal(l, &ev) != nil || ev.Type != "result" || ev.Stats == nil {
+			return
+		}
+		st := ev.Stats
+		in := st.InputTokens - st.Cached
+		if st.Input != nil {
+			in = *st.Input
+		}
+		found = &Usage{InputTokens: in, OutputTokens: st.OutputTokens, CacheReadTokens: st.Cached}
+	})
+	if found == nil {
+		return Usage{}, false
+	}
+	return *found, true
 }
 
 // lastJSONDocument decodes into v the last JSON object in output that

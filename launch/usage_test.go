@@ -30,6 +30,16 @@ const (
     }
   }
 }`
+	// Gemini -o stream-json (0.61.0): events as they happen, then the result.
+	geminiStreamSample = `Warning: 256-color support not detected. Using a terminal with at least 256-color support is recommended for a better visual experience.
+YOLO mode is enabled. All tool calls will be automatically approved.
+{"type":"init","timestamp":"2026-11-27T09:38:50.600Z","session_id":"s","model":"scripted-model"}
+{"type":"message","timestamp":"2026-11-27T09:38:50.624Z","role":"user","content":"Write notes/hello.txt"}
+{"type":"tool_use","timestamp":"2026-11-27T09:38:52.308Z","tool_name":"write_file","tool_id":"w0","parameters":{"content":"hello\n","file_path":"/wt/notes/hello.txt"}}
+{"type":"tool_result","timestamp":"2026-11-27T09:38:52.923Z","tool_id":"w0","status":"success"}
+{"type":"message","timestamp":"2026-11-27T09:38:54.750Z","role":"assistant","content":"Done: wrote notes/hello.txt and committed it.","delta":true}
+{"type":"result","timestamp":"2026-11-27T09:38:54.802Z","status":"success","stats":{"total_tokens":3390,"input_tokens":3321,"output_tokens":69,"cached":21,"input":3300,"duration_ms":4203,"tool_calls":2,"models":{"scripted-model":{"total_tokens":3390,"input_tokens":3321,"output_tokens":69,"cached":21,"input":3300}}}}
+`
 	opencodeEventsSample = `{"type":"step_finish","part":{"type":"step-finish","tokens":{"total":1130,"input":1107,"output":23,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0}}
 {"type":"tool_use","part":{"tool":"bash","state":{"output":"Not logged in"}}}
 {"type":"step_finish","part":{"type":"step-finish","tokens":{"total":1233,"input":1207,"output":26,"reasoning":2,"cache":{"write":3,"read":4}},"cost":0.5}}
@@ -45,6 +55,7 @@ func TestReadUsage(t *testing.T) {
 		{ClaudeCode, "noise\n" + claudeResultSample + "\n", Usage{InputTokens: 3321, OutputTokens: 69, CacheReadTokens: 7, CacheWriteTokens: 5, CostUSD: 0.014664}},
 		{Codex, codexEventsSample + codexEventsSample, Usage{InputTokens: 2 * 3300, OutputTokens: 2 * 69, CacheReadTokens: 2 * 21}},
 		{Gemini, geminiJSONSample, Usage{InputTokens: 3300, OutputTokens: 69, CacheReadTokens: 21}},
+		{Gemini, geminiStreamSample, Usage{InputTokens: 3300, OutputTokens: 69, CacheReadTokens: 21}},
 		{OpenCode, opencodeEventsSample, Usage{InputTokens: 2314, OutputTokens: 51, CacheReadTokens: 4, CacheWriteTokens: 3, CostUSD: 0.5}},
 	} {
 		got, ok := ReadUsage(tc.c, []byte(tc.out))
@@ -152,5 +163,77 @@ timestamp=2026-11-23T09:19:21.452Z level=INFO run=b1 message=done
 	}
 	if got := ClientLogReason(ClaudeCode, env, start); got != "" {
 		t.Fatalf("claude has no such log: %q", got)
+	}
+}
+
+// stall_timeout counts every streamed event as progress: a client that
+// prints an event more often than the stall timeout runs to its end, one
+// that goes silent after its first event is stopped as idle.
+func TestStallTimeoutCountsStreamedEvents(t *testing.T) {
+	scrubEnv(t)
+	dir := t.TempDir()
+	events := writeScript(t, dir, "events", `i=0
+while [ $i -lt 15 ]; do
+  printf '{"type":"system","subtype":"api_retry","attempt":%d,"max_retries":10,"error_status":500}\n' $i
+  i=$((i+1)); sleep 0.2
+done`)
+	p, err := Start(context.Background(), Spec{Argv: []string{events}, LogPath: dir + "/events.log", Timeout: 10 * time.Minute,
+		Grace: time.Second, StallTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := p.Wait(); res.Idle || res.Stopped || res.ExitCode != 0 {
+		t.Fatalf("a client streaming events was stopped: %+v", res)
+	}
+	silent := writeScript(t, dir, "silent", `printf '{"type":"system","subtype":"init"}\n'; exec sleep 600`)
+	p, err = Start(context.Background(), Spec{Argv: []string{silent}, LogPath: dir + "/silent.log", Timeout: 10 * time.Minute,
+		Grace: time.Second, StallTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := p.Wait(); !res.Idle || !res.Stopped {
+		t.Fatalf("a client silent after its first event was not stopped as idle: %+v", res)
+	}
+	assertGroupGone(t, p.Pid())
+}
+
+// Usage is read as the output streams: opencode's step_finish events are
+// all counted even when the tool output between them has rotated the
+// log, where reading the log's tail misses most of them.
+func TestUsageReadWhileStreaming(t *testing.T) {
+	scrubEnv(t)
+	dir := t.TempDir()
+	filler := strings.Repeat("x", 4000)
+	script := writeScript(t, dir, "steps", `i=0
+while [ $i -lt 40 ]; do
+  printf '{"type":"tool_use","part":{"tool":"read","state":{"output":"%s"}}}\n' '`+filler+`'
+  printf '{"type":"step_finish","part":{"type":"step-finish","tokens":{"input":100,"output":2,"reasoning":1,"cache":{"read":3,"write":0}},"cost":0.25}}\n'
+  i=$((i+1))
+done
+printf '{"type":"step_finish","part":{"type":"step-finish","tokens":{"input":7,"output":0,"reasoning":0,"cache":{"read":0,"write":0}},"cost":0}}'`)
+	log := dir + "/log"
+	p, err := Start(context.Background(), Spec{Argv: []string{script}, LogPath: log, MaxLogBytes: 16 << 10, Grace: time.Second, Client: OpenCode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := p.Wait()
+	want := Usage{InputTokens: 40*100 + 7, OutputTokens: 40 * 3, CacheReadTokens: 40 * 3, CostUSD: 10}
+	if res.Usage == nil || *res.Usage != want {
+		t.Fatalf("usage %+v, want %+v", res.Usage, want)
+	}
+	tail, err := TailBytes(log, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := ReadUsage(OpenCode, tail); u.InputTokens >= want.InputTokens {
+		t.Fatalf("the rotated log still held every report (%+v): the test proves nothing", u)
+	}
+	// A client without usage reports, or none named, reads none.
+	p, err = Start(context.Background(), Spec{Argv: []string{script}, Grace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := p.Wait(); res.Usage != nil {
+		t.Fatalf("usage %+v read without a client", res.Usage)
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/git-agentmine/git-agentmine/exitcode"
 )
 
 // Verdict is what a client's own output says about its run.
@@ -78,10 +76,14 @@ func stripANSI(b []byte) []byte {
 // verdict is its JSON result's is_error field, never its exit code alone:
 // it can exit 1 with "subtype":"success", or report an error in a result.
 // For a failure, Reason is taken from, in order: Claude Code's result text,
-// Gemini's documented exit codes, a line holding one of the clients' known
-// failure phrases (auth, untrusted folder, unknown flag, network), and the
-// last line of output (after "timed out" or "interrupted" for exit codes
-// 124 and 130). Lines agentmine wrote into the log are skipped.
+// Gemini's documented exit codes and error result, a line holding one of
+// the clients' known failure phrases (auth, untrusted folder, unknown flag,
+// network), the client's last error or retry line (Claude Code's api_retry
+// events become "Attempt 3 of 10 failed with status 500 …"), its last line
+// that is not noise (a startup warning, "Reading additional input from
+// stdin...", a stack frame, a lone "}"), and a summary of its last JSON
+// event; after "timed out" or "interrupted" for exit codes 124 and 130.
+// Lines agentmine wrote into the log are skipped.
 func ReadVerdict(c Client, exitCode int, output []byte) Verdict {
 	lines := outputLines(output)
 	v := Verdict{Failed: exitCode != 0}
@@ -107,11 +109,7 @@ func ReadVerdict(c Client, exitCode int, output []byte) Verdict {
 			} `json:"error"`
 		}
 		if lastJSONDocument(stripANSI(output), &doc) && doc.Error != nil && doc.Error.Message != "" {
-			msg := doc.Error.Message
-			if m, ok := jsonMessage(msg); ok {
-				msg = m
-			}
-			first, _, _ := strings.Cut(strings.TrimSpace(msg), "\n")
+			first, _, _ := strings.Cut(strings.TrimSpace(apiErrorMessage(doc.Error.Message)), "\n")
 			words = first
 		}
 		switch exitCode {
@@ -128,22 +126,7 @@ func ReadVerdict(c Client, exitCode int, output []byte) Verdict {
 		v.Reason = words
 	}
 	if v.Reason == "" {
-		last := ""
-		if len(lines) > 0 {
-			last = lines[len(lines)-1]
-		}
-		switch {
-		case exitCode == exitcode.Timeout && last != "":
-			v.Reason = "timed out; last output: " + last
-		case exitCode == exitcode.Timeout:
-			v.Reason = "timed out with no output"
-		case exitCode == exitcode.Interrupted && last != "":
-			v.Reason = "interrupted; last output: " + last
-		case exitCode == exitcode.Interrupted:
-			v.Reason = "interrupted with no output"
-		default:
-			v.Reason = last
-		}
+		v.Reason = fallbackReason(exitCode, lines, output)
 	}
 	if m, ok := jsonMessage(v.Reason); ok {
 		v.Reason = m
@@ -154,10 +137,11 @@ func ReadVerdict(c Client, exitCode int, output []byte) Verdict {
 
 // outputLines splits output into trimmed, non-empty lines without ANSI
 // escapes and without agentmine's own notes. A line that is a JSON event
-// (Codex --json, opencode --format json) is kept only when it reports an
-// error, as the error's message: the other events carry tool output and
-// the prompt, whose words are not the client's. Claude Code's result line
-// is kept whole for claudeResult.
+// (Claude Code's stream-json, Codex --json, Gemini's stream-json, opencode
+// --format json) is kept only when it reports an error or a retry, as the
+// error's message: the other events carry tool output and the prompt,
+// whose words are not the client's. Claude Code's result line is kept
+// whole for claudeResult.
 func outputLines(output []byte) []string {
 	output = stripANSI(output)
 	var lines []string
@@ -169,7 +153,7 @@ func outputLines(output []byte) []string {
 		if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") {
 			if msg, ok := eventError(s); ok {
 				lines = append(lines, msg)
-			} else if strings.Contains(s, `"type":"result"`) {
+			} else if strings.Contains(s, `"type":"result"`) && strings.Contains(s, `"is_error"`) {
 				lines = append(lines, s)
 			}
 			continue
@@ -181,27 +165,76 @@ func outputLines(output []byte) []string {
 
 // eventError returns the message of a JSON event line that reports an
 // error: a "type" naming an error or a failure (Codex's "error" and
-// "turn.failed", opencode's "error"), with its message.
+// "turn.failed", opencode's "error"), with its message; Claude Code's
+// api_retry event, as "Attempt N of M failed with status S (kind);
+// retrying"; a "result" event whose status is "error" (Gemini's
+// stream-json), with its message.
 func eventError(line string) (string, bool) {
 	var ev struct {
-		Type string `json:"type"`
-		Item *struct {
-			Type string `json:"type"`
-		} `json:"item"`
+		Type    string `json:"type"`
+		Subtype string `json:"subtype"`
+		Status  any    `json:"status"`
 	}
 	if json.Unmarshal([]byte(line), &ev) != nil {
 		return "", false
 	}
+	if ev.Type == "system" && ev.Subtype == "api_retry" {
+		return apiRetry(line)
+	}
 	t := strings.ToLower(ev.Type)
-	if !strings.Contains(t, "error") && !strings.Contains(t, "failed") {
+	isError := strings.Contains(t, "error") || strings.Contains(t, "failed") || t == "result" && ev.Status == "error"
+	if !isError {
 		return "", false
 	}
 	var v any
 	if json.Unmarshal([]byte(line), &v) != nil {
 		return "", false
 	}
-	msg := findMessage(v)
-	return strings.TrimSpace(msg), msg != ""
+	msg := apiErrorMessage(findMessage(v))
+	return msg, msg != ""
+}
+
+// apiErrorMessage replaces the API's JSON error body inside a client's
+// error message by the body's message. Gemini writes
+// "[API Error: {\"error\":{…,\"message\":\"…\"}}]" or "[API Error:
+// terminated]"; the brackets go too.
+func apiErrorMessage(msg string) string {
+	msg = strings.TrimSpace(msg)
+	if m, ok := jsonMessage(msg); ok {
+		msg = m
+	}
+	if strings.HasPrefix(msg, "[") && strings.HasSuffix(msg, "]") {
+		msg = strings.TrimSpace(msg[1 : len(msg)-1])
+	}
+	return msg
+}
+
+// apiRetry renders Claude Code's stream-json api_retry event (one per
+// retry of a failed model request) as a line a person reads.
+func apiRetry(line string) (string, bool) {
+	var r struct {
+		Attempt    int    `json:"attempt"`
+		MaxRetries int    `json:"max_retries"`
+		Status     *int   `json:"error_status"`
+		Error      string `json:"error"`
+	}
+	if json.Unmarshal([]byte(line), &r) != nil {
+		return "", false
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Attempt %d", r.Attempt)
+	if r.MaxRetries > 0 {
+		fmt.Fprintf(&b, " of %d", r.MaxRetries)
+	}
+	b.WriteString(" failed")
+	if r.Status != nil && *r.Status > 0 {
+		fmt.Fprintf(&b, " with status %d", *r.Status)
+	}
+	if r.Error != "" {
+		fmt.Fprintf(&b, " (%s)", r.Error)
+	}
+	b.WriteString("; retrying")
+	return b.String(), true
 }
 
 func findFailureWords(lines []string) string {

@@ -129,13 +129,15 @@ type MergeArgs struct {
 
 // MemoryAddArgs are memory_add's arguments: memory add's.
 type MemoryAddArgs struct {
-	Category string   `json:"category" jsonschema:"one word: architecture, tooling, convention, rule, …"`
-	Title    string   `json:"title" jsonschema:"one-line title"`
-	Summary  string   `json:"summary,omitempty" jsonschema:"what workers see in their prompt (default: the content's first line)"`
-	Content  string   `json:"content,omitempty" jsonschema:"content (Markdown)"`
-	Status   string   `json:"status,omitempty" jsonschema:"active (default: reaches every worker), draft or archived"`
-	Tags     []string `json:"tags,omitempty" jsonschema:"tags"`
-	Task     string   `json:"task,omitempty" jsonschema:"related task id"`
+	Category string `json:"category" jsonschema:"one of the project's memory categories (memory_categories: architecture, tooling, convention, rule, domain, decision by default) or one a memory already uses"`
+	// NewCategory starts a category outside that set.
+	NewCategory bool     `json:"new_category,omitempty" jsonschema:"start a category outside the project's set"`
+	Title       string   `json:"title" jsonschema:"one-line title"`
+	Summary     string   `json:"summary,omitempty" jsonschema:"what workers see in their prompt (default: the content's first line)"`
+	Content     string   `json:"content,omitempty" jsonschema:"content (Markdown)"`
+	Status      string   `json:"status,omitempty" jsonschema:"active (default: reaches every worker), draft or archived"`
+	Tags        []string `json:"tags,omitempty" jsonschema:"tags"`
+	Task        string   `json:"task,omitempty" jsonschema:"related task id"`
 }
 
 // MemoryListArgs are memory_list's arguments: memory list's filters.
@@ -449,8 +451,12 @@ func (s *Server) merge(c *call, in MergeArgs) (contract.MergeJSON, error) {
 }
 
 func (s *Server) memoryAdd(c *call, in MemoryAddArgs) (contract.MemoryJSON, error) {
-	st, err := c.store()
+	env, err := c.worker()
 	if err != nil {
+		return contract.MemoryJSON{}, err
+	}
+	st := env.St
+	if err := memory.CheckCategory(c.ctx, st, in.Category, env.Cfg.MemoryCategories, in.NewCategory); err != nil {
 		return contract.MemoryJSON{}, err
 	}
 	m, err := memory.Add(c.ctx, st, memory.New{Category: in.Category, Title: in.Title, Summary: in.Summary,

@@ -7,6 +7,7 @@
 package memory
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -223,4 +224,41 @@ func dropCRBeforeLF(s string) string {
 		i = j - 1
 	}
 	return b.String()
+}
+
+// UnknownCategoryError is a category outside the configured set that no
+// memory uses yet; Known lists the ones a memory may take.
+type UnknownCategoryError struct {
+	Category string
+	Known    []string
+}
+
+func (e *UnknownCategoryError) Error() string {
+	return fmt.Sprintf("unknown memory category %q (known: %s)", e.Category, strings.Join(e.Known, ", "))
+}
+
+// ExitCode is Usage.
+func (e *UnknownCategoryError) ExitCode() int { return exitcode.Usage }
+
+// CheckCategory validates category and refuses it, unless startNew, when
+// it is neither in configured (the project's set) nor used by a memory.
+func CheckCategory(ctx context.Context, st *gitstore.Store, category string, configured []string, startNew bool) error {
+	c, err := ValidateCategory(category)
+	if err != nil || startNew || slices.Contains(configured, c) {
+		return err
+	}
+	bank, err := Load(ctx, st)
+	if err != nil {
+		return err
+	}
+	known := slices.Clone(configured)
+	for _, id := range bank.IDs {
+		switch used := bank.Memories[id].Memory.Category; {
+		case used == c:
+			return nil
+		case !slices.Contains(known, used):
+			known = append(known, used)
+		}
+	}
+	return &UnknownCategoryError{Category: category, Known: known}
 }

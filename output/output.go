@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -30,6 +31,26 @@ type Printer struct {
 	Quiet bool
 	// Color enables ANSI colour.
 	Color bool
+	// Width is the columns a table may fill (0: no limit); see Width.
+	Width int
+}
+
+// Width returns the columns tables may fill on w: COLUMNS when it is set
+// to a number, else the width of the terminal w is, else 0 (no limit, as
+// for a pipe).
+func Width(w io.Writer, getenv func(string) string) int {
+	if n, err := strconv.Atoi(strings.TrimSpace(getenv("COLUMNS"))); err == nil && n > 0 {
+		return n
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil || ws.Col == 0 {
+		return 0
+	}
+	return int(ws.Col)
 }
 
 // IsTerminal reports whether w is a terminal.
@@ -38,7 +59,7 @@ func IsTerminal(w io.Writer) bool {
 	if !ok {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	_, err := unix.IoctlGetTermios(int(f.Fd()), ioctlReadTermios)
 	return err == nil
 }
 
@@ -96,7 +117,9 @@ func (p *Printer) Paint(color, s string) string {
 }
 
 // Table collects rows and prints them aligned. Cells may carry colour; width
-// is computed on the visible text.
+// is computed on the visible text. A row longer than the printer's Width
+// has its free-text columns (TITLE, DESCRIPTION, REASON, WAITING ON, in
+// that order) shortened, ending in "…"; ids and states are never cut.
 type Table struct {
 	p      *Printer
 	header []string
@@ -131,6 +154,43 @@ func (t *Table) ColorRow(colors []string, cells ...string) {
 	t.rows = append(t.rows, r)
 }
 
+// shrinkable lists the columns a table may shorten to fit, first first.
+var shrinkable = []string{"TITLE", "DESCRIPTION", "REASON", "WAITING ON"}
+
+// minShrunk is the fewest characters a shortened column keeps.
+const minShrunk = 12
+
+// fit narrows the shrinkable columns of widths until a line is at most
+// width columns, or they are as narrow as they go.
+func (t *Table) fit(widths []int, width int) {
+	total := 2 * (len(widths) - 1)
+	for _, w := range widths {
+		total += w
+	}
+	for _, name := range shrinkable {
+		for i, h := range t.header {
+			if total <= width || strings.TrimSpace(h) != name {
+				continue
+			}
+			floor := max(minShrunk, utf8.RuneCountInString(h))
+			cut := min(total-width, widths[i]-floor)
+			if cut > 0 {
+				widths[i] -= cut
+				total -= cut
+			}
+		}
+	}
+}
+
+// Shorten returns s cut to at most n characters, ending in "…" when cut.
+func Shorten(s string, n int) string {
+	if n <= 0 || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
 // Flush prints the table.
 func (t *Table) Flush() {
 	widths := make([]int, len(t.header))
@@ -144,10 +204,16 @@ func (t *Table) Flush() {
 			}
 		}
 	}
+	if t.p.Width > 0 {
+		t.fit(widths, t.p.Width)
+	}
 	line := func(cells []cell, header bool) {
 		var b strings.Builder
 		for i, c := range cells {
 			text := c.text
+			if i < len(widths) {
+				text = Shorten(text, widths[i])
+			}
 			pad := 0
 			if i < len(cells)-1 {
 				pad = widths[i] - utf8.RuneCountInString(text) + 2

@@ -3,7 +3,9 @@ package output
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestMarshalCompact: one line, no trailing newline, no HTML escaping, and
@@ -47,5 +49,45 @@ func TestPrintJSONList(t *testing.T) {
 		if lines := bytes.Count(out.Bytes(), []byte("\n")); n > 0 && lines != n+2 {
 			t.Fatalf("%d elements on %d lines", n, lines)
 		}
+	}
+}
+
+// TestTableFitsWidth: a table wider than the printer's width shortens its
+// title column with "…" and cuts nothing else; without a width it prints
+// whole.
+func TestTableFitsWidth(t *testing.T) {
+	render := func(width int) string {
+		var out bytes.Buffer
+		p := &Printer{Out: &out, Width: width}
+		tb := p.NewTable("ID", "STATUS", "TITLE", "REASON")
+		tb.Row("abcd1234", "open", "A rather long title that goes on and on", "short")
+		tb.Row("ef01", "done", "Short", "")
+		tb.Flush()
+		return out.String()
+	}
+	whole := render(0)
+	if !strings.Contains(whole, "A rather long title that goes on and on  short") {
+		t.Fatalf("no width: %q", whole)
+	}
+	got := render(40)
+	want := "ID        STATUS  TITLE           REASON\n" +
+		"abcd1234  open    A rather long…  short\n" +
+		"ef01      done    Short\n"
+	if got != want {
+		t.Fatalf("width 40:\n%s\nwant:\n%s", got, want)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(got), "\n") {
+		if n := utf8.RuneCountInString(l); n > 40 {
+			t.Errorf("line of %d columns: %q", n, l)
+		}
+	}
+	// Too narrow to fit: titles keep a readable minimum; ids stay whole.
+	narrow := render(10)
+	if !strings.Contains(narrow, "abcd1234  open    A rather lo…") {
+		t.Errorf("width 10:\n%s", narrow)
+	}
+	if Width(&bytes.Buffer{}, func(k string) string { return map[string]string{"COLUMNS": "77"}[k] }) != 77 ||
+		Width(&bytes.Buffer{}, func(string) string { return "" }) != 0 {
+		t.Error("Width: COLUMNS, else no limit off a terminal")
 	}
 }

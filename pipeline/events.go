@@ -76,6 +76,9 @@ type TaskSummary struct {
 	Status   string `json:"status"`
 	Reason   string `json:"reason"`
 	Attempts int    `json:"attempts"`
+	// MaxLoops is the most attempts the task gets: its own max_loops, else
+	// the run's.
+	MaxLoops int `json:"max_loops"`
 	// AcceptMainChanges is set on a target waiting to be merged because the
 	// main checkout changed during its run (isolation level none): a person
 	// who made those changes merges it accepting them.

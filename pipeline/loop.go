@@ -220,11 +220,18 @@ type Supervisor struct {
 	waits map[string]mergeWait
 	// warned is set once Options.Warn was given a start's warning.
 	warned bool
-	// starting holds the tasks whose start is under way; started receives
-	// their results, and wake is poked with each (startAll).
-	starting map[string]bool
-	started  chan startResult
-	wake     *waker
+	// setupFails maps a task whose start failed for a setup reason (a
+	// client that cannot start, an invalid agent, a failing worktree
+	// setup), and every other target of the same agent, to why: never an
+	// attempt, never exhausted; they are left alone for the rest of the
+	// run. started counts the starts that got a session.
+	setupFails map[string]error
+	started    int
+	// starting holds the tasks whose start is under way; startDone
+	// receives their results, and wake is poked with each (startAll).
+	starting  map[string]bool
+	startDone chan startResult
+	wake      *waker
 }
 
 // mergeWait is why a passing session waits to be merged: the person's
@@ -281,7 +288,7 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 		live: map[string]sessions.Record{}, prepFails: map[string]int{}, reviewFails: map[string]int{},
 		notBefore: map[string]time.Time{}, conflicts: map[string][]string{}, claimed: map[string]string{},
 		noted: map[string]bool{}, announced: map[string]bool{}, mergeFails: map[string]int{}, waits: map[string]mergeWait{},
-		starting: map[string]bool{}}
+		setupFails: map[string]error{}, starting: map[string]bool{}}
 
 	old, err := Get(ctx, st, o.Name)
 	exists := err == nil
@@ -382,7 +389,10 @@ func resolveTargets(b *board.Board, prefixes []string) ([]string, error) {
 		seen[id] = true
 		out = append(out, id)
 		for _, c := range b.Tasks.Children(id) {
-			add(c)
+			// A cancelled child is out of its goal's roll-up: no target.
+			if b.Status[c].Status != status.Cancelled {
+				add(c)
+			}
 		}
 	}
 	if len(prefixes) == 0 {
@@ -504,7 +514,7 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 	w := newWaker()
 	defer w.close()
 	s.wake = w
-	s.started = make(chan startResult, max(s.rec.Parallel, 1))
+	s.startDone = make(chan startResult, max(s.rec.Parallel, 1))
 	var b *board.Board
 	for {
 		// The starts that ended are taken before the board is read, so
@@ -534,7 +544,13 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 		}
 		next, _, done := s.step(ctx, b)
 		if done {
-			return s.finish(context.WithoutCancel(ctx))
+			sum, err := s.finish(context.WithoutCancel(ctx))
+			if err == nil {
+				// Every start failed for one setup reason: say it, with
+				// its hint and exit code.
+				err = s.setupStop()
+			}
+			return sum, err
 		}
 		// Sleep until a worker's supervisor exits (those started by this
 		// look included), a backoff ends, or the poll passes (sessions
@@ -670,7 +686,7 @@ func (s *Supervisor) startAll(ctx context.Context, b *board.Board, reqs []startR
 		go func() {
 			res := startResult{req: r}
 			res.rec, res.ev, res.ok, res.err = s.start(sctx, r, &res.note)
-			s.started <- res
+			s.startDone <- res
 			s.wake.poke()
 		}()
 	}
@@ -683,7 +699,7 @@ func (s *Supervisor) takeStarts(ctx context.Context, b *board.Board) {
 	for {
 		var r startResult
 		select {
-		case r = <-s.started:
+		case r = <-s.startDone:
 		default:
 			return
 		}
@@ -698,7 +714,9 @@ func (s *Supervisor) takeStarts(ctx context.Context, b *board.Board) {
 		case r.err != nil:
 			s.prepFailed(ctx, b, r.req.ts, r.err)
 		case r.ok:
+			s.started++
 			delete(s.prepFails, r.req.ts.id)
+			delete(s.setupFails, r.req.ts.id) // it started after all
 			s.live[r.rec.Session.ID] = r.rec
 			s.emit(r.ev)
 		}
@@ -718,7 +736,7 @@ func (s *Supervisor) start(ctx context.Context, r startReq, note *string) (sessi
 		return sessions.Record{}, Event{}, false, err
 	}
 	attempt := len(r.ts.attempts) + 1
-	ev := Event{Event: EvStarted, Task: id, Title: r.ts.task.Title, Session: p.Rec.Session.ID, Attempt: attempt, MaxLoops: s.rec.MaxLoops}
+	ev := Event{Event: EvStarted, Task: id, Title: r.ts.task.Title, Session: p.Rec.Session.ID, Attempt: attempt, MaxLoops: s.maxLoops(r.ts.task)}
 	if r.fb != nil && attempt > 1 {
 		ev.Event = EvRetried
 		ev.Reason = r.fb.StatusReason
@@ -754,9 +772,8 @@ func (s *Supervisor) prepFailed(ctx context.Context, b *board.Board, ts taskStat
 	if errors.As(err, &re) && (errors.Is(err, worker.ErrRunning) || errors.Is(err, worker.ErrStarting)) {
 		return // another process is on it: look again later
 	}
-	switch exitcode.Of(err) {
-	case exitcode.Config, exitcode.NotFound, exitcode.Usage:
-		s.exhaust(context.WithoutCancel(ctx), b, ts, "cannot start: "+firstLine(err.Error()))
+	if IsSetupFailure(err) {
+		s.setAside(b, id, err)
 		return
 	}
 	s.prepFails[id]++
@@ -765,6 +782,87 @@ func (s *Supervisor) prepFailed(ctx context.Context, b *board.Board, ts taskStat
 		return
 	}
 	s.notBefore[id] = time.Now().Add(s.o.Backoff << (s.prepFails[id] - 1))
+}
+
+// IsSetupFailure reports whether a start failed for a setup reason rather
+// than for anything of the task: a client that cannot start, an agent or
+// configuration that does not validate, a worktree setup that failed.
+func IsSetupFailure(err error) bool {
+	if errors.Is(err, worker.ErrSetup) {
+		return true
+	}
+	switch exitcode.Of(err) {
+	case exitcode.Config, exitcode.NotFound, exitcode.Usage:
+		return true
+	}
+	return false
+}
+
+// setupKey is what makes two setup failures the same reason: the command
+// and exit code of a failed worktree setup, else the message's first line.
+func setupKey(err error) string {
+	var se *worker.SetupError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("setup %q exit %d", se.Command, se.Exit)
+	}
+	return firstLine(err.Error())
+}
+
+// setAside leaves a task whose start failed for a setup reason alone for
+// the rest of the run (not an attempt, stored nowhere), with every other
+// target of the same agent that is not running: their starts would fail
+// alike, so the run does not try them one by one.
+func (s *Supervisor) setAside(b *board.Board, id string, err error) {
+	s.setupFails[id] = err
+	agent := s.agentOf(b, id)
+	if agent == "" {
+		return
+	}
+	running := map[string]bool{}
+	for _, r := range s.live {
+		running[r.Session.Task] = true
+	}
+	for _, other := range s.rec.Targets {
+		if _, done := s.setupFails[other]; done || running[other] || b.Status[other].Status == status.InProgress {
+			continue
+		}
+		if s.agentOf(b, other) == agent {
+			s.setupFails[other] = err
+		}
+	}
+}
+
+// agentOf names the agent a start of the task would use, "" when none
+// resolves.
+func (s *Supervisor) agentOf(b *board.Board, id string) string {
+	t, ok := b.Tasks.Tasks[id]
+	if !ok {
+		return ""
+	}
+	a, err := s.env.ResolveAgent("", t.Task)
+	if err != nil {
+		return ""
+	}
+	return a.Name
+}
+
+// setupStop returns why the run could start nothing, nil when it could:
+// no start of it got a session and every one failed for the same setup
+// reason. It wraps that reason, with its hint and exit code.
+func (s *Supervisor) setupStop() error {
+	if s.started > 0 || len(s.setupFails) == 0 {
+		return nil
+	}
+	key := ""
+	var first error
+	for _, err := range s.setupFails {
+		k := setupKey(err)
+		if key != "" && k != key {
+			return nil
+		}
+		key, first = k, err
+	}
+	return fmt.Errorf("run stopped: every start failed: %w", first)
 }
 
 // review runs the reviewer on the task's latest session, which passed its
@@ -871,13 +969,22 @@ func (s *Supervisor) merge(ctx context.Context, b *board.Board, ts taskState) (c
 	return nil, true
 }
 
+// maxLoops is the most attempts t gets in this run: its own max_loops,
+// else the run's --max-loops.
+func (s *Supervisor) maxLoops(t tasks.Task) int {
+	if t.MaxLoops > 0 {
+		return t.MaxLoops
+	}
+	return s.rec.MaxLoops
+}
+
 // exhaust records the exhausted fact and tells.
 func (s *Supervisor) exhaust(ctx context.Context, b *board.Board, ts taskState, why string) {
 	if _, _, err := tasks.Exhaust(ctx, s.st, ts.id, why); err != nil {
 		fmt.Fprintf(s.log, "%s task %s: recording exhausted: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
 		return
 	}
-	s.emit(Event{Event: EvExhausted, Task: ts.id, Title: ts.task.Title, Attempt: len(ts.attempts), MaxLoops: s.rec.MaxLoops,
+	s.emit(Event{Event: EvExhausted, Task: ts.id, Title: ts.task.Title, Attempt: len(ts.attempts), MaxLoops: s.maxLoops(ts.task),
 		Status: string(status.Failed), Reason: why, Running: len(s.live)})
 	s.writeNote(ctx, ts.id, why)
 }
@@ -943,7 +1050,8 @@ func (s *Supervisor) taskSummary(b *board.Board, id string, sum *Summary) (TaskS
 	sum.Total++
 	ts := s.stateOf(b, id)
 	res := b.Status[id]
-	t := TaskSummary{ID: id, Title: ts.task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: len(ts.attempts)}
+	t := TaskSummary{ID: id, Title: ts.task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: len(ts.attempts),
+		MaxLoops: s.maxLoops(ts.task)}
 	sum.Attempts += len(ts.attempts)
 	switch {
 	case res.Status == status.Done:
@@ -969,6 +1077,8 @@ func (s *Supervisor) taskSummary(b *board.Board, id string, sum *Summary) (TaskS
 		} else if c := b.CancelledBlockers(id); len(c) > 0 {
 			t.BlockedByCancelled = c
 			t.Reason = "never started: blocked by cancelled " + strings.Join(shortAll(c), ", ") + ", which will never be done"
+		} else if err, ok := s.setupFails[id]; ok {
+			t.Reason = "cannot start: " + firstLine(err.Error()) + "; not an attempt"
 		} else if res.Blocked {
 			t.Reason = "never started: blocked by " + strings.Join(shortAll(res.Waiting), ", ")
 		}

@@ -145,7 +145,7 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 		fb = &Feedback{Status: string(ts.res.Status), StatusReason: ts.res.Reason}
 		if l := ts.latest; l != nil && l.Session.ID == ts.res.Session && l.Review != nil && !l.Review.OK() {
 			fb.ReviewReasons, fb.FollowUp, fb.Reviewer = l.Review.Reasons, l.Review.FollowUp, l.Review.Agent
-			if len(ts.attempts) < s.rec.MaxLoops && s.replan(ctx, ts, l) {
+			if len(ts.attempts) < s.maxLoops(ts.task) && s.replan(ctx, ts, l) {
 				return // split: its children run instead
 			}
 		}
@@ -156,8 +156,8 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 	default:
 		return
 	}
-	if len(ts.attempts) >= s.rec.MaxLoops {
-		why := fmt.Sprintf("%d of %d attempts used", len(ts.attempts), s.rec.MaxLoops)
+	if max := s.maxLoops(ts.task); len(ts.attempts) >= max {
+		why := fmt.Sprintf("%d of %d attempts used", len(ts.attempts), max)
 		if fb != nil && fb.StatusReason != "" {
 			why += "; last: " + fb.StatusReason
 		}
@@ -165,7 +165,7 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 		return
 	}
 	if fb != nil {
-		fb.Attempt, fb.MaxLoops = len(ts.attempts)+1, s.rec.MaxLoops
+		fb.Attempt, fb.MaxLoops = len(ts.attempts)+1, s.maxLoops(ts.task)
 		if fb.Previous == nil {
 			fb.Previous = ts.latest
 		}
@@ -180,6 +180,9 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 func (s *Supervisor) settled(ctx context.Context, b *board.Board, ts taskState) bool {
 	if _, ok := s.claimed[ts.id]; ok || s.starting[ts.id] {
 		return true
+	}
+	if _, ok := s.setupFails[ts.id]; ok {
+		return true // a setup failure: not retried in this run
 	}
 	if len(b.Tasks.Children(ts.id)) > 0 {
 		return true // split by a replan: its children are targets now

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/git-agentmine/git-agentmine/launch"
 )
 
 // waker wakes the loop when a watched process exits. The loop is driven
@@ -27,7 +25,9 @@ type waker struct {
 func newWaker() *waker {
 	w := &waker{ch: make(chan struct{}, 1), watched: map[int]bool{}, quit: -1, quitW: -1}
 	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err == nil {
+	if err := unix.Pipe(p[:]); err == nil {
+		unix.CloseOnExec(p[0])
+		unix.CloseOnExec(p[1])
 		w.quit, w.quitW = p[0], p[1]
 	}
 	return w
@@ -99,40 +99,6 @@ func (w *waker) sleep(d time.Duration, done <-chan struct{}) {
 	case <-w.ch:
 	case <-t.C:
 	case <-done:
-	}
-}
-
-// waitPid returns when process pid, started at start (0: unknown), has
-// exited, reporting true; at once when it is gone already or is another
-// process now. It reports false when it cannot watch the process (no
-// pidfd), the caller then relying on its poll, or when quit (a pipe's read
-// end, -1: none) is closed on the other end.
-func waitPid(pid int, start uint64, quit int) bool {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err == unix.ESRCH {
-		return true
-	}
-	if err != nil {
-		return false
-	}
-	defer unix.Close(fd)
-	// The descriptor pins the process: if its start time differs now, the
-	// process watched is gone and the pid was reused.
-	if start != 0 {
-		if got, err := launch.StartTime(pid); err != nil || got != start {
-			return true
-		}
-	}
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(quit), Events: unix.POLLIN}}
-	if quit < 0 {
-		fds = fds[:1]
-	}
-	for {
-		_, err := unix.Poll(fds, -1)
-		if err == unix.EINTR {
-			continue
-		}
-		return err == nil && fds[0].Revents != 0
 	}
 }
 

@@ -57,6 +57,9 @@ type Child struct {
 	// BlockedBy holds keys of other children, or ids (unique prefixes) of
 	// existing tasks.
 	BlockedBy []string `json:"blocked_by,omitempty"`
+	// MaxLoops is the child's own attempt limit; 0 (absent) leaves it to
+	// the run's --max-loops.
+	MaxLoops int `json:"max_loops,omitempty"`
 }
 
 // Rewrite is a planner's change to the task it replans. Nil fields leave
@@ -244,7 +247,11 @@ func (p Plan) Validate(where string, c Context) ([]tasks.New, error) {
 	for i, ch := range p.Tasks {
 		name := fmt.Sprintf("task %d (%s)", i+1, keys[i])
 		n := tasks.New{Title: ch.Title, Description: ch.Description, Type: ch.Type, Priority: ch.Priority,
-			Parent: c.Parent, Labels: ch.Labels, Assignee: ch.Agent, DoD: ch.DoD, Acceptance: ch.Criteria}
+			Parent: c.Parent, Labels: ch.Labels, Assignee: ch.Agent, DoD: ch.DoD, Acceptance: ch.Criteria,
+			MaxLoops: ch.MaxLoops}
+		if err := tasks.ValidateMaxLoops(ch.MaxLoops); err != nil {
+			return nil, &Error{Where: where, Err: fmt.Errorf("%s: %w", name, err)}
+		}
 		if _, err := tasks.ValidateTitle(ch.Title); err != nil {
 			return nil, &Error{Where: where, Err: fmt.Errorf("%s: %w", name, err)}
 		}

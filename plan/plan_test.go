@@ -53,6 +53,8 @@ func TestValidateNamesTheFirstProblem(t *testing.T) {
 		{Plan{Tasks: []Child{{Title: "A", DoD: []string{""}}}}, "DoD command is empty"},
 		{Plan{Tasks: []Child{{Title: "A", Agent: "x"}}}, `unknown agent "x" (known: coder)`},
 		{Plan{Tasks: []Child{{Key: "a", Title: "A", BlockedBy: []string{"a"}}}}, "cannot be blocked by itself"},
+		{Plan{Tasks: []Child{{Title: "A", MaxLoops: -1}}}, "task 1 (1): invalid max loops -1"},
+		{Plan{Tasks: []Child{{Title: "A", MaxLoops: 1001}}}, "task 1 (1): invalid max loops 1001"},
 		{Plan{Tasks: []Child{{Key: "a", Title: "A"}, {Key: "a", Title: "B"}}}, `task 2: duplicate key "a"`},
 		{Plan{Tasks: []Child{{Key: "a", Title: "A", BlockedBy: []string{"c"}}, {Key: "b", Title: "B", BlockedBy: []string{"a"}}, {Key: "c", Title: "C", BlockedBy: []string{"b"}}}},
 			`dependency cycle: "A" is blocked by "C" is blocked by "B" is blocked by "A"`},
@@ -84,10 +86,13 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 	if refs() != before {
 		t.Fatal("a bad plan created tasks")
 	}
-	good := Plan{Tasks: []Child{{Key: "a", Title: "A"}, {Key: "b", Title: "B", BlockedBy: []string{"a", parent.ID[:6]}}}}
+	good := Plan{Tasks: []Child{{Key: "a", Title: "A", MaxLoops: 2}, {Key: "b", Title: "B", BlockedBy: []string{"a", parent.ID[:6]}}}}
 	made, err := Apply(ctx, st, dir, "plan", parent.ID, good)
 	if err != nil || len(made) != 2 {
 		t.Fatalf("%v %v", made, err)
+	}
+	if made[0].MaxLoops != 2 || made[1].MaxLoops != 0 {
+		t.Fatalf("max loops %d and %d, want 2 and 0 (the run's)", made[0].MaxLoops, made[1].MaxLoops)
 	}
 	if made[1].Parent != parent.ID || len(made[1].BlockedBy) != 2 {
 		t.Fatalf("B: %+v", made[1])
@@ -113,7 +118,7 @@ func TestParseTaskYAML(t *testing.T) {
 	}
 	c := p.Tasks[0]
 	if c.Title != "Do it" || !strings.Contains(c.Description, "Do it.") || c.Agent != "cx" ||
-		strings.Join(c.Labels, ",") != "agentrunner:T-1,max-loops:3" {
+		strings.Join(c.Labels, ",") != "agentrunner:T-1" || c.MaxLoops != 3 {
 		t.Fatalf("%+v", c)
 	}
 	for _, bad := range []struct{ in, want string }{
@@ -122,7 +127,7 @@ func TestParseTaskYAML(t *testing.T) {
 		{"version: 1\ntask:\n  title: ''\n", "task.title is missing"},
 		{"version: 1\ntask: [\n", "malformed YAML"},
 		{"version: 1\ntask:\n  title: x\n  id: a b\n", `task.id "a b" must be one word`},
-		{"version: 1\ntask:\n  title: x\nrunner:\n  meta:\n    max_loops: -1\n", "max_loops must be >= 0"},
+		{"version: 1\ntask:\n  title: x\nrunner:\n  meta:\n    max_loops: -1\n", "max_loops must be 0 to 1000, got -1"},
 	} {
 		_, err := ParseTaskYAML(file, []byte(bad.in), nil)
 		if err == nil || !strings.Contains(err.Error(), bad.want) || strings.Contains(err.Error(), "\n") || exitcode.Of(err) != exitcode.Usage {

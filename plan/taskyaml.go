@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/git-agentmine/git-agentmine/safefile"
+	"github.com/git-agentmine/git-agentmine/tasks"
 )
 
 // TaskYAMLVersion is the only version of AgentRunner's task.yaml read.
@@ -43,10 +43,6 @@ type TaskYAML struct {
 	} `yaml:"runner"`
 }
 
-// MaxLoopsLabel prefixes the label that carries a task.yaml's
-// runner.meta.max_loops ("max-loops:5"), for the supervisor to honour.
-const MaxLoopsLabel = "max-loops:"
-
 // MaxPRDBytes bounds the file a task.yaml's prd.path names: it becomes
 // part of the task's description. The file is opened without blocking and
 // must be a regular file (a FIFO or /dev/zero is refused, not waited on).
@@ -67,8 +63,8 @@ var workerKinds = map[string]string{
 
 // ParseTaskYAML reads AgentRunner's task.yaml (data, read from file) as a
 // plan of one task: title, the PRD (prd.path, relative to the file's
-// directory) as its description, its acceptance criteria, labels naming
-// its id and max_loops, and as agent the worker agent whose client matches
+// directory) as its description, its acceptance criteria, a label naming
+// its id, its max_loops as the task's own attempt limit, and as agent the worker agent whose client matches
 // runner.worker.kind when exactly one does (clients maps agent name to
 // client). A wrong version, a missing title or an unreadable PRD is an
 // Error naming it.
@@ -107,18 +103,15 @@ func ParseTaskYAML(file string, data []byte, clients map[string]string) (Plan, e
 		}
 		desc += strings.TrimSpace(string(prd))
 	}
-	if y.Runner.Meta.MaxLoops < 0 {
-		return Plan{}, bad(where, "runner.meta.max_loops must be >= 0, got %d", y.Runner.Meta.MaxLoops)
+	if n := y.Runner.Meta.MaxLoops; n < 0 || n > tasks.MaxMaxLoops {
+		return Plan{}, bad(where, "runner.meta.max_loops must be 0 to %d, got %d", tasks.MaxMaxLoops, n)
 	}
-	ch := Child{Key: y.Task.ID, Title: title, Description: desc, Criteria: y.Task.Criteria}
+	ch := Child{Key: y.Task.ID, Title: title, Description: desc, Criteria: y.Task.Criteria, MaxLoops: y.Runner.Meta.MaxLoops}
 	if id := strings.TrimSpace(y.Task.ID); id != "" {
 		if strings.ContainsAny(id, " \t\r\n,") {
 			return Plan{}, bad(where, "task.id %q must be one word", id)
 		}
 		ch.Labels = append(ch.Labels, SourceLabel+id)
-	}
-	if y.Runner.Meta.MaxLoops > 0 {
-		ch.Labels = append(ch.Labels, MaxLoopsLabel+strconv.Itoa(y.Runner.Meta.MaxLoops))
 	}
 	if kind := y.Runner.Worker.Kind; kind != "" {
 		client, ok := workerKinds[kind]

@@ -292,7 +292,7 @@ func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
 		return nil, errors.Join(infra(err), ferr)
 	}
 	proc, startErr := launch.Start(ctx, launch.Spec{Argv: cmd.Argv, Dir: wtPath, Env: cmd.Env, Stdin: cmd.Stdin,
-		LogPath: rec.Session.Log, Tee: req.Tee, Timeout: timeout, Grace: env.Cfg.Grace, Stalls: launch.StallPhrases(client)})
+		LogPath: rec.Session.Log, Tee: req.Tee, Timeout: timeout, Grace: env.Cfg.Grace, Stalls: launch.StallPhrases(client), Client: client})
 	if startErr != nil {
 		ferr := finish(sessions.Outcome{ExitCode: 127, Reason: firstLine(startErr.Error())})
 		return nil, errors.Join(infra(fmt.Errorf("could not start: %w", startErr)), ferr)
@@ -312,7 +312,11 @@ func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
 			out.ExitCode = 1
 		}
 	}
-	if u, ok := launch.ReadUsage(client, tail); ok {
+	u, ok := launch.ReadUsage(client, tail)
+	if res.Usage != nil {
+		u, ok = *res.Usage, true
+	}
+	if ok {
 		out.Usage = &sessions.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
 	}

@@ -107,6 +107,26 @@ type Session struct {
 	Role string `json:"role,omitempty"`
 	// Reviews is the session a reviewer session reviewed.
 	Reviews string `json:"reviews,omitempty"`
+	// Setup is how the worktree was made one the worker can build in (the
+	// agent's [worktree] table); nil when the agent asks for nothing.
+	Setup *Setup `json:"setup,omitempty"`
+}
+
+// Setup is the worktree preparation of a session: paths brought in from
+// the main checkout and commands run before the worker started.
+type Setup struct {
+	Commands []string `json:"commands,omitempty"`
+	// Timeout bounds each command, in seconds.
+	Timeout int `json:"timeout,omitempty"`
+	// Include lists paths copied from the main checkout, Share paths
+	// linked to it.
+	Include []string `json:"include,omitempty"`
+	Share   []string `json:"share,omitempty"`
+	// Prepared lists what the worktree held once they were brought in and
+	// the commands had run, beyond the base's files (slash-separated paths
+	// relative to the worktree's top; a directory ends in "/"): never the
+	// worker's changes while left uncommitted.
+	Prepared []string `json:"prepared,omitempty"`
 }
 
 // Isolation is the isolation level of a session's worker, as a fact.
@@ -114,7 +134,7 @@ type Isolation struct {
 	// Requested is what the agent or the project asked for: a level, or
 	// "auto" for the strongest level the machine gives without setup.
 	Requested string `json:"requested"`
-	// Level is the level used: none, landlock, bwrap or clone.
+	// Level is the level used: none, landlock, seatbelt, bwrap or clone.
 	Level string `json:"level"`
 	// Network is whether the worker kept the network (bwrap, clone).
 	Network bool `json:"network"`

@@ -15,7 +15,7 @@ import (
 
 // A summary is a session record without what status and listings never
 // read: the worker's command and environment, the scope and sparse
-// patterns, the generated files, the DoD commands, the outcome's artifact
+// patterns, the generated files, the worktree setup, the DoD commands, the outcome's artifact
 // lists, and the outcome's full scope and DoD verdicts when its summary
 // fields (scope_valid, dod_status) already say everything passed. Status
 // (verify.Summarize), liveness, usage and the running-session documents
@@ -33,7 +33,7 @@ func (r Record) Summary() Record {
 	s := r.Session
 	s.Command, s.CommandEnv, s.CommandStdin = nil, nil, ""
 	s.Scope, s.Sparse = Scope{}, nil
-	s.Generated, s.GeneratedBlobs = nil, nil
+	s.Generated, s.GeneratedBlobs, s.Setup = nil, nil, nil
 	s.DoD, s.DoDTimeout = nil, 0
 	out := Record{Session: s, Root: r.Root, Commit: r.Commit, Forged: r.Forged, Review: r.Review, ForgedReviews: r.ForgedReviews}
 	if r.Outcome != nil {

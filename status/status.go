@@ -119,6 +119,19 @@ type Result struct {
 	Waiting []string `json:"waiting_on,omitempty"`
 	// Session is the session that decided the status, if any.
 	Session string `json:"session,omitempty"`
+	// Children is the roll-up of a task with children (a goal): its status
+	// is derived from theirs, never from its own sessions. Nil for a task
+	// without children.
+	Children *Progress `json:"children,omitempty"`
+}
+
+// Progress counts a goal's children: Done of Total, where Total leaves out
+// the cancelled ones; Failed names the children that used up their
+// attempts (or are goals that failed).
+type Progress struct {
+	Done   int      `json:"done"`
+	Total  int      `json:"total"`
+	Failed []string `json:"failed,omitempty"`
 }
 
 // Resolve derives the status of every task on the board.
@@ -127,6 +140,7 @@ func Resolve(b *tasks.Board, f Facts) map[string]Result {
 	for id, e := range b.Tasks {
 		out[id] = own(e.Task, f.Attempts[id])
 	}
+	rollUp(b, out)
 	for id, e := range b.Tasks {
 		r := out[id]
 		for _, bl := range e.Task.BlockedBy {
@@ -140,6 +154,75 @@ func Resolve(b *tasks.Board, f Facts) map[string]Result {
 		out[id] = r
 	}
 	return out
+}
+
+// rollUp replaces the status of every task with children on the board by
+// the roll-up of its children's (design: goals roll up): cancelled or
+// tainted by its own facts stays so; otherwise failed when a child is
+// exhausted (naming it), done when every child that is not cancelled is
+// done and at least one is, in progress otherwise. A goal is never open,
+// so never ready, and its own sessions never decide it.
+func rollUp(b *tasks.Board, out map[string]Result) {
+	children := map[string][]string{}
+	for id, e := range b.Tasks {
+		if p := e.Task.Parent; p != "" && p != id {
+			if _, ok := b.Tasks[p]; ok {
+				children[p] = append(children[p], id)
+			}
+		}
+	}
+	state := map[string]int{} // 1 visiting, 2 rolled up
+	var roll func(id string)
+	roll = func(id string) {
+		kids := children[id]
+		if state[id] != 0 || len(kids) == 0 {
+			return
+		}
+		state[id] = 1
+		sort.Strings(kids)
+		for _, k := range kids {
+			roll(k)
+		}
+		state[id] = 2
+		if r := out[id]; r.Status == Cancelled || r.Status == Tainted {
+			return
+		}
+		out[id] = goalOf(b, kids, out)
+	}
+	for id := range children {
+		roll(id)
+	}
+}
+
+// goalOf derives a goal's result from its children's resolved results.
+func goalOf(b *tasks.Board, kids []string, out map[string]Result) Result {
+	p := &Progress{}
+	for _, k := range kids {
+		r := out[k]
+		switch {
+		case r.Status == Cancelled:
+			continue
+		case r.Status == Done:
+			p.Done++
+		case r.Status == Failed && (b.Tasks[k].Task.Exhausted != nil || r.Children != nil):
+			p.Failed = append(p.Failed, k)
+		}
+		p.Total++
+	}
+	counted := fmt.Sprintf("%d/%d children done", p.Done, p.Total)
+	switch {
+	case len(p.Failed) > 0:
+		names := make([]string, len(p.Failed))
+		for i, k := range p.Failed {
+			names[i] = short(k)
+		}
+		return Result{Status: Failed, Reason: "child " + strings.Join(names, ", ") + " exhausted (" + counted + ")", Children: p}
+	case p.Total == 0:
+		return Result{Status: InProgress, Reason: "every child is cancelled", Children: p}
+	case p.Done == p.Total:
+		return Result{Status: Done, Reason: "every child is done (" + counted + ")", Children: p}
+	}
+	return Result{Status: InProgress, Reason: counted, Children: p}
 }
 
 // own resolves a task's status from its own facts (blockers aside).

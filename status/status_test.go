@@ -299,3 +299,98 @@ func TestResolveBlockedReady(t *testing.T) {
 		})
 	}
 }
+
+// TestResolveRollUp: a task with children takes its status from theirs,
+// never from its own sessions: done when every child not cancelled is done
+// and one is, failed naming an exhausted child, in progress with n/m
+// otherwise; never open, so never ready; goals of goals roll up too, and a
+// task blocked on a goal waits until the goal is done by roll-up.
+func TestResolveRollUp(t *testing.T) {
+	const (
+		goal  = "90a190a190a190a190a1"
+		sub   = "5b0a5b0a5b0a5b0a5b0a"
+		c1    = "c1c1c1c1c1c1c1c1c1c1"
+		c2    = "c2c2c2c2c2c2c2c2c2c2"
+		c3    = "c3c3c3c3c3c3c3c3c3c3"
+		after = "af7eaf7eaf7eaf7eaf7e"
+	)
+	merged := attempt("m1", 1, func(a *Attempt) { ended(0, "passed", true)(a); a.Merged = true })
+	live := attempt("l1", 2, func(a *Attempt) { a.Live = true })
+	type kid struct {
+		task     tasks.Task
+		attempts []Attempt
+	}
+	cases := []struct {
+		name      string
+		goalOwn   tasks.Task
+		goalTries []Attempt
+		kids      map[string]kid
+		want      Status
+		done, tot int
+		reasonHas string
+	}{
+		{name: "every child done", kids: map[string]kid{c1: {attempts: []Attempt{merged}}, c2: {attempts: []Attempt{merged}}},
+			want: Done, done: 2, tot: 2, reasonHas: "2/2"},
+		{name: "a cancelled child is left out", kids: map[string]kid{c1: {attempts: []Attempt{merged}}, c2: {task: tasks.Task{Cancelled: fact(1, "")}}},
+			want: Done, done: 1, tot: 1},
+		{name: "every child cancelled is not done", kids: map[string]kid{c1: {task: tasks.Task{Cancelled: fact(1, "")}}},
+			want: InProgress, done: 0, tot: 0, reasonHas: "every child is cancelled"},
+		{name: "children not started: in progress, not open", kids: map[string]kid{c1: {}, c2: {attempts: []Attempt{merged}}},
+			want: InProgress, done: 1, tot: 2, reasonHas: "1/2 children done"},
+		{name: "a child running", kids: map[string]kid{c1: {attempts: []Attempt{live}}}, want: InProgress, done: 0, tot: 1},
+		{name: "an exhausted child fails the goal, named", kids: map[string]kid{c1: {attempts: []Attempt{merged}},
+			c3: {task: tasks.Task{Exhausted: fact(3, "3 of 3 attempts used")}}},
+			want: Failed, done: 1, tot: 2, reasonHas: "child c3c3c3c3 exhausted"},
+		{name: "a failed attempt that is not exhaustion is still in progress",
+			kids: map[string]kid{c1: {attempts: []Attempt{attempt("f1", 1, ended(1, "", true))}}}, want: InProgress, done: 0, tot: 1},
+		{name: "the goal's own merged session does not make it done", goalTries: []Attempt{merged},
+			kids: map[string]kid{c1: {}}, want: InProgress, done: 0, tot: 1},
+		{name: "the goal's own live session does not either", goalTries: []Attempt{live},
+			kids: map[string]kid{c1: {attempts: []Attempt{merged}}}, want: Done, done: 1, tot: 1},
+		{name: "a cancelled goal stays cancelled", goalOwn: tasks.Task{Cancelled: fact(1, "")},
+			kids: map[string]kid{c1: {attempts: []Attempt{merged}}}, want: Cancelled},
+		{name: "a goal of goals: done when its sub-goal is done", kids: map[string]kid{sub: {}, c1: {task: tasks.Task{Parent: sub}, attempts: []Attempt{merged}}},
+			want: Done, done: 1, tot: 1},
+		{name: "a goal of goals: failed when its sub-goal failed", kids: map[string]kid{sub: {}, c3: {task: tasks.Task{Parent: sub, Exhausted: fact(3, "")}}},
+			want: Failed, done: 0, tot: 1, reasonHas: "child 5b0a5b0a exhausted"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := c.goalOwn
+			g.ID = goal
+			b := &tasks.Board{Tasks: map[string]tasks.Entry{goal: {Task: g},
+				after: {Task: tasks.Task{ID: after, BlockedBy: []string{goal}}}}}
+			f := Facts{Attempts: map[string][]Attempt{goal: c.goalTries}}
+			for id, k := range c.kids {
+				k.task.ID = id
+				if k.task.Parent == "" {
+					k.task.Parent = goal
+				}
+				b.Tasks[id] = tasks.Entry{Task: k.task}
+				f.Attempts[id] = k.attempts
+			}
+			res := Resolve(b, f)
+			r := res[goal]
+			if r.Status != c.want {
+				t.Fatalf("goal %s (%s), want %s", r.Status, r.Reason, c.want)
+			}
+			if r.Ready {
+				t.Errorf("a goal is ready: %+v", r)
+			}
+			if !strings.Contains(r.Reason, c.reasonHas) {
+				t.Errorf("reason %q, want it to contain %q", r.Reason, c.reasonHas)
+			}
+			if c.want != Cancelled && (r.Children == nil || r.Children.Done != c.done || r.Children.Total != c.tot) {
+				t.Errorf("children %+v, want %d/%d", r.Children, c.done, c.tot)
+			}
+			if a := res[after]; a.Blocked != (c.want != Done) {
+				t.Errorf("task blocked on the goal: blocked %v with goal %s", a.Blocked, r.Status)
+			}
+			for id := range c.kids {
+				if res[id].Children != nil && id != sub {
+					t.Errorf("leaf %s has a roll-up", id)
+				}
+			}
+		})
+	}
+}

@@ -74,6 +74,9 @@ type Criterion struct {
 
 // Attempt is one worker session of the task.
 type Attempt struct {
+	// Task is the child the attempt was of, in the note of a goal (a task
+	// with children); absent in the note of a task without children.
+	Task     string    `json:"task,omitempty"`
 	Session  string    `json:"session"`
 	Agent    string    `json:"agent"`
 	Started  time.Time `json:"started"`
@@ -142,7 +145,8 @@ func Build(ctx context.Context, st *gitstore.Store, b *board.Board, id string, o
 	var calls []Call
 	reviewBy := map[string]string{} // reviewer session -> verdict it recorded
 	first := true
-	for _, r := range b.SessionsOf(id) {
+	goal := res.Children != nil
+	for _, r := range sessionsOf(b, id, goal) {
 		if r.Outcome != nil && r.Outcome.Usage != nil {
 			u := sessions.Usage{}
 			if n.Usage != nil {
@@ -166,6 +170,9 @@ func Build(ctx context.Context, st *gitstore.Store, b *board.Board, id string, o
 			n.Started, first = r.Session.Started, false
 		}
 		a := Attempt{Session: r.Session.ID, Agent: r.Session.Agent, Started: r.Session.Started}
+		if r.Session.Task != id {
+			a.Task = b.Tasks.ShortID(r.Session.Task)
+		}
 		if out := r.Outcome; out != nil {
 			code := out.ExitCode
 			a.ExitCode, a.Signal, a.TimedOut, a.Reason, a.Usage = &code, out.Signal, out.TimedOut, out.Reason, out.Usage
@@ -200,6 +207,11 @@ func Build(ctx context.Context, st *gitstore.Store, b *board.Board, id string, o
 	for i := range calls {
 		calls[i].Verdict = reviewBy[calls[i].Session]
 	}
+	if goal {
+		// Its children's reviews judged their own criteria, and their
+		// diffs are theirs: neither speaks for the goal's.
+		decider, lastReview = nil, nil
+	}
 	n.Calls = calls
 	if n.Calls == nil {
 		n.Calls = []Call{}
@@ -231,6 +243,43 @@ func Build(ctx context.Context, st *gitstore.Store, b *board.Board, id string, o
 	}
 	n.Written = time.Now().UTC()
 	return n, nil
+}
+
+// sessionsOf returns the sessions of task id, oldest first; for a goal,
+// those of all its descendants too: a goal's note sums its children's
+// attempts and usage.
+func sessionsOf(b *board.Board, id string, goal bool) []sessions.Record {
+	if !goal {
+		return b.SessionsOf(id)
+	}
+	kids := map[string][]string{}
+	for _, cid := range b.Tasks.IDs {
+		if p := b.Tasks.Tasks[cid].Task.Parent; p != "" {
+			kids[p] = append(kids[p], cid)
+		}
+	}
+	in := map[string]bool{id: true}
+	for queue := []string{id}; len(queue) > 0; queue = queue[1:] {
+		for _, k := range kids[queue[0]] {
+			if !in[k] {
+				in[k] = true
+				queue = append(queue, k)
+			}
+		}
+	}
+	var out []sessions.Record
+	for _, r := range b.Sessions {
+		if in[r.Session.Task] {
+			out = append(out, r)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].Session.Started.Equal(out[j].Session.Started) {
+			return out[i].Session.Started.Before(out[j].Session.Started)
+		}
+		return out[i].Session.ID < out[j].Session.ID
+	})
+	return out
 }
 
 // summarize writes the generated summary: the state, how many attempts it

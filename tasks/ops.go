@@ -25,10 +25,15 @@ type New struct {
 	DoD         []string
 	Base        string
 	Acceptance  []string
+	// MaxLoops is the task's own attempt limit; 0 leaves it to the run.
+	MaxLoops int
 }
 
 func (n *New) validate() error {
 	var err error
+	if err := ValidateMaxLoops(n.MaxLoops); err != nil {
+		return err
+	}
 	if n.Title, err = ValidateTitle(n.Title); err != nil {
 		return err
 	}
@@ -83,7 +88,7 @@ func Add(ctx context.Context, st *gitstore.Store, n New) (Task, error) {
 		var verify []gitstore.RefState
 		task = Task{V: SchemaVersion, ID: id, Title: n.Title, Description: n.Description, Type: n.Type,
 			Priority: n.Priority, Labels: slices.Clone(n.Labels), Assignee: n.Assignee, DoD: n.DoD, Base: n.Base,
-			Acceptance: n.Acceptance, Created: Stamp(now), Updated: Stamp(now)}
+			Acceptance: n.Acceptance, MaxLoops: n.MaxLoops, Created: Stamp(now), Updated: Stamp(now)}
 		if n.Parent != "" || len(n.BlockedBy) > 0 {
 			b, err := Load(ctx, st)
 			if err != nil {
@@ -123,9 +128,16 @@ type Patch struct {
 	AddLabels, RemoveLabels                                    []string
 	AddBlockedBy, RemoveBlockedBy                              []string // id prefixes
 	DoD, Acceptance                                            *[]string
+	// MaxLoops sets the task's own attempt limit (0 clears it).
+	MaxLoops *int
 }
 
 func (p *Patch) validate() error {
+	if p.MaxLoops != nil {
+		if err := ValidateMaxLoops(*p.MaxLoops); err != nil {
+			return err
+		}
+	}
 	if p.Title != nil {
 		t, err := ValidateTitle(*p.Title)
 		if err != nil {
@@ -200,6 +212,9 @@ func Update(ctx context.Context, st *gitstore.Store, prefix string, p Patch) (Ta
 		}
 		if p.Acceptance != nil {
 			t.Acceptance = slices.Clone(*p.Acceptance)
+		}
+		if p.MaxLoops != nil {
+			t.MaxLoops = *p.MaxLoops
 		}
 		t.Labels = append(t.Labels, p.AddLabels...)
 		t.Labels = slices.DeleteFunc(t.Labels, func(l string) bool { return slices.Contains(p.RemoveLabels, l) })

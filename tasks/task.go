@@ -54,8 +54,11 @@ type Task struct {
 	DoD         []string `json:"dod,omitempty"`
 	Base        string   `json:"base,omitempty"`
 	Acceptance  []string `json:"acceptance,omitempty"`
-	Created     Stamp    `json:"created"`
-	Updated     Stamp    `json:"updated"`
+	// MaxLoops is the most attempts `run` gives this task; 0 means the
+	// run's --max-loops.
+	MaxLoops int   `json:"max_loops,omitempty"`
+	Created  Stamp `json:"created"`
+	Updated  Stamp `json:"updated"`
 	// Cancelled is the explicit cancel fact; nil when not cancelled (or
 	// reopened since).
 	Cancelled *Fact `json:"cancelled,omitempty"`
@@ -121,6 +124,18 @@ func ValidatePriority(s string) error { return validate.OneOf("priority", s, Pri
 
 // ValidateLabel checks a label: non-empty, no whitespace or commas.
 func ValidateLabel(s string) error { return validate.Word("label", "labels", s) }
+
+// MaxMaxLoops bounds a task's own attempt limit.
+const MaxMaxLoops = 1000
+
+// ValidateMaxLoops checks a task's attempt limit: 0 (the run's default) up
+// to MaxMaxLoops.
+func ValidateMaxLoops(n int) error {
+	if n < 0 || n > MaxMaxLoops {
+		return usage("invalid max loops %d: want 1 to %d (0 for the run's --max-loops)", n, MaxMaxLoops)
+	}
+	return nil
+}
 
 // ValidateLine checks a one-line free-text field (assignee, base, a DoD
 // command, an acceptance criterion).

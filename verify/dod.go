@@ -81,6 +81,10 @@ type DoDOptions struct {
 	// CheckoutRoot is where RunDoD creates its temporary checkout (default:
 	// <git common dir>/agentmine/dod).
 	CheckoutRoot string
+	// Prepare, if not nil, readies RunDoD's checkout before the commands
+	// run (the worktree setup a worker's worktree had). Its error fails the
+	// DoD with its reason; only a cancelled ctx makes it RunDoD's error.
+	Prepare func(ctx context.Context, dir string) error
 }
 
 // Skipped returns the result of a DoD that was not run, with the reason.
@@ -151,12 +155,32 @@ func RunDoD(ctx context.Context, repo, tip string, sparse []string, cmds []strin
 		_ = cleanup()
 		return DoDResult{}, fmt.Errorf("run dod: check out %s: %w", short(commit), err)
 	}
+	if opts.Prepare != nil {
+		if err := opts.Prepare(ctx, dir); err != nil {
+			cerr := cleanup()
+			if ctx.Err() != nil {
+				return DoDResult{}, fmt.Errorf("run dod: %w", ctx.Err())
+			}
+			res := DoDResult{Status: DoDFailed, Tip: commit, Reason: "the DoD checkout's setup failed: " + firstLineOf(err.Error())}
+			for _, c := range cmds {
+				res.Commands = append(res.Commands, CommandResult{Cmd: c, ExitCode: -1, Skipped: true})
+			}
+			return res, cerr
+		}
+	}
 	res, runErr := RunCommands(ctx, dir, cmds, opts)
 	res.Tip = commit
 	if err := cleanup(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("run dod: %w", err)
 	}
 	return res, runErr
+}
+
+func firstLineOf(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 func short(commit string) string {
@@ -222,7 +246,7 @@ func runOne(ctx context.Context, dir, command string, opts DoDOptions) CommandRe
 	cmd.Stdout = pw
 	cmd.Stderr = pw
 	// The DoD runs the worker's code: it dies with whoever runs it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = dodAttr()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		pw.Close()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -124,6 +125,12 @@ type Input struct {
 	// by the scope and is a generated-modified violation where the scope
 	// does not allow it.
 	GeneratedBlobs map[string]string
+	// Prepared lists paths the worktree held before the worker started
+	// that are not the worker's: files brought in from the main checkout
+	// and what setup commands left (a trailing "/" covers everything
+	// beneath). Left uncommitted or ignored they are not judged; committed,
+	// they are judged like any other change.
+	Prepared []string
 	// Sparse holds the sparse-checkout patterns as applied; nil skips the
 	// sparse-checkout checks.
 	Sparse []string
@@ -286,6 +293,7 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 	v := Verdict{Tip: tip, Violations: []Violation{}, Changed: []Change{}}
 	committed := parseRawDiff(diffOut)
 	uncommitted, ignored := parseStatus(statusOut)
+	uncommitted, ignored = dropPrepared(uncommitted, ignored, in.Prepared)
 
 	// Classify every path of interest in one batch.
 	var paths []string
@@ -650,6 +658,21 @@ func (c *checker) checkLive(rec Record) {
 			c.violate(ViolationGitInternals, t.Path, what)
 		}
 	}
+}
+
+// dropPrepared leaves out of uncommitted and ignored what lies under the
+// worktree setup's paths: brought in or made before the worker started,
+// not the worker's while left uncommitted.
+func dropPrepared(uncommitted []Change, ignored []string, paths []string) ([]Change, []string) {
+	if len(paths) == 0 {
+		return uncommitted, ignored
+	}
+	prepared := newGenerated(paths)
+	uncommitted = slices.DeleteFunc(uncommitted, func(ch Change) bool {
+		return prepared.match(ch.Path) && (ch.OldPath == "" || prepared.match(ch.OldPath))
+	})
+	ignored = slices.DeleteFunc(ignored, func(p string) bool { return prepared.match(strings.TrimSuffix(p, "/")) })
+	return uncommitted, ignored
 }
 
 // generated matches the paths agentmine wrote into a worktree.

@@ -344,12 +344,10 @@ func (w *Watcher) addTree(dir string, scan bool) {
 			return fs.SkipDir
 		}
 		if err := w.fsw.Add(p); err != nil {
-			if errors.Is(err, unix.ENOSPC) {
-				w.incomplete("inotify watch limit reached (fs.inotify.max_user_watches); changes in unwatched directories are seen only after the run")
-			} else if errors.Is(err, fs.ErrNotExist) {
+			if errors.Is(err, fs.ErrNotExist) {
 				w.vanished(rel)
 			} else {
-				w.incomplete(fmt.Sprintf("cannot watch %s: %v", rel, err))
+				w.incomplete(watchFailure(err, rel))
 			}
 			return fs.SkipDir
 		}
@@ -774,4 +772,21 @@ func (w *Watcher) drain() {
 			}
 		}
 	}
+}
+
+// watchFailure says why directory rel could not be watched, for the
+// record's incompleteness; "" when it vanished meanwhile (no gap). Linux's
+// inotify runs out of watches (ENOSPC); macOS's kqueue holds a descriptor
+// for every watched directory and file, so there the watcher runs out of
+// descriptors (EMFILE, ENFILE) instead.
+func watchFailure(err error, rel string) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return ""
+	case errors.Is(err, unix.ENOSPC):
+		return "inotify watch limit reached (fs.inotify.max_user_watches); changes in unwatched directories are seen only after the run"
+	case errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE):
+		return fmt.Sprintf("out of file descriptors watching %s (kqueue needs one per watched file: raise ulimit -n); changes in unwatched directories are seen only after the run", rel)
+	}
+	return fmt.Sprintf("cannot watch %s: %v", rel, err)
 }

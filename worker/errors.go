@@ -17,6 +17,9 @@ var (
 	// ErrTainted: some session's work reached the base without a valid
 	// verdict; someone must look at the base and reopen the task first.
 	ErrTainted = errors.New("task reached the base without a valid verdict")
+	// ErrGoal: the task has children; its status rolls up from theirs and
+	// no worker ever runs on it.
+	ErrGoal = errors.New("task has children")
 	// ErrRunning: a session of the task is live.
 	ErrRunning = errors.New("task is already running")
 	// ErrLeftover: a finished session's worktree is still where the next

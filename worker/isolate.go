@@ -73,7 +73,7 @@ func (e *Env) chooseIsolation(ctx context.Context, ag agents.Agent) (*sessions.I
 		return nil, fmt.Errorf("agent %s: %w", ag.Name, err)
 	}
 	iso := &sessions.Isolation{Requested: string(lvl), Level: string(got), Network: true, Note: note}
-	if got == isolation.Bwrap || got == isolation.Clone {
+	if got == isolation.Bwrap || got == isolation.Clone || got == isolation.Seatbelt {
 		iso.Network = ag.Isolation.NetworkOr(true)
 	}
 	return iso, nil
@@ -115,7 +115,7 @@ func (e *Env) isolate(ctx context.Context, s sessions.Session) (*isolation.Box, 
 	return isolation.Prepare(ctx, isolation.Plan{Level: lvl, Network: net, Worktree: s.Worktree, GitDir: gitDir,
 		Programs: programs, Environ: environ,
 		CommonDir: loc.CommonDir, MainTop: mainTop, Branch: s.Branch, Home: os.Getenv("HOME"), State: state,
-		Self: e.Self, Bwrap: caps.BwrapPath, Git: e.St.Git(),
+		Self: e.Self, Bwrap: caps.BwrapPath, SandboxExec: caps.SandboxExecPath, Git: e.St.Git(),
 		WriteBlob: func(ctx context.Context, data []byte) (string, error) { return e.St.WriteObject(ctx, "blob", data) }})
 }
 

@@ -264,7 +264,7 @@ func statPath(top, rel, xy string, taken time.Time, racy time.Duration) pathStat
 	ps.present, ps.mode, ps.size = true, fi.Mode(), fi.Size()
 	ps.mtime = fi.ModTime().UnixNano()
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ps.ctime = st.Ctim.Nano()
+		ps.ctime = ctimeNano(st)
 		ps.dev, ps.ino, ps.nlink = uint64(st.Dev), st.Ino, uint64(st.Nlink)
 	}
 	if !fi.Mode().IsRegular() {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,6 +41,10 @@ type Env struct {
 	// Landlock before running it; "" (a process that is not git-agentmine)
 	// makes the landlock level unavailable.
 	Self string
+	// setupReaper supervises the worktree setup commands this process
+	// runs, all of them (a pipeline prepares several worktrees at once):
+	// one Reaper per process. nil gives each command its own.
+	setupReaper *launch.Reaper
 }
 
 // NewEnv opens the configuration for st. flags holds command-line settings.
@@ -49,7 +54,7 @@ func NewEnv(st *gitstore.Store, flags map[string]string, getenv func(string) str
 	if err != nil {
 		return nil, err
 	}
-	return &Env{St: st, Cfg: cfg, Top: top, Self: selfBinary()}, nil
+	return &Env{St: st, Cfg: cfg, Top: top, Self: selfBinary(), setupReaper: launch.NewReaper()}, nil
 }
 
 // MainTop returns the main worktree's top: the parent of the common git dir
@@ -127,6 +132,9 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	task := b.Tasks.Tasks[taskID].Task
 	short := b.Tasks.ShortID(taskID)
 	res := b.Status[taskID]
+	if res.Children != nil {
+		return nil, &RefusedError{Reason: ErrGoal, Task: short, Err: fmt.Errorf("task %s has children: its status rolls up from theirs (%s), no worker runs on it", short, res.Reason)}
+	}
 	switch res.Status {
 	case status.Cancelled:
 		return nil, &RefusedError{Reason: ErrCancelled, Task: short, Err: fmt.Errorf("task %s is cancelled", short)}
@@ -209,7 +217,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	pstart, _ := launch.StartTime(pid)
 	sess := sessions.Session{ID: sid, Task: taskID, Agent: ag.Name, Client: string(client), Mode: mode,
 		Branch: sessions.Branch(taskID, sid), BaseRef: baseRef, BaseCommit: baseCommit, Worktree: wtPath,
-		Host: sessions.Host(), Repo: repoID, Pid: pid, PidStart: pstart, Timeout: int(timeout / time.Second), StallTimeout: ag.StallTimeout,
+		Host: sessions.Host(), Repo: repoID, Pid: pid, PidStart: pstart, Timeout: int(timeout / time.Second), StallTimeout: int(ag.StallTimeout),
 		Grace: int(e.Cfg.Grace / time.Second), Started: time.Now().UTC(),
 		Scope: sessions.Scope{Read: spec.Read, Write: spec.Write, Exclude: spec.Exclude},
 		DoD:   dod, DoDTimeout: int(e.Cfg.DoDTimeout / time.Second), SkipDoD: o.SkipDoD, Strict: o.Strict}
@@ -218,6 +226,10 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	} else if sess.Isolation, err = e.chooseIsolation(ctx, ag); err != nil {
 		return nil, err
 	} else if err := e.preflight(launch.Invocation{Client: client, Command: ag.Command, Worktree: wtPath, Task: taskID}, sess.Isolation); err != nil {
+		return nil, err
+	}
+	sess.Setup = setupOf(ag, e.Cfg.DoDTimeout)
+	if err := e.checkIncludes(ctx, ag, spec, sess.Setup, sess.Isolation); err != nil {
 		return nil, err
 	}
 	logDir, err := st.LocalDir("logs")
@@ -317,7 +329,9 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	if err != nil {
 		return nil, err
 	}
-	if err := ignoreGenerated(st, wt.GitDir, generated); err != nil {
+	// Included paths are ignored in the worktree too: the worker's `add -A`
+	// must not commit the person's files (or a link to them).
+	if err := ignoreGenerated(st, wt.GitDir, append(slices.Clone(generated), ag.Worktree.Paths()...)); err != nil {
 		return nil, err
 	}
 	promptFile := filepath.Join(wtPath, PromptRel)
@@ -326,6 +340,9 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		Worktree: wtPath, Task: taskID, Writable: gitDirs}.Build()
 	if err != nil {
 		return nil, exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
+	}
+	if err := e.setUp(ctx, sess, cmd, generated, ag, wt.GitDir); err != nil {
+		return nil, err
 	}
 	clientVersion := <-version
 	sess, err = sessions.UpdateAt(ctx, st, sess, root, "session prepared: worktree ready", func(s *sessions.Session) {
@@ -337,6 +354,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		s.CommandEnv = cmd.Env
 		s.CommandStdin = cmd.Stdin
 		s.ClaimRemote = claimedOn
+		s.Setup = sess.Setup
 	})
 	if err != nil {
 		return nil, err

@@ -69,7 +69,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	s = rec.Session
 	spec := specOf(s)
 	generated := s.Generated
-	ignore := func(rel string) bool { return isGenerated(rel, generated) }
+	ignore := notWorkers(s)
 	// The watcher starts after the refs watch: what excuses another
 	// worktree appearing is what the supervisor's witness heard.
 	var refs *refWatch
@@ -125,10 +125,10 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			// Stopped while it was being set up: the worker never starts.
 			stoppedEarly = true
 		} else {
-			proc, startErr = launch.Start(ctx, launch.Spec{Argv: box.Command(s.Command), Dir: s.Worktree, Env: append(e.workerEnv(rec), box.Env()...),
+			proc, startErr = launch.Start(ctx, launch.Spec{Argv: box.Command(s.Command), Shown: s.Command, Dir: s.Worktree, Env: append(e.workerEnv(rec), box.Env()...),
 				Stdin: s.CommandStdin, LogPath: s.Log, Tee: opts.Tee, Timeout: time.Duration(s.Timeout) * time.Second,
 				Grace: time.Duration(s.Grace) * time.Second, Stalls: stallsOf(s), Marker: markerOf(s), Reaper: reaper,
-				StallTimeout: time.Duration(s.StallTimeout) * time.Second, Progress: e.tipOf(s)})
+				StallTimeout: time.Duration(s.StallTimeout) * time.Second, Progress: e.tipOf(s), Client: launch.Client(s.Client)})
 		}
 	}
 	switch {
@@ -202,14 +202,21 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		if res.Idle && res.Stopped {
 			out.Reason = fmt.Sprintf("stalled: no output and no new commit for %ds", s.StallTimeout)
 		}
-		if u, ok := launch.ReadUsage(launch.Client(s.Client), tail); ok {
+		u, ok := launch.ReadUsage(launch.Client(s.Client), tail)
+		if res.Usage != nil {
+			// Read as the output streamed: also what the log rotated away.
+			u, ok = *res.Usage, true
+		}
+		if ok {
 			out.Usage = &sessions.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 				CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
 		}
 	}
-	if res.Stopped && strict.ev == nil && !res.Idle {
+	if res.Stopped && strict.ev == nil && !res.Idle && res.Stalled == "" {
 		// worker stop (SIGTERM to the supervisor): say so rather than
-		// quote whatever the worker printed last.
+		// quote whatever the worker printed last. A worker agentmine
+		// stopped itself (idle, or a client's words that it can make no
+		// progress) keeps that reason: it is a verdict, not a stop.
 		out.Reason = "stopped"
 	}
 	if stoppedEarly {
@@ -287,7 +294,7 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 	}
 	say("verifying the changes against the scope…")
 	verdict, err := verify.Check(ctx, verify.Input{Worktree: s.Worktree, Base: s.BaseCommit, Tip: tip, Scope: spec,
-		Generated: s.Generated, GeneratedBlobs: s.GeneratedBlobs, Sparse: s.Sparse, Permissions: true, Live: live})
+		Generated: s.Generated, GeneratedBlobs: s.GeneratedBlobs, Prepared: preparedOf(s), Sparse: s.Sparse, Permissions: true, Live: live})
 	if err != nil {
 		return fmt.Errorf("verifying session %s: %w", s.ID[:8], err)
 	}
@@ -315,7 +322,8 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 			n = "command"
 		}
 		say("running the Definition of Done (%d %s)…", len(s.DoD), n)
-		dod, err = verify.RunDoD(ctx, e.Top, tip, s.Sparse, s.DoD, verify.DoDOptions{Timeout: time.Duration(s.DoDTimeout) * time.Second})
+		dod, err = verify.RunDoD(ctx, e.Top, tip, s.Sparse, s.DoD, verify.DoDOptions{Timeout: time.Duration(s.DoDTimeout) * time.Second,
+			Prepare: e.dodSetup(s)})
 		if err != nil {
 			// A DoD that could not run did not pass: record why, so that
 			// neither status nor merge is left with an empty DoD verdict.
@@ -376,6 +384,26 @@ func stallsOf(s sessions.Session) []string {
 		return nil
 	}
 	return launch.StallPhrases(c)
+}
+
+// notWorkers tells the paths the live watcher ignores: agentmine's
+// generated files and the worktree setup's.
+func notWorkers(s sessions.Session) func(rel string) bool {
+	generated, prepared := s.Generated, preparedOf(s)
+	return func(rel string) bool { return isGenerated(rel, generated) || isGenerated(rel, prepared) }
+}
+
+// preparedOf lists the paths of the session's worktree setup (included,
+// shared, and what the setup commands left): not the worker's changes.
+func preparedOf(s sessions.Session) []string {
+	if s.Setup == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range append(append([]string{}, s.Setup.Include...), s.Setup.Share...) {
+		out = append(out, p, p+"/") // a file, or a directory and what it holds
+	}
+	return append(out, s.Setup.Prepared...)
 }
 
 func isGenerated(rel string, generated []string) bool {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	"golang.org/x/sys/unix"
 
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/sessions"
@@ -113,36 +112,6 @@ func (e *Env) Wait(ctx context.Context, ids []string) ([]sessions.Record, error)
 		case <-events:
 		}
 		close(stop)
-	}
-}
-
-// waitPid calls poke when process pid exits (or stop closes).
-func waitPid(pid int, stop <-chan struct{}, poke func()) {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		poke() // already gone
-		return
-	}
-	defer unix.Close(fd)
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		return
-	}
-	defer unix.Close(p[0])
-	go func() {
-		<-stop
-		unix.Close(p[1])
-	}()
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(p[0]), Events: unix.POLLIN}}
-	for {
-		_, err := unix.Poll(fds, -1)
-		if err == unix.EINTR {
-			continue
-		}
-		break
-	}
-	if fds[0].Revents != 0 {
-		poke()
 	}
 }
 

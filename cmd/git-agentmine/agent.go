@@ -37,7 +37,16 @@ func agentView(top string, cfg config.Config, d agents.Agent) agentJSON {
 		Timeout: int(d.TimeoutOr(cfg.Timeout).Seconds()), DoD: strs(d.DoD),
 		Scope:     agents.Scope{Read: strs(d.Scope.Read), Write: strs(d.Scope.Write), Exclude: strs(d.Scope.Exclude)},
 		Isolation: agentIsolation{Level: firstSet(d.Isolation.Level, cfg.Isolation), Fallback: d.Isolation.Fallback, Network: d.Isolation.NetworkOr(true)},
+		Worktree:  worktreeView(d.Worktree),
 		Valid:     len(ps) == 0, Problems: ps}
+}
+
+// worktreeView is an agent's [worktree] table for output, nil when empty.
+func worktreeView(w agents.Worktree) *agents.Worktree {
+	if len(w.Setup) == 0 && len(w.Include) == 0 && len(w.Share) == 0 {
+		return nil
+	}
+	return &w
 }
 
 func brokenView(le *agents.LoadError) agentJSON {
@@ -224,6 +233,17 @@ func (c *AgentShowCmd) Run(a *App) error {
 		iso += ", no network"
 	}
 	p.Printf("  isolation:     %s\n", iso)
+	if w := v.Worktree; w != nil {
+		for _, x := range w.Include {
+			p.Printf("  include:       %s (copied)\n", x)
+		}
+		for _, x := range w.Share {
+			p.Printf("  share:         %s (linked)\n", x)
+		}
+		for _, x := range w.Setup {
+			p.Printf("  setup:         %s\n", x)
+		}
+	}
 	for _, pr := range v.Problems {
 		a.P.Warnf("%s", pr)
 	}

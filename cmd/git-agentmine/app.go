@@ -109,6 +109,7 @@ func Main(ctx context.Context, args []string, io Stdio, getenv func(string) stri
 			panic(r)
 		}
 	}()
+	args = helpOfDefault(args)
 	var kctx *kong.Context
 	parser, g, err := commandParser(args, io)
 	if err == nil && parser != nil {
@@ -127,6 +128,11 @@ func Main(ctx context.Context, args []string, io Stdio, getenv func(string) stri
 		kctx, err = parser.Parse(args)
 	}
 	if err != nil {
+		if path, ok := missingCommand(err); ok {
+			// A command group alone (or nothing): its usage, as help
+			// prints it, is what was asked for.
+			return printUsage(path, io)
+		}
 		msg := err.Error()
 		fmt.Fprintf(io.Err, "error: %s\n", firstLine(msg))
 		var pe *kong.ParseError
@@ -137,8 +143,18 @@ func Main(ctx context.Context, args []string, io Stdio, getenv func(string) stri
 		}
 		return exitcode.Usage
 	}
+	if g.JSON && g.Quiet {
+		fmt.Fprintln(io.Err, "error: --json and -q cannot be used together")
+		fmt.Fprintln(io.Err, "hint: --json prints whole records and -q only their ids; choose one")
+		return exitcode.Usage
+	}
+	if path := commandPath(kctx); g.JSON && noJSON(path) {
+		fmt.Fprintf(io.Err, "error: %s has no JSON output\n", path)
+		fmt.Fprintln(io.Err, "hint: leave out --json (docs/json.md lists the commands that have it)")
+		return exitcode.Usage
+	}
 	p := &output.Printer{Out: io.Out, Err: io.Err, JSON: g.JSON, Quiet: g.Quiet,
-		Color: output.ColorWanted(io.Out, g.NoColor, getenv)}
+		Color: output.ColorWanted(io.Out, g.NoColor, getenv), Width: output.Width(io.Out, getenv)}
 	exe, _ := os.Executable()
 	app := &App{Ctx: ctx, G: g, P: p, In: io.In, Getenv: getenv, Args0: exe}
 	err = kctx.Run(app)
@@ -185,6 +201,7 @@ func parserOptions(io Stdio) []kong.Option {
 		kong.Exit(func(c int) { panic(exitPanic{c}) }),
 		kong.Vars{"version": buildVersion().String()},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		durationOption(),
 	}
 }
 
@@ -260,4 +277,102 @@ func commandName(f reflect.StructField) string {
 		b.WriteRune(unicode.ToLower(r))
 	}
 	return b.String()
+}
+
+// missingCommand reports whether err is the grammar's refusal of a command
+// group given without one of its commands (or of no command at all), and
+// the group's path ("" for none).
+func missingCommand(err error) (string, bool) {
+	var pe *kong.ParseError
+	if !errors.As(err, &pe) || pe.Context == nil || !strings.HasPrefix(err.Error(), "expected one of ") {
+		return "", false
+	}
+	return pe.Context.Command(), true
+}
+
+// printUsage prints the usage of the command group at path, as `help`
+// does, and returns its exit code.
+func printUsage(path string, io Stdio) int {
+	var cli CLI
+	parser, err := newParser(&cli, io)
+	if err == nil {
+		err = parseForHelp(parser, append(strings.Fields(path), "--help"))
+	}
+	if err != nil {
+		fmt.Fprintf(io.Err, "error: internal: usage of %q: %v\n", path, err)
+		return exitcode.Git
+	}
+	return exitcode.OK
+}
+
+// defaultSubcommand names, for a group whose bare form runs one of its
+// commands, that command: its help is the group's help.
+func defaultSubcommand(group string) (string, bool) {
+	if group == "run" {
+		return "start", true
+	}
+	return "", false
+}
+
+// helpOfDefault rewrites a request for the help of a group that runs a
+// default command (`run --help`) into one for that command's help, which
+// shows the flags the bare form takes; the help names the group's other
+// commands. Other arguments are returned as they are.
+func helpOfDefault(args []string) []string {
+	i, word := -1, commandWord(args)
+	for j, a := range args {
+		if a == word {
+			i = j
+			break
+		}
+	}
+	if word == "help" && i+1 < len(args) {
+		if sub, ok := defaultSubcommand(args[i+1]); ok && len(args) == i+2 {
+			return append(append([]string{}, args...), sub)
+		}
+		return args
+	}
+	sub, ok := defaultSubcommand(word)
+	if !ok || i < 0 {
+		return args
+	}
+	help := false
+	for _, a := range args[i+1:] {
+		switch {
+		case a == "--":
+			return args
+		case a == "-h" || a == "--help":
+			help = true
+		case !strings.HasPrefix(a, "-"):
+			return args // a command word or an argument: kong decides
+		}
+	}
+	if !help {
+		return args
+	}
+	out := append(append(append([]string{}, args[:i+1]...), sub), args[i+1:]...)
+	return out
+}
+
+// noJSON reports whether the command at path prints text by nature
+// (usage, a script, a log, a live server's own protocol): --json is
+// refused there rather than ignored.
+func noJSON(path string) bool {
+	switch path {
+	case "help", "completion", "demo", "serve", "mcp", "worker logs":
+		return true
+	}
+	return false
+}
+
+// commandPath is the path of commands kctx selected, without arguments:
+// "worker logs" for `worker logs T --follow`.
+func commandPath(kctx *kong.Context) string {
+	var words []string
+	for _, w := range strings.Fields(kctx.Command()) {
+		if !strings.HasPrefix(w, "<") && !strings.HasPrefix(w, "[") {
+			words = append(words, w)
+		}
+	}
+	return strings.Join(words, " ")
 }

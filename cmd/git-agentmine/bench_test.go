@@ -403,13 +403,13 @@ func reportRatio(b *testing.B, ours, raw benchSides) {
 	b.ReportMetric(float64(ours.cpu)/float64(raw.cpu), "cpu-ratio")
 }
 
-// useBuiltBinary builds the real git-agentmine, and git-agentmine-serve
+// useBuiltBinary builds the real git-agentmine, and agentmine-serve
 // beside it, and puts them first on PATH, so benchmarks time the product,
 // not the test binary standing in for it.
 func useBuiltBinary(b *testing.B) {
 	b.Helper()
 	bin := b.TempDir()
-	for name, pkg := range map[string]string{"git-agentmine": ".", "git-agentmine-serve": "../git-agentmine-serve"} {
+	for name, pkg := range map[string]string{"git-agentmine": ".", "agentmine-serve": "../agentmine-serve"} {
 		if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, name), pkg).CombinedOutput(); err != nil {
 			b.Fatalf("go build %s: %v: %s", pkg, err, out)
 		}

@@ -39,6 +39,20 @@ func (c *StatusCmd) Run(a *App) error {
 	if a.G.JSON {
 		return a.P.PrintJSON(j)
 	}
+	if a.G.Quiet {
+		// The rows the board lists, in its order: running sessions,
+		// tasks in review, recent failures.
+		for _, r := range j.Running {
+			a.P.Printf("%s\n", r.ID)
+		}
+		for _, t := range j.Review {
+			a.P.Printf("%s\n", t.ID)
+		}
+		for _, t := range j.Failures {
+			a.P.Printf("%s\n", t.ID)
+		}
+		return nil
+	}
 	p := a.P
 	p.Printf("%s\n", p.Paint(output.Bold, "Tasks"))
 	for _, s := range status.All {

@@ -3,11 +3,16 @@ package main
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/alecthomas/kong"
 
+	"github.com/git-agentmine/git-agentmine/agents"
 	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/memory"
+	"github.com/git-agentmine/git-agentmine/status"
+	"github.com/git-agentmine/git-agentmine/tasks"
 )
 
 // CompletionCmd is `completion`: it prints a shell completion script built
@@ -53,6 +58,12 @@ type compCommand struct {
 	// Values are the allowed values of the first positional argument, when it
 	// is an enum.
 	Values []string
+	// FlagValues maps a value flag's spellings to the values it takes,
+	// when they are a fixed set.
+	FlagValues map[string][]string
+	// IDKind is "task", "session" or "memory" when the command's
+	// arguments are ids of that kind, completed from the repository.
+	IDKind string
 }
 
 // compSub is a subcommand: its name, aliases and one-line help.
@@ -87,11 +98,22 @@ func completionCommands(app *kong.Application) []compCommand {
 				c.Flags = append(c.Flags, names...)
 				if !f.IsBool() && !f.IsCounter() {
 					c.ValueFlags = append(c.ValueFlags, names...)
+					if vs := flagValues(path, f); len(vs) > 0 {
+						if c.FlagValues == nil {
+							c.FlagValues = map[string][]string{}
+						}
+						for _, n := range names {
+							c.FlagValues[n] = vs
+						}
+					}
 				}
 			}
 		}
 		if len(n.Positional) > 0 && n.Positional[0].Enum != "" {
 			c.Values = n.Positional[0].EnumSlice()
+		}
+		if len(n.Positional) > 0 {
+			c.IDKind = idKind(n.Positional[0].Help)
 		}
 		out = append(out, c)
 		for _, ch := range n.Children {
@@ -103,6 +125,49 @@ func completionCommands(app *kong.Application) []compCommand {
 	}
 	walk(app.Node, "")
 	return out
+}
+
+// flagValues returns the fixed set of values flag f takes at path, or nil:
+// its enum, else the set the core packages define for its name.
+func flagValues(path string, f *kong.Flag) []string {
+	if f.Enum != "" {
+		return f.EnumSlice()
+	}
+	group := strings.Fields(path + " x")[0]
+	switch {
+	case f.Name == "type" && group == "task":
+		return tasks.Types
+	case f.Name == "priority" && group == "task":
+		return tasks.Priorities
+	case f.Name == "status" && group == "task":
+		out := []string{}
+		for _, s := range status.All {
+			out = append(out, string(s))
+		}
+		return append(out, "ready", "blocked")
+	case f.Name == "status" && group == "memory":
+		return memory.Statuses
+	case f.Name == "client":
+		return agents.Clients
+	case f.Name == "isolation":
+		return agents.IsolationLevels
+	}
+	return nil
+}
+
+// idKind reads from a positional argument's help what its ids name.
+func idKind(help string) string {
+	h := strings.ToLower(help)
+	switch {
+	case strings.HasPrefix(h, "session id"):
+		return "session"
+	case strings.HasPrefix(h, "memory id"):
+		return "memory"
+	case strings.HasPrefix(h, "task id"), strings.HasPrefix(h, "task to"), strings.HasPrefix(h, "root task"),
+		strings.HasPrefix(h, "target tasks"):
+		return "task"
+	}
+	return ""
 }
 
 // words returns what completes a non-flag word at this command: the
@@ -168,6 +233,37 @@ __git_agentmine_takes_value() {
 	return 1
 }
 
+# __git_agentmine_values PATH FLAG: print the values FLAG takes at PATH,
+# when they are a fixed set.
+__git_agentmine_values() {
+	case "$1" in
+`)
+	for _, c := range cmds {
+		if len(c.FlagValues) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\t%s) case \"$2\" in\n", shQuote(c.Path))
+		for _, f := range sortedKeys(c.FlagValues) {
+			fmt.Fprintf(w, "\t\t%s) printf '%%s\\n' %s ;;\n", shQuote(f), shQuote(strings.Join(c.FlagValues[f], " ")))
+		}
+		io.WriteString(w, "\t\tesac ;;\n")
+	}
+	io.WriteString(w, `	esac
+}
+
+# __git_agentmine_ids PATH: print the ids the arguments at PATH name, read
+# from the repository (nothing outside one).
+__git_agentmine_ids() {
+	case "$1" in
+`)
+	for _, c := range cmds {
+		if c.IDKind != "" && len(c.Subs) == 0 {
+			fmt.Fprintf(w, "\t%s) git-agentmine %s list -q 2>/dev/null || : ;;\n", shQuote(c.Path), c.IDKind)
+		}
+	}
+	io.WriteString(w, `	esac
+}
+
 # __git_agentmine_flags PATH, __git_agentmine_subs PATH: print the flags and
 # the words (subcommands, argument values) that complete at PATH.
 __git_agentmine_flags() {
@@ -201,16 +297,21 @@ __git_agentmine_words() {
 		fi
 		case "$w" in
 		--*=*) ;;
-		-*) __git_agentmine_takes_value "$path" "$w" && skip=1 ;;
+		-*) __git_agentmine_takes_value "$path" "$w" && skip="$w" ;;
 		*) __git_agentmine_child "$path" "$w" && path="$REPLY" ;;
 		esac
 	done
 	if [ -n "$skip" ]; then
-		return 0 # the current word is a flag's value
+		# the current word is a flag's value
+		__git_agentmine_values "$path" "$skip"
+		return 0
 	fi
 	case "$cur" in
 	-*) __git_agentmine_flags "$path" ;;
-	*) __git_agentmine_subs "$path" ;;
+	*)
+		__git_agentmine_subs "$path"
+		__git_agentmine_ids "$path"
+		;;
 	esac
 }
 `)
@@ -318,6 +419,33 @@ function __git_agentmine_takes_value --argument-names path flag
     return 1
 end
 
+function __git_agentmine_values --argument-names path flag
+    switch "$path"
+`)
+	for _, c := range cmds {
+		if len(c.FlagValues) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "        case %s\n            switch $flag\n", fishQuote(c.Path))
+		for _, f := range sortedKeys(c.FlagValues) {
+			fmt.Fprintf(w, "                case %s\n                    printf '%%s\\n' %s\n", fishQuote(f), strings.Join(fishQuoteAll(c.FlagValues[f]), " "))
+		}
+		io.WriteString(w, "            end\n")
+	}
+	io.WriteString(w, `    end
+end
+
+function __git_agentmine_ids --argument-names path
+    switch "$path"
+`)
+	for _, c := range cmds {
+		if c.IDKind != "" && len(c.Subs) == 0 {
+			fmt.Fprintf(w, "        case %s\n            git-agentmine %s list -q 2>/dev/null\n", fishQuote(c.Path), c.IDKind)
+		}
+	}
+	io.WriteString(w, `    end
+end
+
 function __git_agentmine_flags --argument-names path
     switch "$path"
 `)
@@ -355,27 +483,30 @@ function __git_agentmine_complete
         and set start (math $i + 1)
     end
     set -l path ''
-    set -l skip 0
+    set -l skip ''
     for i in (seq $start (count $words))
         set -l w $words[$i]
-        if test $skip = 1
-            set skip 0
+        if test -n "$skip"
+            set skip ''
             continue
         end
         switch $w
             case '--*=*'
             case '-*'
-                __git_agentmine_takes_value "$path" $w; and set skip 1
+                __git_agentmine_takes_value "$path" $w; and set skip $w
             case '*'
                 set -l next (__git_agentmine_child "$path" $w); and set path $next
         end
     end
-    test $skip = 1; and return 0
+    if test -n "$skip"
+        __git_agentmine_values "$path" $skip
+        return 0
+    end
     switch "$cur"
         case '-*'
             __git_agentmine_flags "$path"
         case '*'
-            set -l subs (__git_agentmine_subs "$path")
+            set -l subs (__git_agentmine_subs "$path") (__git_agentmine_ids "$path")
             if test (count $subs) -gt 0
                 printf '%s\n' $subs
             else
@@ -429,4 +560,14 @@ func fishQuoteAll(xs []string) []string {
 		out[i] = fishQuote(x)
 	}
 	return out
+}
+
+// sortedKeys returns m's keys in order, so the scripts are stable.
+func sortedKeys(m map[string][]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -42,7 +43,9 @@ func TestConfigShow(t *testing.T) {
 		"grace          3                     git config (git config agentmine.grace)",
 		"client         claude-code           default",
 	} {
-		if !strings.Contains(out, want+"\n") {
+		// Columns are as wide as their widest value: compare words.
+		squeeze := func(s string) string { return regexp.MustCompile(` +`).ReplaceAllString(s, " ") }
+		if !strings.Contains(squeeze(out), squeeze(want)+"\n") {
 			t.Errorf("missing %q in:\n%s", want, out)
 		}
 	}

@@ -24,7 +24,9 @@ import (
 	"github.com/git-agentmine/git-agentmine/plan"
 	"github.com/git-agentmine/git-agentmine/replica"
 	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/tasknote"
+	"github.com/git-agentmine/git-agentmine/tasks"
 	"github.com/git-agentmine/git-agentmine/verify"
 )
 
@@ -415,8 +417,23 @@ func TestCompletionBashScript(t *testing.T) {
 	if got := words("", "-C", "/somewhere", "worker"); !sameSet(got, visibleNames(docsNode(t, "worker"))) {
 		t.Errorf("-C DIR worker: got %v, want the worker subcommands", got)
 	}
-	if got := words("", "task", "add", "-t"); len(got) != 0 {
-		t.Errorf("the value of task add -t: got %v, want nothing", got)
+	if got := words("", "task", "add", "--title"); len(got) != 0 {
+		t.Errorf("the value of task add --title: got %v, want nothing", got)
+	}
+	// Flags with a fixed set of values complete them.
+	for _, c := range []struct {
+		words []string
+		want  []string
+	}{
+		{[]string{"task", "add", "-t"}, tasks.Types},
+		{[]string{"task", "list", "--priority"}, tasks.Priorities},
+		{[]string{"task", "list", "-s"}, append(statusNames(), "ready", "blocked")},
+		{[]string{"memory", "add", "--status"}, memory.Statuses},
+		{[]string{"completion"}, []string{"bash", "zsh", "fish"}},
+	} {
+		if got := words("", c.words...); !sameSet(got, c.want) {
+			t.Errorf("%v: got %v, want %v", c.words, got, c.want)
+		}
 	}
 	if got := words("-", "--json", "task", "add", "-t", "bug"); !hasWord(got, "--priority") {
 		t.Errorf("flags after task add -t bug: got %v, want task add's flags", got)
@@ -669,4 +686,12 @@ func TestJSONDocCoversOutputs(t *testing.T) {
 		}
 		check(typ.String(), fields)
 	}
+}
+
+func statusNames() []string {
+	var out []string
+	for _, s := range status.All {
+		out = append(out, string(s))
+	}
+	return out
 }

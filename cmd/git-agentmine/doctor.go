@@ -71,6 +71,8 @@ func levelGives(l isolation.Level) string {
 		return "guard rails only (sparse checkout, read-only files); verification detects the rest"
 	case isolation.Landlock:
 		return "the worker writes only its worktree, the object store, branches, a private HOME and temp dir"
+	case isolation.Seatbelt:
+		return "macOS sandbox: writes only its worktree, object store, own branch, private HOME and temp dir; main checkout hidden"
 	case isolation.Bwrap:
 		return "sandbox: main checkout hidden, refs and notes out of reach, own PID namespace"
 	case isolation.Clone:

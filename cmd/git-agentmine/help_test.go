@@ -199,10 +199,17 @@ func TestReadmeInstall(t *testing.T) {
 		t.Fatalf("go install: %v\n%s", err, out)
 	}
 	// Both programs, side by side: serve and mcp run the second.
-	for _, name := range []string{"git-agentmine", "git-agentmine-serve"} {
+	for _, name := range []string{"git-agentmine", "agentmine-serve"} {
 		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
 			t.Fatalf("go install ./cmd/... did not install %s: %v", name, err)
 		}
+	}
+
+	// git offers every git-* program on PATH as a subcommand (completion
+	// lists them with --list-cmds=others): agentmine, never the server.
+	if code, out, errs := run("git --list-cmds=others"); code != 0 || !strings.Contains(out, "agentmine\n") ||
+		strings.Contains(out, "serve") {
+		t.Errorf("git --list-cmds=others: exit %d, stderr %q, stdout %q; want agentmine and no server", code, errs, out)
 	}
 
 	// Before install-man: git hands --help to man, which has no page.
@@ -228,7 +235,7 @@ func TestReadmeInstall(t *testing.T) {
 		t.Errorf("git agentmine version: exit %d, stderr %q, stdout %q", code, errs, out)
 	}
 	// The installed git-agentmine finds the installed server: outside a
-	// repository, mcp is refused by git-agentmine-serve itself (exit 6),
+	// repository, mcp is refused by agentmine-serve itself (exit 6),
 	// not as a missing program (exit 5).
 	code, out, errs = run("git agentmine mcp </dev/null")
 	if code != 6 || out != "" || !strings.Contains(errs, "not a git repository") {

@@ -8,6 +8,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/isolation"
+	"github.com/git-agentmine/git-agentmine/memory"
 	"github.com/git-agentmine/git-agentmine/merge"
 	"github.com/git-agentmine/git-agentmine/pipeline"
 	"github.com/git-agentmine/git-agentmine/replica"
@@ -72,6 +73,8 @@ func typedHint(err error) string {
 		return "see why: git agentmine task show " + e.Task + "; run it again with: git agentmine worker run " + e.Task + " --exec --replace"
 	case *merge.ScopeError:
 		return "see its commits: git log --stat " + e.Base + ".." + e.Branch + "; run it again with: git agentmine worker run " + e.Task + " --exec --replace"
+	case *memory.UnknownCategoryError:
+		return "start it with --new-category, or add it to the memory_categories setting"
 	case *merge.ConflictError:
 		return "run it again on the fresh " + e.Base + ": git agentmine worker run " + e.Task + " --exec --replace"
 	case *merge.CheckoutError:
@@ -101,6 +104,8 @@ func workerHint(e *worker.RefusedError) string {
 		return "reopen it first: git agentmine task reopen " + e.Task
 	case worker.ErrTainted:
 		return "look at what reached the base, then reopen the task to run it again: git agentmine task reopen " + e.Task
+	case worker.ErrGoal:
+		return "run one of its children (git agentmine task list --parent " + e.Task + " --status ready), or all of them: git agentmine run " + e.Task
 	case worker.ErrRunning:
 		return "wait for it (git agentmine worker wait " + e.Task + ") or stop it (git agentmine worker stop " + e.Task + ")"
 	case worker.ErrLeftover:

@@ -51,6 +51,10 @@ type agentJSON struct {
 	Valid       bool             `json:"valid"`
 	Problems    []agents.Problem `json:"problems"`
 	Error       string           `json:"error,omitempty"`
+
+	// Worktree is the agent's [worktree] table (setup commands, included
+	// and shared paths), absent when it has none.
+	Worktree *agents.Worktree `json:"worktree,omitempty"`
 }
 
 // agentIsolation is an agent's [isolation] with the project's setting

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"os"
+	"syscall"
 
 	"github.com/git-agentmine/git-agentmine/launch"
 )
@@ -24,11 +25,19 @@ func main() {
 
 // processMain is the whole process around Main: signals handled from the
 // start, a detacher told so, the exit code returned. The tests' copy of
-// the program runs it too.
+// the program runs it too. A command that caught SIGINT or SIGTERM ends
+// with 130 or 143 (128 plus the signal) once it has wound down, whatever it
+// returned; a second signal ends the process at once.
 func processMain() int {
-	ctx, stop := signalContext(context.Background())
+	ctx, stop, caught := watchSignals(context.Background(), func(sig syscall.Signal) {
+		os.Exit(signalExit(sig))
+	})
 	defer stop()
 	// A detached supervisor may be signalled by pid from now on.
 	launch.Ready(os.Getenv)
-	return Main(ctx, os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv)
+	code := Main(ctx, os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv)
+	if sig := caught(); sig != 0 {
+		return signalExit(sig)
+	}
+	return code
 }

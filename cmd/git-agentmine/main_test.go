@@ -19,7 +19,7 @@ import (
 )
 
 // TestMain lets the test binary act as git-agentmine and as
-// git-agentmine-serve (testscript puts both on PATH for every test), so
+// agentmine-serve (testscript puts both on PATH for every test), so
 // testscripts run `git agentmine …` through git itself.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){

@@ -4,7 +4,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/cmd/internal/serverargs"
 )
 
-// McpCmd is `mcp`: the MCP server over stdio, served by git-agentmine-serve.
+// McpCmd is `mcp`: the MCP server over stdio, served by agentmine-serve.
 type McpCmd struct{}
 
 // Run serves the repository's tools on stdin and stdout until the client

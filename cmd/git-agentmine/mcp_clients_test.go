@@ -15,7 +15,7 @@ import (
 const realClientBin = "../../internal/modelserver/clients/node_modules/.bin"
 
 // TestMCPRealClientsConnect registers `git agentmine mcp` with each pinned
-// real client the way README's MCP section says, then asks the client
+// real client the way docs/mcp-setup.md says, then asks the client
 // about it: Claude Code, Gemini CLI and opencode start the server and
 // report it connected; Codex (whose mcp list starts nothing) must have
 // written the server into its config.toml. A client that is not installed

@@ -350,6 +350,7 @@ func TestMCPBadInput(t *testing.T) {
 		{"session_status", map[string]any{"session": "abcd"}, `session abcd not found`, "not_found (5)"},
 		{"merge", map[string]any{"task": "f00f"}, `task f00f not found`, "not_found (5)"},
 		{"memory_add", map[string]any{"category": "a/b", "title": "x"}, `category`, "usage (2)"},
+		{"memory_add", map[string]any{"category": "rules", "title": "x"}, `unknown memory category "rules" (known: architecture, tooling, convention, rule, domain, decision)`, "usage (2)"},
 	} {
 		_, errText := c.call(tc.tool, tc.args)
 		lines := strings.Split(errText, "\n")

@@ -81,7 +81,8 @@ const maxContentFile = 16 << 20
 
 // MemoryAddCmd is `memory add`.
 type MemoryAddCmd struct {
-	Category string   `short:"c" required:"" help:"Category, one word: architecture, tooling, convention, rule, … (no '/')."`
+	Category string   `short:"c" required:"" help:"Category: one of the memory_categories setting (architecture, tooling, convention, rule, domain, decision by default) or one a memory already uses."`
+	NewCat   bool     `name:"new-category" help:"Start a category outside the memory_categories setting."`
 	Title    string   `short:"t" required:"" help:"One-line title."`
 	Summary  string   `short:"s" help:"Short summary: what workers see in their prompt (default: the content's first line)."`
 	Content  *string  `help:"Content (Markdown)."`
@@ -99,6 +100,9 @@ func (c *MemoryAddCmd) Run(a *App) error {
 	}
 	st, err := a.Store()
 	if err != nil {
+		return err
+	}
+	if err := checkCategory(a, st, c.Category, c.NewCat); err != nil {
 		return err
 	}
 	m, err := memory.Add(a.Ctx, st, memory.New{Category: c.Category, Title: c.Title, Summary: c.Summary,
@@ -235,7 +239,8 @@ func (c *MemoryShowCmd) Run(a *App) error { return showMemory(a, c.ID, "") }
 // MemoryEditCmd is `memory edit`.
 type MemoryEditCmd struct {
 	ID        string   `arg:"" help:"Memory id."`
-	Category  *string  `short:"c" help:"New category."`
+	Category  *string  `short:"c" help:"New category (as memory add takes it)."`
+	NewCat    bool     `name:"new-category" help:"Start a category outside the memory_categories setting."`
 	Title     *string  `short:"t" help:"New title."`
 	Summary   *string  `short:"s" help:"New summary (empty to clear)."`
 	Content   *string  `help:"New content."`
@@ -263,6 +268,11 @@ func (c *MemoryEditCmd) Run(a *App) error {
 	st, err := a.Store()
 	if err != nil {
 		return err
+	}
+	if c.Category != nil {
+		if err := checkCategory(a, st, *c.Category, c.NewCat); err != nil {
+			return err
+		}
 	}
 	m, changed, err := memory.Update(a.Ctx, st, c.ID, p)
 	if err != nil {
@@ -487,4 +497,18 @@ func (c *MemoryImportCmd) Run(a *App) error {
 	}
 	a.P.Notef("imported %s: %d created, %d updated, %d unchanged\n", plural(len(res), "file", "files"), counts["created"], counts["updated"], counts["unchanged"])
 	return nil
+}
+
+// checkCategory refuses a memory category outside the memory_categories
+// setting that no memory uses yet, naming the ones it takes, unless
+// newCategory asks to start it (memory.CheckCategory).
+func checkCategory(a *App, st *gitstore.Store, category string, newCategory bool) error {
+	if _, err := memory.ValidateCategory(category); err != nil || newCategory {
+		return err
+	}
+	cfg, err := loadConfig(a, st, nil)
+	if err != nil {
+		return err
+	}
+	return memory.CheckCategory(a.Ctx, st, category, cfg.MemoryCategories, false)
 }

@@ -106,7 +106,7 @@ func TestCommandWord(t *testing.T) {
 // is parsed again with the whole grammar, so the message and hint are the
 // ones the whole grammar gives.
 func TestMainRefusalsAreTheWholeGrammars(t *testing.T) {
-	for _, args := range [][]string{{"task", "frobnicate"}, {"task", "show"}, {"task", "list", "--nosuch"}, {"worker"}} {
+	for _, args := range [][]string{{"task", "frobnicate"}, {"task", "show"}, {"task", "list", "--nosuch"}, {"worker", "nosuch"}} {
 		var out, errb bytes.Buffer
 		code := Main(t.Context(), args, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}, func(string) string { return "" })
 		var cli CLI
@@ -122,5 +122,93 @@ func TestMainRefusalsAreTheWholeGrammars(t *testing.T) {
 		if code != exitcode.Usage || !strings.HasPrefix(errb.String(), "error: "+firstLine(perr.Error())+"\n") {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2 and the whole grammar's %q", args, code, errb.String(), perr.Error())
 		}
+	}
+}
+
+// mainOut runs Main with args and returns its exit code and streams.
+func mainOut(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(t.Context(), args, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}, func(string) string { return "" })
+	return code, out.String(), errb.String()
+}
+
+// TestBareGroupsPrintUsage: no command, or a group without one of its
+// commands, prints the usage help prints, exit 0.
+func TestBareGroupsPrintUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		help []string
+	}{
+		{nil, []string{"help"}},
+		{[]string{"--no-color"}, []string{"help"}},
+		{[]string{"task"}, []string{"help", "task"}},
+		{[]string{"-C", "nowhere", "worker"}, []string{"help", "worker"}},
+		{[]string{"memory"}, []string{"help", "memory"}},
+	} {
+		code, out, errs := mainOut(t, c.args...)
+		_, want, _ := mainOut(t, c.help...)
+		if code != 0 || errs != "" || out != want || !strings.HasPrefix(out, "Usage: git agentmine ") {
+			t.Errorf("%q: exit %d, stderr %q, stdout:\n%s\nwant exit 0 and what %q prints", c.args, code, errs, out, c.help)
+		}
+	}
+}
+
+// TestRunHelpShowsStart: run's help is the help of starting a run (its
+// default command), with every flag of it, and names the other commands.
+func TestRunHelpShowsStart(t *testing.T) {
+	_, want, _ := mainOut(t, "run", "start", "--help")
+	for _, args := range [][]string{{"run", "--help"}, {"run", "-h"}, {"-C", ".", "run", "--merge", "-h"}, {"help", "run"}} {
+		code, out, errs := mainOut(t, args...)
+		if code != 0 || errs != "" || out != want {
+			t.Errorf("%q: exit %d, stderr %q, stdout:\n%s\nwant run start's help", args, code, errs, out)
+		}
+	}
+	for _, flag := range []string{"--parallel", "--merge", "--deadline=DURATION", "--budget", "run status", "run stop"} {
+		if !strings.Contains(want, flag) {
+			t.Errorf("run --help does not mention %s:\n%s", flag, want)
+		}
+	}
+	// The other commands keep their own help.
+	if code, out, _ := mainOut(t, "run", "status", "--help"); code != 0 || !strings.HasPrefix(out, "Usage: git agentmine run status") {
+		t.Errorf("run status --help: exit %d, %q", code, out)
+	}
+}
+
+// TestJSONWithQuietRefused: --json and -q ask for two different outputs;
+// asking for both is a usage error in one line and a hint, before anything
+// runs.
+func TestJSONWithQuietRefused(t *testing.T) {
+	for _, args := range [][]string{{"--json", "-q", "version"}, {"task", "list", "-q", "--json"}, {"-C", "nowhere", "status", "--quiet", "--json"}} {
+		code, out, errs := mainOut(t, args...)
+		want := "error: --json and -q cannot be used together\nhint: --json prints whole records and -q only their ids; choose one\n"
+		if code != exitcode.Usage || out != "" || errs != want {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and %q", args, code, out, errs, want)
+		}
+	}
+}
+
+// TestNoJSONRefused: a command whose output cannot be JSON says so, exit
+// 2, instead of printing text to a reader that expects JSON.
+func TestNoJSONRefused(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		path string
+	}{
+		{[]string{"help", "task", "--json"}, "help"},
+		{[]string{"--json", "completion", "bash"}, "completion"},
+		{[]string{"worker", "logs", "abcd", "--json"}, "worker logs"},
+		{[]string{"demo", "--json"}, "demo"},
+		{[]string{"serve", "--json"}, "serve"},
+	} {
+		code, out, errs := mainOut(t, c.args...)
+		want := "error: " + c.path + " has no JSON output\nhint: leave out --json (docs/json.md lists the commands that have it)\n"
+		if code != exitcode.Usage || out != "" || errs != want {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.args, code, out, errs, want)
+		}
+	}
+	// Commands with JSON keep it.
+	if code, out, _ := mainOut(t, "version", "--json"); code != 0 || !strings.HasPrefix(out, "{") {
+		t.Errorf("version --json: exit %d, %q", code, out)
 	}
 }

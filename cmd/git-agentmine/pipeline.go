@@ -27,23 +27,20 @@ import (
 
 // PlanCmd is `plan`.
 type PlanCmd struct {
-	ID      string `arg:"" help:"Task to split into children."`
-	Agent   string `short:"a" help:"Planner agent (default: the agent named planner, else the first with role planner)."`
-	DryRun  bool   `name:"dry-run" help:"Validate and print the plan; create nothing."`
-	Timeout int    `help:"Seconds before the planner is stopped."`
+	ID      string        `arg:"" help:"Task to split into children."`
+	Agent   string        `short:"a" help:"Planner agent (default: the agent named planner, else the first with role planner)."`
+	DryRun  bool          `name:"dry-run" help:"Validate and print the plan; create nothing."`
+	Timeout time.Duration `placeholder:"DURATION" help:"Time before the planner is stopped: 90, 90s, 5m."`
 }
 
 // Run runs the planner and creates the children.
 func (c *PlanCmd) Run(a *App) error {
-	if c.Timeout < 0 {
-		return exitcode.New(exitcode.Usage, errors.New("--timeout must be positive"), "")
-	}
 	env, err := workerEnv(a, nil)
 	if err != nil {
 		return err
 	}
 	p, err := roles.Plan(a.Ctx, env, c.ID, roles.PlanOptions{Agent: c.Agent, DryRun: c.DryRun,
-		Timeout: time.Duration(c.Timeout) * time.Second, Progress: a.progress()})
+		Timeout: c.Timeout, Progress: a.progress()})
 	if err != nil {
 		return err
 	}
@@ -188,16 +185,13 @@ func (c *TaskImportCmd) Run(a *App) error {
 
 // ReviewCmd is `review`.
 type ReviewCmd struct {
-	ID      string `arg:"" help:"Session id, or a task id (its latest session)."`
-	Agent   string `short:"a" help:"Reviewer agent (default: the agent named reviewer, else the first with role reviewer)."`
-	Timeout int    `help:"Seconds before the reviewer is stopped."`
+	ID      string        `arg:"" help:"Session id, or a task id (its latest session)."`
+	Agent   string        `short:"a" help:"Reviewer agent (default: the agent named reviewer, else the first with role reviewer)."`
+	Timeout time.Duration `placeholder:"DURATION" help:"Time before the reviewer is stopped: 90, 90s, 5m."`
 }
 
 // Run reviews the session and records the verdict.
 func (c *ReviewCmd) Run(a *App) error {
-	if c.Timeout < 0 {
-		return exitcode.New(exitcode.Usage, errors.New("--timeout must be positive"), "")
-	}
 	env, err := workerEnv(a, nil)
 	if err != nil {
 		return err
@@ -206,7 +200,7 @@ func (c *ReviewCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	r, err := roles.Review(a.Ctx, env, sid, roles.ReviewOptions{Agent: c.Agent, Timeout: time.Duration(c.Timeout) * time.Second, Progress: a.progress()})
+	r, err := roles.Review(a.Ctx, env, sid, roles.ReviewOptions{Agent: c.Agent, Timeout: c.Timeout, Progress: a.progress()})
 	if err != nil {
 		return err
 	}

@@ -141,7 +141,7 @@ func pruneRace(t *testing.T, repo string, writers int, script func(w int) string
 // loop runs `git gc --prune=now` beside them: every acknowledged add is
 // there afterwards, listed and readable, nothing is refused, and git fsck
 // finds nothing wrong. Plain git doing the same writes under the same loop
-// loses some (README; `just prune-race` measures both).
+// loses some (docs/dependencies.md; `just prune-race` measures both).
 func TestWritesSurvivePrune(t *testing.T) {
 	gittest.SkipShort(t, "320 task adds from 16 processes beside a gc --prune=now loop")
 	repo := testRepo(t)
@@ -171,7 +171,7 @@ func TestWritesSurvivePrune(t *testing.T) {
 	}
 }
 
-// TestPruneRaceNumbers prints what README reports: agentmine's task add
+// TestPruneRaceNumbers prints what docs/dependencies.md reports: agentmine's task add
 // and plain git doing the same writes (hash-object, mktree, commit-tree,
 // update-ref), each with 16 writers of 20 writes beside a `git gc
 // --prune=now` loop and beside a default `git gc` loop. Run by `just

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,7 +26,7 @@ import (
 
 // RunCmd is `run`: the supervisor loop, and its status and stop.
 type RunCmd struct {
-	Start  RunStartCmd  `cmd:"" default:"withargs" help:"Run ready tasks in parallel until every target is done, failed or exhausted (the default subcommand)."`
+	Start  RunStartCmd  `cmd:"" default:"withargs" help:"Run ready tasks in parallel until every target is done, failed or exhausted (the default subcommand: git agentmine run [<task> ...]; see also run status, run stop)."`
 	Status RunStatusCmd `cmd:"" help:"Show runs: progress, attempts, running workers and the log."`
 	Stop   RunStopCmd   `cmd:"" help:"Stop a run and the workers it started, recording why."`
 	Replan RunReplanCmd `cmd:"" hidden:"" help:"Give a task reviewed NG back to the planner (the run supervisor's helper)."`
@@ -63,7 +64,7 @@ type RunStartCmd struct {
 	MaxLoops *int           `name:"max-loops" placeholder:"N" help:"Attempts per task before it is exhausted (default 3)."`
 	Review   bool           `help:"Have the reviewer agent judge every session that passed DoD and scope."`
 	Merge    bool           `help:"Merge passing sessions into the base, one at a time."`
-	Deadline *time.Duration `placeholder:"DURATION" help:"Stop the run and its workers after this long (e.g. 30m)."`
+	Deadline *time.Duration `placeholder:"DURATION" help:"Stop the run and its workers after this long: 90, 90s, 30m."`
 	Detach   bool           `short:"D" help:"Run the supervisor in the background and return at once."`
 	Budget   *string        `placeholder:"N" help:"Start no new attempt once the run's sessions used N tokens (or $N of cost)."`
 	Name     *string        `placeholder:"NAME" help:"Name of the run (default \"default\"); a killed run is resumed by starting it again."`
@@ -402,7 +403,7 @@ func printSummary(a *App, s pipeline.Summary, rec pipeline.Record) {
 	a.P.Printf("usage: %s\n", s.Usage)
 	t := a.P.NewTable("TASK", "STATUS", "ATTEMPTS", "TITLE", "REASON")
 	for _, x := range s.Tasks {
-		t.ColorRow([]string{"", statusColor(status.Status(x.Status))}, short8(x.ID), x.Status, fmt.Sprintf("%d/%d", x.Attempts, rec.MaxLoops), x.Title, x.Reason)
+		t.ColorRow([]string{"", statusColor(status.Status(x.Status))}, short8(x.ID), x.Status, fmt.Sprintf("%d/%d", x.Attempts, cmp.Or(x.MaxLoops, rec.MaxLoops)), x.Title, x.Reason)
 	}
 	t.Flush()
 	printWaiting(a, s)

@@ -730,8 +730,9 @@ func TestRunTwoClonesClaim(t *testing.T) {
 // TestRunStallAndStartFailure: a worker that prints nothing and commits
 // nothing for its agent's stall_timeout is stopped and its attempt fails
 // as stalled; a worker whose client cannot be found is refused before a
-// session exists (worker.Prepare's preflight), so it is no attempt, and
-// the task ends exhausted saying why it cannot start.
+// session exists (worker.Prepare's preflight), so it is no attempt: the
+// task stays open, nothing is stored, and the summary says why it could
+// not start.
 func TestRunStallAndStartFailure(t *testing.T) {
 	gittest.SkipShort(t, "a stalled worker waited out and start failures backed off")
 	f := newRunFixture(t)
@@ -750,8 +751,10 @@ func TestRunStallAndStartFailure(t *testing.T) {
 	if st, why := taskStatus(t, f.repo, stuck); st != "failed" || !strings.Contains(why, "exhausted: 1 of 1 attempts used") || !strings.Contains(why, "stalled: no output and no new commit for 1s") {
 		t.Errorf("stuck: %s (%s), want failed, exhausted after a stalled attempt", st, why)
 	}
-	if st, why := taskStatus(t, f.repo, missing); st != "failed" || !strings.Contains(why, `cannot start: client "no-such-client-anywhere" not found in PATH`) {
-		t.Errorf("missing: %s (%s), want exhausted, saying the client is not found", st, why)
+	// A client that cannot start is a setup problem, never an attempt:
+	// nothing is stored, the task stays open.
+	if st, why := taskStatus(t, f.repo, missing); st != "open" || strings.Contains(why, "exhausted") {
+		t.Errorf("missing: %s (%s), want open, not exhausted over a setup problem", st, why)
 	}
 	if n := sessionsOf(t, f.repo, missing); n != 0 {
 		t.Errorf("missing: %d sessions recorded, want none", n)
@@ -766,8 +769,65 @@ func TestRunStallAndStartFailure(t *testing.T) {
 		t.Fatal("no finished event")
 	}
 	for _, ts := range sum.Tasks {
-		if ts.ID == missing && ts.Attempts != 0 {
-			t.Errorf("start failures counted as %d attempts, want 0", ts.Attempts)
+		if ts.ID == missing && (ts.Attempts != 0 || ts.Reason != `cannot start: client "no-such-client-anywhere" not found in PATH; not an attempt`) {
+			t.Errorf("missing in the summary: %d attempts, reason %q; want 0, saying the client is not found", ts.Attempts, ts.Reason)
+		}
+	}
+}
+
+// TestRunSetupFailureStopsEarly: when every start of a run fails for the
+// same setup reason (here a client that is not installed), the run stops
+// at once with that error, its hint and its exit code; no task is stored
+// as exhausted and no session exists.
+func TestRunSetupFailureStopsEarly(t *testing.T) {
+	gittest.SkipShort(t, "a run whose every start fails")
+	f := newRunFixture(t)
+	gittest.WriteFiles(t, f.repo, map[string]string{
+		".agentmine/agents/missing.toml": "client = \"custom\"\ncommand = [\"no-such-client-anywhere\"]\n[scope]\nwrite = [\"**\"]\n",
+	})
+	gittest.Git(t, f.repo, "add", "-A")
+	gittest.Git(t, f.repo, "commit", "-qm", "an agent whose client is missing")
+	var ids []string
+	for i := 0; i < 3; i++ {
+		ids = append(ids, f.add(t, fmt.Sprintf("missing %d", i), "none", "--assignee", "missing"))
+	}
+	out, errOut, code := agentmine(t, f.repo, "run", "--max-loops", "2", "--parallel", "1")
+	if code != 5 {
+		t.Fatalf("run exit %d, want 5 (the setup problem's code)\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "\nerror: run stopped: every start failed: client \"no-such-client-anywhere\" not found in PATH\n") || !strings.Contains(errOut, "\nhint: install it") {
+		t.Errorf("run did not stop with the setup error and its hint:\n%s", errOut)
+	}
+	for _, id := range ids {
+		if st, why := taskStatus(t, f.repo, id); st != "open" || strings.Contains(why, "exhausted") {
+			t.Errorf("task %s: %s (%s), want open, not exhausted", id, st, why)
+		}
+		if n := sessionsOf(t, f.repo, id); n != 0 {
+			t.Errorf("task %s: %d sessions, want none", id, n)
+		}
+	}
+	// One start told the run enough: the other targets of the same agent
+	// were not tried one by one.
+	logData, err := os.ReadFile(filepath.Join(f.repo, ".git", "agentmine", "logs", "run-default.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(logData), "not found in PATH"); n != 1 {
+		t.Errorf("the run tried %d starts of the missing client, want 1:\n%s", n, logData)
+	}
+	// A target of another agent still runs: the run is no longer stopped
+	// by the setup problem, and the missing client's tasks stay open.
+	good := f.add(t, "works", "none")
+	out, errOut, code = agentmine(t, f.repo, "run", "--name", "mixed", "--max-loops", "1", "--parallel", "1")
+	if code != 1 || strings.Contains(errOut, "every start failed") {
+		t.Errorf("mixed run: exit %d, want 1 without the early stop\n%s\n%s", code, out, errOut)
+	}
+	if st, _ := taskStatus(t, f.repo, good); st != "review" {
+		t.Errorf("the other agent's task: %s, want review", st)
+	}
+	for _, id := range ids {
+		if st, why := taskStatus(t, f.repo, id); st != "open" || strings.Contains(why, "exhausted") {
+			t.Errorf("mixed run, task %s: %s (%s), want open", id, st, why)
 		}
 	}
 }
@@ -1063,7 +1123,7 @@ func TestRunBesideAPerson(t *testing.T) {
 }
 
 // TestRunSIGTERMIsAnInterruption: SIGTERM on a run that no run stop asked
-// for is an interruption like Ctrl-C: exit 130, the run recorded
+// for is an interruption like Ctrl-C (exit 143, SIGTERM's), the run recorded
 // "interrupted", its stopped workers no attempt, their tasks open.
 func TestRunSIGTERMIsAnInterruption(t *testing.T) {
 	gittest.SkipShort(t, "real workers stopped by a signalled run")
@@ -1093,8 +1153,8 @@ func TestRunSIGTERMIsAnInterruption(t *testing.T) {
 	}
 	err = cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Fatalf("run after SIGTERM: %v, want exit 130\n%s", err, errb.String())
+	if !errors.As(err, &ee) || ee.ExitCode() != 143 {
+		t.Fatalf("run after SIGTERM: %v, want exit 143\n%s", err, errb.String())
 	}
 	var rec pipeline.Record
 	if err := json.Unmarshal([]byte(run(t, f.repo, "git", "agentmine", "run", "status", "term", "--json")), &rec); err != nil {

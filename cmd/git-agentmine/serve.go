@@ -4,7 +4,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/cmd/internal/serverargs"
 )
 
-// ServeCmd is `serve`: the web board, served by git-agentmine-serve.
+// ServeCmd is `serve`: the web board, served by agentmine-serve.
 type ServeCmd struct {
 	Addr        string `default:"127.0.0.1:7878" placeholder:"HOST:PORT" help:"Address to listen on (port 0 picks a free one)."`
 	Open        bool   `help:"Open the board in the default browser."`

@@ -555,7 +555,7 @@ func TestServeRefusesRemoteAddr(t *testing.T) {
 	}
 }
 
-// TestServerNotInstalled: without git-agentmine-serve beside git-agentmine
+// TestServerNotInstalled: without agentmine-serve beside git-agentmine
 // or on PATH, serve and mcp fail with exit 5, one error line naming the
 // missing program and a hint saying how to install it.
 func TestServerNotInstalled(t *testing.T) {
@@ -583,8 +583,8 @@ func TestServerNotInstalled(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() != 5 {
 			t.Fatalf("%v: %v, want exit 5; stderr %q", args, err, stderr.String())
 		}
-		want := "error: git-agentmine-serve is not installed: it serves git agentmine serve and git agentmine mcp\n" +
-			"hint: install it beside git-agentmine: go install ./cmd/git-agentmine-serve (just install installs both)\n"
+		want := "error: agentmine-serve is not installed: it serves git agentmine serve and git agentmine mcp\n" +
+			"hint: install it beside git-agentmine: go install ./cmd/agentmine-serve (just install installs both)\n"
 		if stderr.String() != want || stdout.Len() != 0 {
 			t.Fatalf("%v: stdout %q, stderr %q; want %q", args, stdout.String(), stderr.String(), want)
 		}

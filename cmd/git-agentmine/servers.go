@@ -12,7 +12,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/exitcode"
 )
 
-// runServer runs git-agentmine-serve (found beside this executable, else
+// runServer runs agentmine-serve (found beside this executable, else
 // on PATH) for serve or mcp, with this command's streams, and ends with its
 // exit code: the server prints its own errors. A signal that stops this
 // process is passed on, so that the server shuts down cleanly.
@@ -56,7 +56,7 @@ func runServer(a *App, args serverargs.Args) error {
 	return fmt.Errorf("running %s: %w", serverargs.Name, err)
 }
 
-// serverPath finds git-agentmine-serve: beside the running git-agentmine
+// serverPath finds agentmine-serve: beside the running git-agentmine
 // (where `go install ./cmd/...` and `just install` put it), else on PATH.
 func serverPath(self string) (string, error) {
 	if self != "" {
@@ -70,5 +70,5 @@ func serverPath(self string) (string, error) {
 	}
 	return "", exitcode.New(exitcode.NotFound,
 		fmt.Errorf("%s is not installed: it serves git agentmine serve and git agentmine mcp", serverargs.Name),
-		"install it beside git-agentmine: go install ./cmd/git-agentmine-serve (just install installs both)")
+		"install it beside git-agentmine: go install ./cmd/agentmine-serve (just install installs both)")
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"errors"
 	"fmt"
 	"strings"
@@ -25,12 +27,12 @@ type SessionCmd struct {
 
 // SessionStartCmd is `session start`.
 type SessionStartCmd struct {
-	ID      string `arg:"" help:"Task id."`
-	Agent   string `short:"a" help:"Agent definition."`
-	Base    string `help:"Base ref."`
-	Timeout int    `help:"Seconds the worker has (for liveness seen from other clones)."`
-	Force   bool   `short:"f" help:"Start although blockers are unfinished."`
-	Replace bool   `help:"Remove a leftover worktree first."`
+	ID      string        `arg:"" help:"Task id."`
+	Agent   string        `short:"a" help:"Agent definition."`
+	Base    string        `help:"Base ref."`
+	Timeout time.Duration `placeholder:"DURATION" help:"Time the worker has (for liveness seen from other clones): 90, 90s, 5m."`
+	Force   bool          `short:"f" help:"Start although blockers are unfinished."`
+	Replace bool          `help:"Remove a leftover worktree first."`
 }
 
 // Run prepares a manual session.

@@ -18,7 +18,7 @@ import (
 // worktrees being made: here the client's version probe holds them, as a
 // slow checkout did on a loaded machine). Processes listing the sessions
 // all along never see one vanish: each stays, recorded as stopped before
-// its worker started (exit 143, SIGTERM, as README says of a stop during
+// its worker started (exit 143, SIGTERM, as docs/trust.md says of a stop during
 // set-up), and a listing after the stop holds both. They used to be
 // rolled back (deleted), and `session list` right after `run stop` found
 // fewer sessions than `run status` had shown running.

@@ -45,6 +45,7 @@ type TaskAddCmd struct {
 	DoD         []string `name:"dod" sep:"none" help:"Definition-of-Done command (repeatable); overrides the agent's."`
 	Base        string   `help:"Base ref for this task's branches (default: the project base)."`
 	Acceptance  []string `name:"criterion" aliases:"acceptance" sep:"none" help:"Acceptance criterion (repeatable; ids AC-1, AC-2, … in this order)."`
+	MaxLoops    int      `name:"max-loops" placeholder:"N" help:"Attempts run gives this task before it is exhausted (default: the run's --max-loops)."`
 }
 
 // Run creates the task.
@@ -55,7 +56,7 @@ func (c *TaskAddCmd) Run(a *App) error {
 	}
 	t, err := tasks.Add(a.Ctx, st, tasks.New{Title: c.Title, Description: c.Description, Type: c.Type,
 		Priority: c.Priority, Parent: c.Parent, BlockedBy: c.BlockedBy, Labels: c.Label, Assignee: c.Assignee,
-		DoD: c.DoD, Base: c.Base, Acceptance: c.Acceptance})
+		DoD: c.DoD, Base: c.Base, Acceptance: c.Acceptance, MaxLoops: c.MaxLoops})
 	if err != nil {
 		return err
 	}
@@ -180,6 +181,7 @@ type TaskUpdateCmd struct {
 	DoD             *[]string `name:"dod" sep:"none" help:"Replace the DoD commands (repeatable)."`
 	ClearDoD        bool      `name:"clear-dod" help:"Remove the task's DoD commands (the agent's apply again)."`
 	Acceptance      *[]string `name:"criterion" aliases:"acceptance" sep:"none" help:"Replace the acceptance criteria (repeatable; renumbered AC-1, AC-2, …)."`
+	MaxLoops        *int      `name:"max-loops" placeholder:"N" help:"Attempts run gives this task (0: the run's --max-loops)."`
 }
 
 // Run applies the update.
@@ -190,7 +192,8 @@ func (c *TaskUpdateCmd) Run(a *App) error {
 	}
 	p := tasks.Patch{Title: c.Title, Description: c.Description, Type: c.Type, Priority: c.Priority,
 		Assignee: c.Assignee, Parent: c.Parent, Base: c.Base, AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel,
-		AddBlockedBy: c.AddBlockedBy, RemoveBlockedBy: c.RemoveBlockedBy, DoD: c.DoD, Acceptance: c.Acceptance}
+		AddBlockedBy: c.AddBlockedBy, RemoveBlockedBy: c.RemoveBlockedBy, DoD: c.DoD, Acceptance: c.Acceptance,
+		MaxLoops: c.MaxLoops}
 	if c.ClearDoD {
 		empty := []string{}
 		p.DoD = &empty
@@ -590,6 +593,9 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 	}
 	if t.Base != "" {
 		p.Printf("  base:      %s\n", t.Base)
+	}
+	if t.MaxLoops > 0 {
+		p.Printf("  max loops: %d\n", t.MaxLoops)
 	}
 	for _, d := range t.DoD {
 		p.Printf("  dod:       %s\n", d)

@@ -40,18 +40,18 @@ func workerEnv(a *App, flags map[string]string) (*worker.Env, error) {
 
 // WorkerRunCmd is `worker run`.
 type WorkerRunCmd struct {
-	ID      string `arg:"" help:"Task id."`
-	Agent   string `short:"a" help:"Agent definition (default: the task's assignee if it names an agent, else the default agent)."`
-	Exec    bool   `short:"x" help:"Launch the agent's client now (otherwise print what to run)."`
-	Detach  bool   `short:"D" help:"With --exec: hand the run to a detached supervisor and return at once."`
-	Timeout int    `help:"Seconds before the worker is stopped (exit 124)."`
-	Base    string `help:"Base ref for the branch (default: the task's base, else the project's)."`
-	SkipDoD bool   `name:"skip-dod" help:"Do not run the Definition of Done (recorded as skipped)."`
-	Force   bool   `short:"f" help:"Run although blockers are unfinished."`
-	Replace bool   `help:"Remove a leftover worktree of an earlier, finished session first."`
-	Strict  bool   `help:"Stop the worker at its first out-of-scope write."`
-	Claim   string `placeholder:"REMOTE" help:"Claim the task on REMOTE first, so no other clone runs it (default: the configured sync remote)."`
-	NoClaim bool   `name:"no-claim" help:"Do not claim the task on the sync remote."`
+	ID      string        `arg:"" help:"Task id."`
+	Agent   string        `short:"a" help:"Agent definition (default: the task's assignee if it names an agent, else the default agent)."`
+	Exec    bool          `short:"x" help:"Launch the agent's client now (otherwise print what to run)."`
+	Detach  bool          `short:"D" help:"With --exec: hand the run to a detached supervisor and return at once."`
+	Timeout time.Duration `placeholder:"DURATION" help:"Time before the worker is stopped (exit 124): 90, 90s, 5m; default: the agent's, else the timeout setting."`
+	Base    string        `help:"Base ref for the branch (default: the task's base, else the project's)."`
+	SkipDoD bool          `name:"skip-dod" help:"Do not run the Definition of Done (recorded as skipped)."`
+	Force   bool          `short:"f" help:"Run although blockers are unfinished."`
+	Replace bool          `help:"Remove a leftover worktree of an earlier, finished session first."`
+	Strict  bool          `help:"Stop the worker at its first out-of-scope write."`
+	Claim   string        `placeholder:"REMOTE" help:"Claim the task on REMOTE first, so no other clone runs it (default: the configured sync remote)."`
+	NoClaim bool          `name:"no-claim" help:"Do not claim the task on the sync remote."`
 }
 
 // Run prepares and maybe runs the session.
@@ -59,15 +59,12 @@ func (c *WorkerRunCmd) Run(a *App) error {
 	if c.Detach && !c.Exec {
 		return exitcode.New(exitcode.Usage, errors.New("--detach needs --exec"), "")
 	}
-	if c.Timeout < 0 {
-		return exitcode.New(exitcode.Usage, errors.New("--timeout must be positive"), "")
-	}
 	env, err := workerEnv(a, nil)
 	if err != nil {
 		return err
 	}
 	p, err := env.Prepare(a.Ctx, worker.RunOptions{Task: c.ID, Agent: c.Agent, Exec: c.Exec, Detach: c.Detach,
-		Timeout: time.Duration(c.Timeout) * time.Second, Base: c.Base, SkipDoD: c.SkipDoD, Force: c.Force,
+		Timeout: c.Timeout, Base: c.Base, SkipDoD: c.SkipDoD, Force: c.Force,
 		Replace: c.Replace, Strict: c.Strict, Claim: c.Claim, NoClaim: c.NoClaim})
 	if err != nil {
 		return err

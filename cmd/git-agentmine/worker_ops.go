@@ -138,8 +138,8 @@ func (c *WorkerStatusCmd) Run(a *App) error {
 
 // WorkerWaitCmd is `worker wait`.
 type WorkerWaitCmd struct {
-	IDs     []string `arg:"" name:"id" optional:"" help:"Task ids (default: every running session)."`
-	Timeout int      `help:"Give up after this many seconds (exit 124)."`
+	IDs     []string      `arg:"" name:"id" optional:"" help:"Task ids (default: every running session)."`
+	Timeout time.Duration `placeholder:"DURATION" help:"Give up after this long (exit 124): 90, 90s, 5m."`
 }
 
 // Run blocks until the sessions end and reports their outcomes.
@@ -166,10 +166,12 @@ func (c *WorkerWaitCmd) Run(a *App) error {
 	ctx := a.Ctx
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(c.Timeout)*time.Second)
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
 	}
+	stopProgress := waitProgress(a, b, recs)
 	ended, err := env.Wait(ctx, ids)
+	stopProgress()
 	if errors.Is(err, context.DeadlineExceeded) {
 		// Name what is still running, so the next step (wait longer,
 		// worker logs, worker stop) can be aimed at it.
@@ -182,8 +184,8 @@ func (c *WorkerWaitCmd) Run(a *App) error {
 				running = append(running, fmt.Sprintf("%s (task %s)", r.Session.ID[:8], b.Tasks.ShortID(r.Session.Task)))
 			}
 		}
-		return exitcode.New(exitcode.Timeout, fmt.Errorf("waiting for workers: %s still running after %ds: %s",
-			plural(len(running), "session", "sessions"), c.Timeout, strings.Join(running, ", ")), "")
+		return exitcode.New(exitcode.Timeout, fmt.Errorf("waiting for workers: %s still running after %s: %s",
+			plural(len(running), "session", "sessions"), seconds(c.Timeout), strings.Join(running, ", ")), "")
 	}
 	if err != nil {
 		return err

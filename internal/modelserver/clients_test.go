@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/internal/modelserver"
+	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/sessions"
 )
 
@@ -250,6 +251,9 @@ type clientRun struct {
 		Outcome sessions.Outcome `json:"outcome"`
 	}
 	stderr string
+	// live is the client's line seen in the session log while it ran
+	// (Edit script only).
+	live string
 }
 
 // newClientRepo makes a repository with agentmine initialised, and the
@@ -322,7 +326,13 @@ write = ["notes/**"]
 	// The file is in a directory of the scope: Claude Code writes through a
 	// temporary file next to the target, which an exact-file scope such as
 	// write = ["hello.txt"] would flag (see the report of issue #11).
-	srv, err := modelserver.Start(modelserver.Options{Script: script, Dir: wt, File: "notes/hello.txt"})
+	// The edit's last answer is held until the client's tool call (which
+	// carries the file's content) is seen in the session log.
+	var hold chan struct{}
+	if script == modelserver.Edit {
+		hold = make(chan struct{})
+	}
+	srv, err := modelserver.Start(modelserver.Options{Script: script, Dir: wt, File: "notes/hello.txt", Hold: hold})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +364,15 @@ write = ["notes/**"]
 		"--timeout", fmt.Sprint(int(r.timeout/time.Second)))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	watched := make(chan string, 1)
+	go func() { watched <- watchLiveLine(repo, modelserver.DefaultContent, exited, hold) }()
+	err = cmd.Wait()
+	close(exited)
+	r.live = <-watched
 	r.stderr = stderr.String()
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.exit = ee.ExitCode()
@@ -366,7 +384,42 @@ write = ["notes/**"]
 	}
 	t.Logf("%s %s: exit %d, status %s, reason %q, usage %+v; server answered %d, served %v",
 		c.name, script, r.exit, r.run.Status, r.run.Outcome.Reason, r.run.Outcome.Usage, srv.Answers(), srv.Served())
+	if r.live != "" {
+		t.Logf("seen in the session log while the client ran: %.200s", r.live)
+	}
+	if hold != nil && r.live == "" {
+		t.Fatalf("the client's tool call never reached the session log while it ran (its last answer was held until it did): "+
+			"the log gets the client's output only at exit (worker run exit %d, reason %q)", r.exit, r.run.Outcome.Reason)
+	}
 	return r
+}
+
+// watchLiveLine polls the repository's session logs until a line of the
+// client (not one of agentmine's notes) holds want, then closes release
+// (when not nil) and returns the line; it returns "" if the worker exited
+// first.
+func watchLiveLine(repo, want string, exited <-chan struct{}, release chan<- struct{}) string {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		logs, _ := filepath.Glob(filepath.Join(repo, ".git", "agentmine", "logs", "*.log"))
+		for _, l := range logs {
+			data, _ := os.ReadFile(l)
+			for _, line := range strings.Split(string(data), "\n") {
+				if strings.Contains(line, want) && !strings.HasPrefix(line, launch.NotePrefix) {
+					if release != nil {
+						close(release)
+					}
+					return line
+				}
+			}
+		}
+		select {
+		case <-exited:
+			return ""
+		case <-tick.C:
+		}
+	}
 }
 
 // installUnderHome installs the pinned client c under home the way its

@@ -66,6 +66,12 @@ type Options struct {
 	CommitMessage string
 	// Model is the model name reported in answers.
 	Model string
+	// Hold, when not nil, makes the answer that ends a turn (text to a
+	// request that offers tools, after the tool calls) wait until Hold is
+	// closed: a test holds the client's last step until it has seen the
+	// client's earlier steps in the session log, which proves that the
+	// client's output reached the log while it ran, not at exit.
+	Hold <-chan struct{}
 }
 
 // Usage is token usage, as the server reports it in an answer.
@@ -109,6 +115,9 @@ type Server struct {
 	once    sync.Once
 }
 
+// DefaultContent is what the edit writes when Options.Content is empty.
+const DefaultContent = "hello from the scripted model"
+
 // APIKey is the key clients are given; the server accepts any key except
 // under the Unauthorized script.
 const APIKey = "agentmine-test-key"
@@ -122,7 +131,7 @@ func Start(opts Options) (*Server, error) {
 		opts.File = "hello.txt"
 	}
 	if opts.Content == "" {
-		opts.Content = "hello from the scripted model"
+		opts.Content = DefaultContent
 	}
 	if opts.OutOfScopeFile == "" {
 		opts.OutOfScopeFile = "outside/secret.txt"
@@ -153,9 +162,8 @@ func (s *Server) Close() {
 }
 
 // Served is the sum of the usage reported in every answer the server
-// completed to a request that offered tools: the agent's own conversation.
-// Side requests without tools (opencode's title) are left out, as the
-// clients leave them out of their reports.
+// completed, side requests without tools (a title, a summary) included:
+// every request a client makes must be in the usage it reports.
 func (s *Server) Served() Usage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -209,16 +217,14 @@ func usageFor(n int) Usage {
 }
 
 // nextUsage reserves the usage of the next completed answer.
-func (s *Server) nextUsage(conversation bool) (Usage, int) {
+func (s *Server) nextUsage() (Usage, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := s.answers
 	u := usageFor(n)
 	s.answers++
-	if conversation {
-		s.served.Input += u.Input
-		s.served.Output += u.Output
-	}
+	s.served.Input += u.Input
+	s.served.Output += u.Output
 	return u, n
 }
 
@@ -314,8 +320,25 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 	e.Note = a.describe()
+	if s.opts.Hold != nil && a.tool == "" && len(req.tools) > 0 && req.step > 0 {
+		held := e
+		held.Status, held.Note = 0, "final answer held"
+		s.record(held)
+		select {
+		case <-s.opts.Hold:
+			e.Note += " (released)"
+		case <-r.Context().Done():
+			e.Status, e.Note = 0, "client went away while the final answer was held"
+			s.record(e)
+			return
+		case <-s.closing:
+			e.Status, e.Note = 0, "server closed while the final answer was held"
+			s.record(e)
+			return
+		}
+	}
 	s.record(e)
-	u, n := s.nextUsage(len(req.tools) > 0)
+	u, n := s.nextUsage()
 	a.id = fmt.Sprintf("scripted%d", n)
 	api.writeAnswer(w, s.opts.Model, a, u, req.stream)
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func post(t *testing.T, url, body string) (int, string) {
@@ -89,5 +90,53 @@ func TestFailureScriptsAndUnknownRequests(t *testing.T) {
 	log := u.Log()
 	if !strings.Contains(log, "NOT UNDERSTOOD") || !strings.Contains(log, `body: {"x":1}`) || !strings.Contains(log, "body: not json") {
 		t.Fatalf("the log does not keep what it did not understand:\n%s", log)
+	}
+}
+
+// Hold keeps the answer that ends a turn until the test releases it; the
+// tool calls before it are not held.
+func TestHoldKeepsTheFinalAnswer(t *testing.T) {
+	hold := make(chan struct{})
+	s, err := Start(Options{Dir: "/wt", File: "notes/hello.txt", Hold: hold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const tools = `"tools":[{"name":"Bash","input_schema":{"properties":{"command":{}}}}]`
+	code, body := post(t, s.URL()+"/v1/messages", `{"messages":[{"role":"user","content":"go"}],`+tools+`}`)
+	if code != 200 || !strings.Contains(body, "tool_use") {
+		t.Fatalf("first answer %d: %s", code, body)
+	}
+	// A side request without tools (a title) is answered and counted.
+	if code, body := post(t, s.URL()+"/v1/messages", `{"messages":[{"role":"user","content":"title?"}]}`); code != 200 || !strings.Contains(body, "Scripted answer") {
+		t.Fatalf("side answer %d: %s", code, body)
+	}
+	final := `{"messages":[{"role":"user","content":"go"},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a"}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"b"}]}],` + tools + `}`
+	done := make(chan string, 1)
+	go func() {
+		_, body := post(t, s.URL()+"/v1/messages", final)
+		done <- body
+	}()
+	for held := false; !held; {
+		for _, e := range s.Entries() {
+			held = held || e.Note == "final answer held"
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case body := <-done:
+		t.Fatalf("the final answer was sent while held: %s", body)
+	default:
+	}
+	if n := s.Answers(); n != 2 {
+		t.Fatalf("%d answers completed while the final one is held, want 2", n)
+	}
+	close(hold)
+	if body := <-done; !strings.Contains(body, "Done: wrote notes/hello.txt") {
+		t.Fatalf("final answer after release: %s", body)
+	}
+	if got, want := s.Served(), (Usage{Input: 1007 + 1107 + 1207, Output: 20 + 23 + 26}); got != want {
+		t.Fatalf("served %v, want %v", got, want)
 	}
 }

@@ -1,5 +1,5 @@
 // Package serverargs owns the command line git-agentmine gives
-// git-agentmine-serve (package servers): rendered by the one, parsed by the
+// agentmine-serve (package servers): rendered by the one, parsed by the
 // other. It imports nothing heavy, so that git-agentmine stays small.
 package serverargs
 
@@ -11,7 +11,7 @@ import (
 )
 
 // Name is the server executable's name.
-const Name = "git-agentmine-serve"
+const Name = "agentmine-serve"
 
 // DefaultAddr is where the board listens unless told otherwise.
 const DefaultAddr = "127.0.0.1:7878"
@@ -24,7 +24,7 @@ type Serve struct {
 	AllowRemote bool
 }
 
-// Args is the command line git-agentmine gives git-agentmine-serve
+// Args is the command line git-agentmine gives agentmine-serve
 // (rendered by Argv, parsed back by Parse).
 type Args struct {
 	Dir       string

@@ -14,7 +14,7 @@ func MCP(e *Env) error {
 		return err
 	}
 	if f, ok := e.In.(*os.File); ok && output.IsTerminal(f) {
-		e.P.Notef("serving MCP on stdin and stdout: an MCP client starts this command (see README's MCP section)\n")
+		e.P.Notef("serving MCP on stdin and stdout: an MCP client starts this command (see docs/mcp-setup.md)\n")
 	}
 	s, err := mcpserver.New(e.Ctx, mcpserver.Options{Dir: e.Dir, Getenv: e.Getenv, Version: e.Version, Log: e.P.Err,
 		Supervisor: e.Supervisor})

@@ -1,6 +1,6 @@
 // Package servers owns the long-running servers of git agentmine as
 // commands — the web board (`git agentmine serve`) and the MCP server
-// (`git agentmine mcp`) — and the git-agentmine-serve executable's entry
+// (`git agentmine mcp`) — and the agentmine-serve executable's entry
 // point that runs them.
 //
 // They live in an executable of their own, installed beside git-agentmine,
@@ -62,7 +62,7 @@ func (e *Env) Supervisor(top, session string) []string {
 	return []string{e.Agentmine, "-C", top, "worker", "supervise", session}
 }
 
-// Main runs git-agentmine-serve with args (without the program name) and
+// Main runs agentmine-serve with args (without the program name) and
 // returns its exit code. Errors are printed once, as git-agentmine prints
 // them: "error: …" and an optional "hint: …".
 func Main(ctx context.Context, args []string, in io.Reader, out, errw io.Writer, getenv func(string) string) int {

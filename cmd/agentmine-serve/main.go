@@ -1,4 +1,4 @@
-// Command git-agentmine-serve runs the long-running servers of git
+// Command agentmine-serve runs the long-running servers of git
 // agentmine — the web board and the MCP server — for `git agentmine serve`
 // and `git agentmine mcp`, which start it. It is installed beside
 // git-agentmine (see package servers for why it is a program of its own).

@@ -1,0 +1,6 @@
+package output
+
+import "golang.org/x/sys/unix"
+
+// ioctlReadTermios is the ioctl that reads a terminal's settings.
+const ioctlReadTermios = unix.TCGETS
