@@ -25,6 +25,12 @@ bench:
 bench-scale pick="100k|10k|Status":
     AGENTMINE_BENCH_SCALE=1 go test -run '^$' -bench '{{pick}}' -benchtime 3x -timeout 60m ./cmd/git-agentmine
 
+# Run `run` against plain `worker run --exec` loops side by side (N = 1, 2,
+# 4, 8; no-op workers), and the latency from a worker's end to the loop.
+bench-run tasks="10":
+    AGENTMINE_BENCH_WAKE_TASKS={{tasks}} go test -run '^$' -bench 'RunOverhead$' -benchtime 1x -timeout 60m ./cmd/git-agentmine
+    go test -run '^$' -bench 'Wake$' -benchtime 200x ./pipeline
+
 # Measure acknowledged writes lost beside a `git gc` loop: 16 processes of
 # 20 `task add` against plain git doing the same writes (hash-object,
 # mktree, commit-tree, update-ref), under `gc --prune=now` and default gc.

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -228,6 +227,11 @@ type Supervisor struct {
 	// run. started counts the starts that got a session.
 	setupFails map[string]error
 	started    int
+	// starting holds the tasks whose start is under way; startDone
+	// receives their results, and wake is poked with each (startAll).
+	starting  map[string]bool
+	startDone chan startResult
+	wake      *waker
 }
 
 // mergeWait is why a passing session waits to be merged: the person's
@@ -284,7 +288,7 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 		live: map[string]sessions.Record{}, prepFails: map[string]int{}, reviewFails: map[string]int{},
 		notBefore: map[string]time.Time{}, conflicts: map[string][]string{}, claimed: map[string]string{},
 		noted: map[string]bool{}, announced: map[string]bool{}, mergeFails: map[string]int{}, waits: map[string]mergeWait{},
-		setupFails: map[string]error{}}
+		setupFails: map[string]error{}, starting: map[string]bool{}}
 
 	old, err := Get(ctx, st, o.Name)
 	exists := err == nil
@@ -507,17 +511,17 @@ func (s *Supervisor) stateOf(b *board.Board, id string) taskState {
 // (Ctrl-C) stops the workers the run started and records why.
 func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 	defer s.log.Close()
-	wake := make(chan struct{}, 1)
-	poke := func() {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	}
-	watched := map[int]bool{}
-	var watchMu sync.Mutex
+	w := newWaker()
+	defer w.close()
+	s.wake = w
+	s.startDone = make(chan startResult, max(s.rec.Parallel, 1))
+	var b *board.Board
 	for {
-		b, err := s.load(context.WithoutCancel(ctx))
+		// The starts that ended are taken before the board is read, so
+		// that the board shows every session they recorded.
+		s.takeStarts(context.WithoutCancel(ctx), b)
+		var err error
+		b, err = s.load(context.WithoutCancel(ctx))
 		if err != nil {
 			return Summary{}, err
 		}
@@ -538,7 +542,7 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 		if s.rec.Deadline != nil && time.Now().After(*s.rec.Deadline) && s.stopReason == "" {
 			s.stopReason = "deadline reached"
 		}
-		next, running, done := s.step(ctx, b)
+		next, _, done := s.step(ctx, b)
 		if done {
 			sum, err := s.finish(context.WithoutCancel(ctx))
 			if err == nil {
@@ -548,38 +552,38 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 			}
 			return sum, err
 		}
-		// Sleep until a running worker's supervisor exits, a backoff
-		// ends, or a while passes (sessions judged elsewhere, run stop).
-		watchMu.Lock()
-		for _, r := range running {
-			pid := r.Session.Pid
-			if pid > 0 && !watched[pid] && b.Here.Judges(r.Session) {
-				watched[pid] = true
-				go func() {
-					waitPid(pid)
-					watchMu.Lock()
-					delete(watched, pid)
-					watchMu.Unlock()
-					poke()
-				}()
-			}
-		}
-		watchMu.Unlock()
-		d := 2 * time.Second
-		if !next.IsZero() {
-			d = min(d, max(time.Until(next), 10*time.Millisecond))
-		}
-		t := time.NewTimer(d)
+		// Sleep until a worker's supervisor exits (those started by this
+		// look included), a backoff ends, or the poll passes (sessions
+		// judged elsewhere, a run stop).
+		s.watchLive(w, b)
 		cancelled := ctx.Done()
 		if s.stopReason != "" {
 			cancelled = nil // stopping already: wait for the workers to end
 		}
-		select {
-		case <-wake:
-		case <-t.C:
-		case <-cancelled:
+		w.sleep(nextWake(next, s.o.Poll), cancelled)
+	}
+}
+
+// watchLive has w watch the detached supervisors of the sessions running
+// on this host (s.live: the ones seen running and the ones this look
+// started).
+func (s *Supervisor) watchLive(w *waker, b *board.Board) {
+	for _, r := range s.live {
+		x := r.Session
+		if !b.Here.Judges(x) {
+			continue
 		}
-		t.Stop()
+		pid, start := x.Pid, x.PidStart
+		if x.Mode == sessions.ModeDetach && x.Seal == nil && !launch.Alive(pid, start) {
+			// Until its supervisor seals it, a session adopted after a
+			// take-over may name the process that prepared it, gone now:
+			// watch the supervisor started for it (as board.Liveness finds
+			// it), else a gone pid would wake the loop at every look.
+			if p, ok := launch.WithLastArg(x.ID); ok {
+				pid, start = p.Pid, p.Start
+			}
+		}
+		w.watch(pid, start)
 	}
 }
 
@@ -656,33 +660,50 @@ type startReq struct {
 	fb *Feedback
 }
 
-// startAll starts the sessions at once (each through the same code as
-// `worker run --exec --detach`, claims included).
+// startResult is what one start gave, handed to the loop's goroutine.
+type startResult struct {
+	req  startReq
+	rec  sessions.Record
+	ev   Event
+	err  error // from the preparation: no session was recorded
+	ok   bool
+	note string // a warning of the start (Prepared.ClaimNote)
+}
+
+// startAll starts the sessions, each in a goroutine of its own (through
+// the same code as `worker run --exec --detach`, claims included), and
+// returns at once: the loop goes on watching the workers already running
+// while these start, and each start's end wakes it (takeStarts). A task
+// with a start under way is settled until its result is taken.
 func (s *Supervisor) startAll(ctx context.Context, b *board.Board, reqs []startReq) {
-	type result struct {
-		rec  sessions.Record
-		ev   Event
-		err  error // from the preparation: no session was recorded
-		ok   bool
-		note string // a warning of the start (Prepared.ClaimNote)
-	}
-	res := make([]result, len(reqs))
-	var wg sync.WaitGroup
 	// A start runs to its end even when the run is interrupted meanwhile:
 	// cut short, it would fail for the interruption's sake ("context
 	// canceled", a base that "is not a commit") and count against the task.
 	// The next look stops what started.
 	sctx := context.WithoutCancel(ctx)
-	for i, r := range reqs {
-		wg.Add(1)
+	for _, r := range reqs {
+		s.starting[r.ts.id] = true
 		go func() {
-			defer wg.Done()
-			res[i].rec, res[i].ev, res[i].ok, res[i].err = s.start(sctx, r, &res[i].note)
+			res := startResult{req: r}
+			res.rec, res.ev, res.ok, res.err = s.start(sctx, r, &res.note)
+			s.startDone <- res
+			s.wake.poke()
 		}()
 	}
-	wg.Wait()
-	// The loop's own state changes here, in one goroutine.
-	for i, r := range res {
+}
+
+// takeStarts applies the results of the starts that ended since the last
+// look, in the loop's goroutine. b is the board of the look that started
+// them (prepFailed reads nothing else from it).
+func (s *Supervisor) takeStarts(ctx context.Context, b *board.Board) {
+	for {
+		var r startResult
+		select {
+		case r = <-s.startDone:
+		default:
+			return
+		}
+		delete(s.starting, r.req.ts.id)
 		if r.note != "" && !s.warned {
 			s.warned = true
 			if s.o.Warn != nil {
@@ -691,11 +712,11 @@ func (s *Supervisor) startAll(ctx context.Context, b *board.Board, reqs []startR
 		}
 		switch {
 		case r.err != nil:
-			s.prepFailed(ctx, b, reqs[i].ts, r.err)
+			s.prepFailed(ctx, b, r.req.ts, r.err)
 		case r.ok:
 			s.started++
-			delete(s.prepFails, reqs[i].ts.id)
-			delete(s.setupFails, reqs[i].ts.id) // it started after all
+			delete(s.prepFails, r.req.ts.id)
+			delete(s.setupFails, r.req.ts.id) // it started after all
 			s.live[r.rec.Session.ID] = r.rec
 			s.emit(r.ev)
 		}
@@ -724,13 +745,19 @@ func (s *Supervisor) start(ctx context.Context, r startReq, note *string) (sessi
 		fmt.Fprintf(s.log, "%s task %s: %s\n", time.Now().Format("15:04:05"), short(id), p.ClaimNote)
 		*note = p.ClaimNote
 	}
-	if _, err := s.env.StartDetached(ctx, p, s.o.Supervisor(p.Rec.Session.ID)); err != nil {
+	pid, err := s.env.StartDetached(ctx, p, s.o.Supervisor(p.Rec.Session.ID))
+	if err != nil {
 		// The session has a failed outcome (exit 127): a start failure,
 		// retried with backoff.
 		fmt.Fprintf(s.log, "%s task %s: %v\n", time.Now().Format("15:04:05"), short(id), err)
 		return sessions.Record{}, Event{}, false, nil
 	}
-	return p.Rec, ev, true, nil
+	// The loop watches this supervisor from now on: its exit wakes the
+	// loop (watchLive), with no look at the refs in between.
+	rec := p.Rec
+	rec.Session.Pid = pid
+	rec.Session.PidStart, _ = launch.StartTime(pid)
+	return rec, ev, true, nil
 }
 
 // prepFailed handles a preparation that recorded no session.
@@ -980,8 +1007,8 @@ func (s *Supervisor) stopAll(ctx context.Context, b *board.Board, running []sess
 		if sess.Mode == sessions.ModeManual || !b.Here.Judges(sess) || sess.Pid <= 0 {
 			continue
 		}
-		if s.announced["stop:"+sess.ID] {
-			continue
+		if s.announced["stop:"+sess.ID] || s.starting[sess.Task] {
+			continue // stopped already, or still starting: the look after its start stops it
 		}
 		s.announced["stop:"+sess.ID] = true
 		fmt.Fprintf(s.log, "%s stopping session %s of task %s (%s)\n", time.Now().Format("15:04:05"), short(sess.ID), short(sess.Task), s.stopReason)

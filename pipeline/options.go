@@ -47,7 +47,15 @@ type Options struct {
 	// Backoff is the first delay before a start is retried after an
 	// infrastructure failure; it doubles each time (default 1s).
 	Backoff time.Duration
+	// Poll is the longest the loop sleeps without looking (default
+	// DefaultPoll). The end of a worker this run started wakes it at once;
+	// the poll only catches what no process of this run signals: sessions
+	// of adopted workers or of other clones, and a run stop.
+	Poll time.Duration
 }
+
+// DefaultPoll is Options.Poll when none is given.
+const DefaultPoll = 2 * time.Second
 
 // Budget is a parsed --budget.
 type Budget struct {
@@ -112,6 +120,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Backoff <= 0 {
 		o.Backoff = time.Second
+	}
+	if o.Poll <= 0 {
+		o.Poll = DefaultPoll
 	}
 	return nil
 }

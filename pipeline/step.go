@@ -31,7 +31,7 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 	now := time.Now()
 	running = s.noteEnded(b, now)
 	if s.stopReason != "" {
-		if len(running) > 0 {
+		if len(running) > 0 || len(s.starting) > 0 {
 			s.stopAll(jctx, b, running)
 			return time.Time{}, nil, false
 		}
@@ -53,7 +53,7 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 		p.toStart = nil
 	}
 	started := false
-	if free := s.rec.Parallel - len(running); free > 0 && len(p.toStart) > 0 && ctx.Err() == nil {
+	if free := s.rec.Parallel - len(running) - len(s.starting); free > 0 && len(p.toStart) > 0 && ctx.Err() == nil {
 		if len(p.toStart) > free {
 			p.toStart = p.toStart[:free]
 		}
@@ -79,7 +79,7 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 		return now, running, false
 	case started:
 		return time.Time{}, running, false
-	case len(running) == 0 && len(p.toStart) == 0 && p.next.IsZero() && !p.progressed:
+	case len(running) == 0 && len(s.starting) == 0 && len(p.toStart) == 0 && p.next.IsZero() && !p.progressed:
 		// Nothing runs, nothing starts, no backoff is pending and nothing
 		// was merged: a blocked task whose blockers will never be done is
 		// settled, and so is a merge that waits on the person's checkout.
@@ -178,7 +178,7 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 // (its Task Note is written), cancelled, exhausted, tainted, running,
 // blocked, held by another clone, or split into children.
 func (s *Supervisor) settled(ctx context.Context, b *board.Board, ts taskState) bool {
-	if _, ok := s.claimed[ts.id]; ok {
+	if _, ok := s.claimed[ts.id]; ok || s.starting[ts.id] {
 		return true
 	}
 	if _, ok := s.setupFails[ts.id]; ok {

@@ -116,6 +116,9 @@ func (c *RunStartCmd) Run(a *App) error {
 		o.Parallel = *c.Parallel
 	}
 	o.Supervisor = func(session string) []string { return supervisorArgv(a.Args0, env.Top, session) }
+	if o.Poll, err = runPoll(); err != nil {
+		return err
+	}
 	check := o
 	if err := check.Validate(); err != nil {
 		return err
@@ -158,6 +161,24 @@ func (c *RunStartCmd) Run(a *App) error {
 		return silentError{exitcode.Interrupted}
 	}
 	return silentError{exitcode.Failed}
+}
+
+// runPollEnv sets how long the run's loop sleeps at most without looking
+// (pipeline.Options.Poll); the end of a worker the run started wakes it
+// anyway.
+const runPollEnv = "AGENTMINE_RUN_POLL"
+
+// runPoll reads runPollEnv: a Go duration, or nothing for the default.
+func runPoll() (time.Duration, error) {
+	v := os.Getenv(runPollEnv)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, exitcode.New(exitcode.Usage, fmt.Errorf("invalid %s %q: want a positive duration such as 2s", runPollEnv, v), "")
+	}
+	return d, nil
 }
 
 // detach starts this program again in the background as the run's
