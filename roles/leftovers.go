@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/board"
+	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/worker"
 	"github.com/git-agentmine/git-agentmine/worktree"
@@ -38,6 +39,7 @@ func CleanLeftovers(ctx context.Context, env *worker.Env) ([]string, error) {
 			continue
 		}
 		worktree.MakeWritable(s.Worktree)
+		env.St.RecordWorktree(gitstore.JournalWorktreeRemove, s.Worktree)
 		if err := worktree.Remove(ctx, env.Top, s.Worktree, "", true); err != nil {
 			return removed, err
 		}

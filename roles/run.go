@@ -280,6 +280,9 @@ func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
 	}
 	defer func() {
 		worktree.MakeWritable(wtPath)
+		// Journaled first, as the add was: a worker running meanwhile
+		// sees the worktree go and its supervisor must know it was ours.
+		st.RecordWorktree(gitstore.JournalWorktreeRemove, wtPath)
 		worktree.Remove(jctx, env.Top, wtPath, "", true)
 	}()
 	if err := makeReadOnly(wtPath); err != nil {

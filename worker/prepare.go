@@ -293,7 +293,10 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	if err != nil {
 		return nil, fmt.Errorf("preparing the worktree for task %s: %w", short, err)
 	}
-	undo = append(undo, func() { worktree.Remove(context.WithoutCancel(ctx), e.Top, wtPath, sess.Branch, true) })
+	undo = append(undo, func() {
+		st.RecordWorktree(gitstore.JournalWorktreeRemove, wtPath)
+		worktree.Remove(context.WithoutCancel(ctx), e.Top, wtPath, sess.Branch, true)
+	})
 
 	<-memRead
 	if memErr != nil {

@@ -472,18 +472,27 @@ func excuseJournaledWorktrees(extras []verify.Extra, journal func() []gitstore.J
 			continue
 		}
 		parent, skip := realDir(x.Path), x.Skip
-		var once sync.Once
+		var mu sync.Mutex
 		ours := map[string]bool{}
 		extras[i].Skip = func(name string) bool {
-			once.Do(func() {
-				for _, je := range journal() {
-					if je.Own() && (je.Op == gitstore.JournalWorktreeAdd || je.Op == gitstore.JournalWorktreeRemove) &&
-						realDir(filepath.Dir(je.Checkout)) == parent {
-						ours[filepath.Base(je.Checkout)] = true
-					}
+			if skip(name) {
+				return true
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if ours[name] {
+				return true
+			}
+			// agentmine journals a worktree before it makes or removes it,
+			// so a name not heard of yet may be one made since the last
+			// read (a reviewer's, another task's): read the journal again.
+			for _, je := range journal() {
+				if je.Own() && (je.Op == gitstore.JournalWorktreeAdd || je.Op == gitstore.JournalWorktreeRemove) &&
+					realDir(filepath.Dir(je.Checkout)) == parent {
+					ours[filepath.Base(je.Checkout)] = true
 				}
-			})
-			return ours[name] || skip(name)
+			}
+			return ours[name]
 		}
 	}
 	return extras
