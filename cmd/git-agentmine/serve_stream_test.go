@@ -60,7 +60,7 @@ func TestBrowserTwentyTabsEightWorkers(t *testing.T) {
 		// chatty prints numbered lines until the file $RUN_GO exists,
 		// then commits.
 		".agentmine/agents/chatty.toml": "client = \"custom\"\ntimeout = 600\ncommand = [\"sh\", \"-c\", \"i=0; while [ ! -e \\\"$RUN_GO\\\" ]; do i=$((i+1)); echo \\\"$AGENTMINE_SESSION tick $i\\\"; sleep 0.2; done; echo ok > src/$AGENTMINE_TASK.txt && git add src && git commit -qm chat\"]\n[scope]\nwrite = [\"src/**\"]\n",
-		"src/a.txt": "a\n",
+		"src/a.txt":                     "a\n",
 	})
 	const workers = 8
 	var ids []string
