@@ -49,10 +49,11 @@ func setVisible(t *testing.T, ctx context.Context, visible bool) {
 // connections (the change stream, the supervisor's log, eight workers').
 func TestBrowserTwentyTabsEightWorkers(t *testing.T) {
 	gittest.SkipShort(t, "eight real workers, a served board and twenty browser tabs")
-	// Unfinished: in this test the first tab stops answering the
-	// DevTools Evaluate that hides it (context deadline), which the same
-	// steps against an empty board do not; not yet understood.
-	t.Skip("unfinished: the first tab does not answer the Evaluate that hides it")
+	// Unfinished: in the second and later tabs (chromedp.NewContext of
+	// the first) Navigate and WaitVisible work but an Evaluate never
+	// answers (context deadline), so the tabs cannot be sent to the
+	// background yet; the first tab's Evaluate works.
+	t.Skip("unfinished: an Evaluate in a second tab does not answer, so the tabs cannot be hidden")
 	bin := findBrowser(t)
 	repo := testRepo(t)
 	gate := filepath.Join(t.TempDir(), "go")
