@@ -56,12 +56,7 @@ func (s *Server) logStream(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	rec, err := sessions.Get(ctx, v.st, r.PathValue("id"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	path, err := launch.SessionLogPath(v.st.Location().CommonDir, rec.Session.ID, rec.Session.Log)
+	src, err := s.sessionLog(ctx, v, r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -71,25 +66,46 @@ func (s *Server) logStream(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	follow(w, r, src.path, off, src.ended, src.end)
+}
+
+// logSource is a log to follow: its file, a channel closed once its
+// writer has ended, and the end event to send then.
+type logSource struct {
+	path  string
+	ended <-chan struct{}
+	end   func() endEvent
+}
+
+// sessionLog finds session id's log. Its ended channel closes when the
+// session has an outcome or can no longer be running, or when ctx is
+// done.
+func (s *Server) sessionLog(ctx context.Context, v *view, id string) (logSource, error) {
+	rec, err := sessions.Get(ctx, v.st, id)
+	if err != nil {
+		return logSource{}, err
+	}
+	path, err := launch.SessionLogPath(v.st.Location().CommonDir, rec.Session.ID, rec.Session.Log)
+	if err != nil {
+		return logSource{}, err
+	}
 	here := board.HereOf(v.st)
 	ended := make(chan struct{})
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	go func() {
 		// Wait returns when the session has an outcome or can no longer
 		// be running; it sleeps on the session's processes, never polls.
 		if env, err := v.env(); err == nil {
-			env.Wait(wctx, []string{rec.Session.ID})
+			env.Wait(ctx, []string{rec.Session.ID})
 		}
 		close(ended)
 	}()
-	follow(w, r, path, off, ended, func() endEvent {
+	return logSource{path: path, ended: ended, end: func() endEvent {
 		if cur, err := board.Session(ctx, v.st, rec.Session.ID); err == nil {
 			rec = cur
 		}
 		state := contract.SessionState(rec, here, time.Now())
 		return endEvent{Of: "session", State: state, Verdict: contract.Verdict(rec, state, false)}
-	})
+	}}, nil
 }
 
 // follow streams the log at path from byte offset off as "out" events
@@ -97,7 +113,6 @@ func (s *Server) logStream(w http.ResponseWriter, r *http.Request) {
 // sends the "end" event that end makes and returns. It returns early when
 // the client goes away.
 func follow(w http.ResponseWriter, r *http.Request, path string, off int64, ended <-chan struct{}, end func() endEvent) {
-	ctx := r.Context()
 	rc := http.NewResponseController(w)
 	sseHeaders(w)
 	w.WriteHeader(http.StatusOK)
@@ -105,6 +120,35 @@ func follow(w http.ResponseWriter, r *http.Request, path string, off int64, ende
 	if rc.Flush() != nil {
 		return
 	}
+	followLog(r.Context(), path, off, ended, end, func(ev logEvent) bool {
+		switch {
+		case ev.Failed != "":
+			fmt.Fprintf(w, "event: failed\ndata: %s\n\n", jsonText(ev.Failed))
+		case ev.End != nil:
+			data, _ := json.Marshal(ev.End)
+			fmt.Fprintf(w, "event: end\nid: %d\ndata: %s\n\n", ev.Off, data)
+		default:
+			data, _ := json.Marshal(ev.Segs)
+			fmt.Fprintf(w, "event: out\nid: %d\ndata: %s\n\n", ev.Off, data)
+		}
+		return rc.Flush() == nil
+	})
+}
+
+// logEvent is one step of a followed log: text (Segs) that ends at byte
+// offset Off, or its End, or why it cannot be read (Failed).
+type logEvent struct {
+	Segs   []segment
+	Off    int64
+	End    *endEvent
+	Failed string
+}
+
+// followLog reads the log at path from byte offset off and hands what is
+// appended to emit until ended is closed and everything written before
+// that is handed on, then hands the end that end makes. It returns when
+// emit returns false, when ctx is done, or after the end or a failure.
+func followLog(ctx context.Context, path string, off int64, ended <-chan struct{}, end func() endEvent, emit func(logEvent) bool) {
 	var events <-chan fsnotify.Event
 	if fw, err := fsnotify.NewWatcher(); err == nil {
 		defer fw.Close()
@@ -128,8 +172,7 @@ func follow(w http.ResponseWriter, r *http.Request, path string, off int64, ende
 		}
 		chunk, err := launch.ReadLog(path, off, chunkMax)
 		if err != nil {
-			fmt.Fprintf(w, "event: failed\ndata: %s\n\n", jsonText(firstLine(err.Error())))
-			rc.Flush()
+			emit(logEvent{Off: off, Failed: firstLine(err.Error())})
 			return
 		}
 		if len(chunk.Text) > 0 {
@@ -139,9 +182,7 @@ func follow(w http.ResponseWriter, r *http.Request, path string, off int64, ende
 			}
 			if len(text) > 0 {
 				off = chunk.Next - int64(len(chunk.Text)-len(text))
-				data, _ := json.Marshal(sgr.segments(text))
-				fmt.Fprintf(w, "event: out\nid: %d\ndata: %s\n\n", off, data)
-				if rc.Flush() != nil {
+				if !emit(logEvent{Segs: sgr.segments(text), Off: off}) {
 					return
 				}
 				if chunk.More || chunk.Rotated {
@@ -150,9 +191,8 @@ func follow(w http.ResponseWriter, r *http.Request, path string, off int64, ende
 			}
 		}
 		if finished {
-			data, _ := json.Marshal(end())
-			fmt.Fprintf(w, "event: end\nid: %d\ndata: %s\n\n", off, data)
-			rc.Flush()
+			e := end()
+			emit(logEvent{Off: off, End: &e})
 			return
 		}
 		select {

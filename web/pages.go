@@ -8,12 +8,14 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
-	"net/url"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/board"
+	"github.com/git-agentmine/git-agentmine/config"
 	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
@@ -253,6 +255,9 @@ type boardView struct {
 	All       bool
 	// AllURL is this board with every card shown.
 	AllURL string
+	// Empty says why the board has no task at all: "uninitialised" (no
+	// project settings file yet) or "no tasks"; "" when it has tasks.
+	Empty string
 }
 
 type option struct{ Value, Label string }
@@ -440,6 +445,7 @@ func (s *Server) boardWith(w http.ResponseWriter, r *http.Request, code int, err
 	for i := range bv.Columns {
 		sortCards(bv.Columns[i].Cards)
 	}
+	bv.Empty = emptyState(v, len(b.Tasks.IDs))
 	bv.Labels = sortedKeys(labels)
 	bv.Assignees = sortedKeys(assignees)
 	for _, id := range sortedKeys(parents) {
@@ -449,6 +455,21 @@ func (s *Server) boardWith(w http.ResponseWriter, r *http.Request, code int, err
 	}
 	s.live.seen(len(x.running))
 	s.render(w, code, "board", bv)
+}
+
+// emptyState says why a board shows no task: the repository was never set
+// up (git agentmine init writes the project settings file) or has no task
+// yet; "" when it has tasks.
+func emptyState(v *view, tasks int) string {
+	if tasks > 0 {
+		return ""
+	}
+	if top := v.st.Location().Top; top != "" {
+		if _, err := os.Stat(filepath.Join(top, config.File)); err != nil {
+			return "uninitialised"
+		}
+	}
+	return "no tasks"
 }
 
 // sortCards orders a column: highest priority first, then newest first.
@@ -690,7 +711,9 @@ type tab struct {
 	// Session is a worker tab's session; Run a supervisor tab's run.
 	Session contract.SessionJSON
 	Run     *runRow
-	LogURL  string
+	// Log is the key of the tab's log in the page's stream (see
+	// stream.go): "s:" and a session id, or "r:" and a run's name.
+	Log string
 }
 
 func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
@@ -732,7 +755,7 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		groups[g] = append(groups[g], tab{Kind: "worker", ID: "log-" + rec.Session.ID, Name: sj.ShortID, TaskID: rec.Session.Task,
-			Task: title, Session: sj, LogURL: "/sessions/" + url.PathEscape(rec.Session.ID) + "/log"})
+			Task: title, Session: sj, Log: "s:" + rec.Session.ID})
 		rv.Workers++
 	}
 	running := rv.Workers

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -132,7 +131,7 @@ func owns(r pipeline.Record, rec sessions.Record) bool {
 // runTab is the Runs page's tab of a supervisor's log.
 func runTab(row runRow) tab {
 	return tab{Kind: "supervisor", ID: "log-run-" + row.Name, Name: row.Name, Run: &row,
-		LogURL: "/runs/" + url.PathEscape(row.Name) + "/log"}
+		Log: "r:" + row.Name}
 }
 
 // runEnd is the end event of a run's stream.
@@ -159,13 +158,7 @@ func (s *Server) runLogStream(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	name := r.PathValue("name")
-	rec, err := pipeline.Get(ctx, v.st, name)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	path, err := launch.LogPathWithin(runLogRoot(v.st.Location().CommonDir), "run "+name, rec.Log)
+	src, err := s.runLog(ctx, v, r.PathValue("name"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -175,15 +168,27 @@ func (s *Server) runLogStream(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	follow(w, r, src.path, off, src.ended, src.end)
+}
+
+// runLog finds run name's supervisor log. Its ended channel closes when
+// the supervisor is gone (see waitRun) or ctx is done.
+func (s *Server) runLog(ctx context.Context, v *view, name string) (logSource, error) {
+	rec, err := pipeline.Get(ctx, v.st, name)
+	if err != nil {
+		return logSource{}, err
+	}
+	path, err := launch.LogPathWithin(runLogRoot(v.st.Location().CommonDir), "run "+name, rec.Log)
+	if err != nil {
+		return logSource{}, err
+	}
 	ended := make(chan struct{})
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	latest := make(chan pipeline.Record, 1)
 	go func() {
-		latest <- s.waitRun(wctx, v, rec)
+		latest <- s.waitRun(ctx, v, rec)
 		close(ended)
 	}()
-	follow(w, r, path, off, ended, func() endEvent { return runEnd(<-latest) })
+	return logSource{path: path, ended: ended, end: func() endEvent { return runEnd(<-latest) }}, nil
 }
 
 // waitRun returns the run's record once its supervisor is gone, or once it

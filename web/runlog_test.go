@@ -83,7 +83,7 @@ func TestRunLog(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("tabs %v, want %v (the run's, its worker's, then the other worker's)", got, want)
 		}
-		for _, w := range []string{`data-run="nightly" data-state="running"`, `data-log="/runs/nightly/log"`, ">supervisor nightly</button>",
+		for _, w := range []string{`data-run="nightly" data-state="running"`, `data-log="r:nightly"`, ">supervisor nightly</button>",
 			fmt.Sprintf(`<td>%d</td><td class="progress"><span class="bar">░░░░░░░░░░</span> 0/1</td>`, os.Getpid())} {
 			if !strings.Contains(html, w) {
 				t.Errorf("runs page lacks %q", w)

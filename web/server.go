@@ -36,6 +36,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 )
 
@@ -132,12 +133,16 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /sessions/{id}/log", s.logStream)
 	mux.HandleFunc("GET /runs/{name}/log", s.runLogStream)
 	mux.HandleFunc("GET /events", s.events)
+	mux.HandleFunc("GET /stream", s.stream)
 	mux.HandleFunc("GET /static/{file}", s.static)
 	if !s.opts.ReadOnly {
 		mux.HandleFunc("POST /tasks", s.createTask)
 		mux.HandleFunc("POST /tasks/{id}/{action}", s.taskAction)
 	}
 	mux.HandleFunc("POST /", s.readOnlyRefusal)
+	// Any other path is not found (without this, a GET of an unknown
+	// path would match only "POST /" and be answered 405).
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { s.notFound(mux, w, r) })
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "403 forbidden: a cross-origin request may not change anything on this board", http.StatusForbidden)
@@ -270,6 +275,21 @@ func (s *Server) readOnlyRefusal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.NotFound(w, r)
+}
+
+// notFound answers a path the board does not have with 404 and its page,
+// and a path that takes only POSTs with 405.
+func (s *Server) notFound(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		post := r.Clone(r.Context())
+		post.Method = http.MethodPost
+		if _, pattern := mux.Handler(post); pattern != "/" && pattern != "POST /" {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "405 method not allowed: "+r.URL.Path+" takes POSTs only", http.StatusMethodNotAllowed)
+			return
+		}
+	}
+	s.fail(w, r, exitcode.New(exitcode.NotFound, fmt.Errorf("no page at %s on this board", r.URL.Path), ""))
 }
 
 // NewToken returns a fresh login token for a server: 32 random bytes, hex.

@@ -519,7 +519,7 @@ func taskPage(t *testing.T, f *fixture, ts *httptest.Server, c *http.Client) {
 		"checking\n", "exit code <b>0</b>", "scope: valid", "<code>src/d.txt</code>", `<span class="add">&#43;bad</span>`,
 		"session "+ds.ID[:8], "History", `action="/tasks/`+f.ids["dod_failed"]+`/merge"`)
 	check("failed", "exit code <b>3</b>", "failed (exit 3)")
-	check("running", `data-log="/sessions/`+f.sess["running"].Session.ID+`/log"`, `action="/tasks/`+f.ids["running"]+`/stop"`, "running")
+	check("running", `data-log="s:`+f.sess["running"].Session.ID+`"`, `action="/tasks/`+f.ids["running"]+`/stop"`, "running")
 	check("done", "done (merged)", "src/done.txt", "<h2>Task Note</h2>", "# Task Note - ", " - Done one\n")
 	code, html := get(t, c, ts.URL+"/tasks/ffffffff")
 	if code != http.StatusNotFound || !strings.Contains(html, "not found") {
@@ -538,7 +538,7 @@ func memoryAndRuns(t *testing.T, f *fixture, ts *httptest.Server, c *http.Client
 	}
 	_, html = get(t, c, ts.URL+"/runs")
 	rs := f.sess["running"].Session
-	for _, w := range []string{`data-session="` + rs.ID + `"`, "Running one", `data-log="/sessions/` + rs.ID + `/log"`, "worker " + rs.ID[:8]} {
+	for _, w := range []string{`data-session="` + rs.ID + `"`, "Running one", `data-log="s:` + rs.ID + `"`, "worker " + rs.ID[:8]} {
 		if !strings.Contains(html, w) {
 			t.Errorf("runs page lacks %q", w)
 		}
@@ -682,6 +682,7 @@ var fixtureTests = []struct {
 	{"MergeAction", mergeAction},
 	{"CancelAndStopActions", cancelAndStop},
 	{"LogOutsideRefused", logOutside},
+	{"MultiplexedStream", multiplexedStream},
 }
 
 // TestFixture builds a repository with a task in every status (real

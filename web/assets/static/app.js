@@ -1,6 +1,6 @@
 // The board's only script: live updates of the page's [data-live] regions
-// when the repository changes, live session logs over Server-Sent Events,
-// and tabs. Text from the server is inserted as text nodes, never as markup.
+// when the repository changes and live logs, both over the page's one
+// Server-Sent Events stream, and tabs. Text from the server is inserted as text nodes, never as markup.
 (function () {
   "use strict";
 
@@ -11,41 +11,120 @@
     history.replaceState(null, "", canonical);
   }
 
-  // Logs.
-  var streams = {};
-  function startLogs(root) {
-    root.querySelectorAll("pre.log[data-log]").forEach(function (pre) {
-      if (streams[pre.id]) { streams[pre.id].close(); }
-      var es = new EventSource(pre.dataset.log);
-      streams[pre.id] = es;
-      es.addEventListener("out", function (ev) {
-        var follow = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-        JSON.parse(ev.data).forEach(function (seg) {
-          var span = document.createElement("span");
-          if (seg.c) { span.className = seg.c; }
-          span.textContent = seg.t;
-          pre.appendChild(span);
-        });
-        if (follow) { pre.scrollTop = pre.scrollHeight; }
+  // The page's one stream (GET /stream, see web/stream.go) carries the
+  // board's changes and every log the page shows. panes maps a log's key
+  // to its <pre>, the byte offset the page holds, and whether it ended.
+  var panes = {};
+  var es = null, streamKeys = null, opened = false, retry = null;
+  var conn = document.getElementById("conn");
+  function setConn(c) { if (conn) { conn.className = "conn " + c; } }
+
+  function note(pre, text, cls) {
+    var p = document.createElement("span");
+    p.className = cls;
+    p.textContent = text;
+    pre.appendChild(p);
+  }
+
+  // syncPanes takes in the page's log panes: a pane that replaced one of
+  // the same log (the page was fetched again) takes over its text and
+  // offset; panes no longer on the page are dropped.
+  function syncPanes() {
+    var now = {};
+    document.querySelectorAll("pre.log[data-log]").forEach(function (pre) {
+      var key = pre.dataset.log, old = panes[key];
+      if (old && old.pre !== pre) {
+        while (old.pre.firstChild) { pre.appendChild(old.pre.firstChild); }
+      }
+      now[key] = old ? old : { off: 0, ended: false };
+      now[key].pre = pre;
+    });
+    panes = now;
+  }
+
+  function wanted() {
+    return Object.keys(panes).filter(function (k) { return !panes[k].ended; }).sort();
+  }
+
+  function closeStream() {
+    if (retry) { clearTimeout(retry); retry = null; }
+    if (es) { es.close(); es = null; }
+    streamKeys = null;
+  }
+
+  function openStream() {
+    closeStream();
+    if (document.hidden) { setConn("paused"); return; }
+    var keys = wanted();
+    var q = keys.map(function (k) { return "log=" + encodeURIComponent(k + "@" + panes[k].off); }).join("&");
+    var s = new EventSource(document.body.dataset.stream + (q ? "?" + q : ""));
+    es = s;
+    streamKeys = keys.join("\n");
+    s.addEventListener("open", function () {
+      setConn("up");
+      // Changes made while no stream was open were missed.
+      if (opened) { refresh(); }
+      opened = true;
+    });
+    s.addEventListener("error", function () {
+      // The browser's own reconnect would ask for every log from where
+      // the stream started: reopen with the offsets the page holds.
+      setConn("down");
+      s.close();
+      if (es === s && !retry) {
+        retry = setTimeout(function () { retry = null; if (es === s) { openStream(); } }, 500);
+      }
+    });
+    s.addEventListener("change", refresh);
+    s.addEventListener("out", function (ev) {
+      var d = JSON.parse(ev.data), p = panes[d.log];
+      if (!p || p.ended) { return; }
+      var pre = p.pre;
+      var follow = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+      d.segs.forEach(function (seg) {
+        var span = document.createElement("span");
+        if (seg.c) { span.className = seg.c; }
+        span.textContent = seg.t;
+        pre.appendChild(span);
       });
-      es.addEventListener("end", function (ev) {
-        es.close();
-        delete streams[pre.id];
-        var end = JSON.parse(ev.data);
-        var p = document.createElement("span");
-        p.className = "end";
-        p.textContent = "\n— " + (end.of || "session") + " " + end.state + ": " + end.verdict + " —\n";
-        pre.appendChild(p);
-      });
-      es.addEventListener("failed", function (ev) {
-        es.close();
-        var p = document.createElement("span");
-        p.className = "end";
-        p.textContent = "\n— " + JSON.parse(ev.data) + " —\n";
-        pre.appendChild(p);
-      });
+      p.off = d.off;
+      pre.dataset.off = String(d.off);
+      if (follow) { pre.scrollTop = pre.scrollHeight; }
+    });
+    s.addEventListener("end", function (ev) {
+      var d = JSON.parse(ev.data), p = panes[d.log];
+      if (!p || p.ended) { return; }
+      p.ended = true;
+      p.off = d.off;
+      note(p.pre, "\n— " + (d.of || "session") + " " + d.state + ": " + d.verdict + " —\n", "end");
+    });
+    s.addEventListener("failed", function (ev) {
+      var d = JSON.parse(ev.data), p = panes[d.log];
+      if (!p || p.ended) { return; }
+      p.ended = true;
+      note(p.pre, "\n— the log cannot be shown: " + d.error + " —\n", "end refused");
     });
   }
+
+  // restream reopens the stream when the page's logs changed.
+  function restream() {
+    syncPanes();
+    if (document.hidden) { return; }
+    // A log that ended or left the page needs no new stream; a new one does.
+    var have = (streamKeys || "").split("\n");
+    if (streamKeys === null || wanted().some(function (k) { return have.indexOf(k) < 0; })) { openStream(); }
+  }
+
+  // A hidden tab holds no stream (a browser opens six connections per
+  // host, shared by every tab); shown again, it catches up.
+  document.addEventListener("visibilitychange", function () {
+    if (document.hidden) {
+      closeStream();
+      setConn("paused");
+    } else {
+      openStream();
+    }
+  });
 
   // Tabs: a button's data-tab names the pane it shows.
   document.addEventListener("click", function (ev) {
@@ -77,9 +156,10 @@
         if (!fresh) { return; }
         if (el.dataset.liveKey !== undefined && el.dataset.liveKey === fresh.dataset.liveKey) { return; }
         var node = document.importNode(fresh, true);
+        keepTab(el, node);
         el.replaceWith(node);
-        startLogs(node);
       });
+      restream();
       document.body.dataset.refreshed = String(Date.now());
     }).catch(function () {}).then(function () {
       busy = false;
@@ -87,17 +167,20 @@
     });
   }
 
-  var conn = document.getElementById("conn");
-  var events = new EventSource(document.body.dataset.events);
-  events.addEventListener("open", function () { if (conn) { conn.className = "conn up"; } });
-  events.addEventListener("error", function () { if (conn) { conn.className = "conn down"; } });
-  var first = true;
-  events.addEventListener("open", function () {
-    // After a reconnect, changes made while disconnected were missed.
-    if (!first) { refresh(); }
-    first = false;
-  });
-  events.addEventListener("change", refresh);
+  // keepTab selects in a fetched region the tab that was selected in the
+  // region it replaces, when it is still there.
+  function keepTab(old, node) {
+    var sel = old.querySelector('[data-tab][aria-selected="true"]');
+    var b = sel && node.querySelector('[data-tab="' + CSS.escape(sel.dataset.tab) + '"]');
+    if (!b) { return; }
+    node.querySelectorAll("[data-tab]").forEach(function (o) {
+      o.removeAttribute("aria-selected");
+      var pane = node.querySelector("#" + CSS.escape(o.dataset.tab));
+      if (pane) { pane.hidden = o !== b; }
+    });
+    b.setAttribute("aria-selected", "true");
+  }
 
-  startLogs(document);
+  syncPanes();
+  openStream();
 })();
