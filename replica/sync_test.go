@@ -862,14 +862,17 @@ func TestSyncGitProcesses(t *testing.T) {
 	if rep.FastForwarded != 1 || rep.Pushed != 1 {
 		t.Fatalf("report: %+v", rep)
 	}
-	want := "var config for-each-ref ls-remote cat-file fetch push update-ref"
+	// Each git process that may reach the remote (ls-remote, fetch, push)
+	// is preceded by a `git config --get core.sshCommand`, so that the
+	// user's ssh command is kept when batch mode is added (gitcmd.offline).
+	want := "var config for-each-ref config ls-remote cat-file config fetch config push update-ref"
 	got := calls()
 	sorted := func(s string) string { f := strings.Fields(s); sort.Strings(f); return strings.Join(f, " ") }
 	if sorted(got) != sorted(want) {
 		t.Fatalf("git processes of a sync:\n%s\nwant\n%s", got, want)
 	}
 	syncRun(t, syncOpen(t, b, 40), Options{})
-	if got, want := calls(), "var config for-each-ref ls-remote"; sorted(got) != sorted(want) {
+	if got, want := calls(), "var config for-each-ref config ls-remote"; sorted(got) != sorted(want) {
 		t.Fatalf("git processes of a quiet sync:\n%s\nwant\n%s", got, want)
 	}
 }
