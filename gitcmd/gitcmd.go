@@ -37,6 +37,10 @@ type Runner struct {
 	// Path is the git binary to run, as New resolved it; "" means "git",
 	// looked up in PATH when each command starts.
 	Path string
+	// ssh remembers core.sshCommand per directory for the network
+	// commands of every copy of a runner New made (nil: look it up each
+	// time).
+	ssh *sshMemo
 }
 
 // ErrGitNotFound is returned when there is no git binary in PATH.
@@ -51,7 +55,7 @@ func New(dir string) (Runner, error) {
 	if err != nil {
 		return Runner{}, gitNotFound(err)
 	}
-	return Runner{Dir: dir, Path: p}, nil
+	return Runner{Dir: dir, Path: p, ssh: &sshMemo{}}, nil
 }
 
 // gitNotFound turns a failed lookup of the git binary into the documented

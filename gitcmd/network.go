@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Never a prompt, never a hang. A git command that may reach a remote
@@ -87,17 +88,43 @@ func networkEnv(env []string, configuredSSH string) []string {
 
 // offline prepares cmd, a git process that may reach a remote, so that it
 // never prompts and never waits unbounded (networkEnv). It reads
-// core.sshCommand in the runner's directory to keep it.
+// core.sshCommand in the runner's directory to keep it: once per directory
+// for the copies of a runner New made.
 func (r Runner) offline(ctx context.Context, cmd *exec.Cmd) {
+	cmd.Env = append(cmd.Env, networkEnv(cmd.Env, r.sshCommand(ctx, cmd.Env))...)
+}
+
+// sshMemo holds the core.sshCommand read in each directory.
+type sshMemo struct {
+	mu    sync.Mutex
+	byDir map[string]string
+}
+
+// sshCommand returns core.sshCommand as git reads it in the runner's
+// directory with env ("" for none).
+func (r Runner) sshCommand(ctx context.Context, env []string) string {
+	if r.ssh != nil {
+		r.ssh.mu.Lock()
+		defer r.ssh.mu.Unlock()
+		if v, ok := r.ssh.byDir[r.Dir]; ok {
+			return v
+		}
+	}
 	name := r.Path
 	if name == "" {
 		name = "git"
 	}
 	cfg := exec.CommandContext(ctx, name, "config", "--get", "core.sshCommand")
-	cfg.Dir, cfg.Env = r.Dir, cmd.Env
+	cfg.Dir, cfg.Env = r.Dir, env
 	ssh := ""
 	if out, err := cfg.Output(); err == nil {
 		ssh = strings.TrimSpace(string(out))
 	}
-	cmd.Env = append(cmd.Env, networkEnv(cmd.Env, ssh)...)
+	if r.ssh != nil {
+		if r.ssh.byDir == nil {
+			r.ssh.byDir = map[string]string{}
+		}
+		r.ssh.byDir[r.Dir] = ssh
+	}
+	return ssh
 }

@@ -862,10 +862,11 @@ func TestSyncGitProcesses(t *testing.T) {
 	if rep.FastForwarded != 1 || rep.Pushed != 1 {
 		t.Fatalf("report: %+v", rep)
 	}
-	// Each git process that may reach the remote (ls-remote, fetch, push)
-	// is preceded by a `git config --get core.sshCommand`, so that the
-	// user's ssh command is kept when batch mode is added (gitcmd.offline).
-	want := "var config for-each-ref config ls-remote cat-file config fetch config push update-ref"
+	// The first git process that may reach the remote is preceded by one
+	// `git config --get core.sshCommand`, so that the user's ssh command
+	// is kept when batch mode is added (gitcmd.offline); the runner
+	// remembers it for the others.
+	want := "var config for-each-ref config ls-remote cat-file fetch push update-ref"
 	got := calls()
 	sorted := func(s string) string { f := strings.Fields(s); sort.Strings(f); return strings.Join(f, " ") }
 	if sorted(got) != sorted(want) {
