@@ -42,6 +42,8 @@ type TaskJSON struct {
 	Criteria []Criterion `json:"criteria"`
 	// MaxLoops is the task's own attempt limit (0: the run's --max-loops).
 	MaxLoops int `json:"max_loops,omitempty"`
+	// BestOf is the task's own best-of setting (0: the run's --best-of).
+	BestOf int `json:"best_of,omitempty"`
 	// Children is the roll-up of a task with children: done of total
 	// (cancelled ones left out), and the exhausted ones.
 	Children  *status.Progress `json:"children,omitempty"`

@@ -56,9 +56,12 @@ type Task struct {
 	Acceptance  []string `json:"acceptance,omitempty"`
 	// MaxLoops is the most attempts `run` gives this task; 0 means the
 	// run's --max-loops.
-	MaxLoops int   `json:"max_loops,omitempty"`
-	Created  Stamp `json:"created"`
-	Updated  Stamp `json:"updated"`
+	MaxLoops int `json:"max_loops,omitempty"`
+	// BestOf is how many attempts `run` starts at once for this task, of
+	// which one that passed is merged; 0 means the run's --best-of.
+	BestOf  int   `json:"best_of,omitempty"`
+	Created Stamp `json:"created"`
+	Updated Stamp `json:"updated"`
 	// Cancelled is the explicit cancel fact; nil when not cancelled (or
 	// reopened since).
 	Cancelled *Fact `json:"cancelled,omitempty"`
@@ -133,6 +136,18 @@ const MaxMaxLoops = 1000
 func ValidateMaxLoops(n int) error {
 	if n < 0 || n > MaxMaxLoops {
 		return usage("invalid max loops %d: want 1 to %d (0 for the run's --max-loops)", n, MaxMaxLoops)
+	}
+	return nil
+}
+
+// MaxBestOf bounds a task's best-of setting.
+const MaxBestOf = 10
+
+// ValidateBestOf checks a task's best-of setting: 0 (the run's default) up
+// to MaxBestOf.
+func ValidateBestOf(n int) error {
+	if n < 0 || n > MaxBestOf {
+		return usage("invalid best-of %d: want 1 to %d (0 for the run's --best-of)", n, MaxBestOf)
 	}
 	return nil
 }
