@@ -36,6 +36,9 @@ type Options struct {
 	AcceptMainChanges bool
 	// Attempts bounds the retries when the base moves meanwhile (default 5).
 	Attempts int
+	// Session, when set, merges that session of the task (a best-of
+	// round's winner) rather than its latest.
+	Session string
 	// beforeUpdate, when set (tests), runs between computing the merge and
 	// the ref update, to simulate a base that moves meanwhile.
 	beforeUpdate func()
@@ -170,6 +173,9 @@ func Task(ctx context.Context, st *gitstore.Store, defaultBase, prefix string, o
 	}
 	short := b.Tasks.ShortID(tid)
 	rec, ok := b.Latest(tid)
+	if o.Session != "" {
+		rec, ok = sessionOf(b, tid, o.Session)
+	}
 	if !ok {
 		return Result{}, &RefusedError{Reason: ErrNoSession, Task: short, Err: fmt.Errorf("task %s has no session to merge", short)}
 	}
@@ -194,6 +200,23 @@ func Task(ctx context.Context, st *gitstore.Store, defaultBase, prefix string, o
 		ke.Task, ke.Session = short, rec.Session.ID[:8]
 	}
 	return res, err
+}
+
+// sessionOf finds session sid among the sessions of task tid.
+func sessionOf(b *board.Board, tid, sid string) (sessions.Record, bool) {
+	for _, r := range b.SessionsOf(tid) {
+		if r.Session.ID == sid {
+			return r, true
+		}
+	}
+	return sessions.Record{}, false
+}
+
+// Check reports why the session's facts forbid merging it, nil when they
+// allow it: the gate of a merge, without the merge.
+func Check(rec sessions.Record, o Options) error {
+	_, err := gate(rec, rec.Session.Task[:min(8, len(rec.Session.Task))], o)
+	return err
 }
 
 // gate checks the facts of the session's outcome. Changes of the main

@@ -53,12 +53,12 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 		p.toStart = nil
 	}
 	started := false
-	if free := s.rec.Parallel - len(running) - len(s.starting); free > 0 && len(p.toStart) > 0 && ctx.Err() == nil {
-		if len(p.toStart) > free {
-			p.toStart = p.toStart[:free]
+	if free := s.rec.Parallel - len(running) - s.startingSlots(); free > 0 && len(p.toStart) > 0 && ctx.Err() == nil {
+		// A best-of round takes K slots (bestof.go).
+		if p.toStart = s.fit(p.toStart, free, len(running)+len(s.starting)); len(p.toStart) > 0 {
+			s.startAll(ctx, b, p.toStart)
+			started = true
 		}
-		s.startAll(ctx, b, p.toStart)
-		started = true
 	}
 	// Reviews run one at a time, after the starts, so that workers are
 	// not kept waiting for a reviewer; none once the budget is used.
@@ -130,8 +130,14 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 		p.next = earliest(p.next, at)
 		return
 	}
-	var fb *Feedback
+	// A best-of round's decision and its winner's merge (bestof.go).
+	fb, act := s.considerRound(ctx, b, &ts, p)
+	if act == roundWait {
+		return
+	}
+	loops := s.loops(ctx, ts)
 	switch {
+	case act == roundRetry:
 	case ts.interrupted():
 		// The last session was stopped (Ctrl-C, SIGTERM, a stop): not an
 		// attempt; start again with what the last real attempt left.
@@ -145,7 +151,7 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 		fb = &Feedback{Status: string(ts.res.Status), StatusReason: ts.res.Reason}
 		if l := ts.latest; l != nil && l.Session.ID == ts.res.Session && l.Review != nil && !l.Review.OK() {
 			fb.ReviewReasons, fb.FollowUp, fb.Reviewer = l.Review.Reasons, l.Review.FollowUp, l.Review.Agent
-			if len(ts.attempts) < s.maxLoops(ts.task) && s.replan(ctx, ts, l) {
+			if loops < s.maxLoops(ts.task) && s.replan(ctx, ts, l) {
 				return // split: its children run instead
 			}
 		}
@@ -156,8 +162,8 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 	default:
 		return
 	}
-	if max := s.maxLoops(ts.task); len(ts.attempts) >= max {
-		why := fmt.Sprintf("%d of %d attempts used", len(ts.attempts), max)
+	if max := s.maxLoops(ts.task); loops >= max {
+		why := fmt.Sprintf("%d of %d attempts used", loops, max)
 		if fb != nil && fb.StatusReason != "" {
 			why += "; last: " + fb.StatusReason
 		}
@@ -165,13 +171,13 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 		return
 	}
 	if fb != nil {
-		fb.Attempt, fb.MaxLoops = len(ts.attempts)+1, s.maxLoops(ts.task)
+		fb.Attempt, fb.MaxLoops = loops+1, s.maxLoops(ts.task)
 		if fb.Previous == nil {
 			fb.Previous = ts.latest
 		}
 		fb.DiffStat = diffStat(ctx, s.st, fb.Previous)
 	}
-	p.toStart = append(p.toStart, startReq{ts: ts, fb: fb})
+	p.toStart = append(p.toStart, startReq{ts: ts, fb: fb, k: s.bestOf(ts.task), loop: loops + 1})
 }
 
 // settled reports whether a target needs nothing from this look: done
