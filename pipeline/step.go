@@ -233,8 +233,9 @@ func (s *Supervisor) backoff(ctx context.Context, b *board.Board, ts taskState, 
 // returns the feedback of a new attempt and true when the work conflicts
 // with the base.
 func (s *Supervisor) considerPassed(ctx context.Context, b *board.Board, ts *taskState, p *stepPlan) (*Feedback, bool) {
-	if ts.latest == nil || ts.latest.Session.ID != ts.res.Session {
-		// Passing work from before this run: judge it as it is.
+	if ts.winner == "" && (ts.latest == nil || ts.latest.Session.ID != ts.res.Session) {
+		// Passing work from before this run: judge it as it is (a
+		// best-of round's winner is not the latest: it is judged).
 		rec, ok := b.Latest(ts.id)
 		if !ok {
 			return nil, false
