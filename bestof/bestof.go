@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -207,4 +208,36 @@ func short(id string) string {
 		return id[:8]
 	}
 	return id
+}
+
+// Summary says in one line how the round ended: "attempt 2 chosen by
+// reviewer r: why", "none chosen (none passed): why", or "running".
+func (rd Round) Summary() string {
+	d := rd.Decided
+	if d == nil {
+		return "running"
+	}
+	why := ""
+	if len(d.Reasons) > 0 {
+		why = ": " + strings.Join(d.Reasons, "; ")
+	}
+	for _, c := range d.Candidates {
+		if c.Chosen {
+			return fmt.Sprintf("attempt %d chosen by %s%s", c.Slot, d.By, why)
+		}
+	}
+	return fmt.Sprintf("none chosen (%s)%s", d.By, why)
+}
+
+// DiffText renders a judged attempt's diff size.
+func (j Judged) DiffText() string {
+	return fmt.Sprintf("%d line(s) in %d file(s)", j.Lines, j.Files)
+}
+
+// UsageText renders a judged attempt's usage, "-" when it reported none.
+func (j Judged) UsageText() string {
+	if j.Usage == nil {
+		return "-"
+	}
+	return j.Usage.String()
 }

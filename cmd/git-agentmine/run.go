@@ -26,10 +26,10 @@ import (
 
 // RunCmd is `run`: the supervisor loop, and its status and stop.
 type RunCmd struct {
-	Start  RunStartCmd  `cmd:"" default:"withargs" help:"Run ready tasks in parallel until every target is done, failed or exhausted (the default subcommand: git agentmine run [<task> ...]; see also run status, run stop)."`
-	Status RunStatusCmd `cmd:"" help:"Show runs: progress, attempts, running workers and the log."`
-	Stop   RunStopCmd   `cmd:"" help:"Stop a run and the workers it started, recording why."`
-	Replan RunReplanCmd `cmd:"" hidden:"" help:"Give a task reviewed NG back to the planner (the run supervisor's helper)."`
+	Start   RunStartCmd   `cmd:"" default:"withargs" help:"Run ready tasks in parallel until every target is done, failed or exhausted (the default subcommand: git agentmine run [<task> ...]; see also run status, run stop)."`
+	Status  RunStatusCmd  `cmd:"" help:"Show runs: progress, attempts, running workers and the log."`
+	Stop    RunStopCmd    `cmd:"" help:"Stop a run and the workers it started, recording why."`
+	Replan  RunReplanCmd  `cmd:"" hidden:"" help:"Give a task reviewed NG back to the planner (the run supervisor's helper)."`
 	Compare RunCompareCmd `cmd:"" hidden:"" help:"Have the reviewer choose among the attempts of a best-of round (the run supervisor's helper)."`
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/bestof"
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -551,11 +552,16 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 	if err != nil {
 		return err
 	}
+	rounds, _, err := bestof.Get(a.Ctx, st, id)
+	if err != nil {
+		return err
+	}
 	if a.G.JSON {
 		j := v.taskJSON(id)
 		j.Extra = latestSession(a, v, id)
 		j.Usage = taskUsage(a.sessions, id)
 		j.Review = v.review(j.Session)
+		j.Rounds = rounds.Rounds
 		return a.P.PrintJSON(j)
 	}
 	if a.G.Quiet {
@@ -629,6 +635,7 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 	if u := taskUsage(a.sessions, id); u != nil {
 		p.Printf("  usage (all sessions): %s\n", u)
 	}
+	printBestOf(a, rounds)
 	return nil
 }
 
