@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/bestof"
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitcmd"
@@ -173,6 +174,13 @@ func Task(ctx context.Context, st *gitstore.Store, defaultBase, prefix string, o
 	}
 	short := b.Tasks.ShortID(tid)
 	rec, ok := b.Latest(tid)
+	if o.Session == "" && ok {
+		// The latest attempt of a decided best-of round: its winner is
+		// what the round offers to merge.
+		if o.Session, err = winnerOf(ctx, st, tid, rec.Session.ID); err != nil {
+			return Result{}, err
+		}
+	}
 	if o.Session != "" {
 		rec, ok = sessionOf(b, tid, o.Session)
 	}
@@ -210,6 +218,19 @@ func sessionOf(b *board.Board, tid, sid string) (sessions.Record, bool) {
 		}
 	}
 	return sessions.Record{}, false
+}
+
+// winnerOf returns the winner of the best-of round of task tid that holds
+// session sid, "" when sid is in no round or its round has no winner.
+func winnerOf(ctx context.Context, st *gitstore.Store, tid, sid string) (string, error) {
+	rec, ok, err := bestof.Get(ctx, st, tid)
+	if err != nil || !ok {
+		return "", err
+	}
+	if i := rec.RoundOf(sid); i >= 0 && rec.Rounds[i].Decided != nil {
+		return rec.Rounds[i].Decided.Winner, nil
+	}
+	return "", nil
 }
 
 // Check reports why the session's facts forbid merging it, nil when they

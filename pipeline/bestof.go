@@ -16,6 +16,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/merge"
 	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/tasks"
 	"github.com/git-agentmine/git-agentmine/worker"
 )
@@ -470,4 +471,35 @@ func (s *Supervisor) withoutLosers(ctx context.Context, task string, recs []sess
 		i := rec.RoundOf(r.Session.ID)
 		return i >= 0 && (rec.Rounds[i].Decided == nil || rec.Rounds[i].Decided.Winner != r.Session.ID)
 	})
+}
+
+// winnerWaits fills t for a target whose latest attempt is in a best-of
+// round with a winner that is not merged yet: the winner waits to be
+// merged, whatever the round's latest attempt says. It reports whether it
+// did, and whether the winner is approved (reviewed OK, or the run does
+// not review).
+func (s *Supervisor) winnerWaits(ctx context.Context, b *board.Board, ts taskState, t *TaskSummary) (approved, ok bool) {
+	if ts.latest == nil || ts.task.Exhausted != nil {
+		return false, false
+	}
+	switch ts.res.Status {
+	case status.Done, status.Cancelled, status.Tainted, status.InProgress:
+		return false, false
+	}
+	rec := s.rounds(ctx, ts.id)
+	i := rec.RoundOf(ts.latest.Session.ID)
+	if i < 0 || rec.Rounds[i].Decided == nil || rec.Rounds[i].Decided.Winner == "" {
+		return false, false
+	}
+	w, found := sessionIn(b, ts.id, rec.Rounds[i].Decided.Winner)
+	if !found {
+		return false, false
+	}
+	t.Status = string(status.Review)
+	t.Reason = fmt.Sprintf("best-of winner %s passed, waiting to be merged", short(w.Session.ID))
+	if mw, waiting := s.waits[ts.id]; waiting {
+		t.Reason += ": " + mw.why
+		t.AcceptMainChanges = mw.acceptMain
+	}
+	return !s.rec.Review || w.Review != nil && w.Review.OK(), true
 }

@@ -1031,7 +1031,7 @@ func (s *Supervisor) exhaust(ctx context.Context, b *board.Board, ts taskState, 
 		fmt.Fprintf(s.log, "%s task %s: recording exhausted: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
 		return
 	}
-	s.emit(Event{Event: EvExhausted, Task: ts.id, Title: ts.task.Title, Attempt: len(ts.attempts), MaxLoops: s.maxLoops(ts.task),
+	s.emit(Event{Event: EvExhausted, Task: ts.id, Title: ts.task.Title, Attempt: s.loops(ctx, ts), MaxLoops: s.maxLoops(ts.task),
 		Status: string(status.Failed), Reason: why, Running: len(s.live)})
 	s.writeNote(ctx, ts.id, why)
 }
@@ -1100,6 +1100,10 @@ func (s *Supervisor) taskSummary(ctx context.Context, b *board.Board, id string,
 	t := TaskSummary{ID: id, Title: ts.task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: s.loops(ctx, ts),
 		MaxLoops: s.maxLoops(ts.task)}
 	sum.Attempts += len(ts.attempts)
+	if approved, ok := s.winnerWaits(ctx, b, ts, &t); ok {
+		sum.Waiting++
+		return t, approved
+	}
 	switch {
 	case res.Status == status.Done:
 		sum.Done++
