@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/git-agentmine/git-agentmine/bestof"
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -309,7 +310,17 @@ func (s *Server) showTask(c *call, prefix string) (contract.TaskJSON, error) {
 	if err != nil {
 		return contract.TaskJSON{}, err
 	}
-	return contract.NewTaskDetail(b, id, time.Now()), nil
+	j := contract.NewTaskDetail(b, id, time.Now())
+	st, err := c.store()
+	if err != nil {
+		return contract.TaskJSON{}, err
+	}
+	rounds, _, err := bestof.Get(c.ctx, st, id)
+	if err != nil {
+		return contract.TaskJSON{}, err
+	}
+	j.Rounds = rounds.Rounds
+	return j, nil
 }
 
 func (s *Server) taskShow(c *call, in TaskIDArgs) (contract.TaskJSON, error) {
