@@ -80,6 +80,10 @@ type Server struct {
 	csrf   string
 	common string
 
+	// bg counts the goroutines requests leave behind (a log's watcher):
+	// Close waits for them, so none writes to the repository after.
+	bg sync.WaitGroup
+
 	mu sync.Mutex
 	// spent is set once the login token was exchanged for a cookie.
 	spent bool
@@ -119,8 +123,22 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Close stops watching the repository for changes.
-func (s *Server) Close() { s.live.close() }
+// Close stops watching the repository for changes and waits for every
+// goroutine the board started to end. Call it after the HTTP server is
+// shut down: the goroutines a request started end with its context.
+func (s *Server) Close() {
+	s.live.close()
+	s.bg.Wait()
+}
+
+// spawn runs f in a goroutine that Close waits for.
+func (s *Server) spawn(f func()) {
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		f()
+	}()
+}
 
 // Handler is the board's HTTP handler: the routes behind the token check,
 // the Host check and, for POSTs, the cross-origin and CSRF checks.
