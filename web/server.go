@@ -51,6 +51,10 @@ type Options struct {
 	// runs a prepared session, given the repository's top and the
 	// session's id: starting a worker starts it and returns.
 	Supervisor func(top, session string) []string
+	// Command returns the argv of git agentmine running args in the
+	// repository at top: the board starts runs with `run --detach`. Nil
+	// leaves starting runs out.
+	Command func(top string, args ...string) []string
 	// Token is the one-time login token (see NewToken): the first request
 	// that carries it in its query gets a login cookie, and the token is
 	// spent. It and the cookies exist only in this process's memory: a
@@ -138,6 +142,8 @@ func (s *Server) Handler() http.Handler {
 	if !s.opts.ReadOnly {
 		mux.HandleFunc("POST /tasks", s.createTask)
 		mux.HandleFunc("POST /tasks/{id}/{action}", s.taskAction)
+		mux.HandleFunc("POST /runs", s.startRun)
+		mux.HandleFunc("POST /runs/{name}/stop", s.stopRun)
 	}
 	mux.HandleFunc("POST /", s.readOnlyRefusal)
 	// Any other path is not found (without this, a GET of an unknown
