@@ -233,7 +233,7 @@ func (s *Server) reopen(v *view, id string, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if anyRunning(b, tid, time.Now()) {
+	if taskRunning(b, tid, time.Now()) {
 		return exitcode.New(exitcode.State, fmt.Errorf("task %s has a running worker: stop it first", b.Tasks.ShortID(tid)), "")
 	}
 	_, _, err = tasks.Reopen(v.ctx, v.st, tid, strings.TrimSpace(r.PostFormValue("reason")))

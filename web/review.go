@@ -118,8 +118,8 @@ func shortID(id string) string {
 	return id
 }
 
-// anyRunning reports whether a session of the task is running.
-func anyRunning(b *board.Board, id string, now time.Time) bool {
+// taskRunning reports whether a session of the task is running.
+func taskRunning(b *board.Board, id string, now time.Time) bool {
 	for _, rec := range b.SessionsOf(id) {
 		if live, _ := board.Liveness(rec, b.Here, now); live {
 			return true
@@ -179,7 +179,7 @@ func (s *Server) approve(v *view, id string, r *http.Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rec, err := reviewable(b, tid, r.PostFormValue("session"), anyRunning(b, tid, time.Now()))
+	rec, err := reviewable(b, tid, r.PostFormValue("session"), taskRunning(b, tid, time.Now()))
 	if err != nil {
 		return "", err
 	}
@@ -216,7 +216,7 @@ func (s *Server) requestChanges(v *view, id string, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rec, err := reviewable(b, tid, r.PostFormValue("session"), anyRunning(b, tid, time.Now()))
+	rec, err := reviewable(b, tid, r.PostFormValue("session"), taskRunning(b, tid, time.Now()))
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,7 +44,7 @@ type runForm struct {
 
 // runStartForm lists the tasks the start form offers.
 func runStartForm(b *board.Board) *runForm {
-	rank := func(p string) int { return -indexOf(tasks.Priorities, p) }
+	rank := func(p string) int { return -slices.Index(tasks.Priorities, p) }
 	var ids []string
 	for _, id := range b.Tasks.IDs {
 		switch b.Status[id].Status {
@@ -65,15 +66,6 @@ func runStartForm(b *board.Board) *runForm {
 		f.Choices = append(f.Choices, option{Value: id, Label: b.Tasks.ShortID(id) + " " + t.Title + " (" + string(b.Status[id].Status) + ")"})
 	}
 	return f
-}
-
-func indexOf(list []string, s string) int {
-	for i, x := range list {
-		if x == s {
-			return i
-		}
-	}
-	return -1
 }
 
 // startRun starts a detached run over the tasks picked (and typed), with
@@ -130,7 +122,7 @@ func runArgs(b *board.Board, r *http.Request) (string, []string, error) {
 		if err != nil {
 			return "", nil, err
 		}
-		if indexOf(ids, id) < 0 {
+		if slices.Index(ids, id) < 0 {
 			ids = append(ids, id)
 		}
 	}
