@@ -5,8 +5,9 @@
 // change event to every open page when refs/agentmine, the notes or a
 // branch move. Everything it shows is read through the packages the command
 // line uses (board, contract, sessions, memory, pipeline), and every action
-// (create a task, start, stop, cancel, merge) calls the same functions the
-// command line calls. Assets are embedded; there is no database and no
+// (create, edit, reopen, unblock and cancel a task, start and stop a worker,
+// review, merge, start and stop a run) calls the same functions the command
+// line calls. Assets are embedded; there is no database and no
 // build step.
 //
 // Safety: every request needs a login cookie, which the one-time login
