@@ -128,7 +128,9 @@ func (f Feedback) Text() string {
 		}
 		fmt.Fprintf(&b, "- Review by %s: NG\n", who)
 		for _, r := range f.ReviewReasons {
-			fmt.Fprintf(&b, "  - %s\n", r)
+			// A reason of several lines (a person's comment) stays one
+			// item of the list.
+			fmt.Fprintf(&b, "  - %s\n", strings.ReplaceAll(strings.TrimSpace(r), "\n", "\n    "))
 		}
 		if f.FollowUp != "" {
 			fmt.Fprintf(&b, "  - Follow-up: %s\n", f.FollowUp)
