@@ -121,6 +121,11 @@ func TestSteerRefusals(t *testing.T) {
 			t.Errorf("%s without the CSRF value: %d, want 403", tc.name, res.StatusCode)
 		}
 	}
+	// A valid form from another origin is refused too.
+	res, _ := post(t, c, task("passed", "approve"), form(), map[string]string{"Origin": "http://evil.example"})
+	if res.StatusCode != http.StatusForbidden {
+		t.Errorf("approve from another origin: %d, want 403", res.StatusCode)
+	}
 	if after := refs(t, f.repo); after != before {
 		t.Errorf("refused actions changed the refs")
 	}
