@@ -143,8 +143,7 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 		}
 	case ts.res.Status == status.Failed, ts.res.Status == status.DoDFailed:
 		fb = &Feedback{Status: string(ts.res.Status), StatusReason: ts.res.Reason}
-		if l := ts.latest; l != nil && l.Session.ID == ts.res.Session && l.Review != nil && !l.Review.OK() {
-			fb.ReviewReasons, fb.FollowUp, fb.Reviewer = l.Review.Reasons, l.Review.FollowUp, l.Review.Agent
+		if l := ts.latest; fb.addReview(ts.res, l) {
 			if len(ts.attempts) < s.maxLoops(ts.task) && s.replan(ctx, ts, l) {
 				return // split: its children run instead
 			}
@@ -165,11 +164,7 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 		return
 	}
 	if fb != nil {
-		fb.Attempt, fb.MaxLoops = len(ts.attempts)+1, s.maxLoops(ts.task)
-		if fb.Previous == nil {
-			fb.Previous = ts.latest
-		}
-		fb.DiffStat = diffStat(ctx, s.st, fb.Previous)
+		fb.complete(ctx, s.st, ts.latest, len(ts.attempts)+1, s.maxLoops(ts.task))
 	}
 	p.toStart = append(p.toStart, startReq{ts: ts, fb: fb})
 }
