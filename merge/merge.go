@@ -233,11 +233,15 @@ func winnerOf(ctx context.Context, st *gitstore.Store, tid, sid string) (string,
 	return "", nil
 }
 
-// Check reports why the session's facts forbid merging it, nil when they
-// allow it: the gate of a merge, without the merge.
-func Check(rec sessions.Record, o Options) error {
-	_, err := gate(rec, rec.Session.Task[:min(8, len(rec.Session.Task))], o)
-	return err
+// Check asks the gate what it would say of merging rec, the latest session
+// of the task whose short id is task, with o, and merges nothing: nil when
+// the gate lets it through, else the refusal Task would return. Conflicts
+// with the base and the base's checkouts are found only by merging.
+func Check(rec sessions.Record, task string, o Options) error {
+	if _, err := gate(rec, task, o); err != nil {
+		return fmt.Errorf("not merging task %s: %w", task, err)
+	}
+	return nil
 }
 
 // gate checks the facts of the session's outcome. Changes of the main

@@ -255,7 +255,10 @@ func (s *Supervisor) judgeRound(ctx context.Context, b *board.Board, task string
 		case IsStopped(r):
 			j.Verdict = "stopped before it finished"
 		default:
-			if err := merge.Check(r, merge.Options{AllowSkipped: true, AcceptMainChanges: true}); err != nil {
+			if err := merge.Check(r, short(task), merge.Options{AllowSkipped: true, AcceptMainChanges: true}); err != nil {
+				if u := errors.Unwrap(err); u != nil {
+					err = u // the gate's reason, without "not merging task …"
+				}
 				j.Verdict = firstLine(err.Error())
 			} else {
 				j.Passed, j.Verdict = true, "passed"

@@ -149,8 +149,7 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 		}
 	case ts.res.Status == status.Failed, ts.res.Status == status.DoDFailed:
 		fb = &Feedback{Status: string(ts.res.Status), StatusReason: ts.res.Reason}
-		if l := ts.latest; l != nil && l.Session.ID == ts.res.Session && l.Review != nil && !l.Review.OK() {
-			fb.ReviewReasons, fb.FollowUp, fb.Reviewer = l.Review.Reasons, l.Review.FollowUp, l.Review.Agent
+		if l := ts.latest; fb.addReview(ts.res, l) {
 			if loops < s.maxLoops(ts.task) && s.replan(ctx, ts, l) {
 				return // split: its children run instead
 			}
@@ -171,11 +170,7 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 		return
 	}
 	if fb != nil {
-		fb.Attempt, fb.MaxLoops = loops+1, s.maxLoops(ts.task)
-		if fb.Previous == nil {
-			fb.Previous = ts.latest
-		}
-		fb.DiffStat = diffStat(ctx, s.st, fb.Previous)
+		fb.complete(ctx, s.st, ts.latest, loops+1, s.maxLoops(ts.task))
 	}
 	p.toStart = append(p.toStart, startReq{ts: ts, fb: fb, k: s.bestOf(ts.task), loop: loops + 1})
 }
