@@ -93,6 +93,7 @@ func slowScripts() map[string]string {
 		"task_import":                "every plan and task.yaml refusal, each a full command run, then imports",
 		"bestof_review":              "two best-of runs of three workers each, rounds reviewed and merged",
 		"bestof_smallest":            "best-of runs of three workers each, nine sessions in all",
+		"bestof_killed":              "a best-of run killed with SIGKILL mid-round and resumed, its workers waited for",
 	}
 }
 
