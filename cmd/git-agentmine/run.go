@@ -306,8 +306,12 @@ func (r *runRenderer) begin(rec pipeline.Record) {
 		if rec.Resumed > 0 {
 			what = "resumed"
 		}
-		r.a.P.Notef("run %s %s: %d target(s), %d at a time, at most %d attempt(s) each; log %s\n",
-			rec.Name, what, len(rec.Targets), rec.Parallel, rec.MaxLoops, rec.Log)
+		each := fmt.Sprintf("at most %d attempt(s) each", rec.MaxLoops)
+		if rec.BestOf > 1 {
+			each = fmt.Sprintf("at most %d round(s) of %d attempts each", rec.MaxLoops, rec.BestOf)
+		}
+		r.a.P.Notef("run %s %s: %d target(s), %d at a time, %s; log %s\n",
+			rec.Name, what, len(rec.Targets), rec.Parallel, each, rec.Log)
 	}
 	if r.live {
 		go func() {
