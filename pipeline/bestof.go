@@ -506,3 +506,25 @@ func (s *Supervisor) winnerWaits(ctx context.Context, b *board.Board, ts taskSta
 	}
 	return !s.rec.Review || w.Review != nil && w.Review.OK(), true
 }
+
+// roundFeedback says how the other attempts of the best-of round of the
+// latest attempt ended, when the round chose none: the next round should
+// not repeat any of them. Nil otherwise.
+func (s *Supervisor) roundFeedback(ctx context.Context, ts taskState) []string {
+	if ts.latest == nil {
+		return nil
+	}
+	rec := s.rounds(ctx, ts.id)
+	i := rec.RoundOf(ts.latest.Session.ID)
+	if i < 0 || rec.Rounds[i].Decided == nil || rec.Rounds[i].Decided.Winner != "" {
+		return nil
+	}
+	var out []string
+	for _, c := range rec.Rounds[i].Decided.Candidates {
+		if c.Session == ts.latest.Session.ID {
+			continue
+		}
+		out = append(out, fmt.Sprintf("attempt %d (session %s, agent %s): %s", c.Slot, short(c.Session), c.Agent, c.Why))
+	}
+	return out
+}

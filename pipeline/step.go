@@ -171,6 +171,7 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 	}
 	if fb != nil {
 		fb.complete(ctx, s.st, ts.latest, loops+1, s.maxLoops(ts.task))
+		fb.Round = s.roundFeedback(ctx, ts)
 	}
 	p.toStart = append(p.toStart, startReq{ts: ts, fb: fb, k: s.bestOf(ts.task), loop: loops + 1})
 }
