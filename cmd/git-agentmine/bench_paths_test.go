@@ -79,6 +79,9 @@ type pathsResult struct {
 	wall                                  time.Duration
 	conflicts, retries, exhausted, merged int
 	done, total                           int
+	// other counts the reasons of the retries that did not follow a
+	// merge conflict.
+	other map[string]int
 }
 
 // runPathsWorkload runs `run --parallel 4 --merge` on the workload's repo
@@ -91,7 +94,7 @@ func runPathsWorkload(b *testing.B, repo string) pathsResult {
 	cmd := exec.Command("git", "agentmine", "run", "--parallel", "4", "--merge", "--max-loops", "20", "--json")
 	cmd.Dir = repo
 	out, err := cmd.Output()
-	var r pathsResult
+	r := pathsResult{other: map[string]int{}}
 	r.wall = time.Since(start)
 	if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 1) {
 		b.Fatalf("run: %v\n%s", err, out)
@@ -115,6 +118,8 @@ func runPathsWorkload(b *testing.B, repo string) pathsResult {
 			r.retries++
 			if strings.Contains(e.Reason, "conflict") {
 				r.conflicts++
+			} else {
+				r.other[e.Reason]++
 			}
 		case "exhausted":
 			r.exhausted++
@@ -152,7 +157,7 @@ func BenchmarkRunPaths(b *testing.B) {
 	pairs := envInt("AGENTMINE_BENCH_PATHS_PAIRS", 1)
 	b.ReportMetric(loadAvg(), "load-start")
 	for i := 0; i < b.N; i++ {
-		var blind, declared pathsResult
+		blind, declared := pathsResult{other: map[string]int{}}, pathsResult{other: map[string]int{}}
 		for p := 0; p < pairs; p++ {
 			for _, declare := range []bool{false, true} {
 				r := runPathsWorkload(b, pathsWorkload(b, n, declare))
@@ -167,6 +172,9 @@ func BenchmarkRunPaths(b *testing.B) {
 				side.merged += r.merged
 				side.done += r.done
 				side.total += r.total
+				for why, k := range r.other {
+					side.other[why] += k
+				}
 			}
 		}
 		for _, s := range []struct {
@@ -179,6 +187,9 @@ func BenchmarkRunPaths(b *testing.B) {
 			b.ReportMetric(s.r.wall.Seconds(), "wall-s-"+s.name)
 			b.Logf("%-6s %d tasks x %d run(s), --parallel 4 --merge: %d/%d done, %d merge conflicts, %d retries, %d exhausted, %.1fs",
 				s.name, n, pairs, s.r.done, s.r.total, s.r.conflicts, s.r.retries, s.r.exhausted, s.r.wall.Seconds())
+			for why, k := range s.r.other {
+				b.Logf("%-6s %d retries after: %s", s.name, k, why)
+			}
 		}
 	}
 	b.ReportMetric(loadAvg(), "load-end")

@@ -463,7 +463,10 @@ func newRunStatus(r pipeline.Record, b *board.Board) runStatusJSON {
 	if b == nil {
 		return j
 	}
-	waits := pipeline.OverlapWaits(b, r)
+	var waits map[string]pipeline.Overlap
+	if r.Ended == nil {
+		waits = pipeline.OverlapWaits(b, r) // an ended run starts nothing
+	}
 	for _, id := range r.Targets {
 		e, ok := b.Tasks.Tasks[id]
 		if !ok {
