@@ -2,6 +2,7 @@ package scope
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -126,7 +127,11 @@ func segmentOverlap(x, y string) bool {
 	xl, yl := !strings.ContainsAny(x, globMeta), !strings.ContainsAny(y, globMeta)
 	switch {
 	case xl && yl:
-		return false
+		// The matcher reads an invalid UTF-8 byte as U+FFFD: "\x80"
+		// matches "\xb0". Ask it rather than compare bytes.
+		return doublestar.MatchUnvalidated(x, y)
+	case !utf8.ValidString(x) || !utf8.ValidString(y):
+		return true // the literal ends below compare bytes, the matcher runes
 	case xl:
 		return doublestar.MatchUnvalidated(y, x)
 	case yl:
