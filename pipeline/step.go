@@ -54,9 +54,7 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 	}
 	started := false
 	if free := s.rec.Parallel - len(running) - len(s.starting); free > 0 && len(p.toStart) > 0 && ctx.Err() == nil {
-		if len(p.toStart) > free {
-			p.toStart = p.toStart[:free]
-		}
+		p.toStart = s.admit(b, running, p.toStart, free)
 		s.startAll(ctx, b, p.toStart)
 		started = true
 	}
