@@ -45,6 +45,9 @@ type TaskJSON struct {
 	MaxLoops int `json:"max_loops,omitempty"`
 	// BestOf is the task's own best-of setting (0: the run's --best-of).
 	BestOf int `json:"best_of,omitempty"`
+	// Paths are the paths the task expects to change (absent: none
+	// declared).
+	Paths []string `json:"paths,omitempty"`
 	// Children is the roll-up of a task with children: done of total
 	// (cancelled ones left out), and the exhausted ones.
 	Children  *status.Progress `json:"children,omitempty"`

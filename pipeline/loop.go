@@ -241,6 +241,9 @@ type Supervisor struct {
 	wake      *waker
 	// bo holds the best-of rounds (bestof.go).
 	bo roundState
+	// overlaps maps a target held back at the last start by a declared
+	// path overlap (overlap.go) to why, so that the log says it once.
+	overlaps map[string]Overlap
 }
 
 // mergeWait is why a passing session waits to be merged: the person's

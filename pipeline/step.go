@@ -54,8 +54,10 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 	}
 	started := false
 	if free := s.rec.Parallel - len(running) - s.startingSlots(); free > 0 && len(p.toStart) > 0 && ctx.Err() == nil {
-		// A best-of round takes K slots (bestof.go).
-		if p.toStart = s.fit(p.toStart, free, len(running)+len(s.starting)); len(p.toStart) > 0 {
+		// Declared paths that overlap wait (overlap.go); a best-of round
+		// takes K slots (bestof.go).
+		p.toStart = s.fit(s.admit(b, running, p.toStart, len(p.toStart)), free, len(running)+len(s.starting))
+		if len(p.toStart) > 0 {
 			s.startAll(ctx, b, p.toStart)
 			started = true
 		}

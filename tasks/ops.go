@@ -29,6 +29,8 @@ type New struct {
 	MaxLoops int
 	// BestOf is the task's own best-of setting; 0 leaves it to the run.
 	BestOf int
+	// Paths are the paths the task expects to change.
+	Paths []string
 }
 
 func (n *New) validate() error {
@@ -37,6 +39,9 @@ func (n *New) validate() error {
 		return err
 	}
 	if err := ValidateBestOf(n.BestOf); err != nil {
+		return err
+	}
+	if err := ValidatePaths(n.Paths); err != nil {
 		return err
 	}
 	if n.Title, err = ValidateTitle(n.Title); err != nil {
@@ -93,7 +98,7 @@ func Add(ctx context.Context, st *gitstore.Store, n New) (Task, error) {
 		var verify []gitstore.RefState
 		task = Task{V: SchemaVersion, ID: id, Title: n.Title, Description: n.Description, Type: n.Type,
 			Priority: n.Priority, Labels: slices.Clone(n.Labels), Assignee: n.Assignee, DoD: n.DoD, Base: n.Base,
-			Acceptance: n.Acceptance, MaxLoops: n.MaxLoops, BestOf: n.BestOf, Created: Stamp(now), Updated: Stamp(now)}
+			Acceptance: n.Acceptance, MaxLoops: n.MaxLoops, Paths: slices.Clone(n.Paths), BestOf: n.BestOf, Created: Stamp(now), Updated: Stamp(now)}
 		if n.Parent != "" || len(n.BlockedBy) > 0 {
 			b, err := Load(ctx, st)
 			if err != nil {
@@ -137,6 +142,8 @@ type Patch struct {
 	MaxLoops *int
 	// BestOf sets the task's own best-of setting (0 clears it).
 	BestOf *int
+	// Paths replaces the paths the task expects to change (empty clears).
+	Paths *[]string
 }
 
 func (p *Patch) validate() error {
@@ -147,6 +154,11 @@ func (p *Patch) validate() error {
 	}
 	if p.MaxLoops != nil {
 		if err := ValidateMaxLoops(*p.MaxLoops); err != nil {
+			return err
+		}
+	}
+	if p.Paths != nil {
+		if err := ValidatePaths(*p.Paths); err != nil {
 			return err
 		}
 	}
@@ -230,6 +242,9 @@ func Update(ctx context.Context, st *gitstore.Store, prefix string, p Patch) (Ta
 		}
 		if p.BestOf != nil {
 			t.BestOf = *p.BestOf
+		}
+		if p.Paths != nil {
+			t.Paths = slices.Clone(*p.Paths)
 		}
 		t.Labels = append(t.Labels, p.AddLabels...)
 		t.Labels = slices.DeleteFunc(t.Labels, func(l string) bool { return slices.Contains(p.RemoveLabels, l) })
