@@ -73,6 +73,7 @@ type Server struct {
 	opts  Options
 	pages *pages
 	live  *live
+	snaps snapCache
 	// cookie is the name of the login cookie: derived from the token, so
 	// that boards of two repositories served on one host do not overwrite
 	// each other's cookie.

@@ -258,7 +258,7 @@ func boardColumns(t *testing.T, f *fixture, ts *httptest.Server, c *http.Client)
 	if !regexp.MustCompile(`class="elapsed">\d+s / \d+s<`).MatchString(html) {
 		t.Errorf("the running card shows no elapsed / timeout")
 	}
-	for _, s := range []string{`<span class="label">ui</span>`, `<span class="agent">ada</span>`, `<span class="agent">manual</span>`, `title="sessions">×1<`} {
+	for _, s := range []string{`<span class="label">ui</span>`, `<span class="agent">ada</span>`, `<span class="agent">manual</span>`, `">attempt 1/3</span>`} {
 		if !strings.Contains(html, s) {
 			t.Errorf("board lacks %s", s)
 		}
