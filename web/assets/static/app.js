@@ -161,6 +161,7 @@
       });
       restream();
       document.body.dataset.refreshed = String(Date.now());
+      document.dispatchEvent(new Event("board:refreshed"));
     }).catch(function () {}).then(function () {
       busy = false;
       if (again) { again = false; refresh(); }
@@ -180,6 +181,9 @@
     });
     b.setAttribute("aria-selected", "true");
   }
+
+  // Another script (find.js) asks for the page again.
+  document.addEventListener("board:refresh", refresh);
 
   syncPanes();
   openStream();

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
+)
+
+// findRepo is a repository with a few tasks to find, and agents that
+// fail (crash) and pass to review (edit).
+func findRepo(t *testing.T) (string, map[string]string) {
+	t.Helper()
+	repo := testRepo(t)
+	gittest.CommitFiles(t, repo, "agents", map[string]string{
+		".agentmine/agents/edit.toml":  "client = \"custom\"\ncommand = [\"sh\", \"-c\", \"echo ok > src/r.txt && git add src && git commit -qm edit\"]\n[scope]\nwrite = [\"src/**\"]\n",
+		".agentmine/agents/crash.toml": "client = \"custom\"\ncommand = [\"sh\", \"-c\", \"echo crashing; exit 3\"]\n[scope]\nwrite = [\"src/**\"]\n",
+		"src/a.txt":                    "a\n",
+	})
+	ids := map[string]string{}
+	// Each task is added a minute after the last (the tests' clock is
+	// fixed), so the newest is known.
+	at := time.Now().Add(-time.Hour)
+	add := func(name string, args ...string) {
+		at = at.Add(time.Minute)
+		id, code := try(t, repo, []string{"GIT_COMMITTER_DATE=" + at.Format(time.RFC3339)}, append([]string{"task", "add", "-q"}, args...)...)
+		if code != 0 {
+			t.Fatalf("task add %v: exit %d", args, code)
+		}
+		ids[name] = id
+	}
+	add("login", "Fix the login form", "-d", "The *password* field loses focus.", "--label", "ui", "-p", "high")
+	add("cache", "Cache the parser output", "-p", "low", "--assignee", "ada")
+	add("export", "Export invoices", "--blocked-by", ids["login"])
+	add("crash", "Crashes at once")
+	add("review", "Write the sitemap", "--dod", "grep -q ok src/r.txt")
+	return repo, ids
+}
+
+// cardsOn returns the ids of the board's cards, in the page's order.
+func cardsOn(t *testing.T, ctx context.Context) []string {
+	t.Helper()
+	return eval[[]string](t, ctx, `Array.from(document.querySelectorAll("#board article.card")).map(c => c.dataset.task)`)
+}
+
+// search types into the board's search box (or sets a filter) the way a
+// person does, and waits until the board shows the answer.
+func search(t *testing.T, ctx context.Context, name, value string) {
+	t.Helper()
+	before := eval[string](t, ctx, `document.body.dataset.refreshed || ""`)
+	eval[bool](t, ctx, fmt.Sprintf(`(() => { const el = document.querySelector('#find [name=%q]'); el.value = %q;
+		el.dispatchEvent(new Event("input", {bubbles: true})); return true })()`, name, value))
+	waitFor(t, ctx, "the board answers "+name+"="+value, fmt.Sprintf(`(document.body.dataset.refreshed || "") !== %q`, before), 20*time.Second)
+}
+
+// TestBrowserFind drives the board's search, filters, order and cap in a
+// headless Chromium against a real server: text is found in titles and
+// descriptions, each filter leaves only its tasks, the address follows,
+// the cap never hides the task that changed last and its count of hidden
+// cards is a link that shows them, and cards say what they wait on and
+// why they failed.
+func TestBrowserFind(t *testing.T) {
+	gittest.SkipShort(t, "a served board, workers and a headless browser")
+	bin := findBrowser(t)
+	repo, ids := findRepo(t)
+	if _, code := try(t, repo, nil, "worker", "run", ids["crash"], "--agent", "crash", "--exec", "--no-claim"); code == 0 {
+		t.Fatal("the crashing worker succeeded")
+	}
+	srv := startServe(t, repo, "127.0.0.1:0")
+	ctx := newBrowser(t, bin)
+	must(t, ctx, chromedp.Navigate(srv.url), chromedp.WaitVisible(chromedp.CSS("#board")))
+
+	only := func(what string, want ...string) {
+		t.Helper()
+		got := cardsOn(t, ctx)
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			names := map[string]string{}
+			for n, id := range ids {
+				names[id] = n
+			}
+			var g []string
+			for _, id := range got {
+				g = append(g, names[id])
+			}
+			t.Errorf("%s: cards %v, want %d of them", what, g, len(want))
+		}
+	}
+	search(t, ctx, "q", "LOGIN")
+	only("q=LOGIN (any case)", ids["login"])
+	if u := eval[string](t, ctx, `location.search`); u != "?q=LOGIN" {
+		t.Errorf("the address is %q, want ?q=LOGIN", u)
+	}
+	search(t, ctx, "q", "password focus")
+	only("a description's words", ids["login"])
+	search(t, ctx, "q", "no such words")
+	only("no match")
+	if got := eval[string](t, ctx, `document.querySelector('[data-empty="no match"]')?.innerText || ""`); !strings.Contains(got, "No task matches") {
+		t.Errorf("an empty answer says %q", got)
+	}
+	search(t, ctx, "q", "")
+	search(t, ctx, "priority", "low")
+	only("priority=low", ids["cache"])
+	search(t, ctx, "priority", "")
+	search(t, ctx, "agent", "ada")
+	only("agent=ada", ids["cache"])
+	search(t, ctx, "agent", "")
+	search(t, ctx, "label", "ui")
+	only("label=ui", ids["login"])
+	search(t, ctx, "label", "")
+	search(t, ctx, "status", "blocked")
+	only("status=blocked", ids["export"])
+	waiting := eval[string](t, ctx, `document.querySelector("#board article.card .waiting")?.innerText || ""`)
+	if !strings.Contains(waiting, "waits on #"+ids["login"][:4]) || !strings.Contains(waiting, "Fix the login form") {
+		t.Errorf("the blocked card says %q, want what it waits on (id and title)", waiting)
+	}
+	search(t, ctx, "status", "failed")
+	only("status=failed", ids["crash"])
+	why := eval[string](t, ctx, `document.querySelector("#board article.card .why")?.innerText || ""`)
+	attempt := eval[string](t, ctx, `document.querySelector("#board article.card .attempts")?.innerText || ""`)
+	if !strings.Contains(why, "exit") || attempt != "attempt 1/3" {
+		t.Errorf("the failed card says why %q and %q, want the exit and attempt 1/3", why, attempt)
+	}
+	search(t, ctx, "status", "")
+	search(t, ctx, "sort", "title")
+	if got := cardsOn(t, ctx); len(got) != 5 || got[0] != ids["cache"] {
+		t.Errorf("sorted by title: %v, want the cache task first", got)
+	}
+
+	// A cap of two cards a column: the task changed last is on top, and
+	// the count of the rest is a link that shows them.
+	must(t, ctx, chromedp.Navigate(srv.base+"/?n=2"), chromedp.WaitVisible(chromedp.CSS("#board")))
+	ready := func() []string {
+		return eval[[]string](t, ctx, `Array.from(document.querySelectorAll('[data-col="ready"] article.card')).map(c => c.dataset.task)`)
+	}
+	if got := ready(); len(got) != 2 || got[0] != ids["review"] {
+		t.Fatalf("ready, two cards: %v, want the newest (review) first", got)
+	}
+	if _, code := try(t, repo, []string{"GIT_COMMITTER_DATE=" + time.Now().Format(time.RFC3339)}, "task", "update", ids["login"], "-p", "critical"); code != 0 {
+		t.Fatal("task update failed")
+	}
+	waitFor(t, ctx, "the updated task on top of its column", fmt.Sprintf(`document.querySelector('[data-col="ready"] article.card')?.dataset.task === %q`, ids["login"]), 20*time.Second)
+	more := eval[string](t, ctx, `document.querySelector('[data-col="ready"] .more a')?.innerText || ""`)
+	if more != "1 more" {
+		t.Fatalf("the hidden count says %q, want 1 more", more)
+	}
+	href := eval[string](t, ctx, `document.querySelector('[data-col="ready"] .more a').href`)
+	must(t, ctx, chromedp.Navigate(href), chromedp.WaitVisible(chromedp.CSS("#board")))
+	waitFor(t, ctx, "every ready card after following the count", `document.querySelectorAll('[data-col="ready"] article.card').length === 3`, 20*time.Second)
+}
+
+// TestBrowserNotifications: with notifications turned on, the board
+// notifies when a task fails and when one is ready for review. The page's
+// Notification is replaced by one that records its calls (and grants the
+// permission), as a browser with the permission granted would show them.
+func TestBrowserNotifications(t *testing.T) {
+	gittest.SkipShort(t, "a served board, workers and a headless browser")
+	bin := findBrowser(t)
+	repo, ids := findRepo(t)
+	srv := startServe(t, repo, "127.0.0.1:0")
+	ctx := newBrowser(t, bin)
+	must(t, ctx, chromedp.Navigate(srv.url), chromedp.WaitVisible(chromedp.CSS("#board")))
+	eval[bool](t, ctx, `(() => {
+		window.shown = [];
+		const N = function (title, o) { window.shown.push(title + " | " + (o && o.body)); };
+		N.permission = "default";
+		N.requestPermission = () => { N.permission = "granted"; return Promise.resolve("granted"); };
+		window.Notification = N;
+		return true })()`)
+	if off := eval[string](t, ctx, `document.getElementById("notify").textContent`); off != "notify me" {
+		t.Fatalf("the notifications button says %q before it is clicked", off)
+	}
+	// Off: a failure notifies no one.
+	try(t, repo, nil, "worker", "run", ids["crash"], "--agent", "crash", "--exec", "--no-claim")
+	waitFor(t, ctx, "the failed card", fmt.Sprintf(`document.querySelector('[data-task=%q]')?.dataset.status === "failed"`, ids["crash"]), 20*time.Second)
+	must(t, ctx, chromedp.Click(chromedp.CSS("#notify")))
+	waitFor(t, ctx, "notifications on", `document.getElementById("notify").textContent === "notifications on"`, 5*time.Second)
+	if n := eval[int](t, ctx, `window.shown.length`); n != 0 {
+		t.Errorf("%d notifications while they were off", n)
+	}
+	if _, code := try(t, repo, nil, "worker", "run", ids["review"], "--agent", "edit", "--exec", "--no-claim"); code != 0 {
+		t.Fatalf("worker run: exit %d", code)
+	}
+	waitFor(t, ctx, "a notification that the task needs review", `window.shown.some(s => s.includes("needs review") && s.includes("Write the sitemap"))`, 20*time.Second)
+	if _, code := try(t, repo, nil, "worker", "run", ids["login"], "--agent", "crash", "--exec", "--no-claim"); code == 0 {
+		t.Fatal("the crashing worker succeeded")
+	}
+	waitFor(t, ctx, "a notification that the task failed", `window.shown.some(s => s.includes("failed") && s.includes("Fix the login form"))`, 20*time.Second)
+	t.Logf("notifications: %v", eval[[]string](t, ctx, `window.shown`))
+}
