@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
@@ -98,4 +100,103 @@ func TestGenBoardFixture(t *testing.T) {
 	}
 	gittest.Git(t, "", "init", "-q", "-b", "main", dir)
 	buildBoardFixture(t, dir, n)
+}
+
+// BenchmarkBoardFind100k measures the board of 100,000 tasks (33,333
+// sessions) in a headless Chromium against a running `git agentmine
+// serve` (the real binary): "paint" is the first contentful paint of the
+// default view after a navigation (the browser's own paint timing), "search"
+// the time from typing a search (the input event) to the board showing its
+// answer, and "filter" the same for a choice of status and priority; both
+// include the 60 ms the page waits for a pause in typing. Each is
+// reported against `git for-each-ref` listing the task refs in the same
+// run (the ratio). The first page after the server starts reads the whole
+// board (snapshot-ms). AGENTMINE_BENCH_SCALE must be set;
+// BOARD_FIND_FIXTURE names a directory to keep the fixture in.
+func BenchmarkBoardFind100k(b *testing.B) {
+	scaleOnly(b)
+	useBuiltBinary(b)
+	bin := findBrowser(b)
+	repo := os.Getenv("BOARD_FIND_FIXTURE")
+	switch {
+	case repo == "":
+		repo = gittest.Init(b)
+		buildBoardFixture(b, repo, 100000)
+	default:
+		if _, err := os.Stat(filepath.Join(repo, ".git")); err != nil {
+			gittest.Git(b, "", "init", "-q", "-b", "main", repo)
+			buildBoardFixture(b, repo, 100000)
+		}
+	}
+	srv := startServe(b, repo, "127.0.0.1:0")
+	ctx := newBrowser(b, bin)
+	start := time.Now()
+	must(b, ctx, chromedp.Navigate(srv.url), chromedp.WaitVisible(chromedp.CSS("#board")))
+	b.ReportMetric(float64(time.Since(start).Milliseconds()), "snapshot-ms")
+	if n := eval[string](b, ctx, `document.getElementById("board").dataset.total`); n != "100000" {
+		b.Fatalf("the board shows %s tasks, want 100000", n)
+	}
+	// Every answer is timed in the page: from the input event to the
+	// refreshed board (app.js's "board:refreshed").
+	eval[bool](b, ctx, `(() => { document.addEventListener("board:refreshed", () => { window.answered = performance.now() }); return true })()`)
+	ask := func(name, value string) float64 {
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[float64](fmt.Sprintf(`new Promise(done => {
+			const t0 = performance.now();
+			document.addEventListener("board:refreshed", () => done(performance.now() - t0), {once: true});
+			const el = document.querySelector('#find [name=%q]'); el.value = %q;
+			el.dispatchEvent(new Event("input", {bubbles: true}));
+		})`, name, value), chromedp.EvalAwaitPromise))
+		if err != nil {
+			b.Fatalf("asking %s=%s: %v", name, value, err)
+		}
+		return v
+	}
+	list := func() time.Duration { return timeCmd(b, repo, "git", "for-each-ref", "--format=%(objectname)", "refs/agentmine/tasks/") }
+	report := func(b *testing.B, total float64, git time.Duration) {
+		ms := total / float64(b.N)
+		b.ReportMetric(ms, "ms/answer")
+		gms := float64(git.Microseconds()) / 1000 / float64(b.N)
+		b.ReportMetric(gms, "for-each-ref-ms/op")
+		b.ReportMetric(ms/gms, "ratio")
+	}
+	b.Run("paint", func(b *testing.B) {
+		var total float64
+		var git time.Duration
+		for i := 0; i < b.N; i++ {
+			must(b, ctx, chromedp.Navigate(srv.base+"/"), chromedp.WaitVisible(chromedp.CSS("#board")))
+			v, err := chromedp.Run(ctx, chromedp.Poll[float64](`(performance.getEntriesByName("first-contentful-paint")[0] || {}).startTime`,
+				chromedp.WithPollingInterval(10*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second)))
+			if err != nil {
+				b.Fatalf("paint timing: %v", err)
+			}
+			total += v
+			git += list()
+		}
+		report(b, total, git)
+		b.ReportMetric(eval[float64](b, ctx, `performance.getEntriesByType("navigation")[0].transferSize / 1024`), "page-KiB")
+	})
+	b.Run("search", func(b *testing.B) {
+		var total float64
+		var git time.Duration
+		for i := 0; i < b.N; i++ {
+			w := boardWords[i%len(boardWords)]
+			total += ask("q", w+" "+boardWords[(i*5+3)%len(boardWords)])
+			git += list()
+			ask("q", "") // back to the whole board, untimed
+		}
+		report(b, total, git)
+		b.ReportMetric(float64(eval[int](b, ctx, `document.querySelectorAll("article.card").length`)), "cards")
+	})
+	b.Run("filter", func(b *testing.B) {
+		var total float64
+		var git time.Duration
+		for i := 0; i < b.N; i++ {
+			total += ask("status", []string{"failed", "ready", "blocked"}[i%3])
+			total += ask("priority", []string{"critical", "low"}[i%2])
+			git += 2 * list()
+			ask("status", "")
+			ask("priority", "")
+		}
+		report(b, total/2, git/2)
+	})
 }
