@@ -40,7 +40,9 @@ type pages struct {
 }
 
 func newPages() (*pages, error) {
+	md := newMarkdown()
 	funcs := template.FuncMap{
+		"markdown": func(src string) template.HTML { return markdown(md, src) },
 		"since": func(t time.Time) string { return ago(time.Since(t)) },
 		"when":  func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
 		"join":  strings.Join,

@@ -511,7 +511,7 @@ func taskPage(t *testing.T, f *fixture, ts *httptest.Server, c *http.Client) {
 			}
 		}
 	}
-	check("ready", "Line one\n&lt;b&gt;not bold&lt;/b&gt;", "<li><b>AC-1</b> it renders</li>", "priority high")
+	check("ready", "<p>Line one\n&lt;b&gt;not bold&lt;/b&gt;</p>", "<li><b>AC-1</b> it renders</li>", "priority high")
 	check("blocked", `href="/tasks/`+f.ids["ready"]+`"`, "blocked by")
 	check("parent", "1/3 children done", `href="/tasks/`+f.ids["review"]+`"`)
 	ds := f.sess["dod_failed"].Session
