@@ -55,12 +55,26 @@ type entry struct {
 	title   string
 }
 
-// snapCache holds the latest snapshot; taking one is single-flight (the
-// requests that need a new one wait for the same).
+// snapCache holds the latest snapshot. Taking one is single-flight: the
+// requests that need a new one wait for the same. On a board of
+// asyncAbove tasks or more, a request finds the last snapshot even when
+// the refs have changed since (taking a new one costs seconds there); a
+// new one is taken in the background meanwhile, and the open pages are
+// told to fetch themselves again once it is there.
 type snapCache struct {
-	mu  sync.Mutex
-	cur *snapshot
+	mu       sync.Mutex
+	cur      *snapshot
+	building bool
+	// ctx ends with the server; wg counts the snapshots being taken in
+	// the background.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
+
+// asyncAbove is the size of board from which pages do not wait for a new
+// snapshot.
+const asyncAbove = 5000
 
 // generation is the live watcher's change count.
 func (l *live) generation() uint64 {
@@ -69,25 +83,88 @@ func (l *live) generation() uint64 {
 	return l.seq
 }
 
+// nudge tells every open page to fetch itself again, without counting a
+// change of the refs.
+func (l *live) nudge() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.subs {
+		select {
+		case c <- l.seq:
+		default:
+		}
+	}
+}
+
+// snapKey is the state of the refs a snapshot is taken under.
+func (s *Server) snapKey(dirs []string) string {
+	return strconv.FormatUint(s.live.generation(), 10) + "\n" + s.live.fingerprint(dirs)
+}
+
 // snapshot returns the board's snapshot, taking a new one when the refs
-// changed since the last was taken.
+// changed since the last was taken (or, on a big board, starting to).
 func (s *Server) snapshot(ctx context.Context, st *gitstore.Store) (*snapshot, error) {
-	s.snaps.mu.Lock()
-	defer s.snaps.mu.Unlock()
-	gen := s.live.generation()
-	if cur := s.snaps.cur; cur != nil && cur.key == strconv.FormatUint(gen, 10)+"\n"+s.live.fingerprint(cur.dirs) {
+	c := &s.snaps
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.cur
+	if cur != nil && cur.key == s.snapKey(cur.dirs) {
 		return cur, nil
 	}
+	if cur != nil && len(cur.b.Tasks.IDs) >= asyncAbove {
+		if !c.building {
+			c.building = true
+			c.wg.Add(1)
+			go s.rebuild()
+		}
+		return cur, nil
+	}
+	snap, err := s.takeSnapshot(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	c.cur = snap
+	return snap, nil
+}
+
+// takeSnapshot reads the board. The key is taken first: a change while
+// the board is read makes the snapshot stale at once.
+func (s *Server) takeSnapshot(ctx context.Context, st *gitstore.Store) (*snapshot, error) {
 	dirs := s.live.walkDirs()
-	key := strconv.FormatUint(gen, 10) + "\n" + s.live.fingerprint(dirs)
+	key := s.snapKey(dirs)
 	b, err := board.LoadStatus(ctx, st, "")
 	if err != nil {
 		return nil, err
 	}
 	snap := newSnapshot(b, time.Now())
 	snap.key, snap.dirs = key, dirs
-	s.snaps.cur = snap
 	return snap, nil
+}
+
+// rebuild takes a snapshot in the background and then has the open pages
+// fetch themselves again. A failure leaves the last snapshot; the next
+// request tries again.
+func (s *Server) rebuild() {
+	c := &s.snaps
+	defer c.wg.Done()
+	var snap *snapshot
+	st, err := gitstore.Open(c.ctx, s.opts.Dir)
+	if err == nil {
+		snap, err = s.takeSnapshot(c.ctx, st)
+	}
+	c.mu.Lock()
+	c.building = false
+	if err == nil {
+		c.cur = snap
+	}
+	c.mu.Unlock()
+	if err != nil {
+		if c.ctx.Err() == nil {
+			fmt.Fprintf(s.opts.Log, "warning: reading the board: %v\n", err)
+		}
+		return
+	}
+	s.live.nudge()
 }
 
 // prioRank orders priorities, the most urgent first.

@@ -43,9 +43,9 @@ func newPages() (*pages, error) {
 	md := newMarkdown()
 	funcs := template.FuncMap{
 		"markdown": func(src string) template.HTML { return markdown(md, src) },
-		"since": func(t time.Time) string { return ago(time.Since(t)) },
-		"when":  func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
-		"join":  strings.Join,
+		"since":    func(t time.Time) string { return ago(time.Since(t)) },
+		"when":     func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
+		"join":     strings.Join,
 		"short": func(id string) string {
 			if len(id) > 8 {
 				return id[:8]

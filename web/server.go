@@ -117,11 +117,17 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.live = newLive(s.common, opts.Log)
+	s.snaps.ctx, s.snaps.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
 
-// Close stops watching the repository for changes.
-func (s *Server) Close() { s.live.close() }
+// Close stops watching the repository for changes and waits for the
+// board being read in the background, if any.
+func (s *Server) Close() {
+	s.live.close()
+	s.snaps.cancel()
+	s.snaps.wg.Wait()
+}
 
 // Handler is the board's HTTP handler: the routes behind the token check,
 // the Host check and, for POSTs, the cross-origin and CSRF checks.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -130,8 +131,13 @@ func BenchmarkBoardFind100k(b *testing.B) {
 	}
 	srv := startServe(b, repo, "127.0.0.1:0")
 	ctx := newBrowser(b, bin)
+	// The first page reads the whole board: minutes on a loaded machine.
 	start := time.Now()
-	must(b, ctx, chromedp.Navigate(srv.url), chromedp.WaitVisible(chromedp.CSS("#board")))
+	first, cancel := context.WithTimeout(ctx, 20*time.Minute)
+	if err := chromedp.Do(first, chromedp.Navigate(srv.url), chromedp.WaitVisible(chromedp.CSS("#board"))); err != nil {
+		b.Fatalf("the first page: %v", err)
+	}
+	cancel()
 	b.ReportMetric(float64(time.Since(start).Milliseconds()), "snapshot-ms")
 	if n := eval[string](b, ctx, `document.getElementById("board").dataset.total`); n != "100000" {
 		b.Fatalf("the board shows %s tasks, want 100000", n)
@@ -151,7 +157,9 @@ func BenchmarkBoardFind100k(b *testing.B) {
 		}
 		return v
 	}
-	list := func() time.Duration { return timeCmd(b, repo, "git", "for-each-ref", "--format=%(objectname)", "refs/agentmine/tasks/") }
+	list := func() time.Duration {
+		return timeCmd(b, repo, "git", "for-each-ref", "--format=%(objectname)", "refs/agentmine/tasks/")
+	}
 	report := func(b *testing.B, total float64, git time.Duration) {
 		ms := total / float64(b.N)
 		b.ReportMetric(ms, "ms/answer")
