@@ -205,7 +205,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 					return
 				}
 				http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: cookie, Path: "/", HttpOnly: true,
-					SameSite: http.SameSiteStrictMode})
+					SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 			}
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
 				u := *r.URL
