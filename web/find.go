@@ -53,6 +53,13 @@ type entry struct {
 	changed time.Time
 	created time.Time
 	title   string
+	// What the filters look at, copied out of the task and its status.
+	status           string
+	priority         string
+	labels           []string
+	assignee, parent string
+	running          string
+	exhausted        bool
 }
 
 // snapCache holds the latest snapshot. Taking one is single-flight: the
@@ -196,9 +203,15 @@ func newSnapshot(b *board.Board, now time.Time) *snapshot {
 		if r := b.Status[id]; r.Status != status.Cancelled {
 			col = columnOf(r)
 		}
-		x.entries = append(x.entries, entry{id: id, col: col, prio: prioRank[t.Priority], changed: x.changed(id),
+		e := entry{id: id, col: col, prio: prioRank[t.Priority], changed: x.changed(id),
 			created: t.Created.Time, title: strings.ToLower(t.Title),
-			text: strings.ToLower(id + "\n" + t.Title + "\n" + t.Description)})
+			text:   strings.ToLower(id + "\n" + t.Title + "\n" + t.Description),
+			status: string(b.Status[id].Status), priority: t.Priority, labels: t.Labels, assignee: t.Assignee,
+			parent: t.Parent, exhausted: t.Exhausted != nil}
+		if r, ok := x.running[id]; ok {
+			e.running = r.Session.Agent
+		}
+		x.entries = append(x.entries, e)
 	}
 	for _, r := range x.running {
 		agents[r.Session.Agent] = true
@@ -319,34 +332,30 @@ func (f query) Any() bool {
 // matches reports whether a task passes the query's search text and
 // filters. terms are the search text's words, in lower case.
 func (x *snapshot) matches(e *entry, f query, terms []string) bool {
+	switch {
+	case f.Status != "" && !e.statusIs(f.Status),
+		f.Priority != "" && e.priority != f.Priority,
+		f.Label != "" && !contains(e.labels, f.Label),
+		f.Agent != "" && e.assignee != f.Agent && e.running != f.Agent,
+		f.Parent != "" && e.parent != f.Parent && e.id != f.Parent:
+		return false
+	}
 	for _, w := range terms {
 		if !strings.Contains(e.text, w) {
 			return false
 		}
 	}
-	if f.Status != "" && !x.statusIs(e, f.Status) {
-		return false
-	}
-	t := x.b.Tasks.Tasks[e.id].Task
-	if f.Priority != "" && t.Priority != f.Priority || f.Label != "" && !contains(t.Labels, f.Label) {
-		return false
-	}
-	if f.Agent != "" && t.Assignee != f.Agent {
-		if r, ok := x.running[e.id]; !ok || r.Session.Agent != f.Agent {
-			return false
-		}
-	}
-	return f.Parent == "" || t.Parent == f.Parent || e.id == f.Parent
+	return true
 }
 
-func (x *snapshot) statusIs(e *entry, want string) bool {
+func (e *entry) statusIs(want string) bool {
 	switch want {
-	case e.col:
+	case e.col, e.status:
 		return true
 	case "exhausted":
-		return x.b.Tasks.Tasks[e.id].Task.Exhausted != nil && x.b.Status[e.id].Status == status.Failed
+		return e.exhausted && e.status == string(status.Failed)
 	}
-	return string(x.b.Status[e.id].Status) == want
+	return false
 }
 
 // less is the query's order; ties, and the default, go newest change
@@ -453,7 +462,7 @@ func (x *snapshot) fill(bv *boardView, f query, now time.Time) {
 }
 
 // moreStep is how many more cards a column's "more" link shows.
-const moreStep = 1000
+const moreStep = 500
 
 // card builds one task's card: what it waits on, why it failed, its
 // attempt of how many, how long ago it changed and what it used.

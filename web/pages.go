@@ -245,7 +245,7 @@ func columnOf(r status.Result) string {
 // for: a board of a hundred thousand tasks stays quick to render and to
 // scroll. Columns are in the order of the last change, newest first, by
 // default, so no cap hides a task that just changed.
-const columnLimit = 200
+const columnLimit = 100
 
 type boardView struct {
 	page

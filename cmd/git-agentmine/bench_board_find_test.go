@@ -138,7 +138,7 @@ func BenchmarkBoardFind100k(b *testing.B) {
 		b.Fatalf("the first page: %v", err)
 	}
 	cancel()
-	b.ReportMetric(float64(time.Since(start).Milliseconds()), "snapshot-ms")
+	b.Logf("the first page (reading the board) took %s", time.Since(start).Round(time.Millisecond))
 	if n := eval[string](b, ctx, `document.getElementById("board").dataset.total`); n != "100000" {
 		b.Fatalf("the board shows %s tasks, want 100000", n)
 	}

@@ -20,7 +20,10 @@ func findRepo(t *testing.T) (string, map[string]string) {
 	gittest.CommitFiles(t, repo, "agents", map[string]string{
 		".agentmine/agents/edit.toml":  "client = \"custom\"\ncommand = [\"sh\", \"-c\", \"echo ok > src/r.txt && git add src && git commit -qm edit\"]\n[scope]\nwrite = [\"src/**\"]\n",
 		".agentmine/agents/crash.toml": "client = \"custom\"\ncommand = [\"sh\", \"-c\", \"echo crashing; exit 3\"]\n[scope]\nwrite = [\"src/**\"]\n",
-		"src/a.txt":                    "a\n",
+		// progress draws a progress bar with carriage returns, then
+		// prints in a 256-colour red and a true colour.
+		".agentmine/agents/progress.toml": "client = \"custom\"\ncommand = [\"sh\", \"-c\", \"printf 'step 1/3 working\\\\rstep 2/3\\\\rstep 3/3 done\\\\n\\\\033[38;5;196mred\\\\033[0m \\\\033[38;2;1;2;3mrgb\\\\033[0m\\\\n'\"]\n[scope]\nwrite = [\"src/**\"]\n",
+		"src/a.txt":                       "a\n",
 	})
 	ids := map[string]string{}
 	// Each task is added a minute after the last (the tests' clock is
@@ -191,4 +194,29 @@ func TestBrowserNotifications(t *testing.T) {
 	}
 	waitFor(t, ctx, "a notification that the task failed", `window.shown.some(s => s.includes("failed") && s.includes("Fix the login form"))`, 20*time.Second)
 	t.Logf("notifications: %v", eval[[]string](t, ctx, `window.shown`))
+}
+
+// TestBrowserLogTerminal: a session's log on its task page reads as a
+// terminal shows it: text after a carriage return overwrites the line
+// (what it does not reach stays), and 256-colour and true-colour text
+// keeps its colour.
+func TestBrowserLogTerminal(t *testing.T) {
+	gittest.SkipShort(t, "a served board, a worker and a headless browser")
+	bin := findBrowser(t)
+	repo, ids := findRepo(t)
+	if _, code := try(t, repo, nil, "worker", "run", ids["cache"], "--agent", "progress", "--exec", "--no-claim"); code != 0 {
+		t.Fatalf("worker run: exit %d", code)
+	}
+	srv := startServe(t, repo, "127.0.0.1:0")
+	ctx := newBrowser(t, bin)
+	must(t, ctx, chromedp.Navigate(srv.url), chromedp.Navigate(srv.base+"/tasks/"+ids["cache"]), chromedp.WaitVisible(chromedp.CSS("pre.log")))
+	waitFor(t, ctx, "the whole log", `document.querySelector("pre.log").textContent.includes("rgb")`, 20*time.Second)
+	text := eval[string](t, ctx, `document.querySelector("pre.log").textContent`)
+	if !strings.HasPrefix(text, "step 3/3 doneing\nred rgb\n") {
+		t.Errorf("the log reads %q, want the progress overwritten in place (step 3/3 doneing)", text)
+	}
+	colours := eval[[]string](t, ctx, `Array.from(document.querySelectorAll("pre.log span")).filter(s => s.textContent === "red" || s.textContent === "rgb").map(s => s.textContent + " " + s.style.color)`)
+	if strings.Join(colours, ", ") != "red rgb(255, 0, 0), rgb rgb(1, 2, 3)" {
+		t.Errorf("coloured spans: %q", colours)
+	}
 }
