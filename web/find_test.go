@@ -1,0 +1,75 @@
+package web
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
+	"github.com/git-agentmine/git-agentmine/tasks"
+)
+
+// TestBoardFind: the search finds every word in a title, a description
+// or an id, in any case; a column cut at n cards counts the rest in a
+// link that shows more; a task written just before a page is asked for is
+// on it (the snapshot notices the refs moved without waiting for the
+// watcher); a malformed query is a 400 with one line saying why.
+func TestBoardFind(t *testing.T) {
+	repo := gittest.NewRepo(t)
+	st, _ := open(t, repo)
+	ids := map[string]string{}
+	for name, n := range map[string]tasks.New{
+		"login":  {Title: "Fix the login form", Description: "The *password* field loses focus."},
+		"cache":  {Title: "Cache the parser output", Priority: "low"},
+		"export": {Title: "Export invoices", Labels: []string{"billing"}},
+		"import": {Title: "Import invoices", Labels: []string{"billing"}},
+	} {
+		ids[name] = addTask(t, st, n)
+	}
+	_, ts := serve(t, repo, false)
+	c := client(t, ts)
+	find := func(q string) map[string]string {
+		t.Helper()
+		code, html := get(t, c, ts.URL+"/?"+q)
+		if code != 200 {
+			t.Fatalf("?%s: %d\n%s", q, code, html)
+		}
+		return columnsOf(html)
+	}
+	for q, want := range map[string][]string{
+		"q=" + url.QueryEscape("PASSWORD focus"):  {"login"},
+		"q=invoices":                              {"export", "import"},
+		"q=" + url.QueryEscape("invoices export"): {"export"},
+		"q=" + ids["cache"][:6]:                   {"cache"},
+		"q=nothing+here":                          nil,
+		"priority=low":                            {"cache"},
+		"label=billing&q=import":                  {"import"},
+		"status=ready&sort=title":                 {"cache", "export", "import", "login"},
+	} {
+		got := find(q)
+		if len(got) != len(want) {
+			t.Errorf("?%s: %d cards, want %v", q, len(got), want)
+		}
+		for _, name := range want {
+			if _, ok := got[ids[name]]; !ok {
+				t.Errorf("?%s: %s missing", q, name)
+			}
+		}
+	}
+	code, html := get(t, c, ts.URL+"/?n=1&sort=title")
+	if code != 200 || len(columnsOf(html)) != 1 || !strings.Contains(html, `data-hidden="3">3 more</a>`) ||
+		!strings.Contains(html, `href="/?n=501&amp;sort=title"`) {
+		t.Errorf("one card a column: %d, want one card and a link to 3 more\n%s", code, html)
+	}
+	// Written and asked for at once: no watcher event has come in yet.
+	late := addTask(t, st, tasks.New{Title: "Written just now"})
+	if _, ok := find("")[late]; !ok {
+		t.Error("a task written just before the page is not on it")
+	}
+	for _, bad := range []string{"n=0", "n=x", "sort=size", "status=sleeping", "priority=urgent", "q=" + strings.Repeat("a", 501)} {
+		code, html := get(t, c, ts.URL+"/?"+bad)
+		if code != 400 || !strings.Contains(html, `class="error"`) {
+			t.Errorf("?%.20s: %d, want 400 with the reason", bad, code)
+		}
+	}
+}
