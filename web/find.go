@@ -72,6 +72,9 @@ type snapCache struct {
 	mu       sync.Mutex
 	cur      *snapshot
 	building bool
+	// asyncAbove is the size of board from which pages do not wait for
+	// a new snapshot (defaultAsyncAbove).
+	asyncAbove int
 	// ctx ends with the server; wg counts the snapshots being taken in
 	// the background.
 	ctx    context.Context
@@ -79,9 +82,9 @@ type snapCache struct {
 	wg     sync.WaitGroup
 }
 
-// asyncAbove is the size of board from which pages do not wait for a new
-// snapshot.
-const asyncAbove = 5000
+// defaultAsyncAbove is the size of board from which pages do not wait
+// for a new snapshot.
+const defaultAsyncAbove = 5000
 
 // generation is the live watcher's change count.
 func (l *live) generation() uint64 {
@@ -118,7 +121,7 @@ func (s *Server) snapshot(ctx context.Context, st *gitstore.Store) (*snapshot, e
 	if cur != nil && cur.key == s.snapKey(cur.dirs) {
 		return cur, nil
 	}
-	if cur != nil && len(cur.b.Tasks.IDs) >= asyncAbove {
+	if cur != nil && len(cur.b.Tasks.IDs) >= c.asyncAbove {
 		if !c.building {
 			c.building = true
 			c.wg.Add(1)

@@ -1,9 +1,11 @@
 package web
 
 import (
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
 	"github.com/git-agentmine/git-agentmine/tasks"
@@ -72,4 +74,48 @@ func TestBoardFind(t *testing.T) {
 			t.Errorf("?%.20s: %d, want 400 with the reason", bad, code)
 		}
 	}
+}
+
+// TestBoardSnapshotInBackground: a big board (here: every board) answers
+// from its last snapshot after a change, reads the new one in the
+// background and then tells the open pages to fetch themselves again,
+// which then show the change; closing the server waits for that read.
+func TestBoardSnapshotInBackground(t *testing.T) {
+	repo := gittest.NewRepo(t)
+	st, _ := open(t, repo)
+	addTask(t, st, tasks.New{Title: "First"})
+	s, ts := serve(t, repo, false)
+	s.snaps.asyncAbove = 1
+	c := client(t, ts)
+	if _, html := get(t, c, ts.URL+"/"); len(columnsOf(html)) != 1 {
+		t.Fatalf("the first page: %d cards, want 1", len(columnsOf(html)))
+	}
+	changes, done := s.live.subscribe()
+	defer done()
+	late := addTask(t, st, tasks.New{Title: "Second"})
+	// The page asked for at once is the last snapshot; a new one is read.
+	if _, html := get(t, c, ts.URL+"/"); len(columnsOf(html)) != 1 {
+		t.Errorf("the page right after the change: %d cards, want the last snapshot's 1", len(columnsOf(html)))
+	}
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case <-changes:
+		case <-deadline:
+			t.Fatal("the new task is not on the board 30 s after it was written")
+		}
+		if _, ok := find(t, c, ts.URL+"/")[late]; ok {
+			return
+		}
+	}
+}
+
+// find returns the cards of a board page by id (their column as value).
+func find(t *testing.T, c *http.Client, u string) map[string]string {
+	t.Helper()
+	code, html := get(t, c, u)
+	if code != 200 {
+		t.Fatalf("%s: %d\n%s", u, code, html)
+	}
+	return columnsOf(html)
 }

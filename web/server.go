@@ -118,6 +118,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.live = newLive(s.common, opts.Log)
 	s.snaps.ctx, s.snaps.cancel = context.WithCancel(context.Background())
+	s.snaps.asyncAbove = defaultAsyncAbove
 	return s, nil
 }
 
