@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +25,10 @@ func findRepo(t *testing.T) (string, map[string]string) {
 		// progress draws a progress bar with carriage returns, then
 		// prints in a 256-colour red and a true colour.
 		".agentmine/agents/progress.toml": "client = \"custom\"\ncommand = [\"sh\", \"-c\", \"printf 'step 1/3 working\\\\rstep 2/3\\\\rstep 3/3 done\\\\n\\\\033[38;5;196mred\\\\033[0m \\\\033[38;2;1;2;3mrgb\\\\033[0m\\\\n'\"]\n[scope]\nwrite = [\"src/**\"]\n",
-		"src/a.txt":                       "a\n",
+		// waitcrash waits for the file $RUN_GO, then fails: a worker of a
+		// run that ends when the test says.
+		".agentmine/agents/waitcrash.toml": "client = \"custom\"\ntimeout = 600\ncommand = [\"sh\", \"-c\", \"while [ ! -e \\\"$RUN_GO\\\" ]; do sleep 0.05; done; exit 3\"]\n[scope]\nwrite = [\"src/**\"]\n",
+		"src/a.txt":                        "a\n",
 	})
 	ids := map[string]string{}
 	// Each task is added a minute after the last (the tests' clock is
@@ -157,7 +162,8 @@ func TestBrowserFind(t *testing.T) {
 }
 
 // TestBrowserNotifications: with notifications turned on, the board
-// notifies when a task fails and when one is ready for review. The page's
+// notifies when a task fails, when one is ready for review, when one uses
+// up its attempts and when a run ends. The page's
 // Notification is replaced by one that records its calls (and grants the
 // permission), as a browser with the permission granted would show them.
 func TestBrowserNotifications(t *testing.T) {
@@ -193,7 +199,28 @@ func TestBrowserNotifications(t *testing.T) {
 		t.Fatal("the crashing worker succeeded")
 	}
 	waitFor(t, ctx, "a notification that the task failed", `window.shown.some(s => s.includes("failed") && s.includes("Fix the login form"))`, 20*time.Second)
+	// A run whose only task uses up its one attempt: the task is
+	// exhausted, and the run ends.
+	gate := filepath.Join(t.TempDir(), "go")
+	id, code := try(t, repo, nil, "task", "add", "-q", "Runs out", "--assignee", "waitcrash")
+	if code != 0 {
+		t.Fatal("task add failed")
+	}
+	if out, code := try(t, repo, []string{"RUN_GO=" + gate}, "run", id, "--detach", "--name", "web", "-j", "1", "--max-loops", "1"); code != 0 {
+		t.Fatalf("run --detach: exit %d: %s", code, out)
+	}
+	waitFor(t, ctx, "the run on the board", `document.querySelector('[data-run="web"]')?.dataset.state === "running"`, 30*time.Second)
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "a notification that the task is exhausted", `window.shown.some(s => s.includes("exhausted") && s.includes("Runs out"))`, 60*time.Second)
+	waitFor(t, ctx, "a notification that the run ended", `window.shown.some(s => s.startsWith("run web ended"))`, 60*time.Second)
 	t.Logf("notifications: %v", eval[[]string](t, ctx, `window.shown`))
+	// The supervisor's stream ends once its process is gone: nothing of
+	// it outlives the test.
+	must(t, ctx, chromedp.Navigate(srv.base+"/runs"), chromedp.WaitVisible(chromedp.CSS("#runs-table")))
+	waitFor(t, ctx, "the end of the supervisor's stream",
+		`(p => p && !!p.querySelector('.end') && p.textContent.includes('run ended'))(document.getElementById('log-run-web'))`, 60*time.Second)
 }
 
 // TestBrowserLogTerminal: a session's log on its task page reads as a

@@ -38,7 +38,8 @@
   // header), and only while the browser grants the permission.
   var KEY = "agentmine-notify";
   var btn = document.getElementById("notify");
-  if (!btn || !("Notification" in window)) { return; }
+  // The board page watches its cards and the runs, the Runs page its runs.
+  if (!btn || !("Notification" in window) || !document.getElementById("board") && !document.getElementById("runs-table")) { return; }
   btn.hidden = false;
   function on() { return localStorage.getItem(KEY) === "1" && window.Notification.permission === "granted"; }
   function show() {
