@@ -232,6 +232,9 @@ type Supervisor struct {
 	starting  map[string]bool
 	startDone chan startResult
 	wake      *waker
+	// overlaps maps a target held back at the last start by a declared
+	// path overlap (overlap.go) to why, so that the log says it once.
+	overlaps map[string]Overlap
 }
 
 // mergeWait is why a passing session waits to be merged: the person's
