@@ -22,16 +22,19 @@ import (
 // snapshot) with what searching and sorting need: every task's text in
 // lower case, its column and when it last changed, newest first. A page
 // then filters that in memory. The snapshot is taken again when the refs
-// changed: the live watcher's sequence number moved (an inotify event, or
-// the 5-second tick while work runs, which also notices a supervisor that
-// died) or the modification times of packed-refs and of the directories
-// under refs/ differ from the ones it was taken under (a ref written by
-// this very request's redirect, before the watcher has seen it).
+// changed: the live watcher saw a ref change (an inotify event) or the
+// modification times of packed-refs and of the directories under refs/
+// differ from the ones it was taken under (a ref written by this very
+// request's redirect, before the watcher has seen it). While work runs it
+// is also taken again once it is older than maxAge, to notice a supervisor
+// that died without writing a ref.
 
 // snapshot is the board as of one state of the refs.
 type snapshot struct {
 	b   *board.Board
 	key string
+	// taken is when it was read (liveness was judged then).
+	taken time.Time
 	// dirs are the directories under refs/ when it was taken.
 	dirs []string
 	// entries are every task but none twice, the last changed first.
@@ -86,11 +89,32 @@ type snapCache struct {
 // for a new snapshot.
 const defaultAsyncAbove = 5000
 
-// generation is the live watcher's change count.
+// generation counts the changes of the refs the watcher saw (not the
+// tick's).
 func (l *live) generation() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.seq
+	return l.seq - l.ticks
+}
+
+// maxAge is how old a snapshot that shows running work may get: what
+// changes without a ref write (a supervisor that died, see live.go) is
+// seen at most this late. A big board's snapshot costs seconds to take, so
+// it is taken again less often.
+func (c *snapCache) maxAge(x *snapshot) time.Duration {
+	if len(x.b.Tasks.IDs) >= c.asyncAbove {
+		return 6 * tickEvery
+	}
+	return tickEvery / 2
+}
+
+// fresh reports whether x still shows the board: no ref changed since it
+// was taken, and it is young enough if it shows running work.
+func (s *Server) fresh(x *snapshot) bool {
+	if x.key != s.snapKey(x.dirs) {
+		return false
+	}
+	return len(x.running) == 0 || time.Since(x.taken) < s.snaps.maxAge(x)
 }
 
 // nudge tells every open page to fetch itself again, without counting a
@@ -118,7 +142,7 @@ func (s *Server) snapshot(ctx context.Context, st *gitstore.Store) (*snapshot, e
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cur := c.cur
-	if cur != nil && cur.key == s.snapKey(cur.dirs) {
+	if cur != nil && s.fresh(cur) {
 		return cur, nil
 	}
 	if cur != nil && len(cur.b.Tasks.IDs) >= c.asyncAbove {
@@ -146,8 +170,9 @@ func (s *Server) takeSnapshot(ctx context.Context, st *gitstore.Store) (*snapsho
 	if err != nil {
 		return nil, err
 	}
-	snap := newSnapshot(b, time.Now())
-	snap.key, snap.dirs = key, dirs
+	now := time.Now()
+	snap := newSnapshot(b, now)
+	snap.key, snap.dirs, snap.taken = key, dirs, now
 	return snap, nil
 }
 

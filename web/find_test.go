@@ -119,3 +119,50 @@ func find(t *testing.T, c *http.Client, u string) map[string]string {
 	}
 	return columnsOf(html)
 }
+
+// TestBoardSnapshotAge: a snapshot that shows running work is read again
+// once it is older than its maximum age (a supervisor may have died
+// without writing a ref); one without running work is kept however old.
+func TestBoardSnapshotAge(t *testing.T) {
+	repo := gittest.NewRepo(t)
+	gittest.CommitFiles(t, repo, "agents", map[string]string{
+		".agentmine/agents/manual.toml": "client = \"custom\"\ncommand = [\"true\"]\n[scope]\nwrite = [\"src/**\"]\n",
+	})
+	st, env := open(t, repo)
+	id := addTask(t, st, tasks.New{Title: "Idle"})
+	s, ts := serve(t, repo, false)
+	c := client(t, ts)
+	snap := func() *snapshot {
+		t.Helper()
+		find(t, c, ts.URL+"/")
+		s.snaps.mu.Lock()
+		defer s.snaps.mu.Unlock()
+		return s.snaps.cur
+	}
+	first := snap()
+	first.taken = first.taken.Add(-time.Hour)
+	if snap() != first {
+		t.Error("a snapshot without running work was read again for its age")
+	}
+	changes, done := s.live.subscribe()
+	defer done()
+	prepare(t, env, id)
+	// Once the watcher has seen the session's refs, nothing else moves.
+	select {
+	case <-changes:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no change event for the session")
+	}
+	time.Sleep(2 * debounce)
+	running := snap()
+	if len(running.running) != 1 {
+		t.Fatalf("the snapshot shows %d running sessions, want 1", len(running.running))
+	}
+	if snap() != running {
+		t.Error("a young snapshot was read again with nothing changed")
+	}
+	running.taken = running.taken.Add(-s.snaps.maxAge(running))
+	if snap() == running {
+		t.Error("a snapshot showing running work was kept past its maximum age")
+	}
+}
