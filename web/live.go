@@ -44,7 +44,9 @@ type live struct {
 	log    io.Writer
 	mu     sync.Mutex
 	seq    uint64
-	subs   map[chan uint64]struct{}
+	// ticks counts the changes sent by the tick, not by the refs.
+	ticks uint64
+	subs  map[chan uint64]struct{}
 	// running is how many running sessions the last page showed.
 	running atomic.Int64
 	stop    chan struct{}
@@ -226,16 +228,23 @@ func (l *live) tick() {
 			return
 		case <-t.C:
 			if l.running.Load() > 0 {
-				l.broadcast()
+				l.send(true)
 			}
 		}
 	}
 }
 
-func (l *live) broadcast() {
+func (l *live) broadcast() { l.send(false) }
+
+// send tells every page of a change; tick says it is the tick's, not a
+// change of the refs.
+func (l *live) send(tick bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seq++
+	if tick {
+		l.ticks++
+	}
 	for c := range l.subs {
 		select {
 		case c <- l.seq:

@@ -36,9 +36,16 @@ const chunkMax = 64 << 10
 // event woke it (a safety net: inotify normally wakes it at once).
 const logPoll = 250 * time.Millisecond
 
+// segment is a run of log text in one style: classes (C), and a 256- or
+// true-colour foreground (F) and background (B) as "#rrggbb". R marks a
+// carriage return (T is then empty): the text after it overwrites the
+// line from its start.
 type segment struct {
 	T string `json:"t"`
 	C string `json:"c,omitempty"`
+	F string `json:"f,omitempty"`
+	B string `json:"b,omitempty"`
+	R bool   `json:"r,omitempty"`
 }
 
 // endEvent closes a stream: what ended (Of: "session" or "run"), its

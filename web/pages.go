@@ -41,10 +41,12 @@ type pages struct {
 }
 
 func newPages() (*pages, error) {
+	md := newMarkdown()
 	funcs := template.FuncMap{
-		"since": func(t time.Time) string { return ago(time.Since(t)) },
-		"when":  func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
-		"join":  strings.Join,
+		"markdown": func(src string) template.HTML { return markdown(md, src) },
+		"since":    func(t time.Time) string { return ago(time.Since(t)) },
+		"when":     func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
+		"join":     strings.Join,
 		"short": func(id string) string {
 			if len(id) > 8 {
 				return id[:8]
@@ -251,20 +253,31 @@ func columnOf(r status.Result) string {
 	return string(r.Status)
 }
 
-// columnLimit is how many cards a column shows unless all are asked for:
-// a board of ten thousand tasks stays quick to render and to scroll.
-const columnLimit = 200
+// columnLimit is how many cards a column shows unless more are asked
+// for: a board of a hundred thousand tasks stays quick to render and to
+// scroll. Columns are in the order of the last change, newest first, by
+// default, so no cap hides a task that just changed.
+const columnLimit = 100
 
 type boardView struct {
 	page
 	Columns   []column
 	Cancelled []card
-	Filter    filter
-	Labels    []string
-	Assignees []string
-	Parents   []option
-	Total     int
-	All       bool
+	// CancelledCount is how many cancelled tasks match, CancelledHidden
+	// how many of them are not shown.
+	CancelledCount, CancelledHidden int
+	CancelledMoreURL                string
+	Filter                          query
+	Labels                          []string
+	Agents                          []string
+	Parents                         []option
+	Sorts                           []option
+	Priorities                      []string
+	Statuses                        []option
+	// Runs are the runs shown on the Runs page, for the page's
+	// notifications (a run that ended).
+	Runs  []runRow
+	Total int
 	// AllURL is this board with every card shown.
 	AllURL string
 	// Empty says why the board has no task at all: "uninitialised" (no
@@ -274,26 +287,37 @@ type boardView struct {
 
 type option struct{ Value, Label string }
 
-type filter struct{ Label, Assignee, Parent string }
-
-func (f filter) any() bool { return f.Label != "" || f.Assignee != "" || f.Parent != "" }
-
 type column struct {
 	Key, Title string
 	Count      int
 	Cards      []card
 	Hidden     int
+	// MoreURL shows more cards of every column.
+	MoreURL string
 }
 
 type card struct {
 	ID, Short, Title, Status, Reason, Priority, Type string
 	Labels                                           []string
 	Agent                                            string
-	Attempts                                         int
-	Running                                          bool
-	Elapsed                                          string
-	Timeout                                          int
-	Progress                                         *progress
+	// Attempts is how many attempts the task had, MaxAttempts how many it
+	// gets (its own max_loops, else run's default).
+	Attempts, MaxAttempts int
+	Exhausted             bool
+	Running               bool
+	Elapsed               string
+	Timeout               int
+	Progress              *progress
+	// Changed is how long ago the task last changed, ChangedAt when.
+	Changed, ChangedAt string
+	// Waiting are the blockers the task waits on (the first few), and
+	// WaitingMore how many more.
+	Waiting     []taskLink
+	WaitingMore int
+	// Why is the one line that says why a failed task failed.
+	Why string
+	// Usage is what its sessions reported, short and in full.
+	Usage, UsageLong string
 }
 
 // progress is a parent's children done out of all (cancelled children
@@ -362,23 +386,6 @@ func indexSessions(b *board.Board, now time.Time) sessionIndex {
 	return x
 }
 
-func newCard(b *board.Board, x sessionIndex, kids map[string]*progress, id string, now time.Time) card {
-	t := b.Tasks.Tasks[id].Task
-	r := b.Status[id]
-	c := card{ID: id, Short: b.Tasks.ShortID(id), Title: t.Title, Status: string(r.Status), Reason: r.Reason,
-		Priority: t.Priority, Type: t.Type, Labels: t.Labels, Agent: t.Assignee, Attempts: len(x.byTask[id]),
-		Progress: kids[id]}
-	if rs := x.byTask[id]; len(rs) > 0 {
-		c.Agent = rs[len(rs)-1].Session.Agent
-	}
-	if rec, ok := x.running[id]; ok {
-		c.Running = true
-		c.Elapsed = ago(now.Sub(rec.Session.Started))
-		c.Timeout = rec.Session.Timeout
-	}
-	return c
-}
-
 func (s *Server) boardPage(w http.ResponseWriter, r *http.Request) {
 	s.boardWith(w, r, http.StatusOK, "")
 }
@@ -393,13 +400,23 @@ func (s *Server) boardWith(w http.ResponseWriter, r *http.Request, code int, err
 		s.fail(w, r, err)
 		return
 	}
-	b, err := v.board(&p)
+	x, err := s.snapshot(v.ctx, v.st)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	q := r.URL.Query()
-	f := filter{Label: q.Get("label"), Assignee: q.Get("assignee"), Parent: q.Get("parent")}
+	b := x.b
+	for _, e := range b.TaskProblems {
+		p.Warnings = append(p.Warnings, "skipping unreadable task: "+e.Error())
+	}
+	for _, e := range b.SessionProblems {
+		p.Warnings = append(p.Warnings, "skipping unreadable session: "+e.Error())
+	}
+	f, err := parseQuery(r.URL.Query())
+	if err != nil {
+		s.fail(w, r, exitcode.New(exitcode.Usage, err, ""))
+		return
+	}
 	if f.Parent != "" {
 		id, err := b.Tasks.Resolve(f.Parent)
 		if err != nil {
@@ -409,60 +426,13 @@ func (s *Server) boardWith(w http.ResponseWriter, r *http.Request, code int, err
 		f.Parent = id
 	}
 	now := time.Now()
-	x := indexSessions(b, now)
-	kids := childProgress(b)
-	bv := boardView{page: p, Filter: f, All: q.Get("all") == "1"}
-	all := *r.URL
-	aq := all.Query()
-	aq.Set("all", "1")
-	all.RawQuery = aq.Encode()
-	bv.AllURL = all.RequestURI()
-	labels, assignees, parents := map[string]bool{}, map[string]bool{}, map[string]bool{}
-	cols := map[string]*column{}
-	for _, c := range columns {
-		bv.Columns = append(bv.Columns, column{Key: c.Key, Title: c.Title})
-	}
-	for i := range bv.Columns {
-		cols[bv.Columns[i].Key] = &bv.Columns[i]
-	}
-	for _, id := range b.Tasks.IDs {
-		t := b.Tasks.Tasks[id].Task
-		for _, l := range t.Labels {
-			labels[l] = true
-		}
-		if t.Assignee != "" {
-			assignees[t.Assignee] = true
-		}
-		if t.Parent != "" {
-			parents[t.Parent] = true
-		}
-		if f.Label != "" && !contains(t.Labels, f.Label) || f.Assignee != "" && t.Assignee != f.Assignee ||
-			f.Parent != "" && t.Parent != f.Parent && id != f.Parent {
-			continue
-		}
-		bv.Total++
-		res := b.Status[id]
-		if res.Status == status.Cancelled {
-			bv.Cancelled = append(bv.Cancelled, newCard(b, x, kids, id, now))
-			continue
-		}
-		col := cols[columnOf(res)]
-		col.Count++
-		if !bv.All && len(col.Cards) >= columnLimit {
-			col.Hidden++
-			continue
-		}
-		col.Cards = append(col.Cards, newCard(b, x, kids, id, now))
-	}
-	for i := range bv.Columns {
-		sortCards(bv.Columns[i].Cards)
-	}
+	bv := boardView{page: p, Filter: f, Labels: x.labels, Agents: x.agents, Parents: x.parents, Sorts: sorts,
+		Statuses: statusFilters, Priorities: []string{"critical", "high", "medium", "low"}}
+	x.fill(&bv, f, now)
 	bv.Empty = emptyState(v, len(b.Tasks.IDs))
-	bv.Labels = sortedKeys(labels)
-	bv.Assignees = sortedKeys(assignees)
-	for _, id := range sortedKeys(parents) {
-		if e, ok := b.Tasks.Tasks[id]; ok {
-			bv.Parents = append(bv.Parents, option{Value: id, Label: b.Tasks.ShortID(id) + " " + e.Task.Title})
+	if recs, err := pipeline.List(v.ctx, v.st); err == nil {
+		for _, run := range shownRuns(recs, v.st.Location().CommonDir, now) {
+			bv.Runs = append(bv.Runs, newRunRow(run, b))
 		}
 	}
 	s.live.seen(len(x.running))
@@ -482,17 +452,6 @@ func emptyState(v *view, tasks int) string {
 		}
 	}
 	return "no tasks"
-}
-
-// sortCards orders a column: highest priority first, then newest first.
-func sortCards(cs []card) {
-	rank := map[string]int{"critical": 0, "high": 1, "medium": 2, "low": 3}
-	sort.SliceStable(cs, func(i, j int) bool {
-		if rank[cs[i].Priority] != rank[cs[j].Priority] {
-			return rank[cs[i].Priority] < rank[cs[j].Priority]
-		}
-		return cs[i].Short < cs[j].Short
-	})
 }
 
 func sortedKeys(m map[string]bool) []string {

@@ -78,6 +78,7 @@ type Server struct {
 	opts  Options
 	pages *pages
 	live  *live
+	snaps snapCache
 	// cookie is the name of the login cookie: derived from the token, so
 	// that boards of two repositories served on one host do not overwrite
 	// each other's cookie.
@@ -125,14 +126,19 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.live = newLive(s.common, opts.Log)
+	s.snaps.ctx, s.snaps.cancel = context.WithCancel(context.Background())
+	s.snaps.asyncAbove = defaultAsyncAbove
 	return s, nil
 }
 
 // Close stops watching the repository for changes and waits for every
-// goroutine the board started to end. Call it after the HTTP server is
+// goroutine the board started to end (the board being read in the
+// background, if any, is told to stop). Call it after the HTTP server is
 // shut down: the goroutines a request started end with its context.
 func (s *Server) Close() {
 	s.live.close()
+	s.snaps.cancel()
+	s.snaps.wg.Wait()
 	s.bg.Wait()
 }
 
@@ -223,7 +229,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 					return
 				}
 				http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: cookie, Path: "/", HttpOnly: true,
-					SameSite: http.SameSiteStrictMode})
+					SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 			}
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
 				u := *r.URL
