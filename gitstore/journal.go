@@ -136,8 +136,27 @@ func (s *Store) RecordCheckout(dir, from, to string) {
 // JournalWorktreeAdd) or remove (JournalWorktreeRemove) the worktree at dir,
 // so that the supervisors of workers running next to it can excuse what
 // their watchers see of it.
+//
+// A supervisor that registers after the line was told to the witnesses
+// and starts watching before the worktree is made or gone sees the change
+// without having heard of it: use BeginWorktree where the change follows
+// at once.
 func (s *Store) RecordWorktree(op, dir string) {
 	s.appendJournal(slices.Values([]JournalEntry{{Op: op, Checkout: dir}}))
+}
+
+// BeginWorktree records, as RecordWorktree does, that agentmine is about
+// to create or remove the worktree at dir, and holds the witness lock
+// shared until the returned function is called, once the worktree is made
+// or gone: a supervisor registering meanwhile waits for it (as it waits
+// for a ref transaction), so either its witness heard the line or its
+// watcher starts after the change. The wait is bounded (witnessLockWait);
+// a change that takes longer may be seen unexcused by a supervisor that
+// registered after the bound.
+func (s *Store) BeginWorktree(op, dir string) (end func()) {
+	unlock := s.lockWitness(unix.LOCK_SH)
+	s.RecordWorktree(op, dir)
+	return unlock
 }
 
 // appendJournal stamps the entries and appends them to the journal, whole
