@@ -282,8 +282,9 @@ func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
 		worktree.MakeWritable(wtPath)
 		// Journaled first, as the add was: a worker running meanwhile
 		// sees the worktree go and its supervisor must know it was ours.
-		st.RecordWorktree(gitstore.JournalWorktreeRemove, wtPath)
+		end := st.BeginWorktree(gitstore.JournalWorktreeRemove, wtPath)
 		worktree.Remove(jctx, env.Top, wtPath, "", true)
+		end()
 	}()
 	if err := makeReadOnly(wtPath); err != nil {
 		ferr := finish(sessions.Outcome{ExitCode: 127, Reason: firstLine(err.Error())})

@@ -306,8 +306,9 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		return nil, fmt.Errorf("preparing the worktree for task %s: %w", short, err)
 	}
 	undo = append(undo, func() {
-		st.RecordWorktree(gitstore.JournalWorktreeRemove, wtPath)
+		end := st.BeginWorktree(gitstore.JournalWorktreeRemove, wtPath)
 		worktree.Remove(context.WithoutCancel(ctx), e.Top, wtPath, sess.Branch, true)
+		end()
 	})
 
 	<-memRead
@@ -447,8 +448,10 @@ func (e *Env) removeLeftover(ctx context.Context, path, task string, recs []sess
 		return err
 	}
 	// The branch stays: it holds the earlier attempt's commits.
-	e.St.RecordWorktree(gitstore.JournalWorktreeRemove, path)
-	if err := worktree.Remove(ctx, e.Top, path, "", true); err != nil {
+	end := e.St.BeginWorktree(gitstore.JournalWorktreeRemove, path)
+	err := worktree.Remove(ctx, e.Top, path, "", true)
+	end()
+	if err != nil {
 		return fmt.Errorf("removing the leftover worktree: %w", err)
 	}
 	return nil
