@@ -229,7 +229,11 @@ func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []ses
 		r := &recs[i]
 		s := &r.Session
 		if !s.IsAttempt() {
-			// planner and reviewer runs never decide a task's status
+			// planner and reviewer runs never decide a task's status; a
+			// live one says the task is being planned or reviewed
+			if live, _ := Liveness(*r, here, now); live {
+				addRole(&f, r)
+			}
 			continue
 		}
 		a := attemptOf(r, here, now)
@@ -243,6 +247,19 @@ func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []ses
 		f.Attempts[s.Task] = append(got, a)
 	}
 	return f, nil
+}
+
+// addRole notes a live planner's or reviewer's run in f (the latest one
+// of its task wins).
+func addRole(f *status.Facts, r *sessions.Record) {
+	s := &r.Session
+	if s.Role != sessions.RolePlanner && s.Role != sessions.RoleReviewer {
+		return
+	}
+	if f.Roles == nil {
+		f.Roles = map[string]status.RoleRun{}
+	}
+	f.Roles[s.Task] = status.RoleRun{Role: s.Role, Agent: s.Agent, Session: s.ID}
 }
 
 // attemptOf is the resolver's fact of one attempt, but for Merged.

@@ -30,7 +30,7 @@ type ContextArgs struct {
 
 // TaskListArgs are task_list's arguments: task list's filters.
 type TaskListArgs struct {
-	Status   string `json:"status,omitempty" jsonschema:"only tasks with this status: open, in_progress, review, dod_failed, failed, tainted, done, cancelled, ready or blocked"`
+	Status   string `json:"status,omitempty" jsonschema:"only tasks with this status: open, planning, in_progress, reviewing, review, dod_failed, failed, tainted, done, cancelled, ready or blocked"`
 	Type     string `json:"type,omitempty" jsonschema:"only tasks of this type: task, feature, bug, refactor, docs, test or chore"`
 	Priority string `json:"priority,omitempty" jsonschema:"only tasks of this priority: low, medium, high or critical"`
 	Label    string `json:"label,omitempty" jsonschema:"only tasks with this label"`

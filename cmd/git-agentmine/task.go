@@ -472,9 +472,9 @@ func statusColor(s status.Status) string {
 	switch s {
 	case status.Done:
 		return output.Green
-	case status.InProgress:
+	case status.InProgress, status.Planning:
 		return output.Cyan
-	case status.Review:
+	case status.Review, status.Reviewing:
 		return output.Blue
 	case status.DoDFailed, status.Failed, status.Tainted:
 		return output.Red
