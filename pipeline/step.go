@@ -123,11 +123,14 @@ func (s *Supervisor) noteEnded(b *board.Board, now time.Time) []sessions.Record 
 // feedback of what went wrong before), a review, or a merge, done here.
 func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, now time.Time, p *stepPlan) {
 	ts := s.stateOf(b, id)
-	if s.settled(ctx, b, ts) {
+	if s.settled(ctx, b, ts) || s.waitsForRole(ts, now, p) {
 		return
 	}
 	if at, wait := s.backoff(ctx, b, ts, now); wait {
 		p.next = earliest(p.next, at)
+		return
+	}
+	if s.planFirst(ctx, b, ts, now, p) {
 		return
 	}
 	var fb *Feedback
@@ -145,9 +148,13 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 		fb = &Feedback{Status: string(ts.res.Status), StatusReason: ts.res.Reason}
 		if l := ts.latest; l != nil && l.Session.ID == ts.res.Session && l.Review != nil && !l.Review.OK() {
 			fb.ReviewReasons, fb.FollowUp, fb.Reviewer = l.Review.Reasons, l.Review.FollowUp, l.Review.Agent
-			if len(ts.attempts) < s.maxLoops(ts.task) && s.replan(ctx, ts, l) {
-				return // split: its children run instead
+			if len(ts.attempts) < s.maxLoops(ts.task) && s.replan(ctx, b, ts, l, "review NG", l.Review.Reasons) {
+				p.progressed = true // split: its children run instead, starting at the next look
+				return
 			}
+		} else if s.replanFailures(ctx, b, ts) {
+			p.progressed = true
+			return
 		}
 	case ts.res.Status == status.Open:
 		if len(ts.attempts) > 0 || ts.res.Reason != "no session yet" {
