@@ -15,6 +15,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/tasks"
+	"github.com/git-agentmine/git-agentmine/worker"
 )
 
 // ErrNoPlanner is what Hooks.Plan returns when no planner agent is
@@ -250,4 +251,19 @@ func (s *Supervisor) addTargets(ctx context.Context, ids []string, msg string) {
 		return
 	}
 	s.rec.Targets = rec.Targets
+}
+
+// RefuseOverlap is the check Start makes before it records a run, for a
+// caller that starts the run's supervisor in the background: it refuses
+// targets that another live run of this clone holds.
+func RefuseOverlap(ctx context.Context, env *worker.Env, o Options) error {
+	b, err := board.Load(ctx, env.St, env.Cfg.Base)
+	if err != nil {
+		return err
+	}
+	targets, err := resolveTargets(b, o.Targets)
+	if err != nil {
+		return err
+	}
+	return refuseOverlap(ctx, env.St, o.Name, targets, nil)
 }
