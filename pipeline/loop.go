@@ -146,21 +146,39 @@ func (e *infraError) Unwrap() error { return e.err }
 
 // runSelf runs argv in the repository and returns its exit code and, on
 // success its stdout, else the first line of its stderr (without
-// "error: ").
+// "error: "). The process writes to files, not to pipes of this one: a
+// planner or reviewer outlives a supervisor killed meanwhile (kill -9)
+// and still records its answer, which a pipe with no reader would stop
+// (SIGPIPE) before it did.
 func runSelf(ctx context.Context, env *worker.Env, argv []string) (int, string, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = env.Top
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	out, err := os.CreateTemp("", "agentmine-out-*")
+	if err != nil {
+		return 0, "", fmt.Errorf("running %s: %w", filepath.Base(argv[0]), err)
+	}
+	defer os.Remove(out.Name())
+	defer out.Close()
+	errf, err := os.CreateTemp("", "agentmine-err-*")
+	if err != nil {
+		return 0, "", fmt.Errorf("running %s: %w", filepath.Base(argv[0]), err)
+	}
+	defer os.Remove(errf.Name())
+	defer errf.Close()
+	cmd.Stdout, cmd.Stderr = out, errf
+	err = cmd.Run()
+	read := func(f *os.File) string {
+		data, _ := os.ReadFile(f.Name())
+		return string(data)
+	}
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
-		return ee.ExitCode(), strings.TrimPrefix(firstLine(errb.String()), "error: "), nil
+		return ee.ExitCode(), strings.TrimPrefix(firstLine(read(errf)), "error: "), nil
 	case err != nil:
 		return 0, "", fmt.Errorf("running %s: %w", filepath.Base(argv[0]), err)
 	}
-	return 0, strings.TrimSpace(out.String()), nil
+	return 0, strings.TrimSpace(read(out)), nil
 }
 
 // IsWorkerSession reports whether a session is a worker's attempt (planner
