@@ -38,9 +38,9 @@ const (
 	// derived from its live reviewer session.
 	Reviewing Status = "reviewing"
 	Review    Status = "review"
-	DoDFailed  Status = "dod_failed"
-	Failed     Status = "failed"
-	Open       Status = "open"
+	DoDFailed Status = "dod_failed"
+	Failed    Status = "failed"
+	Open      Status = "open"
 )
 
 // All lists every status, for validation and board ordering.
