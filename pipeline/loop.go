@@ -342,6 +342,9 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 		if old.Supervisor.Host != sup.Host && old.Supervisor.Host != "" {
 			return nil, exitcode.New(exitcode.State, fmt.Errorf("run %s is supervised on another host (%s)", o.Name, old.Supervisor.Host), "")
 		}
+		if err := refuseOverlap(ctx, st, o.Name, old.Targets, nil); err != nil {
+			return nil, err
+		}
 		if err := s.takeOver(ctx, sup); err != nil {
 			return nil, err
 		}
