@@ -155,7 +155,7 @@ func LoadStatus(ctx context.Context, st *gitstore.Store, defaultBase string) (*B
 			b.Sessions = append(b.Sessions, *r)
 		}
 		if !s.IsAttempt() {
-			if r.Live {
+			if r.Live || answering(r, here, now) {
 				addRole(&roles, r)
 			}
 			return

@@ -231,7 +231,7 @@ func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []ses
 		if !s.IsAttempt() {
 			// planner and reviewer runs never decide a task's status; a
 			// live one says the task is being planned or reviewed
-			if live, _ := Liveness(*r, here, now); live {
+			if live, _ := Liveness(*r, here, now); live || answering(r, here, now) {
 				addRole(&f, r)
 			}
 			continue
@@ -248,6 +248,22 @@ func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []ses
 	}
 	return f, nil
 }
+
+// answering reports whether the process of a planner's or reviewer's run
+// that has ended is still alive here: it records the answer (the plan's
+// children, the verdict) after the run's outcome, so until it exits the
+// decision is still being made. Only runs that ended in the last
+// answerWindow are looked at: one process check each, not one per run
+// ever made.
+func answering(r *sessions.Record, here Here, now time.Time) bool {
+	s := &r.Session
+	return r.Outcome != nil && now.Sub(r.Outcome.Finished) < answerWindow && here.Judges(*s) && s.Pid > 0 &&
+		launch.Alive(s.Pid, s.PidStart)
+}
+
+// answerWindow bounds how long after its outcome a planner's or reviewer's
+// process is taken to be recording its answer.
+const answerWindow = 10 * time.Minute
 
 // addRole notes a live planner's or reviewer's run in f (the latest one
 // of its task wins).

@@ -50,7 +50,8 @@ type Hooks struct {
 	// Replan hands a task reviewed NG (or failed ReplanAfter times) back
 	// to a planner, when one is configured, and returns the ids of the
 	// child tasks it created; about is the attempt whose NG or failure it
-	// answers (recorded on the planner's session).
+	// answers (recorded on the planner's session). ErrNoPlanner when no
+	// planner is defined: the next attempt comes with the reasons.
 	Replan func(ctx context.Context, taskID, about string, reasons []string) ([]string, error)
 	// Plan hands a goal without children to a planner before any attempt
 	// and returns the ids of the children it created; ErrNoPlanner when
@@ -111,7 +112,7 @@ func DefaultHooks(env *worker.Env, self func(args ...string) []string) Hooks {
 		},
 		Replan: func(ctx context.Context, taskID, about string, reasons []string) ([]string, error) {
 			if _, err := roles.PickAgent(env.Top, agents.RolePlanner, ""); err != nil {
-				return nil, nil // no planner configured: a new attempt with the reasons
+				return nil, ErrNoPlanner // a new attempt with the reasons
 			}
 			args := []string{"run", "replan", taskID, "--about", about}
 			for _, r := range reasons {
@@ -966,6 +967,9 @@ func (s *Supervisor) replan(ctx context.Context, b *board.Board, ts taskState, l
 		return false // a planner answered it already (a supervisor before a restart)
 	}
 	children, err := s.hooks.Replan(ctx, ts.id, l.Session.ID, reasons)
+	if errors.Is(err, ErrNoPlanner) {
+		return false
+	}
 	if err != nil {
 		fmt.Fprintf(s.log, "%s task %s: replan: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
 		return false
