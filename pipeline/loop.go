@@ -343,7 +343,7 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 		if old.Supervisor.Host != sup.Host && old.Supervisor.Host != "" {
 			return nil, exitcode.New(exitcode.State, fmt.Errorf("run %s is supervised on another host (%s)", o.Name, old.Supervisor.Host), "")
 		}
-		if err := refuseOverlap(ctx, st, o.Name, old.Targets, nil); err != nil {
+		if err := refuseHeld(ctx, st, o.Name, old.Targets, nil); err != nil {
 			return nil, err
 		}
 		if err := s.takeOver(ctx, sup); err != nil {
@@ -354,7 +354,7 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 		if err != nil {
 			return nil, err
 		}
-		if err := refuseOverlap(ctx, st, o.Name, targets, nil); err != nil {
+		if err := refuseHeld(ctx, st, o.Name, targets, nil); err != nil {
 			return nil, err
 		}
 		rec := Record{V: SchemaVersion, Name: o.Name, Targets: targets, Parallel: o.Parallel, MaxLoops: o.MaxLoops,
@@ -390,7 +390,7 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 		s.rec = rec
 		// Checked again now that this run is recorded: of two runs that
 		// started at once, the later one gives way.
-		if err := refuseOverlap(ctx, st, o.Name, targets, &rec); err != nil {
+		if err := refuseHeld(ctx, st, o.Name, targets, &rec); err != nil {
 			_, _ = MarkEnded(context.WithoutCancel(ctx), st, o.Name, End{Time: time.Now().UTC(), Result: "stopped",
 				Reason: firstLine(err.Error()), Total: len(targets)})
 			return nil, err

@@ -22,9 +22,9 @@ import (
 // defined: the goal then gets a worker, as any task does.
 var ErrNoPlanner = errors.New("no planner agent is defined")
 
-// OverlapError is the refusal to start a run whose targets another live
+// HeldError is the refusal to start a run whose targets another live
 // run of this clone holds: two runs never start attempts of one task.
-type OverlapError struct {
+type HeldError struct {
 	// Name is the run refused; Other the live run holding the tasks.
 	Name, Other string
 	// Pid is the other run's supervisor.
@@ -33,7 +33,7 @@ type OverlapError struct {
 	Tasks []string
 }
 
-func (e *OverlapError) Error() string {
+func (e *HeldError) Error() string {
 	ids := shortAll(e.Tasks)
 	if len(ids) > 3 {
 		ids = append(ids[:3], fmt.Sprintf("and %d more", len(ids)-3))
@@ -42,11 +42,11 @@ func (e *OverlapError) Error() string {
 		map[bool]string{true: "a task", false: "tasks"}[len(e.Tasks) == 1], e.Other, e.Pid, strings.Join(ids, ", "))
 }
 
-// refuseOverlap refuses a run named name over targets when another live
+// refuseHeld refuses a run named name over targets when another live
 // run of this clone shares a target. self is the run's own record once it
 // is written: then only runs recorded before it count (of two runs started
 // at once, the later one gives way); nil counts every live run.
-func refuseOverlap(ctx context.Context, st *gitstore.Store, name string, targets []string, self *Record) error {
+func refuseHeld(ctx context.Context, st *gitstore.Store, name string, targets []string, self *Record) error {
 	runs, err := List(ctx, st)
 	if err != nil {
 		return err
@@ -67,7 +67,7 @@ func refuseOverlap(ctx context.Context, st *gitstore.Store, name string, targets
 		if len(common) == 0 {
 			continue
 		}
-		return exitcode.New(exitcode.State, &OverlapError{Name: name, Other: r.Name, Pid: r.Supervisor.Pid, Tasks: common},
+		return exitcode.New(exitcode.State, &HeldError{Name: name, Other: r.Name, Pid: r.Supervisor.Pid, Tasks: common},
 			fmt.Sprintf("wait for it (git agentmine run status %s), stop it (git agentmine run stop %s), or run other tasks", r.Name, r.Name))
 	}
 	return nil
@@ -253,10 +253,10 @@ func (s *Supervisor) addTargets(ctx context.Context, ids []string, msg string) {
 	s.rec.Targets = rec.Targets
 }
 
-// RefuseOverlap is the check Start makes before it records a run, for a
+// RefuseHeld is the check Start makes before it records a run, for a
 // caller that starts the run's supervisor in the background: it refuses
 // targets that another live run of this clone holds.
-func RefuseOverlap(ctx context.Context, env *worker.Env, o Options) error {
+func RefuseHeld(ctx context.Context, env *worker.Env, o Options) error {
 	b, err := board.Load(ctx, env.St, env.Cfg.Base)
 	if err != nil {
 		return err
@@ -265,5 +265,5 @@ func RefuseOverlap(ctx context.Context, env *worker.Env, o Options) error {
 	if err != nil {
 		return err
 	}
-	return refuseOverlap(ctx, env.St, o.Name, targets, nil)
+	return refuseHeld(ctx, env.St, o.Name, targets, nil)
 }

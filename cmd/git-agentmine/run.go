@@ -224,7 +224,7 @@ func (c *RunStartCmd) detach(a *App, env *worker.Env, o pipeline.Options) error 
 	if before.Name != "" && before.Ended == nil && before.Alive() {
 		return exitcode.New(exitcode.State, fmt.Errorf("run %s is already running (pid %d on %s)", o.Name, before.Supervisor.Pid, before.Supervisor.Host), "")
 	}
-	if err := pipeline.RefuseOverlap(a.Ctx, env, o); err != nil {
+	if err := pipeline.RefuseHeld(a.Ctx, env, o); err != nil {
 		return err
 	}
 	logDir, err := st.LocalDir("logs")
