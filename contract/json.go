@@ -42,6 +42,9 @@ type TaskJSON struct {
 	Criteria []Criterion `json:"criteria"`
 	// MaxLoops is the task's own attempt limit (0: the run's --max-loops).
 	MaxLoops int `json:"max_loops,omitempty"`
+	// Paths are the paths the task expects to change (absent: none
+	// declared).
+	Paths []string `json:"paths,omitempty"`
 	// Children is the roll-up of a task with children: done of total
 	// (cancelled ones left out), and the exhausted ones.
 	Children  *status.Progress `json:"children,omitempty"`

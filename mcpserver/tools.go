@@ -62,6 +62,7 @@ type TaskCreateArgs struct {
 	DoD         []string `json:"dod,omitempty" jsonschema:"Definition-of-Done shell commands; they replace the agent's"`
 	Base        string   `json:"base,omitempty" jsonschema:"base ref for the task's branches (default: the project's)"`
 	Acceptance  []string `json:"acceptance,omitempty" jsonschema:"acceptance criteria"`
+	Paths       []string `json:"paths,omitempty" jsonschema:"paths the task expects to change (globs such as src/auth/**): run never runs two tasks at once whose paths overlap"`
 }
 
 // TaskUpdateArgs are task_update's arguments: task update's. An argument
@@ -81,6 +82,7 @@ type TaskUpdateArgs struct {
 	RemoveBlockedBy []string  `json:"remove_blocked_by,omitempty" jsonschema:"blockers to remove (ids)"`
 	DoD             *[]string `json:"dod,omitempty" jsonschema:"replace the DoD commands ([] removes them: the agent's apply again)"`
 	Acceptance      *[]string `json:"acceptance,omitempty" jsonschema:"replace the acceptance criteria"`
+	Paths           *[]string `json:"paths,omitempty" jsonschema:"replace the paths the task expects to change ([] removes them)"`
 }
 
 // TaskCancelArgs are task_cancel's arguments.
@@ -323,7 +325,7 @@ func (s *Server) taskCreate(c *call, in TaskCreateArgs) (contract.TaskJSON, erro
 	}
 	t, err := tasks.Add(c.ctx, st, tasks.New{Title: in.Title, Description: in.Description, Type: in.Type,
 		Priority: in.Priority, Parent: in.Parent, BlockedBy: in.BlockedBy, Labels: in.Labels, Assignee: in.Assignee,
-		DoD: in.DoD, Base: in.Base, Acceptance: in.Acceptance})
+		DoD: in.DoD, Base: in.Base, Acceptance: in.Acceptance, Paths: in.Paths})
 	if err != nil {
 		return contract.TaskJSON{}, err
 	}
@@ -338,7 +340,7 @@ func (s *Server) taskUpdate(c *call, in TaskUpdateArgs) (contract.TaskJSON, erro
 	t, _, err := tasks.Update(c.ctx, st, in.ID, tasks.Patch{Title: in.Title, Description: in.Description,
 		Type: in.Type, Priority: in.Priority, Assignee: in.Assignee, Parent: in.Parent, Base: in.Base,
 		AddLabels: in.AddLabels, RemoveLabels: in.RemoveLabels, AddBlockedBy: in.AddBlockedBy,
-		RemoveBlockedBy: in.RemoveBlockedBy, DoD: in.DoD, Acceptance: in.Acceptance})
+		RemoveBlockedBy: in.RemoveBlockedBy, DoD: in.DoD, Acceptance: in.Acceptance, Paths: in.Paths})
 	if err != nil {
 		return contract.TaskJSON{}, err
 	}

@@ -196,6 +196,17 @@ func Task(ctx context.Context, st *gitstore.Store, defaultBase, prefix string, o
 	return res, err
 }
 
+// Check asks the gate what it would say of merging rec, the latest session
+// of the task whose short id is task, with o, and merges nothing: nil when
+// the gate lets it through, else the refusal Task would return. Conflicts
+// with the base and the base's checkouts are found only by merging.
+func Check(rec sessions.Record, task string, o Options) error {
+	if _, err := gate(rec, task, o); err != nil {
+		return fmt.Errorf("not merging task %s: %w", task, err)
+	}
+	return nil
+}
+
 // gate checks the facts of the session's outcome. Changes of the main
 // checkout are looked at last, so that a refusal for them means that
 // accepting them (o.AcceptMainChanges) is all the merge needs; it returns

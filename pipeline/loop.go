@@ -270,6 +270,9 @@ type Supervisor struct {
 	starting  map[string]bool
 	startDone chan startResult
 	wake      *waker
+	// overlaps maps a target held back at the last start by a declared
+	// path overlap (overlap.go) to why, so that the log says it once.
+	overlaps map[string]Overlap
 	// planFails counts the planner runs on a goal that gave no plan
 	// (plan.go); nil until the first.
 	planFails map[string]int

@@ -54,9 +54,7 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 	}
 	started := false
 	if free := s.rec.Parallel - len(running) - len(s.starting); free > 0 && len(p.toStart) > 0 && ctx.Err() == nil {
-		if len(p.toStart) > free {
-			p.toStart = p.toStart[:free]
-		}
+		p.toStart = s.admit(b, running, p.toStart, free)
 		s.startAll(ctx, b, p.toStart)
 		started = true
 	}
@@ -146,8 +144,7 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 		}
 	case ts.res.Status == status.Failed, ts.res.Status == status.DoDFailed:
 		fb = &Feedback{Status: string(ts.res.Status), StatusReason: ts.res.Reason}
-		if l := ts.latest; l != nil && l.Session.ID == ts.res.Session && l.Review != nil && !l.Review.OK() {
-			fb.ReviewReasons, fb.FollowUp, fb.Reviewer = l.Review.Reasons, l.Review.FollowUp, l.Review.Agent
+		if l := ts.latest; fb.addReview(ts.res, l) {
 			if len(ts.attempts) < s.maxLoops(ts.task) && s.replan(ctx, b, ts, l, "review NG", l.Review.Reasons) {
 				p.progressed = true // split: its children run instead, starting at the next look
 				return
@@ -172,11 +169,7 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 		return
 	}
 	if fb != nil {
-		fb.Attempt, fb.MaxLoops = len(ts.attempts)+1, s.maxLoops(ts.task)
-		if fb.Previous == nil {
-			fb.Previous = ts.latest
-		}
-		fb.DiffStat = diffStat(ctx, s.st, fb.Previous)
+		fb.complete(ctx, s.st, ts.latest, len(ts.attempts)+1, s.maxLoops(ts.task))
 	}
 	p.toStart = append(p.toStart, startReq{ts: ts, fb: fb})
 }

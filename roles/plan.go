@@ -253,7 +253,8 @@ func PlanPrompt(ctx context.Context, env *worker.Env, b *board.Board, id string,
        {"key": "schema", "title": "one line", "description": "what to do",
         "type": "task|feature|bug|refactor|docs|test|chore|epic", "priority": "low|medium|high|critical",
         "labels": [], "agent": "a worker agent above", "dod": ["shell command"],
-        "acceptance_criteria": ["checkable statement"], "blocked_by": ["another key, or a task id"]}
+        "acceptance_criteria": ["checkable statement"], "blocked_by": ["another key, or a task id"],
+        "paths": ["the files or globs it will change, e.g. src/auth/**"]}
      ]}
 `)
 	if feedback != nil {
@@ -266,6 +267,7 @@ To change this task instead of (or as well as) splitting it, add:
 and leave "tasks" empty ([]) when you do not split it.
 `)
 	}
+	s.WriteString("\nList in paths what each task will change: tasks whose paths overlap never run at the same time, so precise paths let more run in parallel.\n")
 	s.WriteString("\nKeys must be unique; blocked_by must not form a cycle. The whole plan is refused if any part is invalid.\n")
 	if len(workers) > 0 {
 		fmt.Fprintf(&s, "Known worker agents: %s.\n", strings.Join(workers, ", "))

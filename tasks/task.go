@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/scope"
 	"github.com/git-agentmine/git-agentmine/validate"
 )
 
@@ -60,9 +61,14 @@ type Task struct {
 	Acceptance  []string `json:"acceptance,omitempty"`
 	// MaxLoops is the most attempts `run` gives this task; 0 means the
 	// run's --max-loops.
-	MaxLoops int   `json:"max_loops,omitempty"`
-	Created  Stamp `json:"created"`
-	Updated  Stamp `json:"updated"`
+	MaxLoops int `json:"max_loops,omitempty"`
+	// Paths are the paths the task expects to change (repository-relative
+	// globs; a directory covers what is beneath it). `run` never runs two
+	// tasks at once whose paths overlap; a task without paths never waits
+	// for another.
+	Paths   []string `json:"paths,omitempty"`
+	Created Stamp    `json:"created"`
+	Updated Stamp    `json:"updated"`
 	// Cancelled is the explicit cancel fact; nil when not cancelled (or
 	// reopened since).
 	Cancelled *Fact `json:"cancelled,omitempty"`
@@ -137,6 +143,26 @@ const MaxMaxLoops = 1000
 func ValidateMaxLoops(n int) error {
 	if n < 0 || n > MaxMaxLoops {
 		return usage("invalid max loops %d: want 1 to %d (0 for the run's --max-loops)", n, MaxMaxLoops)
+	}
+	return nil
+}
+
+// MaxPaths bounds how many path patterns one task declares.
+const MaxPaths = 100
+
+// ValidatePaths checks a task's declared paths: at most MaxPaths
+// repository-relative globs, each one line.
+func ValidatePaths(ps []string) error {
+	if len(ps) > MaxPaths {
+		return usage("too many paths (%d): at most %d", len(ps), MaxPaths)
+	}
+	for _, p := range ps {
+		if err := ValidateLine("path", p); err != nil {
+			return err
+		}
+		if err := scope.CheckPattern(p); err != nil {
+			return usage("invalid path %q: %v", p, err)
+		}
 	}
 	return nil
 }

@@ -49,6 +49,8 @@ type live struct {
 	running atomic.Int64
 	stop    chan struct{}
 	once    sync.Once
+	// wg counts the watching goroutines; close waits for them.
+	wg sync.WaitGroup
 	// Watching says how changes are seen: "inotify" or "polling".
 	watching string
 }
@@ -75,16 +77,29 @@ func newLiveWith(common string, log io.Writer, poll bool) *live {
 	if err != nil {
 		fmt.Fprintf(log, "warning: watching the refs for changes failed (%v); polling them every %s instead\n", err, pollEvery)
 		l.watching = "polling"
-		go l.poll()
+		l.run(l.poll)
 	} else {
 		l.watching = "inotify"
-		go l.watch(w)
+		l.run(func() { l.watch(w) })
 	}
-	go l.tick()
+	l.run(l.tick)
 	return l
 }
 
-func (l *live) close() { l.once.Do(func() { close(l.stop) }) }
+// close stops the watching goroutines and waits for them to end.
+func (l *live) close() {
+	l.once.Do(func() { close(l.stop) })
+	l.wg.Wait()
+}
+
+// run starts f as a watching goroutine.
+func (l *live) run(f func()) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		f()
+	}()
+}
 
 // seen records how many running sessions a page just showed.
 func (l *live) seen(running int) { l.running.Store(int64(running)) }

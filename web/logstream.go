@@ -91,14 +91,14 @@ func (s *Server) sessionLog(ctx context.Context, v *view, id string) (logSource,
 	}
 	here := board.HereOf(v.st)
 	ended := make(chan struct{})
-	go func() {
+	s.spawn(func() {
 		// Wait returns when the session has an outcome or can no longer
 		// be running; it sleeps on the session's processes, never polls.
 		if env, err := v.env(); err == nil {
 			env.Wait(ctx, []string{rec.Session.ID})
 		}
 		close(ended)
-	}()
+	})
 	return logSource{path: path, ended: ended, end: func() endEvent {
 		if cur, err := board.Session(ctx, v.st, rec.Session.ID); err == nil {
 			rec = cur

@@ -55,7 +55,7 @@ func newPages() (*pages, error) {
 	}
 	p := &pages{t: map[string]*template.Template{}}
 	for _, name := range []string{"board", "task", "memory", "runs", "error"} {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html", "assets/"+name+".html")
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html", "assets/"+name+".html", "assets/steer.html")
 		if err != nil {
 			return nil, fmt.Errorf("parsing the %s page: %w", name, err)
 		}
@@ -105,6 +105,16 @@ var notices = map[string]string{
 	"cancel":    "task cancelled",
 	"merge":     "merged into the base",
 	"merged-ok": "already merged",
+	// review and steering (review.go, edit.go, runctl.go)
+	"approved":        "approved",
+	"approved-merged": "approved and merged into the base",
+	"changes":         "changes requested: a new attempt started with the comments",
+	"edited":          "task updated",
+	"unchanged":       "nothing changed",
+	"reopen":          "task reopened",
+	"unblock":         "blocker removed",
+	"run-started":     "run started",
+	"run-stopped":     "run asked to stop",
 }
 
 func (s *Server) page(r *http.Request, title, nav string) page {
@@ -524,6 +534,8 @@ type taskView struct {
 	Note string
 	// What the action buttons may offer.
 	CanRun, CanStop, CanCancel, CanMerge bool
+	// Steer holds the review, merge and edit controls (edit.go).
+	Steer steerView
 }
 
 type taskLink struct {
@@ -643,7 +655,8 @@ func (s *Server) taskWith(w http.ResponseWriter, r *http.Request, code int, errT
 	tv.CanRun = !anyRunning && st != status.Done && st != status.Cancelled
 	tv.CanStop = anyRunning
 	tv.CanCancel = st != status.Cancelled && st != status.Done
-	tv.CanMerge = !anyRunning && len(recs) > 0 && st != status.Done && st != status.Cancelled
+	tv.Steer = steer(b, id, anyRunning)
+	tv.CanMerge = tv.Steer.Merge.Offer != ""
 	s.live.seen(len(indexSessions(b, now).running))
 	s.render(w, code, "task", tv)
 }
@@ -702,6 +715,9 @@ type runsView struct {
 	Tabs []tab
 	// Workers counts the worker tabs.
 	Workers int
+	// Start is the form that starts a run (runctl.go), nil when the board
+	// cannot start one.
+	Start *runForm
 }
 
 // tab is one live log on the Runs page.
@@ -722,7 +738,14 @@ type tab struct {
 }
 
 func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
+	s.runsWith(w, r, http.StatusOK, "")
+}
+
+// runsWith renders the Runs page, with an error banner when an action on
+// it was refused.
+func (s *Server) runsWith(w http.ResponseWriter, r *http.Request, code int, errText string) {
 	p := s.page(r, "Runs", "runs")
+	p.Error = errText
 	v, err := s.open(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
@@ -776,6 +799,9 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 		}
 		rv.Tabs = append(rv.Tabs, g...)
 	}
+	if !s.opts.ReadOnly && s.opts.Command != nil {
+		rv.Start = runStartForm(b)
+	}
 	s.live.seen(running)
-	s.render(w, http.StatusOK, "runs", rv)
+	s.render(w, code, "runs", rv)
 }

@@ -517,8 +517,8 @@ func taskPage(t *testing.T, f *fixture, ts *httptest.Server, c *http.Client) {
 	check("parent", "1/3 children done", `href="/tasks/`+f.ids["review"]+`"`)
 	ds := f.sess["dod_failed"].Session
 	check("dod_failed", `<span class="badge">dod_failed</span>`, "DoD: failed", "<code>echo checking; grep -q ok src/d.txt</code> exit 1",
-		"checking\n", "exit code <b>0</b>", "scope: valid", "<code>src/d.txt</code>", `<span class="add">&#43;bad</span>`,
-		"session "+ds.ID[:8], "History", `action="/tasks/`+f.ids["dod_failed"]+`/merge"`)
+		"checking\n", "exit code <b>0</b>", "scope: valid", "<code>src/d.txt</code>", `<span class="add" data-ref="src/d.txt:1">&#43;bad</span>`,
+		"session "+ds.ID[:8], "History", `<p class="merge-refusal">not mergeable: not merging task `)
 	check("failed", "exit code <b>3</b>", "failed (exit 3)")
 	check("running", `data-log="s:`+f.sess["running"].Session.ID+`"`, `action="/tasks/`+f.ids["running"]+`/stop"`, "running")
 	check("done", "done (merged)", "src/done.txt", "<h2>Task Note</h2>", "# Task Note - ", " - Done one\n")

@@ -339,4 +339,7 @@ type runTaskRowJSON struct {
 	Status   string `json:"status"`
 	Reason   string `json:"reason"`
 	Attempts int    `json:"attempts"`
+	// Waiting says why a ready target is not started: its declared paths
+	// overlap those of a target that holds them (pipeline.OverlapWaits).
+	Waiting *pipeline.Overlap `json:"waiting,omitempty"`
 }

@@ -484,6 +484,10 @@ func newRunStatus(r pipeline.Record, b *board.Board) runStatusJSON {
 	if b == nil {
 		return j
 	}
+	var waits map[string]pipeline.Overlap
+	if r.Ended == nil {
+		waits = pipeline.OverlapWaits(b, r) // an ended run starts nothing
+	}
 	for _, id := range r.Targets {
 		e, ok := b.Tasks.Tasks[id]
 		if !ok {
@@ -505,7 +509,11 @@ func newRunStatus(r pipeline.Record, b *board.Board) runStatusJSON {
 			}
 		}
 		j.Attempts += n
-		j.Tasks = append(j.Tasks, runTaskRowJSON{Task: id, Title: e.Task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: n})
+		row := runTaskRowJSON{Task: id, Title: e.Task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: n}
+		if o, ok := waits[id]; ok {
+			row.Waiting = &o
+		}
+		j.Tasks = append(j.Tasks, row)
 	}
 	u := pipeline.UsageOf(b, r)
 	j.Usage = &u
@@ -583,6 +591,11 @@ func (c *RunStatusCmd) Run(a *App) error {
 		}
 		for _, w := range j.Running {
 			a.P.Printf("  running   task %s %q session %s (pid %d, %s)\n", short8(w.Task), w.Title, short8(w.Session), w.Pid, time.Since(w.Started).Round(time.Second))
+		}
+		for _, x := range j.Tasks {
+			if x.Waiting != nil {
+				a.P.Printf("  waiting   task %s %q: %s\n", short8(x.Task), x.Title, strings.TrimPrefix(x.Waiting.String(), "waiting: "))
+			}
 		}
 		if c.Name != "" {
 			t := a.P.NewTable("  TASK", "STATUS", "ATTEMPTS", "TITLE")

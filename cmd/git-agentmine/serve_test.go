@@ -366,8 +366,18 @@ func TestBrowserBoard(t *testing.T) {
 			t.Errorf("after merge: %s, want done", s)
 		}
 		before := gittest.Git(t, f.repo, "for-each-ref", "--format=%(refname) %(objectname)")
-		must(t, ctx, chromedp.Navigate(srv.base+"/tasks/"+f.ids["dod_failed"]), chromedp.WaitVisible(chromedp.CSS("button.merge")),
-			chromedp.Click(chromedp.CSS("button.merge")), chromedp.WaitVisible(chromedp.CSS("p.error")))
+		// A dod_failed task offers no merge, only the gate's reason.
+		must(t, ctx, chromedp.Navigate(srv.base+"/tasks/"+f.ids["dod_failed"]), chromedp.WaitVisible(chromedp.CSS("p.merge-refusal")))
+		if eval[bool](t, ctx, `!!document.querySelector('button.merge')`) ||
+			!strings.Contains(eval[string](t, ctx, `document.querySelector('p.merge-refusal').textContent`), "DoD failed") {
+			t.Errorf("a dod_failed task: want no merge button and the gate's reason")
+		}
+		// A merge posted anyway (a page drawn before the DoD failed) is
+		// refused with the gate's reason.
+		eval[bool](t, ctx, `(() => { const f = document.createElement('form'); f.method = 'post';
+			f.action = location.pathname + '/merge'; f.appendChild(document.querySelector('input[name="csrf"]').cloneNode());
+			document.body.appendChild(f); f.submit(); return true; })()`)
+		must(t, ctx, chromedp.WaitVisible(chromedp.CSS("p.error")))
 		msg := eval[string](t, ctx, `document.querySelector('p.error').textContent`)
 		if !strings.HasPrefix(msg, "merge refused: ") || !strings.Contains(msg, "DoD failed") {
 			t.Errorf("refusal %q", msg)

@@ -46,6 +46,7 @@ type TaskAddCmd struct {
 	Base        string   `help:"Base ref for this task's branches (default: the project base)."`
 	Acceptance  []string `name:"criterion" aliases:"acceptance" sep:"none" help:"Acceptance criterion (repeatable; ids AC-1, AC-2, … in this order)."`
 	MaxLoops    int      `name:"max-loops" placeholder:"N" help:"Attempts run gives this task before it is exhausted (default: the run's --max-loops)."`
+	Paths       []string `name:"paths" placeholder:"GLOB" sep:"none" help:"A path the task expects to change (repeatable; a glob such as 'src/auth/**'): run never runs two tasks at once whose paths overlap."`
 }
 
 // Run creates the task.
@@ -56,7 +57,7 @@ func (c *TaskAddCmd) Run(a *App) error {
 	}
 	t, err := tasks.Add(a.Ctx, st, tasks.New{Title: c.Title, Description: c.Description, Type: c.Type,
 		Priority: c.Priority, Parent: c.Parent, BlockedBy: c.BlockedBy, Labels: c.Label, Assignee: c.Assignee,
-		DoD: c.DoD, Base: c.Base, Acceptance: c.Acceptance, MaxLoops: c.MaxLoops})
+		DoD: c.DoD, Base: c.Base, Acceptance: c.Acceptance, MaxLoops: c.MaxLoops, Paths: c.Paths})
 	if err != nil {
 		return err
 	}
@@ -182,6 +183,8 @@ type TaskUpdateCmd struct {
 	ClearDoD        bool      `name:"clear-dod" help:"Remove the task's DoD commands (the agent's apply again)."`
 	Acceptance      *[]string `name:"criterion" aliases:"acceptance" sep:"none" help:"Replace the acceptance criteria (repeatable; renumbered AC-1, AC-2, …)."`
 	MaxLoops        *int      `name:"max-loops" placeholder:"N" help:"Attempts run gives this task (0: the run's --max-loops)."`
+	Paths           *[]string `name:"paths" placeholder:"GLOB" sep:"none" help:"Replace the paths the task expects to change (repeatable)."`
+	ClearPaths      bool      `name:"clear-paths" help:"Remove the task's declared paths (it no longer waits for overlapping tasks)."`
 }
 
 // Run applies the update.
@@ -193,10 +196,17 @@ func (c *TaskUpdateCmd) Run(a *App) error {
 	p := tasks.Patch{Title: c.Title, Description: c.Description, Type: c.Type, Priority: c.Priority,
 		Assignee: c.Assignee, Parent: c.Parent, Base: c.Base, AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel,
 		AddBlockedBy: c.AddBlockedBy, RemoveBlockedBy: c.RemoveBlockedBy, DoD: c.DoD, Acceptance: c.Acceptance,
-		MaxLoops: c.MaxLoops}
+		MaxLoops: c.MaxLoops, Paths: c.Paths}
 	if c.ClearDoD {
 		empty := []string{}
 		p.DoD = &empty
+	}
+	if c.ClearPaths {
+		if c.Paths != nil {
+			return exitcode.New(exitcode.Usage, errors.New("--paths and --clear-paths cannot be combined"), "")
+		}
+		empty := []string{}
+		p.Paths = &empty
 	}
 	t, changed, err := tasks.Update(a.Ctx, st, c.ID, p)
 	if err != nil {
@@ -596,6 +606,9 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 	}
 	if t.MaxLoops > 0 {
 		p.Printf("  max loops: %d\n", t.MaxLoops)
+	}
+	if len(t.Paths) > 0 {
+		p.Printf("  paths:     %s\n", strings.Join(t.Paths, ", "))
 	}
 	for _, d := range t.DoD {
 		p.Printf("  dod:       %s\n", d)
