@@ -102,10 +102,9 @@ func (s *Supervisor) isGoal(t tasks.Task, id string) bool {
 // planFirst hands a goal that has no children and that no worker has
 // touched to the planner (once per run), and reports whether the target
 // needs nothing more from this look. The children the plan creates join
-// the run's targets and start at the next look; a plan without children
-// leaves the goal to a worker. A planner that gives no plan is retried
-// with backoff (not an attempt), and after maxInfraRetries the goal is
-// exhausted.
+// the run's targets and start at the next look. A planner that gives no
+// valid plan is retried with backoff (not an attempt), and after
+// maxInfraRetries the goal is exhausted.
 func (s *Supervisor) planFirst(ctx context.Context, b *board.Board, ts taskState, now time.Time, p *stepPlan) bool {
 	id := ts.id
 	if s.hooks.Plan == nil || s.noted["plan:"+id] || ts.res.Status != status.Open || !s.isGoal(ts.task, id) {
@@ -143,7 +142,7 @@ func (s *Supervisor) planFirst(ctx context.Context, b *board.Board, ts taskState
 	s.noted["plan:"+id] = true
 	s.emit(Event{Event: EvPlanned, Task: id, Title: ts.task.Title, Reason: fmt.Sprintf("%d child task(s)", len(children))})
 	if len(children) == 0 {
-		return false // the planner left it whole: a worker does it
+		return false // nothing was created: a worker does it
 	}
 	s.addTargets(ctx, children, "run targets grew by a plan")
 	p.progressed = true
