@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/git-agentmine/git-agentmine/bestof"
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -63,6 +64,7 @@ type TaskCreateArgs struct {
 	Base        string   `json:"base,omitempty" jsonschema:"base ref for the task's branches (default: the project's)"`
 	Acceptance  []string `json:"acceptance,omitempty" jsonschema:"acceptance criteria"`
 	Paths       []string `json:"paths,omitempty" jsonschema:"paths the task expects to change (globs such as src/auth/**): run never runs two tasks at once whose paths overlap"`
+	BestOf      int      `json:"best_of,omitempty" jsonschema:"attempts run starts at once for this task (1 to 10), of which one that passed is merged (default: the run's --best-of)"`
 }
 
 // TaskUpdateArgs are task_update's arguments: task update's. An argument
@@ -83,6 +85,7 @@ type TaskUpdateArgs struct {
 	DoD             *[]string `json:"dod,omitempty" jsonschema:"replace the DoD commands ([] removes them: the agent's apply again)"`
 	Acceptance      *[]string `json:"acceptance,omitempty" jsonschema:"replace the acceptance criteria"`
 	Paths           *[]string `json:"paths,omitempty" jsonschema:"replace the paths the task expects to change ([] removes them)"`
+	BestOf          *int      `json:"best_of,omitempty" jsonschema:"attempts run starts at once for this task (0: the run's --best-of)"`
 }
 
 // TaskCancelArgs are task_cancel's arguments.
@@ -311,7 +314,17 @@ func (s *Server) showTask(c *call, prefix string) (contract.TaskJSON, error) {
 	if err != nil {
 		return contract.TaskJSON{}, err
 	}
-	return contract.NewTaskDetail(b, id, time.Now()), nil
+	j := contract.NewTaskDetail(b, id, time.Now())
+	st, err := c.store()
+	if err != nil {
+		return contract.TaskJSON{}, err
+	}
+	rounds, _, err := bestof.Get(c.ctx, st, id)
+	if err != nil {
+		return contract.TaskJSON{}, err
+	}
+	j.Rounds = rounds.Rounds
+	return j, nil
 }
 
 func (s *Server) taskShow(c *call, in TaskIDArgs) (contract.TaskJSON, error) {
@@ -325,7 +338,7 @@ func (s *Server) taskCreate(c *call, in TaskCreateArgs) (contract.TaskJSON, erro
 	}
 	t, err := tasks.Add(c.ctx, st, tasks.New{Title: in.Title, Description: in.Description, Type: in.Type,
 		Priority: in.Priority, Parent: in.Parent, BlockedBy: in.BlockedBy, Labels: in.Labels, Assignee: in.Assignee,
-		DoD: in.DoD, Base: in.Base, Acceptance: in.Acceptance, Paths: in.Paths})
+		DoD: in.DoD, Base: in.Base, Acceptance: in.Acceptance, Paths: in.Paths, BestOf: in.BestOf})
 	if err != nil {
 		return contract.TaskJSON{}, err
 	}
@@ -340,7 +353,7 @@ func (s *Server) taskUpdate(c *call, in TaskUpdateArgs) (contract.TaskJSON, erro
 	t, _, err := tasks.Update(c.ctx, st, in.ID, tasks.Patch{Title: in.Title, Description: in.Description,
 		Type: in.Type, Priority: in.Priority, Assignee: in.Assignee, Parent: in.Parent, Base: in.Base,
 		AddLabels: in.AddLabels, RemoveLabels: in.RemoveLabels, AddBlockedBy: in.AddBlockedBy,
-		RemoveBlockedBy: in.RemoveBlockedBy, DoD: in.DoD, Acceptance: in.Acceptance, Paths: in.Paths})
+		RemoveBlockedBy: in.RemoveBlockedBy, DoD: in.DoD, Acceptance: in.Acceptance, Paths: in.Paths, BestOf: in.BestOf})
 	if err != nil {
 		return contract.TaskJSON{}, err
 	}

@@ -30,6 +30,9 @@ type Feedback struct {
 	Conflicts []string
 	// DiffStat is `git diff --stat` of the previous attempt's work.
 	DiffStat string
+	// Round says how the other attempts of the previous best-of round
+	// ended, when none was chosen: one line each.
+	Round []string
 }
 
 // RetryFeedback is the feedback of attempt `attempt` (of maxLoops) of a
@@ -134,6 +137,12 @@ func (f Feedback) Text() string {
 		}
 		if f.FollowUp != "" {
 			fmt.Fprintf(&b, "  - Follow-up: %s\n", f.FollowUp)
+		}
+	}
+	if len(f.Round) > 0 {
+		b.WriteString("- The other attempts of the same round, none chosen:\n")
+		for _, r := range f.Round {
+			fmt.Fprintf(&b, "  - %s\n", r)
 		}
 	}
 	if len(f.Conflicts) > 0 {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/agents"
+	"github.com/git-agentmine/git-agentmine/bestof"
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
@@ -60,6 +61,9 @@ type Hooks struct {
 	// Note writes the Task Note of a task that is done, or exhausted (why
 	// is then the reason).
 	Note func(ctx context.Context, taskID, exhausted string) error
+	// Compare has the reviewer choose among the attempts of a best-of
+	// round that passed (bestof.go); errors as for Review.
+	Compare func(ctx context.Context, cands []Candidate) (Comparison, error)
 }
 
 // DefaultHooks connects the loop to the reviewer, planner and Task Note of
@@ -126,6 +130,9 @@ func DefaultHooks(env *worker.Env, self func(args ...string) []string) Hooks {
 				return nil, fmt.Errorf("replanning task %s: %s", short(taskID), out)
 			}
 			return strings.Fields(out), nil
+		},
+		Compare: func(ctx context.Context, cands []Candidate) (Comparison, error) {
+			return compareSelf(ctx, env, self, cands)
 		},
 		Note: func(ctx context.Context, taskID, exhausted string) error {
 			o := tasknote.Options{By: "agentmine run"}
@@ -270,6 +277,8 @@ type Supervisor struct {
 	starting  map[string]bool
 	startDone chan startResult
 	wake      *waker
+	// bo holds the best-of rounds (bestof.go).
+	bo roundState
 	// overlaps maps a target held back at the last start by a declared
 	// path overlap (overlap.go) to why, so that the log says it once.
 	overlaps map[string]Overlap
@@ -360,8 +369,11 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 		if err := refuseHeld(ctx, st, o.Name, targets, nil); err != nil {
 			return nil, err
 		}
+		if err := checkAgents(env, o.Agents); err != nil {
+			return nil, err
+		}
 		rec := Record{V: SchemaVersion, Name: o.Name, Targets: targets, Parallel: o.Parallel, MaxLoops: o.MaxLoops,
-			Review: o.Review, Merge: o.Merge, Budget: o.Budget, Started: now, Supervisor: sup,
+			Review: o.Review, Merge: o.Merge, Budget: o.Budget, BestOf: o.BestOf, Agents: o.Agents, Started: now, Supervisor: sup,
 			Log: filepath.Join(logDir, "run-"+o.Name+".log"), Plan: o.Plan, ReplanAfter: o.ReplanAfter}
 		if o.Plan {
 			rec.Named = named(b, o.Targets)
@@ -429,6 +441,7 @@ func (s *Supervisor) takeOver(ctx context.Context, sup Holder) error {
 	}
 	s.rec = rec
 	s.o.Parallel, s.o.MaxLoops, s.o.Review, s.o.Merge = rec.Parallel, rec.MaxLoops, rec.Review, rec.Merge
+	s.o.BestOf, s.o.Agents = rec.BestOf, rec.Agents
 	s.budget, _ = ParseBudget(rec.Budget)
 	return nil
 }
@@ -493,6 +506,9 @@ type taskState struct {
 	starts   int               // start failures since the last real attempt
 	lastFail *sessions.Record  // the latest start failure
 	latest   *sessions.Record  // the latest attempt
+	// winner is the session of a best-of round chosen to be merged ("":
+	// the latest attempt is).
+	winner string
 	// stopped is the latest session when it was stopped (IsStopped) after
 	// the latest attempt: not an attempt.
 	stopped *sessions.Record
@@ -574,7 +590,7 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 	w := newWaker()
 	defer w.close()
 	s.wake = w
-	s.startDone = make(chan startResult, max(s.rec.Parallel, 1))
+	s.startDone = make(chan startResult, max(s.rec.Parallel, 1)+1)
 	var b *board.Board
 	for {
 		// The starts that ended are taken before the board is read, so
@@ -721,6 +737,10 @@ func (s *Supervisor) order(b *board.Board) []string {
 type startReq struct {
 	ts taskState
 	fb *Feedback
+	// k is the attempts to start at once (a best-of round), 1 or less: one.
+	k int
+	// loop is the number of the attempt (or round) being started.
+	loop int
 }
 
 // startResult is what one start gave, handed to the loop's goroutine.
@@ -731,6 +751,10 @@ type startResult struct {
 	err  error // from the preparation: no session was recorded
 	ok   bool
 	note string // a warning of the start (Prepared.ClaimNote)
+	// round is the task's best-of record after a round was recorded;
+	// siblings are the results of the round's other attempts.
+	round    *bestof.Record
+	siblings []startResult
 }
 
 // startAll starts the sessions, each in a goroutine of its own (through
@@ -746,9 +770,15 @@ func (s *Supervisor) startAll(ctx context.Context, b *board.Board, reqs []startR
 	sctx := context.WithoutCancel(ctx)
 	for _, r := range reqs {
 		s.starting[r.ts.id] = true
+		s.rounds(ctx, r.ts.id) // read here: the goroutine does not touch the cache
+		s.bo.k[r.ts.id] = r.k
 		go func() {
 			res := startResult{req: r}
-			res.rec, res.ev, res.ok, res.err = s.start(sctx, r, &res.note)
+			if r.k > 1 {
+				res = s.startRound(sctx, r)
+			} else {
+				res.rec, res.ev, res.ok, res.err = s.start(sctx, r, &res.note)
+			}
 			s.startDone <- res
 			s.wake.poke()
 		}()
@@ -767,6 +797,17 @@ func (s *Supervisor) takeStarts(ctx context.Context, b *board.Board) {
 			return
 		}
 		delete(s.starting, r.req.ts.id)
+		delete(s.bo.k, r.req.ts.id)
+		if r.round != nil {
+			s.bo.records[r.req.ts.id] = *r.round
+		}
+		for _, sib := range r.siblings {
+			if sib.ok {
+				s.started++
+				s.live[sib.rec.Session.ID] = sib.rec
+				s.emit(sib.ev)
+			}
+		}
 		if r.note != "" && !s.warned {
 			s.warned = true
 			if s.o.Warn != nil {
@@ -798,7 +839,13 @@ func (s *Supervisor) start(ctx context.Context, r startReq, note *string) (sessi
 	if err != nil {
 		return sessions.Record{}, Event{}, false, err
 	}
-	attempt := len(r.ts.attempts) + 1
+	return s.launch(ctx, r, p, note)
+}
+
+// launch hands a prepared session to a detached supervisor.
+func (s *Supervisor) launch(ctx context.Context, r startReq, p *worker.Prepared, note *string) (sessions.Record, Event, bool, error) {
+	id := r.ts.id
+	attempt := r.loop
 	ev := Event{Event: EvStarted, Task: id, Title: r.ts.task.Title, Session: p.Rec.Session.ID, Attempt: attempt, MaxLoops: s.maxLoops(r.ts.task)}
 	if r.fb != nil && attempt > 1 {
 		ev.Event = EvRetried
@@ -1001,7 +1048,7 @@ func (s *Supervisor) replan(ctx context.Context, b *board.Board, ts taskState, l
 func (s *Supervisor) merge(ctx context.Context, b *board.Board, ts taskState) (conflicts []string, merged bool) {
 	// A skipped DoD here means the task and its agent configure none: the
 	// run never skips one itself.
-	res, err := merge.Task(ctx, s.st, s.env.Cfg.Base, ts.id, merge.Options{AllowSkipped: true})
+	res, err := merge.Task(ctx, s.st, s.env.Cfg.Base, ts.id, merge.Options{AllowSkipped: true, Session: ts.winner})
 	if err != nil {
 		var ce *merge.ConflictError
 		if errors.As(err, &ce) {
@@ -1053,7 +1100,7 @@ func (s *Supervisor) exhaust(ctx context.Context, b *board.Board, ts taskState, 
 		fmt.Fprintf(s.log, "%s task %s: recording exhausted: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
 		return
 	}
-	s.emit(Event{Event: EvExhausted, Task: ts.id, Title: ts.task.Title, Attempt: len(ts.attempts), MaxLoops: s.maxLoops(ts.task),
+	s.emit(Event{Event: EvExhausted, Task: ts.id, Title: ts.task.Title, Attempt: s.loops(ctx, ts), MaxLoops: s.maxLoops(ts.task),
 		Status: string(status.Failed), Reason: why, Running: len(s.live)})
 	s.writeNote(ctx, ts.id, why)
 }
@@ -1097,7 +1144,7 @@ func (s *Supervisor) finish(ctx context.Context) (Summary, error) {
 		if len(b.Tasks.Children(id)) > 0 {
 			continue // split by a replan: its children count instead
 		}
-		t, ok := s.taskSummary(b, id, &sum)
+		t, ok := s.taskSummary(ctx, b, id, &sum)
 		if ok {
 			approved++
 		}
@@ -1115,13 +1162,17 @@ func (s *Supervisor) finish(ctx context.Context) (Summary, error) {
 // taskSummary is one target's line of the summary, counted in sum. It
 // reports whether the target waits to be merged with a reviewer's OK (or
 // without one, when the run does not review).
-func (s *Supervisor) taskSummary(b *board.Board, id string, sum *Summary) (TaskSummary, bool) {
+func (s *Supervisor) taskSummary(ctx context.Context, b *board.Board, id string, sum *Summary) (TaskSummary, bool) {
 	sum.Total++
 	ts := s.stateOf(b, id)
 	res := b.Status[id]
-	t := TaskSummary{ID: id, Title: ts.task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: len(ts.attempts),
+	t := TaskSummary{ID: id, Title: ts.task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: s.loops(ctx, ts),
 		MaxLoops: s.maxLoops(ts.task)}
 	sum.Attempts += len(ts.attempts)
+	if approved, ok := s.winnerWaits(ctx, b, ts, &t); ok {
+		sum.Waiting++
+		return t, approved
+	}
 	switch {
 	case res.Status == status.Done:
 		sum.Done++

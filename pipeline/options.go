@@ -9,6 +9,7 @@ import (
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/tasks"
 )
 
 // DefaultMaxLoops is how many attempts a task gets when --max-loops is not
@@ -42,6 +43,12 @@ type Options struct {
 	Deadline time.Duration
 	// Budget is "" (none), a token count, or "$N" (cost in dollars).
 	Budget string
+	// BestOf starts that many attempts of each task at once and merges
+	// one that passed (bestof.go); 0 is one, or len(Agents) when given.
+	BestOf int
+	// Agents are the agents of a round's attempts, in turn (none: each
+	// task's own agent).
+	Agents []string
 	// Supervisor returns the command line of the detached supervisor of a
 	// worker session (`worker supervise <id>`, as `worker run --exec
 	// --detach` starts it).
@@ -129,6 +136,14 @@ func (o *Options) Validate() error {
 	if _, err := ParseBudget(o.Budget); err != nil {
 		return err
 	}
+	if o.BestOf == 0 && len(o.Agents) > 0 {
+		o.BestOf = len(o.Agents)
+	}
+	if o.BestOf < 0 || o.BestOf > tasks.MaxBestOf {
+		return exitcode.New(exitcode.Usage, fmt.Errorf("invalid --best-of %d: want 1 to %d", o.BestOf, tasks.MaxBestOf), "")
+	}
+	// A round runs its K attempts at once: it takes K slots.
+	o.Parallel = max(o.Parallel, o.BestOf)
 	if o.Supervisor == nil {
 		return errors.New("run: no supervisor command for worker sessions")
 	}

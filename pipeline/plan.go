@@ -182,9 +182,9 @@ func replannedAbout(b *board.Board, task, about string) bool {
 // ReplanAfter attempts in a row failed (DoD, tests, scope, exit) since the
 // task's last replan, the planner is asked before the next one, as after a
 // reviewer's NG. It reports whether the task was split.
-func (s *Supervisor) replanFailures(ctx context.Context, b *board.Board, ts taskState) bool {
+func (s *Supervisor) replanFailures(ctx context.Context, b *board.Board, ts taskState, loops int) bool {
 	n, l := s.rec.ReplanAfter, ts.latest
-	if n <= 0 || l == nil || l.Session.ID != ts.res.Session || len(ts.attempts) >= s.maxLoops(ts.task) {
+	if n <= 0 || l == nil || l.Session.ID != ts.res.Session || loops >= s.maxLoops(ts.task) {
 		return false
 	}
 	var last time.Time // the start of the task's latest replan

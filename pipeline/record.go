@@ -54,6 +54,10 @@ type Record struct {
 	Deadline *time.Time `json:"deadline,omitempty"`
 	// Budget is as given (tokens, or "$N" for cost); "" is none.
 	Budget string `json:"budget,omitempty"`
+	// BestOf is the attempts started at once per task (--best-of; 0 or 1:
+	// one); Agents are the agents of a round's attempts, in turn.
+	BestOf int      `json:"best_of,omitempty"`
+	Agents []string `json:"agents,omitempty"`
 	// Started is when the run was created: attempts are the worker
 	// sessions of a target started since then.
 	Started    time.Time `json:"started"`

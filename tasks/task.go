@@ -62,6 +62,9 @@ type Task struct {
 	// MaxLoops is the most attempts `run` gives this task; 0 means the
 	// run's --max-loops.
 	MaxLoops int `json:"max_loops,omitempty"`
+	// BestOf is how many attempts `run` starts at once for this task, of
+	// which one that passed is merged; 0 means the run's --best-of.
+	BestOf int `json:"best_of,omitempty"`
 	// Paths are the paths the task expects to change (repository-relative
 	// globs; a directory covers what is beneath it). `run` never runs two
 	// tasks at once whose paths overlap; a task without paths never waits
@@ -143,6 +146,18 @@ const MaxMaxLoops = 1000
 func ValidateMaxLoops(n int) error {
 	if n < 0 || n > MaxMaxLoops {
 		return usage("invalid max loops %d: want 1 to %d (0 for the run's --max-loops)", n, MaxMaxLoops)
+	}
+	return nil
+}
+
+// MaxBestOf bounds a task's best-of setting.
+const MaxBestOf = 10
+
+// ValidateBestOf checks a task's best-of setting: 0 (the run's default) up
+// to MaxBestOf.
+func ValidateBestOf(n int) error {
+	if n < 0 || n > MaxBestOf {
+		return usage("invalid best-of %d: want 1 to %d (0 for the run's --best-of)", n, MaxBestOf)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/bestof"
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/config"
 	"github.com/git-agentmine/git-agentmine/contract"
@@ -52,6 +53,7 @@ func newPages() (*pages, error) {
 		},
 		"dur": func(secs float64) string { return (time.Duration(secs) * time.Second).String() },
 		"ms":  func(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() },
+		"inc": func(i int) int { return i + 1 },
 	}
 	p := &pages{t: map[string]*template.Template{}}
 	for _, name := range []string{"board", "task", "memory", "runs", "error"} {
@@ -532,6 +534,8 @@ type taskView struct {
 	History           []gitstore.LogEntry
 	// Note is the task's Task Note in Markdown, "" when none was written.
 	Note string
+	// Rounds are the task's best-of rounds (run --best-of), oldest first.
+	Rounds []bestof.Round
 	// What the action buttons may offer.
 	CanRun, CanStop, CanCancel, CanMerge bool
 	// Steer holds the review, merge and edit controls (edit.go).
@@ -644,6 +648,11 @@ func (s *Server) taskWith(w http.ResponseWriter, r *http.Request, code int, errT
 	}
 	tv.History, err = v.st.Log(v.ctx, tasks.Kind, id)
 	if err != nil {
+		p.Warnings = append(p.Warnings, err.Error())
+	}
+	if rec, _, err := bestof.Get(v.ctx, v.st, id); err == nil {
+		tv.Rounds = rec.Rounds
+	} else {
 		p.Warnings = append(p.Warnings, err.Error())
 	}
 	if n, err := tasknote.Read(v.ctx, v.st, id); err == nil {

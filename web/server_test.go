@@ -684,6 +684,7 @@ var fixtureTests = []struct {
 	{"CancelAndStopActions", cancelAndStop},
 	{"LogOutsideRefused", logOutside},
 	{"MultiplexedStream", multiplexedStream},
+	{"BestOfPage", bestOfPage},
 }
 
 // TestFixture builds a repository with a task in every status (real

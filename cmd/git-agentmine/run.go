@@ -26,10 +26,11 @@ import (
 
 // RunCmd is `run`: the supervisor loop, and its status and stop.
 type RunCmd struct {
-	Start  RunStartCmd  `cmd:"" default:"withargs" help:"Run ready tasks in parallel until every target is done, failed or exhausted (the default subcommand: git agentmine run [<task> ...]; see also run status, run stop)."`
-	Status RunStatusCmd `cmd:"" help:"Show runs: progress, attempts, running workers and the log."`
-	Stop   RunStopCmd   `cmd:"" help:"Stop a run and the workers it started, recording why."`
-	Replan RunReplanCmd `cmd:"" hidden:"" help:"Give a task reviewed NG back to the planner (the run supervisor's helper)."`
+	Start   RunStartCmd   `cmd:"" default:"withargs" help:"Run ready tasks in parallel until every target is done, failed or exhausted (the default subcommand: git agentmine run [<task> ...]; see also run status, run stop)."`
+	Status  RunStatusCmd  `cmd:"" help:"Show runs: progress, attempts, running workers and the log."`
+	Stop    RunStopCmd    `cmd:"" help:"Stop a run and the workers it started, recording why."`
+	Replan  RunReplanCmd  `cmd:"" hidden:"" help:"Give a task reviewed NG back to the planner (the run supervisor's helper)."`
+	Compare RunCompareCmd `cmd:"" hidden:"" help:"Have the reviewer choose among the attempts of a best-of round (the run supervisor's helper)."`
 }
 
 // RunReplanCmd is the hidden `run replan TASK --reason R... [--about
@@ -64,6 +65,37 @@ func (c *RunReplanCmd) Run(a *App) error {
 	return nil
 }
 
+// RunCompareCmd is the hidden `run compare N:SESSION...`: the run
+// supervisor has the reviewer choose among the attempts of a best-of round
+// in a process of its own (see pipeline.DefaultHooks). It prints the
+// answer as one JSON object.
+type RunCompareCmd struct {
+	Attempts []string `arg:"" name:"attempt" help:"N:SESSION, the attempt's number in its round and its session."`
+}
+
+// Run compares the attempts.
+func (c *RunCompareCmd) Run(a *App) error {
+	env, err := workerEnv(a, nil)
+	if err != nil {
+		return err
+	}
+	var cands []roles.Candidate
+	for _, x := range c.Attempts {
+		n, sid, ok := strings.Cut(x, ":")
+		num, err := strconv.Atoi(n)
+		if !ok || err != nil || num < 1 {
+			return exitcode.New(exitcode.Usage, fmt.Errorf("invalid attempt %q: want N:SESSION", x), "")
+		}
+		cands = append(cands, roles.Candidate{Number: num, Session: sid})
+	}
+	r, err := roles.Compare(a.Ctx, env, cands, roles.ReviewOptions{})
+	if err != nil {
+		return err
+	}
+	return a.P.PrintJSON(pipeline.Comparison{Choice: r.Choice.Choice, Session: r.Session, Reasons: r.Choice.Reasons,
+		FollowUp: r.Choice.FollowUp, Agent: r.Agent})
+}
+
 // RunStartCmd is `run [TASK...]`. Deadline, Budget and Name are pointers:
 // given empty or zero, they are refused rather than read as not given.
 type RunStartCmd struct {
@@ -78,6 +110,8 @@ type RunStartCmd struct {
 	Detach      bool           `short:"D" help:"Run the supervisor in the background and return at once."`
 	Budget      *string        `placeholder:"N" help:"Start no new attempt once the run's sessions used N tokens (or $N of cost)."`
 	Name        *string        `placeholder:"NAME" help:"Name of the run (default \"default\"); a killed run is resumed by starting it again."`
+	BestOf      int            `name:"best-of" placeholder:"K" help:"Start K attempts of each task at once; merge one that passed (the reviewer's choice with --review, else the smallest diff)."`
+	Agents      []string       `name:"agents" placeholder:"A,B,..." help:"Agents of the K attempts of a best-of round, in turn (default: each task's agent); alone, sets --best-of to their number."`
 }
 
 // flags checks the flags that need no repository and returns the options
@@ -108,6 +142,7 @@ func (c *RunStartCmd) flags() (pipeline.Options, error) {
 	if c.MaxLoops != nil {
 		o.MaxLoops = *c.MaxLoops
 	}
+	o.BestOf, o.Agents = c.BestOf, c.Agents
 	return o, nil
 }
 
@@ -217,6 +252,12 @@ func (c *RunStartCmd) detach(a *App, env *worker.Env, o pipeline.Options) error 
 	if o.Budget != "" {
 		argv = append(argv, "--budget", o.Budget)
 	}
+	if o.BestOf > 1 {
+		argv = append(argv, "--best-of", strconv.Itoa(o.BestOf))
+	}
+	if len(o.Agents) > 0 {
+		argv = append(argv, "--agents", strings.Join(o.Agents, ","))
+	}
 	argv = append(argv, "--")
 	argv = append(argv, o.Targets...)
 	st := env.St
@@ -286,8 +327,12 @@ func (r *runRenderer) begin(rec pipeline.Record) {
 		if rec.Resumed > 0 {
 			what = "resumed"
 		}
-		r.a.P.Notef("run %s %s: %d target(s), %d at a time, at most %d attempt(s) each; log %s\n",
-			rec.Name, what, len(rec.Targets), rec.Parallel, rec.MaxLoops, rec.Log)
+		each := fmt.Sprintf("at most %d attempt(s) each", rec.MaxLoops)
+		if rec.BestOf > 1 {
+			each = fmt.Sprintf("at most %d round(s) of %d attempts each", rec.MaxLoops, rec.BestOf)
+		}
+		r.a.P.Notef("run %s %s: %d target(s), %d at a time, %s; log %s\n",
+			rec.Name, what, len(rec.Targets), rec.Parallel, each, rec.Log)
 	}
 	if r.live {
 		go func() {

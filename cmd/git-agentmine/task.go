@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/bestof"
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -46,6 +47,7 @@ type TaskAddCmd struct {
 	Base        string   `help:"Base ref for this task's branches (default: the project base)."`
 	Acceptance  []string `name:"criterion" aliases:"acceptance" sep:"none" help:"Acceptance criterion (repeatable; ids AC-1, AC-2, … in this order)."`
 	MaxLoops    int      `name:"max-loops" placeholder:"N" help:"Attempts run gives this task before it is exhausted (default: the run's --max-loops)."`
+	BestOf      int      `name:"best-of" placeholder:"K" help:"Attempts run starts at once for this task; one that passed is merged (default: the run's --best-of)."`
 	Paths       []string `name:"paths" placeholder:"GLOB" sep:"none" help:"A path the task expects to change (repeatable; a glob such as 'src/auth/**'): run never runs two tasks at once whose paths overlap."`
 }
 
@@ -57,7 +59,7 @@ func (c *TaskAddCmd) Run(a *App) error {
 	}
 	t, err := tasks.Add(a.Ctx, st, tasks.New{Title: c.Title, Description: c.Description, Type: c.Type,
 		Priority: c.Priority, Parent: c.Parent, BlockedBy: c.BlockedBy, Labels: c.Label, Assignee: c.Assignee,
-		DoD: c.DoD, Base: c.Base, Acceptance: c.Acceptance, MaxLoops: c.MaxLoops, Paths: c.Paths})
+		DoD: c.DoD, Base: c.Base, Acceptance: c.Acceptance, MaxLoops: c.MaxLoops, Paths: c.Paths, BestOf: c.BestOf})
 	if err != nil {
 		return err
 	}
@@ -183,6 +185,7 @@ type TaskUpdateCmd struct {
 	ClearDoD        bool      `name:"clear-dod" help:"Remove the task's DoD commands (the agent's apply again)."`
 	Acceptance      *[]string `name:"criterion" aliases:"acceptance" sep:"none" help:"Replace the acceptance criteria (repeatable; renumbered AC-1, AC-2, …)."`
 	MaxLoops        *int      `name:"max-loops" placeholder:"N" help:"Attempts run gives this task (0: the run's --max-loops)."`
+	BestOf          *int      `name:"best-of" placeholder:"K" help:"Attempts run starts at once for this task (0: the run's --best-of)."`
 	Paths           *[]string `name:"paths" placeholder:"GLOB" sep:"none" help:"Replace the paths the task expects to change (repeatable)."`
 	ClearPaths      bool      `name:"clear-paths" help:"Remove the task's declared paths (it no longer waits for overlapping tasks)."`
 }
@@ -196,7 +199,7 @@ func (c *TaskUpdateCmd) Run(a *App) error {
 	p := tasks.Patch{Title: c.Title, Description: c.Description, Type: c.Type, Priority: c.Priority,
 		Assignee: c.Assignee, Parent: c.Parent, Base: c.Base, AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel,
 		AddBlockedBy: c.AddBlockedBy, RemoveBlockedBy: c.RemoveBlockedBy, DoD: c.DoD, Acceptance: c.Acceptance,
-		MaxLoops: c.MaxLoops, Paths: c.Paths}
+		MaxLoops: c.MaxLoops, Paths: c.Paths, BestOf: c.BestOf}
 	if c.ClearDoD {
 		empty := []string{}
 		p.DoD = &empty
@@ -559,11 +562,16 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 	if err != nil {
 		return err
 	}
+	rounds, _, err := bestof.Get(a.Ctx, st, id)
+	if err != nil {
+		return err
+	}
 	if a.G.JSON {
 		j := v.taskJSON(id)
 		j.Extra = latestSession(a, v, id)
 		j.Usage = taskUsage(a.sessions, id)
 		j.Review = v.review(j.Session)
+		j.Rounds = rounds.Rounds
 		return a.P.PrintJSON(j)
 	}
 	if a.G.Quiet {
@@ -607,6 +615,9 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 	if t.MaxLoops > 0 {
 		p.Printf("  max loops: %d\n", t.MaxLoops)
 	}
+	if t.BestOf > 0 {
+		p.Printf("  best of:   %d\n", t.BestOf)
+	}
 	if len(t.Paths) > 0 {
 		p.Printf("  paths:     %s\n", strings.Join(t.Paths, ", "))
 	}
@@ -637,6 +648,7 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 	if u := taskUsage(a.sessions, id); u != nil {
 		p.Printf("  usage (all sessions): %s\n", u)
 	}
+	printBestOf(a, rounds)
 	return nil
 }
 
