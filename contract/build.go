@@ -208,7 +208,7 @@ func NewBoard(b *board.Board, failures int, now time.Time) BoardJSON {
 			j.Blocked++
 		}
 		switch r.Status {
-		case status.Review:
+		case status.Review, status.Reviewing:
 			tj := NewTask(b, id)
 			tj.Usage = usage[id]
 			j.Review = append(j.Review, tj)

@@ -31,8 +31,8 @@ type ContextArgs struct {
 
 // TaskListArgs are task_list's arguments: task list's filters.
 type TaskListArgs struct {
-	Status   string `json:"status,omitempty" jsonschema:"only tasks with this status: open, in_progress, review, dod_failed, failed, tainted, done, cancelled, ready or blocked"`
-	Type     string `json:"type,omitempty" jsonschema:"only tasks of this type: task, feature, bug, refactor, docs, test or chore"`
+	Status   string `json:"status,omitempty" jsonschema:"only tasks with this status: open, planning, in_progress, reviewing, review, dod_failed, failed, tainted, done, cancelled, ready or blocked"`
+	Type     string `json:"type,omitempty" jsonschema:"only tasks of this type: task, feature, bug, refactor, docs, test, chore or epic"`
 	Priority string `json:"priority,omitempty" jsonschema:"only tasks of this priority: low, medium, high or critical"`
 	Label    string `json:"label,omitempty" jsonschema:"only tasks with this label"`
 	Assignee string `json:"assignee,omitempty" jsonschema:"only tasks assigned to this agent or person"`
@@ -54,7 +54,7 @@ type TaskIDArgs struct {
 type TaskCreateArgs struct {
 	Title       string   `json:"title" jsonschema:"one-line title"`
 	Description string   `json:"description,omitempty" jsonschema:"description (Markdown)"`
-	Type        string   `json:"type,omitempty" jsonschema:"task (default), feature, bug, refactor, docs, test or chore"`
+	Type        string   `json:"type,omitempty" jsonschema:"task (default), feature, bug, refactor, docs, test, chore or epic"`
 	Priority    string   `json:"priority,omitempty" jsonschema:"low, medium (default), high or critical"`
 	Parent      string   `json:"parent,omitempty" jsonschema:"parent task id"`
 	BlockedBy   []string `json:"blocked_by,omitempty" jsonschema:"tasks that must be done first (ids)"`

@@ -48,9 +48,16 @@ type Hooks struct {
 	Review func(ctx context.Context, rec sessions.Record) (Verdict, error)
 	// Retryable reports whether a review error is an infrastructure error.
 	Retryable func(err error) bool
-	// Replan hands a task reviewed NG back to a planner, when one is
-	// configured, and returns the ids of the child tasks it created.
-	Replan func(ctx context.Context, taskID string, reasons []string) ([]string, error)
+	// Replan hands a task reviewed NG (or failed ReplanAfter times) back
+	// to a planner, when one is configured, and returns the ids of the
+	// child tasks it created; about is the attempt whose NG or failure it
+	// answers (recorded on the planner's session). ErrNoPlanner when no
+	// planner is defined: the next attempt comes with the reasons.
+	Replan func(ctx context.Context, taskID, about string, reasons []string) ([]string, error)
+	// Plan hands a goal without children to a planner before any attempt
+	// and returns the ids of the children it created; ErrNoPlanner when
+	// no planner is defined (the goal then gets a worker, as any task).
+	Plan func(ctx context.Context, taskID string) ([]string, error)
 	// Note writes the Task Note of a task that is done, or exhausted (why
 	// is then the reason).
 	Note func(ctx context.Context, taskID, exhausted string) error
@@ -94,11 +101,24 @@ func DefaultHooks(env *worker.Env, self func(args ...string) []string) Hooks {
 			var ie *infraError
 			return errors.As(err, &ie)
 		},
-		Replan: func(ctx context.Context, taskID string, reasons []string) ([]string, error) {
+		Plan: func(ctx context.Context, taskID string) ([]string, error) {
 			if _, err := roles.PickAgent(env.Top, agents.RolePlanner, ""); err != nil {
-				return nil, nil // no planner configured: a new attempt with the reasons
+				return nil, ErrNoPlanner
 			}
-			args := []string{"run", "replan", taskID}
+			code, out, err := runSelf(ctx, env, self("run", "replan", "--plan", taskID))
+			if err != nil {
+				return nil, err
+			}
+			if code != 0 {
+				return nil, fmt.Errorf("planning task %s: %s", short(taskID), out)
+			}
+			return strings.Fields(out), nil
+		},
+		Replan: func(ctx context.Context, taskID, about string, reasons []string) ([]string, error) {
+			if _, err := roles.PickAgent(env.Top, agents.RolePlanner, ""); err != nil {
+				return nil, ErrNoPlanner // a new attempt with the reasons
+			}
+			args := []string{"run", "replan", taskID, "--about", about}
 			for _, r := range reasons {
 				args = append(args, "--reason", r)
 			}
@@ -134,21 +154,39 @@ func (e *infraError) Unwrap() error { return e.err }
 
 // runSelf runs argv in the repository and returns its exit code and, on
 // success its stdout, else the first line of its stderr (without
-// "error: ").
+// "error: "). The process writes to files, not to pipes of this one: a
+// planner or reviewer outlives a supervisor killed meanwhile (kill -9)
+// and still records its answer, which a pipe with no reader would stop
+// (SIGPIPE) before it did.
 func runSelf(ctx context.Context, env *worker.Env, argv []string) (int, string, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = env.Top
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	out, err := os.CreateTemp("", "agentmine-out-*")
+	if err != nil {
+		return 0, "", fmt.Errorf("running %s: %w", filepath.Base(argv[0]), err)
+	}
+	defer os.Remove(out.Name())
+	defer out.Close()
+	errf, err := os.CreateTemp("", "agentmine-err-*")
+	if err != nil {
+		return 0, "", fmt.Errorf("running %s: %w", filepath.Base(argv[0]), err)
+	}
+	defer os.Remove(errf.Name())
+	defer errf.Close()
+	cmd.Stdout, cmd.Stderr = out, errf
+	err = cmd.Run()
+	read := func(f *os.File) string {
+		data, _ := os.ReadFile(f.Name())
+		return string(data)
+	}
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
-		return ee.ExitCode(), strings.TrimPrefix(firstLine(errb.String()), "error: "), nil
+		return ee.ExitCode(), strings.TrimPrefix(firstLine(read(errf)), "error: "), nil
 	case err != nil:
 		return 0, "", fmt.Errorf("running %s: %w", filepath.Base(argv[0]), err)
 	}
-	return 0, strings.TrimSpace(out.String()), nil
+	return 0, strings.TrimSpace(read(out)), nil
 }
 
 // IsWorkerSession reports whether a session is a worker's attempt (planner
@@ -244,6 +282,9 @@ type Supervisor struct {
 	// overlaps maps a target held back at the last start by a declared
 	// path overlap (overlap.go) to why, so that the log says it once.
 	overlaps map[string]Overlap
+	// planFails counts the planner runs on a goal that gave no plan
+	// (plan.go); nil until the first.
+	planFails map[string]int
 }
 
 // mergeWait is why a passing session waits to be merged: the person's
@@ -314,6 +355,9 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 		if old.Supervisor.Host != sup.Host && old.Supervisor.Host != "" {
 			return nil, exitcode.New(exitcode.State, fmt.Errorf("run %s is supervised on another host (%s)", o.Name, old.Supervisor.Host), "")
 		}
+		if err := refuseHeld(ctx, st, o.Name, old.Targets, nil); err != nil {
+			return nil, err
+		}
 		if err := s.takeOver(ctx, sup); err != nil {
 			return nil, err
 		}
@@ -322,12 +366,18 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 		if err != nil {
 			return nil, err
 		}
+		if err := refuseHeld(ctx, st, o.Name, targets, nil); err != nil {
+			return nil, err
+		}
 		if err := checkAgents(env, o.Agents); err != nil {
 			return nil, err
 		}
 		rec := Record{V: SchemaVersion, Name: o.Name, Targets: targets, Parallel: o.Parallel, MaxLoops: o.MaxLoops,
 			Review: o.Review, Merge: o.Merge, Budget: o.Budget, BestOf: o.BestOf, Agents: o.Agents, Started: now, Supervisor: sup,
-			Log: filepath.Join(logDir, "run-"+o.Name+".log")}
+			Log: filepath.Join(logDir, "run-"+o.Name+".log"), Plan: o.Plan, ReplanAfter: o.ReplanAfter}
+		if o.Plan {
+			rec.Named = named(b, o.Targets)
+		}
 		if o.Deadline > 0 {
 			d := now.Add(o.Deadline)
 			rec.Deadline = &d
@@ -353,6 +403,13 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 			return nil, fmt.Errorf("recording run %s: %w", o.Name, err)
 		}
 		s.rec = rec
+		// Checked again now that this run is recorded: of two runs that
+		// started at once, the later one gives way.
+		if err := refuseHeld(ctx, st, o.Name, targets, &rec); err != nil {
+			_, _ = MarkEnded(context.WithoutCancel(ctx), st, o.Name, End{Time: time.Now().UTC(), Result: "stopped",
+				Reason: firstLine(err.Error()), Total: len(targets)})
+			return nil, err
+		}
 	}
 	f, err := os.OpenFile(s.rec.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -558,6 +615,9 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 		if ctx.Err() != nil && s.stopReason == "" {
 			s.noteInterrupt(context.WithoutCancel(ctx))
 		}
+		// Children that a plan or replan created (by this supervisor or
+		// one before it) are targets of this run.
+		s.growTargets(context.WithoutCancel(ctx), b)
 		if s.rec.Deadline != nil && time.Now().After(*s.rec.Deadline) && s.stopReason == "" {
 			s.stopReason = "deadline reached"
 		}
@@ -948,17 +1008,23 @@ func (s *Supervisor) review(ctx context.Context, b *board.Board, ts taskState) b
 // split it; children it creates join the run's targets. Once per reviewed
 // session; a planner that fails leaves the task as it was. It reports
 // whether the task was split.
-func (s *Supervisor) replan(ctx context.Context, ts taskState, l *sessions.Record) bool {
+func (s *Supervisor) replan(ctx context.Context, b *board.Board, ts taskState, l *sessions.Record, after string, reasons []string) bool {
 	if s.hooks.Replan == nil || s.noted["replan:"+l.Session.ID] {
 		return false
 	}
 	s.noted["replan:"+l.Session.ID] = true
-	children, err := s.hooks.Replan(ctx, ts.id, l.Review.Reasons)
+	if replannedAbout(b, ts.id, l.Session.ID) {
+		return false // a planner answered it already (a supervisor before a restart)
+	}
+	children, err := s.hooks.Replan(ctx, ts.id, l.Session.ID, reasons)
+	if errors.Is(err, ErrNoPlanner) {
+		return false
+	}
 	if err != nil {
 		fmt.Fprintf(s.log, "%s task %s: replan: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
 		return false
 	}
-	fmt.Fprintf(s.log, "%s task %s: replanned after review NG (%d new child task(s))\n", time.Now().Format("15:04:05"), short(ts.id), len(children))
+	fmt.Fprintf(s.log, "%s task %s: replanned after %s (%d new child task(s))\n", time.Now().Format("15:04:05"), short(ts.id), after, len(children))
 	if len(children) == 0 {
 		return false
 	}

@@ -27,6 +27,14 @@ type Options struct {
 	Parallel int
 	// MaxLoops is the most attempts per task (at least 1).
 	MaxLoops int
+	// Plan makes the named targets goals: each one without children is
+	// handed to the planner before any worker (docs/loop.md says which
+	// targets are goals without it).
+	Plan bool
+	// ReplanAfter is how many failed attempts of a task in a row (since
+	// its last replan) make the run ask the planner before the next one;
+	// 0 never does.
+	ReplanAfter int
 	// Review has a reviewer judge every session that passed its facts.
 	Review bool
 	// Merge lands passing sessions through the gated merge.
@@ -115,6 +123,12 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxLoops < 1 {
 		return exitcode.New(exitcode.Usage, fmt.Errorf("invalid --max-loops %d: want at least 1", o.MaxLoops), "")
+	}
+	if o.ReplanAfter < 0 {
+		return exitcode.New(exitcode.Usage, fmt.Errorf("invalid --replan-after %d: want 0 (never) or more", o.ReplanAfter), "")
+	}
+	if o.Plan && len(o.Targets) == 0 {
+		return exitcode.New(exitcode.Usage, errors.New("run --plan needs the tasks to plan"), "name them: git agentmine run --plan <task>...")
 	}
 	if o.Deadline < 0 {
 		return exitcode.New(exitcode.Usage, fmt.Errorf("invalid --deadline %s: want a positive duration", o.Deadline), "")

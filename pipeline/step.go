@@ -125,11 +125,14 @@ func (s *Supervisor) noteEnded(b *board.Board, now time.Time) []sessions.Record 
 // feedback of what went wrong before), a review, or a merge, done here.
 func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, now time.Time, p *stepPlan) {
 	ts := s.stateOf(b, id)
-	if s.settled(ctx, b, ts) {
+	if s.settled(ctx, b, ts) || s.waitsForRole(ts, now, p) {
 		return
 	}
 	if at, wait := s.backoff(ctx, b, ts, now); wait {
 		p.next = earliest(p.next, at)
+		return
+	}
+	if s.planFirst(ctx, b, ts, now, p) {
 		return
 	}
 	// A best-of round's decision and its winner's merge (bestof.go).
@@ -152,9 +155,13 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 	case ts.res.Status == status.Failed, ts.res.Status == status.DoDFailed:
 		fb = &Feedback{Status: string(ts.res.Status), StatusReason: ts.res.Reason}
 		if l := ts.latest; fb.addReview(ts.res, l) {
-			if loops < s.maxLoops(ts.task) && s.replan(ctx, ts, l) {
-				return // split: its children run instead
+			if loops < s.maxLoops(ts.task) && s.replan(ctx, b, ts, l, "review NG", l.Review.Reasons) {
+				p.progressed = true // split: its children run instead, starting at the next look
+				return
 			}
+		} else if s.replanFailures(ctx, b, ts, loops) {
+			p.progressed = true
+			return
 		}
 	case ts.res.Status == status.Open:
 		if len(ts.attempts) > 0 || ts.res.Reason != "no session yet" {

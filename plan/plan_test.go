@@ -47,7 +47,7 @@ func TestValidateNamesTheFirstProblem(t *testing.T) {
 	}{
 		{Plan{}, "the plan has no tasks"},
 		{Plan{Tasks: []Child{{Title: ""}}}, "task 1 (1): task title is empty"},
-		{Plan{Tasks: []Child{{Title: "A", Type: "epic"}}}, `unknown task type "epic"`},
+		{Plan{Tasks: []Child{{Title: "A", Type: "saga"}}}, `unknown task type "saga"`},
 		{Plan{Tasks: []Child{{Title: "A", Priority: "urgent"}}}, `unknown priority "urgent"`},
 		{Plan{Tasks: []Child{{Title: "A", Labels: []string{"a b"}}}}, `invalid label "a b"`},
 		{Plan{Tasks: []Child{{Title: "A", DoD: []string{""}}}}, "DoD command is empty"},

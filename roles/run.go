@@ -50,7 +50,8 @@ type Request struct {
 	Commit string
 	// Prompt is the agent's prompt; Run appends where to write the answer.
 	Prompt string
-	// Reviews is the session a reviewer reviews ("" for a planner).
+	// Reviews is the session a reviewer reviews, or the attempt whose NG
+	// or failures a planner's replan answers ("" for a first plan).
 	Reviews string
 	// Timeout overrides the agent's (then the project's) timeout.
 	Timeout time.Duration

@@ -21,7 +21,11 @@ const SchemaVersion = 1
 var Kind = gitstore.Kind{Dir: "tasks", File: "task.json", Noun: "task", Version: SchemaVersion}
 
 // Types lists the accepted task types.
-var Types = []string{"task", "feature", "bug", "refactor", "docs", "test", "chore"}
+var Types = []string{"task", "feature", "bug", "refactor", "docs", "test", "chore", TypeEpic}
+
+// TypeEpic is the type of a goal: `run` hands a childless epic to the
+// planner before any worker (docs/loop.md).
+const TypeEpic = "epic"
 
 // Priorities lists the accepted priorities, lowest first.
 var Priorities = []string{"low", "medium", "high", "critical"}

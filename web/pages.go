@@ -232,7 +232,8 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 // The board.
 
 // columns are the board's columns in order: each derived status has one,
-// except that failed, dod_failed and tainted share "failed" and open is
+// except that failed, dod_failed and tainted share "failed", planning is
+// shown in progress and reviewing in review, and open is
 // split into ready and blocked. Cancelled tasks are folded away below.
 var columns = []struct{ Key, Title string }{
 	{"ready", "Ready"}, {"blocked", "Blocked"}, {"in_progress", "In progress"},
@@ -249,6 +250,10 @@ func columnOf(r status.Result) string {
 		return "ready"
 	case status.Failed, status.DoDFailed, status.Tainted:
 		return "failed"
+	case status.Planning:
+		return "in_progress"
+	case status.Reviewing:
+		return "review"
 	}
 	return string(r.Status)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/memory"
 	"github.com/git-agentmine/git-agentmine/merge"
 	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/tasknote"
 	"github.com/git-agentmine/git-agentmine/tasks"
 	"github.com/git-agentmine/git-agentmine/worker"
@@ -938,5 +939,15 @@ func TestANSISegments(t *testing.T) {
 	}
 	if got := string(cutEscape([]byte("abc\x1b[31m"))); got != "abc\x1b[31m" {
 		t.Errorf("cutEscape cut a whole sequence: %q", got)
+	}
+}
+
+// TestColumnOfPlanningReviewing: a task a planner works on is on the board
+// in progress, one a reviewer works on in review.
+func TestColumnOfPlanningReviewing(t *testing.T) {
+	for st, col := range map[status.Status]string{status.Planning: "in_progress", status.Reviewing: "review"} {
+		if got := columnOf(status.Result{Status: st}); got != col {
+			t.Errorf("%s: column %s, want %s", st, got, col)
+		}
 	}
 }

@@ -153,6 +153,8 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 			break
 		}
 		return nil, &RefusedError{Reason: ErrRunning, Task: short, Err: fmt.Errorf("task %s is already running (%s)", short, res.Reason)}
+	case status.Planning, status.Reviewing:
+		return nil, &RefusedError{Reason: ErrRunning, Task: short, Err: fmt.Errorf("task %s is %s (%s)", short, res.Status, res.Reason)}
 	}
 	if res.Blocked && !o.Force {
 		if c := b.CancelledBlockers(taskID); len(c) > 0 {

@@ -37,7 +37,7 @@ type TaskCmd struct {
 type TaskAddCmd struct {
 	Title       string   `arg:"" help:"One-line title."`
 	Description string   `short:"d" help:"Description (Markdown)."`
-	Type        string   `short:"t" default:"task" help:"Type: task, feature, bug, refactor, docs, test, chore."`
+	Type        string   `short:"t" default:"task" help:"Type: task, feature, bug, refactor, docs, test, chore, epic (a goal run plans first)."`
 	Priority    string   `short:"p" default:"medium" help:"Priority: low, medium, high, critical."`
 	Parent      string   `help:"Parent task id."`
 	BlockedBy   []string `name:"blocked-by" sep:"none" help:"A task that must be done first (repeatable)."`
@@ -485,9 +485,9 @@ func statusColor(s status.Status) string {
 	switch s {
 	case status.Done:
 		return output.Green
-	case status.InProgress:
+	case status.InProgress, status.Planning:
 		return output.Cyan
-	case status.Review:
+	case status.Review, status.Reviewing:
 		return output.Blue
 	case status.DoDFailed, status.Failed, status.Tainted:
 		return output.Red
