@@ -304,9 +304,10 @@ type query struct {
 var sorts = []option{{"changed", "last changed"}, {"priority", "priority"}, {"created", "newest"}, {"title", "title"}}
 
 // statusFilters are the values of the status filter: a column, or one of
-// the statuses the failed column holds.
+// the statuses a column holds besides its own (planning in progress,
+// reviewing in review, the failed ones).
 var statusFilters = []option{{"ready", "ready"}, {"blocked", "blocked"}, {"in_progress", "in progress"},
-	{"review", "review"}, {"failed", "failed (any)"}, {"dod_failed", "dod failed"}, {"tainted", "tainted"},
+	{"planning", "planning"}, {"review", "review"}, {"reviewing", "reviewing"}, {"failed", "failed (any)"}, {"dod_failed", "dod failed"}, {"tainted", "tainted"},
 	{"exhausted", "exhausted"}, {"done", "done"}, {"cancelled", "cancelled"}}
 
 const maxQuery = 500
