@@ -475,7 +475,8 @@ func newRunStatus(r pipeline.Record, b *board.Board) runStatusJSON {
 		}
 		n := 0
 		for _, s := range b.SessionsOf(id) {
-			if s.Session.Started.Before(r.Started) || pipeline.IsStartFailure(s, b.Here, time.Now()) || !pipeline.IsWorkerSession(s.Session) {
+			if s.Session.Started.Before(r.Started) || pipeline.IsStartFailure(s, b.Here, time.Now()) || !pipeline.IsWorkerSession(s.Session) ||
+				s.Outcome.RateLimited() {
 				continue
 			}
 			n++
@@ -559,6 +560,9 @@ func (c *RunStatusCmd) Run(a *App) error {
 		a.P.Printf("  progress  %d/%d done, %d attempt(s), %d running, parallel %d, max loops %d\n", j.Done, j.Total, j.Attempts, len(j.Running), j.Parallel, j.MaxLoops)
 		if j.Usage != nil {
 			a.P.Printf("  usage     %s\n", j.Usage)
+		}
+		for _, p := range j.RateLimits {
+			a.P.Printf("  limited   %s\n", p.String(time.Now()))
 		}
 		for _, w := range j.Running {
 			a.P.Printf("  running   task %s %q session %s (pid %d, %s)\n", short8(w.Task), w.Title, short8(w.Session), w.Pid, time.Since(w.Started).Round(time.Second))
