@@ -7,7 +7,6 @@ import (
 	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/memory"
-	"github.com/git-agentmine/git-agentmine/pipeline"
 	"github.com/git-agentmine/git-agentmine/plan"
 	"github.com/git-agentmine/git-agentmine/replica"
 	"github.com/git-agentmine/git-agentmine/sessions"
@@ -307,36 +306,4 @@ type taskNoteJSON struct {
 }
 
 // runStatusJSON is the --json form of a run (docs/json.md).
-type runStatusJSON struct {
-	pipeline.Record
-	// State is running, ended, or dead (no supervisor, not ended: start it again to resume).
-	State    string           `json:"state"`
-	Done     int              `json:"done"`
-	Total    int              `json:"total"`
-	Attempts int              `json:"attempts"`
-	Running  []runWorkerJSON  `json:"running"`
-	Statuses map[string]int   `json:"statuses"`
-	LogTail  []string         `json:"log_tail,omitempty"`
-	Tasks    []runTaskRowJSON `json:"tasks"`
-	// Usage sums the usage the run's sessions reported (pipeline.UsageOf);
-	// nil where the board was not read (run --detach).
-	Usage *pipeline.RunUsage `json:"usage,omitempty"`
-}
-
-// runWorkerJSON is one running worker of a run.
-type runWorkerJSON struct {
-	Session string    `json:"session"`
-	Task    string    `json:"task"`
-	Title   string    `json:"title"`
-	Started time.Time `json:"started"`
-	Pid     int       `json:"pid"`
-}
-
-// runTaskRowJSON is one target of a run.
-type runTaskRowJSON struct {
-	Task     string `json:"task"`
-	Title    string `json:"title"`
-	Status   string `json:"status"`
-	Reason   string `json:"reason"`
-	Attempts int    `json:"attempts"`
-}
+type runStatusJSON = contract.RunStatusJSON

@@ -15,6 +15,7 @@ import (
 
 	"github.com/git-agentmine/git-agentmine/agents"
 	"github.com/git-agentmine/git-agentmine/board"
+	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/output"
@@ -451,45 +452,7 @@ type RunStatusCmd struct {
 }
 
 func newRunStatus(r pipeline.Record, b *board.Board) runStatusJSON {
-	j := runStatusJSON{Record: r, Total: len(r.Targets), Running: []runWorkerJSON{}, Statuses: map[string]int{}, Tasks: []runTaskRowJSON{}}
-	switch {
-	case r.Ended != nil:
-		j.State = "ended"
-	case r.Alive():
-		j.State = "running"
-	default:
-		j.State = "dead"
-	}
-	if b == nil {
-		return j
-	}
-	for _, id := range r.Targets {
-		e, ok := b.Tasks.Tasks[id]
-		if !ok {
-			continue
-		}
-		res := b.Status[id]
-		j.Statuses[string(res.Status)]++
-		if res.Status == status.Done {
-			j.Done++
-		}
-		n := 0
-		for _, s := range b.SessionsOf(id) {
-			if s.Session.Started.Before(r.Started) || pipeline.IsStartFailure(s, b.Here, time.Now()) || !pipeline.IsWorkerSession(s.Session) ||
-				s.Outcome.RateLimited() {
-				continue
-			}
-			n++
-			if live, _ := board.Liveness(s, b.Here, time.Now()); live {
-				j.Running = append(j.Running, runWorkerJSON{Session: s.Session.ID, Task: id, Title: e.Task.Title, Started: s.Session.Started, Pid: s.Session.Pid})
-			}
-		}
-		j.Attempts += n
-		j.Tasks = append(j.Tasks, runTaskRowJSON{Task: id, Title: e.Task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: n})
-	}
-	u := pipeline.UsageOf(b, r)
-	j.Usage = &u
-	return j
+	return contract.NewRunStatus(r, b)
 }
 
 // Run prints the runs.
