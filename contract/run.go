@@ -87,3 +87,20 @@ func NewRunStatus(r pipeline.Record, b *board.Board) RunStatusJSON {
 	j.Usage = &u
 	return j
 }
+
+// RunFollowJSON is what the run_status tool returns: the run as run status
+// --json shows it, and its log (one line per event) from a cursor on.
+type RunFollowJSON struct {
+	V   int           `json:"v"`
+	Run RunStatusJSON `json:"run"`
+	// Text is the run's log from the cursor given, at most the bytes asked
+	// for (cut at a character boundary).
+	Text string `json:"text"`
+	// Cursor is where the next call continues; More says the log already
+	// holds more after it.
+	Cursor int64 `json:"cursor"`
+	More   bool  `json:"more"`
+	// Ended says the run has ended (or its supervisor is gone): once More
+	// is false too, the log is complete.
+	Ended bool `json:"ended"`
+}

@@ -196,6 +196,9 @@ func (s *Server) addTools() {
 		"session): state, outcome, verdicts, the last log lines, and what it means for the task."}, s.sessionStatus)
 	addTool(s, &mcp.Tool{Name: "session_output", Annotations: readOnly(), Description: "Read a session's log from a cursor " +
 		"and get the cursor to continue from; call again until ended is true and more is false."}, s.sessionOutput)
+	addTool(s, &mcp.Tool{Name: "run_status", Annotations: readOnly(), Description: "A run (git agentmine run) as run status " +
+		"shows it: state, progress, attempts, running workers, the clients a rate limit paused and until when, and its " +
+		"log of events from a cursor; call again with the cursor until ended is true and more is false."}, s.runStatus)
 	addTool(s, &mcp.Tool{Name: "merge", Annotations: changes(), Description: "Merge a task's latest session into its base, " +
 		"only if its DoD passed and its scope held; refused otherwise, with the reason."}, s.merge)
 	addTool(s, &mcp.Tool{Name: "memory_add", Annotations: creates(), Description: "Record a project decision in the Memory " +
