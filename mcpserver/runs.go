@@ -59,4 +59,3 @@ func (s *Server) runStatus(c *call, in RunStatusArgs) (contract.RunFollowJSON, e
 	j.Text, j.Cursor, j.More = string(chunk.Text), chunk.Next, chunk.More
 	return j, nil
 }
-
