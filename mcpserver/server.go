@@ -35,6 +35,10 @@ type Options struct {
 	// runs a prepared session, given the repository's top and the
 	// session's id: worker_start starts it and returns.
 	Supervisor func(top, session string) []string
+	// Agentmine returns the command line of git-agentmine run in the
+	// repository at top with args: run_start and run_stop run it, as the
+	// command line's run --detach and run stop. nil refuses them.
+	Agentmine func(top string, args ...string) []string
 	// Version is the version the server reports to clients.
 	Version string
 	// Log receives warnings (unreadable refs skipped, a claim not made);

@@ -62,6 +62,12 @@ func (e *Env) Supervisor(top, session string) []string {
 	return []string{e.Agentmine, "-C", top, "worker", "supervise", session}
 }
 
+// Command is the argv of git-agentmine run in the repository at top with
+// args.
+func (e *Env) Command(top string, args ...string) []string {
+	return append([]string{e.Agentmine, "-C", top}, args...)
+}
+
 // Main runs agentmine-serve with args (without the program name) and
 // returns its exit code. Errors are printed once, as git-agentmine prints
 // them: "error: …" and an optional "hint: …".
