@@ -72,7 +72,7 @@ func NewRunStatus(r pipeline.Record, b *board.Board) RunStatusJSON {
 		n := 0
 		for _, s := range b.SessionsOf(id) {
 			if s.Session.Started.Before(r.Started) || pipeline.IsStartFailure(s, b.Here, time.Now()) || !pipeline.IsWorkerSession(s.Session) ||
-				s.Outcome.RateLimited() {
+				s.Outcome.RateLimited() || pipeline.IsStopped(s) {
 				continue
 			}
 			n++
