@@ -5,6 +5,7 @@ import (
 
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/pipeline"
+	"github.com/git-agentmine/git-agentmine/plan"
 	"github.com/git-agentmine/git-agentmine/status"
 )
 
@@ -103,4 +104,17 @@ type RunFollowJSON struct {
 	// Ended says the run has ended (or its supervisor is gone): once More
 	// is false too, the log is complete.
 	Ended bool `json:"ended"`
+}
+
+// PlanJSON is `plan --json` and `task import --json`, and what the
+// task_plan and plan_import tools return.
+type PlanJSON struct {
+	V       int    `json:"v"`
+	DryRun  bool   `json:"dry_run"`
+	Session string `json:"planner_session,omitempty"`
+	Summary string `json:"summary"`
+	// Plan is the plan as read.
+	Plan plan.Plan `json:"plan"`
+	// Created are the tasks created, in the plan's order.
+	Created []TaskJSON `json:"created"`
 }

@@ -131,22 +131,33 @@ func (s *Server) runStop(c *call, in RunStopArgs) (contract.RunStatusJSON, error
 }
 
 // runCommand runs git-agentmine with args and --json in the repository
-// and returns the run it printed; a failure is its one-line error, hint
-// and exit code.
+// and returns the run it printed.
 func (s *Server) runCommand(c *call, args []string) (contract.RunStatusJSON, error) {
+	var j contract.RunStatusJSON
+	return j, s.command(c, args, nil, &j)
+}
+
+// command runs git-agentmine with args and --json in the repository, with
+// stdin, and decodes what it printed into v; a failure is its one-line
+// error, hint and exit code.
+func (s *Server) command(c *call, args []string, stdin []byte, v any) error {
 	if s.opts.Agentmine == nil {
-		return contract.RunStatusJSON{}, errors.New("mcp server: no git-agentmine command to run")
+		return errors.New("mcp server: no git-agentmine command to run")
 	}
 	env, err := c.worker()
 	if err != nil {
-		return contract.RunStatusJSON{}, err
+		return err
 	}
 	argv := s.opts.Agentmine(env.Top, append([]string{"--json"}, args...)...)
 	cmd := exec.CommandContext(c.ctx, argv[0], argv[1:]...)
 	cmd.Dir = env.Top
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()
+	what := strings.Join(args[:min(2, len(args))], " ")
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
@@ -160,15 +171,68 @@ func (s *Server) runCommand(c *call, args []string) (contract.RunStatusJSON, err
 			}
 		}
 		if msg == "" {
-			msg = fmt.Sprintf("%s exited %d", strings.Join(args[:2], " "), ee.ExitCode())
+			msg = fmt.Sprintf("%s exited %d", what, ee.ExitCode())
 		}
-		return contract.RunStatusJSON{}, exitcode.New(ee.ExitCode(), errors.New(msg), hint)
+		return exitcode.New(ee.ExitCode(), errors.New(msg), hint)
 	case err != nil:
-		return contract.RunStatusJSON{}, fmt.Errorf("running git-agentmine %s: %w", args[0], err)
+		return fmt.Errorf("running git-agentmine %s: %w", what, err)
 	}
-	var j contract.RunStatusJSON
-	if err := json.Unmarshal(out.Bytes(), &j); err != nil {
-		return contract.RunStatusJSON{}, fmt.Errorf("reading what git-agentmine %s printed: %w", strings.Join(args[:2], " "), err)
+	if err := json.Unmarshal(out.Bytes(), v); err != nil {
+		return fmt.Errorf("reading what git-agentmine %s printed: %w", what, err)
 	}
-	return j, nil
+	return nil
+}
+
+// TaskPlanArgs are task_plan's arguments: plan's.
+type TaskPlanArgs struct {
+	Task   string `json:"task" jsonschema:"the task to split into children (any unique prefix)"`
+	Agent  string `json:"agent,omitempty" jsonschema:"planner agent (default: the agent named planner, else the first with role planner)"`
+	DryRun bool   `json:"dry_run,omitempty" jsonschema:"validate and return the plan; create nothing"`
+}
+
+// PlanImportArgs are plan_import's arguments: task import's, with the
+// plan given inline.
+type PlanImportArgs struct {
+	Plan   map[string]any `json:"plan" jsonschema:"the plan: {v, summary, tasks: [{key, title, description, type, priority, labels, agent, dod, acceptance_criteria, blocked_by, max_loops}]} (docs/plan.md)"`
+	Parent string         `json:"parent,omitempty" jsonschema:"make every imported task a child of this task (any unique prefix)"`
+	DryRun bool           `json:"dry_run,omitempty" jsonschema:"validate only; create nothing"`
+}
+
+// taskPlan runs the planner on a task and creates its children, as plan
+// does (it runs git-agentmine plan --json): it returns once the planner
+// answered.
+func (s *Server) taskPlan(c *call, in TaskPlanArgs) (contract.PlanJSON, error) {
+	if in.Task == "" {
+		return contract.PlanJSON{}, usagef("task_plan: task is required")
+	}
+	args := []string{"plan", in.Task}
+	if in.Agent != "" {
+		args = append(args, "--agent", in.Agent)
+	}
+	if in.DryRun {
+		args = append(args, "--dry-run")
+	}
+	var j contract.PlanJSON
+	return j, s.command(c, args, nil, &j)
+}
+
+// planImport validates a plan and creates its tasks in one transaction, as
+// task import does (it runs git-agentmine task import - --json).
+func (s *Server) planImport(c *call, in PlanImportArgs) (contract.PlanJSON, error) {
+	if in.Plan == nil {
+		return contract.PlanJSON{}, usagef("plan_import: plan is required")
+	}
+	data, err := json.Marshal(in.Plan)
+	if err != nil {
+		return contract.PlanJSON{}, usagef("plan_import: %v", err)
+	}
+	args := []string{"task", "import", "-"}
+	if in.Parent != "" {
+		args = append(args, "--parent", in.Parent)
+	}
+	if in.DryRun {
+		args = append(args, "--dry-run")
+	}
+	var j contract.PlanJSON
+	return j, s.command(c, args, data, &j)
 }

@@ -196,6 +196,10 @@ func (s *Server) addTools() {
 		"session): state, outcome, verdicts, the last log lines, and what it means for the task."}, s.sessionStatus)
 	addTool(s, &mcp.Tool{Name: "session_output", Annotations: readOnly(), Description: "Read a session's log from a cursor " +
 		"and get the cursor to continue from; call again until ended is true and more is false."}, s.sessionOutput)
+	addTool(s, &mcp.Tool{Name: "task_plan", Annotations: startsWork(), Description: "Have the planner agent split a task " +
+		"into children (plan): returns the plan and the tasks created once the planner answered."}, s.taskPlan)
+	addTool(s, &mcp.Tool{Name: "plan_import", Annotations: creates(), Description: "Create the tasks of a plan (plan JSON, " +
+		"as the planner writes it) in one transaction, or only validate it (task import)."}, s.planImport)
 	addTool(s, &mcp.Tool{Name: "run_start", Annotations: startsWork(), Description: "Start a run (git agentmine run " +
 		"--detach): its supervisor starts the ready targets, at most parallel at a time, retries with feedback, reviews " +
 		"and merges when asked, in the background. Returns once the run is recorded; follow it with run_status."}, s.runStart)

@@ -7,7 +7,6 @@ import (
 	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/memory"
-	"github.com/git-agentmine/git-agentmine/plan"
 	"github.com/git-agentmine/git-agentmine/replica"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/tasknote"
@@ -281,16 +280,7 @@ type installManJSON struct {
 }
 
 // planJSON is `plan --json` and `task import --json`.
-type planJSON struct {
-	V       int    `json:"v"`
-	DryRun  bool   `json:"dry_run"`
-	Session string `json:"planner_session,omitempty"`
-	Summary string `json:"summary"`
-	// Plan is the plan as read.
-	Plan plan.Plan `json:"plan"`
-	// Created are the tasks created, in the plan's order.
-	Created []contract.TaskJSON `json:"created"`
-}
+type planJSON = contract.PlanJSON
 
 // reviewJSON is `review --json`.
 type reviewJSON struct {

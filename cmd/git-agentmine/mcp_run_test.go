@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -10,26 +12,58 @@ import (
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
-// TestMCPDrivesARun: an orchestrator drives the loop through a real `git
-// agentmine mcp` process: it creates a task, starts a run on it with
-// run_start (which returns while the run goes on), follows run_status's
-// log with the cursor until the worker started, stops the run with
-// run_stop, and finds it ended stopped, with nothing left running.
-func TestMCPDrivesARun(t *testing.T) {
-	gittest.SkipShort(t, "a real run started, followed and stopped through MCP")
-	repo := mcpRepo(t)
-	release := filepath.Join(t.TempDir(), "release") // never created: the worker waits until stopped
-	c := startMCP(t, repo, "MCP_TEST_RELEASE="+release)
+// mcpPlanner is the scripted planner of TestMCPDrivesARun: its plan is
+// the file MCP_TEST_PLAN names.
+const mcpPlanner = `role = "planner"
+client = "custom"
+command = ["sh", "-c", "cp \"$MCP_TEST_PLAN\" \"$1\"", "sh", "{output_file}"]
+`
 
-	task := c.must("task_create", map[string]any{"title": "Run through MCP", "assignee": "scripted"})
-	id := task["id"].(string)
+// TestMCPDrivesARun: an orchestrator drives the loop through a real `git
+// agentmine mcp` process: it plans a goal with task_plan (the scripted
+// planner creates one child) and imports a second child with plan_import,
+// starts a run on the goal with run_start (which returns while the run
+// goes on), follows run_status's log with the cursor until a worker
+// started, stops the run with run_stop, and finds it ended stopped, with
+// no attempt charged and nothing left running.
+func TestMCPDrivesARun(t *testing.T) {
+	gittest.SkipShort(t, "a real run planned, started, followed and stopped through MCP")
+	repo := mcpRepo(t)
+	gittest.WriteFiles(t, repo, map[string]string{".agentmine/agents/planner.toml": mcpPlanner})
+	gittest.Git(t, repo, "add", "-A")
+	gittest.Git(t, repo, "commit", "-q", "-m", "planner")
+	dir := t.TempDir()
+	release := filepath.Join(dir, "release") // never created: the workers wait until stopped
+	planFile := filepath.Join(dir, "plan.json")
+	if err := os.WriteFile(planFile, []byte(`{"v":1,"summary":"one step","tasks":[{"key":"step","title":"Planned step","agent":"scripted"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := startMCP(t, repo, "MCP_TEST_RELEASE="+release, "MCP_TEST_PLAN="+planFile)
+
+	goal := c.must("task_create", map[string]any{"title": "Goal through MCP", "acceptance": []string{"it runs"}})
+	goalID := goal["id"].(string)
+	planned := c.must("task_plan", map[string]any{"task": goal["short_id"]})
+	created := planned["created"].([]any)
+	if planned["summary"] != "one step" || len(created) != 1 || created[0].(map[string]any)["title"] != "Planned step" ||
+		created[0].(map[string]any)["parent"] != goalID {
+		t.Fatalf("task_plan: %v", planned)
+	}
+	id := created[0].(map[string]any)["id"].(string)
+	imported := c.must("plan_import", map[string]any{"parent": goalID, "plan": map[string]any{"v": 1, "summary": "more",
+		"tasks": []any{map[string]any{"key": "more", "title": "Imported step", "agent": "scripted", "blocked_by": []string{}}}}})
+	if created := imported["created"].([]any); len(created) != 1 || created[0].(map[string]any)["title"] != "Imported step" {
+		t.Fatalf("plan_import: %v", imported)
+	}
+	if _, errText := c.call("plan_import", map[string]any{"plan": map[string]any{"v": 1, "tasks": []any{}}}); errText == "" {
+		t.Errorf("plan_import of a plan without tasks succeeded")
+	}
 	if _, errText := c.call("run_stop", map[string]any{"name": "nope"}); !strings.Contains(errText, "run nope not found") ||
 		!strings.Contains(errText, "exit: not_found (5)") {
 		t.Errorf("run_stop of a run that does not exist: %q", errText)
 	}
 
-	run := c.must("run_start", map[string]any{"tasks": []string{task["short_id"].(string)}, "name": "mcp", "max_loops": 1})
-	if run["name"] != "mcp" || run["state"] != "running" || run["targets"].([]any)[0] != id {
+	run := c.must("run_start", map[string]any{"tasks": []string{goalID}, "name": "mcp", "max_loops": 1, "parallel": 1})
+	if run["name"] != "mcp" || run["state"] != "running" || len(run["targets"].([]any)) != 2 || !strings.Contains(fmt.Sprint(run["targets"]), id) {
 		t.Fatalf("run_start: %v", run)
 	}
 	if _, errText := c.call("run_start", map[string]any{"name": "mcp"}); !strings.Contains(errText, "run mcp is already running") {
@@ -41,7 +75,7 @@ func TestMCPDrivesARun(t *testing.T) {
 	var log strings.Builder
 	cursor := 0.0
 	deadline := time.Now().Add(2 * time.Minute)
-	for !strings.Contains(log.String(), "started task "+id[:8]) {
+	for !strings.Contains(log.String(), "started task ") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the run's log never said its worker started: %q", log.String())
 		}
