@@ -69,7 +69,8 @@ func customUsage(output []byte) (Usage, bool) {
 
 // rateLimitLines is how many of the last lines of a failed run's output
 // are looked at for a client's rate-limit words: the limit is what ended
-// the run, so the client says so at its end.
+// the run, so the client says so at its end, in its last error line (an
+// earlier 429 it recovered from, followed by another error, is not it).
 const rateLimitLines = 12
 
 // ReadRateLimit reports whether a failed run of client c ended because a
@@ -109,12 +110,16 @@ func ReadRateLimit(c Client, exitCode int, output []byte, now time.Time) (RateLi
 		}
 		n++
 		if !saysRateLimit(l) {
+			if tellsError(l) {
+				return RateLimit{}, false // the last error is another one
+			}
 			continue
 		}
 		reason := l
 		if m, ok := jsonMessage(l); ok {
 			reason = m
 		}
+		reason = strings.Join(strings.Fields(reason), " ") // one line
 		return RateLimit{Until: resetTime(l, now), Reason: clip(reason, MaxReasonBytes)}, true
 	}
 	return RateLimit{}, false

@@ -62,6 +62,8 @@ func TestReadRateLimitOtherFailures(t *testing.T) {
 		{Custom, "write /x: disk quota exceeded\n"},
 		{Custom, "rate limit exceeded\n"}, // a custom client reports it with its JSON line only
 		{Gemini, "error at line 429 of foo.go\n"},
+		// A 429 the client got past, then another error: not a limit.
+		{Gemini, "Attempt 1 failed with status 429. Retrying with backoff...\nAttempt 2 failed with status 500. Retrying with backoff...\nError: internal error\n"},
 		// Tool output inside events is not the client's words.
 		{Codex, `{"type":"item.completed","item":{"type":"command_execution","aggregated_output":"TestRateLimit FAIL: too many requests"}}`},
 	} {

@@ -116,7 +116,11 @@ func PausesOf(b *board.Board, r Record, base time.Duration) []Pause {
 		}
 		p.Limits++
 		p.Session, p.Task, p.Reason, p.Since = s.Session.ID, s.Session.Task, s.Outcome.Reason, s.Outcome.Finished
-		p.Until, p.FromClient = p.Since.Add(min(base<<(p.Limits-1), maxRateLimitBackoff)), false
+		backoff := maxRateLimitBackoff
+		if p.Limits <= 16 { // beyond, the shift would overflow
+			backoff = min(base<<(p.Limits-1), maxRateLimitBackoff)
+		}
+		p.Until, p.FromClient = p.Since.Add(backoff), false
 		if u := s.Outcome.RateLimit.Until; u != nil && u.After(p.Since) {
 			p.Until, p.FromClient = *u, true
 		}

@@ -211,7 +211,9 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			out.Usage = &sessions.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 				CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
 		}
-		if !res.TimedOut && !res.Stopped {
+		if res.TimedOut || !res.Stopped {
+			// A client still retrying a limit at its timeout was stopped
+			// by the limit, not by the task.
 			rateLimited(launch.Client(s.Client), tail, res.Finished, &out)
 		}
 	}
