@@ -31,6 +31,12 @@ bench-run tasks="10":
     AGENTMINE_BENCH_WAKE_TASKS={{tasks}} go test -run '^$' -bench 'RunOverhead$' -benchtime 1x -timeout 60m ./cmd/git-agentmine
     go test -run '^$' -bench 'Wake$' -benchtime 200x ./pipeline
 
+# Run 20 scripted workers that edit overlapping files with `run --parallel 4
+# --merge`, blind and with declared paths: prints the merge conflicts,
+# retries and wall time of each side, and the load average.
+bench-paths tasks="20" pairs="1":
+    AGENTMINE_BENCH_PATHS=1 AGENTMINE_BENCH_PATHS_TASKS={{tasks}} AGENTMINE_BENCH_PATHS_PAIRS={{pairs}} go test -run '^$' -bench 'RunPaths$' -benchtime 1x -timeout 60m -v ./cmd/git-agentmine
+
 # Measure acknowledged writes lost beside a `git gc` loop: 16 processes of
 # 20 `task add` against plain git doing the same writes (hash-object,
 # mktree, commit-tree, update-ref), under `gc --prune=now` and default gc.

@@ -131,6 +131,7 @@ func LoadStatus(ctx context.Context, st *gitstore.Store, defaultBase string) (*B
 	// One array of attempts (and of the tasks they belong to), grouped by
 	// task afterwards, as Gather does: no slice grown per task.
 	n := set.SizeHint()
+	var roles status.Facts // the live planner and reviewer runs
 	attempts := make([]status.Attempt, 0, n)
 	taskOf := make([]string, 0, n)
 	tips := make([]tipFact, 0, n)
@@ -154,6 +155,9 @@ func LoadStatus(ctx context.Context, st *gitstore.Store, defaultBase string) (*B
 			b.Sessions = append(b.Sessions, *r)
 		}
 		if !s.IsAttempt() {
+			if r.Live || answering(r, here, now) {
+				addRole(&roles, r)
+			}
 			return
 		}
 		if t, ok := tipOf(r); ok {
@@ -206,7 +210,7 @@ func LoadStatus(ctx context.Context, st *gitstore.Store, defaultBase string) (*B
 	}
 	sort.SliceStable(order, func(i, j int) bool { return taskOf[order[i]] < taskOf[order[j]] })
 	permute(attempts, taskOf, order)
-	facts := status.Facts{Attempts: map[string][]status.Attempt{}}
+	facts := status.Facts{Attempts: map[string][]status.Attempt{}, Roles: roles.Roles}
 	for i := 0; i < len(attempts); {
 		j := i
 		for j < len(attempts) && taskOf[j] == taskOf[i] {

@@ -229,7 +229,11 @@ func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []ses
 		r := &recs[i]
 		s := &r.Session
 		if !s.IsAttempt() {
-			// planner and reviewer runs never decide a task's status
+			// planner and reviewer runs never decide a task's status; a
+			// live one says the task is being planned or reviewed
+			if live, _ := Liveness(*r, here, now); live || answering(r, here, now) {
+				addRole(&f, r)
+			}
 			continue
 		}
 		a := attemptOf(r, here, now)
@@ -243,6 +247,35 @@ func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []ses
 		f.Attempts[s.Task] = append(got, a)
 	}
 	return f, nil
+}
+
+// answering reports whether the process of a planner's or reviewer's run
+// that has ended is still alive here: it records the answer (the plan's
+// children, the verdict) after the run's outcome, so until it exits the
+// decision is still being made. Only runs that ended in the last
+// answerWindow are looked at: one process check each, not one per run
+// ever made.
+func answering(r *sessions.Record, here Here, now time.Time) bool {
+	s := &r.Session
+	return r.Outcome != nil && now.Sub(r.Outcome.Finished) < answerWindow && here.Judges(*s) && s.Pid > 0 &&
+		launch.Alive(s.Pid, s.PidStart)
+}
+
+// answerWindow bounds how long after its outcome a planner's or reviewer's
+// process is taken to be recording its answer.
+const answerWindow = 10 * time.Minute
+
+// addRole notes a live planner's or reviewer's run in f (the latest one
+// of its task wins).
+func addRole(f *status.Facts, r *sessions.Record) {
+	s := &r.Session
+	if s.Role != sessions.RolePlanner && s.Role != sessions.RoleReviewer {
+		return
+	}
+	if f.Roles == nil {
+		f.Roles = map[string]status.RoleRun{}
+	}
+	f.Roles[s.Task] = status.RoleRun{Role: s.Role, Agent: s.Agent, Session: s.ID}
 }
 
 // attemptOf is the resolver's fact of one attempt, but for Merged.

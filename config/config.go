@@ -64,6 +64,7 @@ var Settings = []Setting{
 	{"remote", "AGENTMINE_REMOTE", "agentmine.remote", "remote used by sync", `"origin" if it exists, else none`},
 	{"isolation", "AGENTMINE_ISOLATION", "agentmine.isolation", "isolation level of workers whose agent sets none: none, landlock, seatbelt, bwrap, clone or auto", "auto (seatbelt on macOS, landlock where the kernel has it, else none)"},
 	{"max_workers", "AGENTMINE_MAX_WORKERS", "agentmine.maxWorkers", "workers `run` keeps running at once when --parallel is not given", "2"},
+	{"replan_after", "AGENTMINE_REPLAN_AFTER", "agentmine.replanAfter", "failed attempts of a task in a row after which `run` asks the planner before the next one, when --replan-after is not given (0: never)", "2"},
 	{"memory_categories", "AGENTMINE_MEMORY_CATEGORIES", "agentmine.memoryCategories", "memory categories a memory may take (comma-separated); others only when asked for, or once a memory uses them", DefaultMemoryCategories},
 }
 
@@ -77,6 +78,7 @@ const (
 	DefaultClient       = "claude-code"
 	DefaultIsolation    = "auto"
 	DefaultMaxWorkers   = 2
+	DefaultReplanAfter  = 2
 	// DefaultMemoryCategories is the memory_categories setting's default.
 	DefaultMemoryCategories = "architecture,tooling,convention,rule,domain,decision"
 )
@@ -102,6 +104,9 @@ type Config struct {
 	// MaxWorkers is how many workers `run` keeps running at once by
 	// default (at least 1).
 	MaxWorkers int
+	// ReplanAfter is how many failed attempts of a task in a row make `run`
+	// ask the planner before the next one (0: never).
+	ReplanAfter int
 	// MemoryCategories are the memory categories a memory may take
 	// without starting a new one (lower case, each one word).
 	MemoryCategories []string
@@ -144,6 +149,8 @@ func (c Config) Value(key string) string {
 		return c.Isolation
 	case "max_workers":
 		return strconv.Itoa(c.MaxWorkers)
+	case "replan_after":
+		return strconv.Itoa(c.ReplanAfter)
 	case "memory_categories":
 		return strings.Join(c.MemoryCategories, ",")
 	}
@@ -178,6 +185,7 @@ type fileConfig struct {
 	Remote       *string       `toml:"remote"`
 	Isolation    *string       `toml:"isolation"`
 	MaxWorkers   *int64        `toml:"max_workers"`
+	ReplanAfter  *int64        `toml:"replan_after"`
 	// MemoryCategories is an array of names or one comma-separated string.
 	MemoryCategories *listText `toml:"memory_categories"`
 }
@@ -222,6 +230,8 @@ func (f fileConfig) get(key string) (string, bool) {
 		return s(f.Isolation)
 	case "max_workers":
 		return n(f.MaxWorkers)
+	case "replan_after":
+		return n(f.ReplanAfter)
 	case "memory_categories":
 		if f.MemoryCategories == nil {
 			return "", false
@@ -420,6 +430,8 @@ func fallback(o Options, key string) (raw string, src Source, origin string) {
 		return DefaultIsolation, FromDefault, "default"
 	case "max_workers":
 		return strconv.Itoa(DefaultMaxWorkers), FromDefault, "default"
+	case "replan_after":
+		return strconv.Itoa(DefaultReplanAfter), FromDefault, "default"
 	case "memory_categories":
 		return DefaultMemoryCategories, FromDefault, "default"
 	}
@@ -498,6 +510,12 @@ func (c *Config) set(key, raw string) error {
 			return fmt.Errorf("invalid max_workers %q: want a whole number, at least 1", raw)
 		}
 		c.MaxWorkers = n
+	case "replan_after":
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 0 {
+			return fmt.Errorf("invalid replan_after %q: want a whole number, 0 (never) or more", raw)
+		}
+		c.ReplanAfter = n
 	case "remote":
 		if strings.ContainsAny(raw, " \t\r\n") {
 			return fmt.Errorf("invalid remote %q", raw)

@@ -29,7 +29,7 @@ func NewTask(b *board.Board, id string) TaskJSON {
 		Parent: t.Parent, BlockedBy: nonNil(t.BlockedBy), Labels: nonNil(t.Labels), Assignee: t.Assignee,
 		DoD: nonNil(t.DoD), Base: t.Base, Acceptance: nonNil(t.Acceptance), Created: t.Created, Updated: t.Updated,
 		Cancelled: t.Cancelled, Reopened: t.Reopened, Exhausted: t.Exhausted, Commit: e.Commit, Session: r.Session, Criteria: criteria(t),
-		MaxLoops: t.MaxLoops, Children: r.Children}
+		MaxLoops: t.MaxLoops, Paths: t.Paths, BestOf: t.BestOf, Children: r.Children}
 }
 
 func criteria(t tasks.Task) []Criterion {
@@ -208,7 +208,7 @@ func NewBoard(b *board.Board, failures int, now time.Time) BoardJSON {
 			j.Blocked++
 		}
 		switch r.Status {
-		case status.Review:
+		case status.Review, status.Reviewing:
 			tj := NewTask(b, id)
 			tj.Usage = usage[id]
 			j.Review = append(j.Review, tj)

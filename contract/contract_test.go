@@ -24,7 +24,7 @@ func TestTaskFilterCheck(t *testing.T) {
 	if !strings.HasSuffix(hint, ", ready, blocked") {
 		t.Errorf("hint %q does not end with the attributes ready and blocked", hint)
 	}
-	for _, f := range []TaskFilter{{Type: "epic"}, {Priority: "urgent"}} {
+	for _, f := range []TaskFilter{{Type: "saga"}, {Priority: "urgent"}} {
 		if err := f.Check(); exitcode.Of(err) != exitcode.Usage {
 			t.Errorf("%+v: %v, want a usage error", f, err)
 		}

@@ -10,6 +10,7 @@ package contract
 import (
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/bestof"
 	"github.com/git-agentmine/git-agentmine/memory"
 	"github.com/git-agentmine/git-agentmine/merge"
 	"github.com/git-agentmine/git-agentmine/sessions"
@@ -42,6 +43,11 @@ type TaskJSON struct {
 	Criteria []Criterion `json:"criteria"`
 	// MaxLoops is the task's own attempt limit (0: the run's --max-loops).
 	MaxLoops int `json:"max_loops,omitempty"`
+	// BestOf is the task's own best-of setting (0: the run's --best-of).
+	BestOf int `json:"best_of,omitempty"`
+	// Paths are the paths the task expects to change (absent: none
+	// declared).
+	Paths []string `json:"paths,omitempty"`
 	// Children is the roll-up of a task with children: done of total
 	// (cancelled ones left out), and the exhausted ones.
 	Children  *status.Progress `json:"children,omitempty"`
@@ -58,6 +64,9 @@ type TaskJSON struct {
 	// Review is the review of the session that decided the status (task
 	// show only); nil when it was not reviewed.
 	Review *sessions.Review `json:"review,omitempty"`
+	// Rounds lists the task's best-of rounds, each with its attempts and,
+	// once decided, the comparison and the choice (task show only).
+	Rounds []bestof.Round `json:"best_of_rounds,omitempty"`
 	// BlockedByCancelled lists the blockers that are cancelled: the task
 	// waits on them forever until they are removed from it or reopened.
 	BlockedByCancelled []string `json:"blocked_by_cancelled,omitempty"`

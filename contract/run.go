@@ -43,6 +43,9 @@ type RunTaskRowJSON struct {
 	Status   string `json:"status"`
 	Reason   string `json:"reason"`
 	Attempts int    `json:"attempts"`
+	// Waiting says why a ready target is not started: its declared paths
+	// overlap those of a target that holds them (pipeline.OverlapWaits).
+	Waiting *pipeline.Overlap `json:"waiting,omitempty"`
 }
 
 // NewRunStatus is run r as the board b says of its targets (b nil: the
@@ -59,6 +62,10 @@ func NewRunStatus(r pipeline.Record, b *board.Board) RunStatusJSON {
 	}
 	if b == nil {
 		return j
+	}
+	var waits map[string]pipeline.Overlap
+	if r.Ended == nil {
+		waits = pipeline.OverlapWaits(b, r) // an ended run starts nothing
 	}
 	for _, id := range r.Targets {
 		e, ok := b.Tasks.Tasks[id]
@@ -82,7 +89,11 @@ func NewRunStatus(r pipeline.Record, b *board.Board) RunStatusJSON {
 			}
 		}
 		j.Attempts += n
-		j.Tasks = append(j.Tasks, RunTaskRowJSON{Task: id, Title: e.Task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: n})
+		row := RunTaskRowJSON{Task: id, Title: e.Task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: n}
+		if o, ok := waits[id]; ok {
+			row.Waiting = &o
+		}
+		j.Tasks = append(j.Tasks, row)
 	}
 	u := pipeline.UsageOf(b, r)
 	j.Usage = &u

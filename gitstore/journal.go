@@ -136,16 +136,47 @@ func (s *Store) RecordCheckout(dir, from, to string) {
 // JournalWorktreeAdd) or remove (JournalWorktreeRemove) the worktree at dir,
 // so that the supervisors of workers running next to it can excuse what
 // their watchers see of it.
+//
+// A supervisor that registers after the line was told to the witnesses
+// and starts watching before the worktree is made or gone sees the change
+// without having heard of it: use BeginWorktree where the change follows
+// at once.
 func (s *Store) RecordWorktree(op, dir string) {
 	s.appendJournal(slices.Values([]JournalEntry{{Op: op, Checkout: dir}}))
+}
+
+// BeginWorktree records, as RecordWorktree does, that agentmine is about
+// to create or remove the worktree at dir, and holds the witness lock
+// shared until the returned function is called, once the worktree is made
+// or gone: a supervisor registering meanwhile waits for it (as it waits
+// for a ref transaction), so either its witness heard the line or its
+// watcher starts after the change.
+//
+// The wait is bounded (witnessLockWait), so end also tells the line to
+// the witnesses of the supervisors that registered since (a supervisor
+// registers before it watches: every one that may have seen the change is
+// among them). Only a supervisor that registered past the bound and
+// stopped its watch between the change and end may still hold the change
+// against its worker.
+func (s *Store) BeginWorktree(op, dir string) (end func()) {
+	unlock := s.lockWitness(unix.LOCK_SH)
+	lines, told := s.appendJournal(slices.Values([]JournalEntry{{Op: op, Checkout: dir}}))
+	return func() {
+		if lines != nil {
+			s.tellWitnesses(lines, told)
+		}
+		unlock()
+	}
 }
 
 // appendJournal stamps the entries and appends them to the journal, whole
 // lines journalChunk bytes at a time: a transaction of thousands of refs
 // never holds all of its lines. O_APPEND makes each write land whole at the
 // end of the file; lines of another writer may come between two of them,
-// which readers, reading line by line, do not mind. No entry, no file.
-func (s *Store) appendJournal(entries iter.Seq[JournalEntry]) {
+// which readers, reading line by line, do not mind. No entry, no file. It
+// returns the lines it told the witnesses and the witnesses that heard
+// them (nil when it wrote nothing).
+func (s *Store) appendJournal(entries iter.Seq[JournalEntry]) (lines []byte, told map[string]bool) {
 	var (
 		f            *os.File
 		b            []byte
@@ -174,7 +205,7 @@ func (s *Store) appendJournal(entries iter.Seq[JournalEntry]) {
 			var err error
 			if f, err = openRotating(s.journalPath(), JournalMaxBytes); err != nil {
 				s.journalWarn(err)
-				return
+				return nil, nil
 			}
 			defer f.Close()
 			now, pid, session, cmd = time.Now().UTC(), os.Getpid(), s.onBehalf(), commandLine()
@@ -186,7 +217,7 @@ func (s *Store) appendJournal(entries iter.Seq[JournalEntry]) {
 		line, err := json.Marshal(e)
 		if err != nil {
 			s.journalWarn(err)
-			return
+			return nil, nil
 		}
 		b = append(b, line...)
 		b = append(b, '\n')
@@ -194,10 +225,11 @@ func (s *Store) appendJournal(entries iter.Seq[JournalEntry]) {
 			flush()
 		}
 	}
-	if f != nil {
-		flush()
-		s.tellWitnesses(all)
+	if f == nil {
+		return nil, nil
 	}
+	flush()
+	return all, s.tellWitnesses(all, nil)
 }
 
 // journalChunk is about how many bytes of journal lines go out in one

@@ -91,12 +91,14 @@ func (s *Store) lockWitness(how int) func() {
 }
 
 // tellWitnesses hands the journal lines b to the witness of every
-// registered supervisor and waits for each answer. Failures are silent:
+// registered supervisor but those in skip, and waits for each answer. It
+// returns the witnesses (by address) that answered. Failures are silent:
 // a witness that did not hear a write holds it against its worker.
-func (s *Store) tellWitnesses(b []byte) {
+func (s *Store) tellWitnesses(b []byte, skip map[string]bool) map[string]bool {
+	told := map[string]bool{}
 	ents, err := os.ReadDir(s.supervisorsDir())
 	if err != nil {
-		return
+		return told
 	}
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -111,22 +113,28 @@ func (s *Store) tellWitnesses(b []byte) {
 		if _, err := fmt.Sscan(string(data), &start); err != nil {
 			continue
 		}
-		tell(witnessAddr(s.loc.CommonDir, pid, start), b)
+		addr := witnessAddr(s.loc.CommonDir, pid, start)
+		if !skip[addr] && tell(addr, b) {
+			told[addr] = true
+		}
 	}
+	return told
 }
 
-func tell(addr string, b []byte) {
+// tell hands b to the witness at addr and reports whether it answered.
+func tell(addr string, b []byte) bool {
 	c, err := net.DialTimeout("unix", addr, witnessTimeout)
 	if err != nil {
-		return
+		return false
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(witnessTimeout))
 	if _, err := c.Write(b); err != nil {
-		return
+		return false
 	}
 	c.(*net.UnixConn).CloseWrite()
-	io.Copy(io.Discard, io.LimitReader(c, 64))
+	got, _ := io.ReadAll(io.LimitReader(c, 64))
+	return len(got) > 0
 }
 
 // Registration is a supervisor's registration (Supervise): its file under

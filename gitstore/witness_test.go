@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 // TestWitnessBelievesOnlyLiveAgentmineProcesses: a supervisor's witness
@@ -101,5 +103,38 @@ func TestWitnessNoticesTheRegistrationVanish(t *testing.T) {
 				t.Errorf("not noticed: %q", why)
 			}
 		})
+	}
+}
+
+// TestBeginWorktreeTellsLateSupervisors: a supervisor that registers while
+// a worktree change holds the witness lock waits; once it stops waiting
+// (the bound) and registers, it has not heard of the change, and the end
+// of the change tells it, as agentmine's own line, once.
+func TestBeginWorktreeTellsLateSupervisors(t *testing.T) {
+	gittest.SkipShort(t, "waits out the witness lock (witnessLockWait)")
+	dir, st := journalRepo(t)
+	wt := filepath.Join(dir, "wt")
+	end := st.BeginWorktree(JournalWorktreeRemove, wt)
+	reg, unlock, err := st.Supervise(context.Background(), "s-late")
+	if err != nil {
+		end()
+		t.Fatal(err)
+	}
+	unlock()
+	defer reg.Release()
+	count := func() (n int) {
+		for _, e := range reg.Witnessed() {
+			if e.Op == JournalWorktreeRemove && e.Checkout == wt && e.Own() {
+				n++
+			}
+		}
+		return n
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("heard the line %d times before it was told", n)
+	}
+	end()
+	if n := count(); n != 1 {
+		t.Fatalf("heard the line %d times once the change ended, want 1", n)
 	}
 }

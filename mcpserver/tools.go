@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/git-agentmine/git-agentmine/bestof"
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -30,8 +31,8 @@ type ContextArgs struct {
 
 // TaskListArgs are task_list's arguments: task list's filters.
 type TaskListArgs struct {
-	Status   string `json:"status,omitempty" jsonschema:"only tasks with this status: open, in_progress, review, dod_failed, failed, tainted, done, cancelled, ready or blocked"`
-	Type     string `json:"type,omitempty" jsonschema:"only tasks of this type: task, feature, bug, refactor, docs, test or chore"`
+	Status   string `json:"status,omitempty" jsonschema:"only tasks with this status: open, planning, in_progress, reviewing, review, dod_failed, failed, tainted, done, cancelled, ready or blocked"`
+	Type     string `json:"type,omitempty" jsonschema:"only tasks of this type: task, feature, bug, refactor, docs, test, chore or epic"`
 	Priority string `json:"priority,omitempty" jsonschema:"only tasks of this priority: low, medium, high or critical"`
 	Label    string `json:"label,omitempty" jsonschema:"only tasks with this label"`
 	Assignee string `json:"assignee,omitempty" jsonschema:"only tasks assigned to this agent or person"`
@@ -53,7 +54,7 @@ type TaskIDArgs struct {
 type TaskCreateArgs struct {
 	Title       string   `json:"title" jsonschema:"one-line title"`
 	Description string   `json:"description,omitempty" jsonschema:"description (Markdown)"`
-	Type        string   `json:"type,omitempty" jsonschema:"task (default), feature, bug, refactor, docs, test or chore"`
+	Type        string   `json:"type,omitempty" jsonschema:"task (default), feature, bug, refactor, docs, test, chore or epic"`
 	Priority    string   `json:"priority,omitempty" jsonschema:"low, medium (default), high or critical"`
 	Parent      string   `json:"parent,omitempty" jsonschema:"parent task id"`
 	BlockedBy   []string `json:"blocked_by,omitempty" jsonschema:"tasks that must be done first (ids)"`
@@ -62,6 +63,8 @@ type TaskCreateArgs struct {
 	DoD         []string `json:"dod,omitempty" jsonschema:"Definition-of-Done shell commands; they replace the agent's"`
 	Base        string   `json:"base,omitempty" jsonschema:"base ref for the task's branches (default: the project's)"`
 	Acceptance  []string `json:"acceptance,omitempty" jsonschema:"acceptance criteria"`
+	Paths       []string `json:"paths,omitempty" jsonschema:"paths the task expects to change (globs such as src/auth/**): run never runs two tasks at once whose paths overlap"`
+	BestOf      int      `json:"best_of,omitempty" jsonschema:"attempts run starts at once for this task (1 to 10), of which one that passed is merged (default: the run's --best-of)"`
 }
 
 // TaskUpdateArgs are task_update's arguments: task update's. An argument
@@ -81,6 +84,8 @@ type TaskUpdateArgs struct {
 	RemoveBlockedBy []string  `json:"remove_blocked_by,omitempty" jsonschema:"blockers to remove (ids)"`
 	DoD             *[]string `json:"dod,omitempty" jsonschema:"replace the DoD commands ([] removes them: the agent's apply again)"`
 	Acceptance      *[]string `json:"acceptance,omitempty" jsonschema:"replace the acceptance criteria"`
+	Paths           *[]string `json:"paths,omitempty" jsonschema:"replace the paths the task expects to change ([] removes them)"`
+	BestOf          *int      `json:"best_of,omitempty" jsonschema:"attempts run starts at once for this task (0: the run's --best-of)"`
 }
 
 // TaskCancelArgs are task_cancel's arguments.
@@ -321,7 +326,17 @@ func (s *Server) showTask(c *call, prefix string) (contract.TaskJSON, error) {
 	if err != nil {
 		return contract.TaskJSON{}, err
 	}
-	return contract.NewTaskDetail(b, id, time.Now()), nil
+	j := contract.NewTaskDetail(b, id, time.Now())
+	st, err := c.store()
+	if err != nil {
+		return contract.TaskJSON{}, err
+	}
+	rounds, _, err := bestof.Get(c.ctx, st, id)
+	if err != nil {
+		return contract.TaskJSON{}, err
+	}
+	j.Rounds = rounds.Rounds
+	return j, nil
 }
 
 func (s *Server) taskShow(c *call, in TaskIDArgs) (contract.TaskJSON, error) {
@@ -335,7 +350,7 @@ func (s *Server) taskCreate(c *call, in TaskCreateArgs) (contract.TaskJSON, erro
 	}
 	t, err := tasks.Add(c.ctx, st, tasks.New{Title: in.Title, Description: in.Description, Type: in.Type,
 		Priority: in.Priority, Parent: in.Parent, BlockedBy: in.BlockedBy, Labels: in.Labels, Assignee: in.Assignee,
-		DoD: in.DoD, Base: in.Base, Acceptance: in.Acceptance})
+		DoD: in.DoD, Base: in.Base, Acceptance: in.Acceptance, Paths: in.Paths, BestOf: in.BestOf})
 	if err != nil {
 		return contract.TaskJSON{}, err
 	}
@@ -350,7 +365,7 @@ func (s *Server) taskUpdate(c *call, in TaskUpdateArgs) (contract.TaskJSON, erro
 	t, _, err := tasks.Update(c.ctx, st, in.ID, tasks.Patch{Title: in.Title, Description: in.Description,
 		Type: in.Type, Priority: in.Priority, Assignee: in.Assignee, Parent: in.Parent, Base: in.Base,
 		AddLabels: in.AddLabels, RemoveLabels: in.RemoveLabels, AddBlockedBy: in.AddBlockedBy,
-		RemoveBlockedBy: in.RemoveBlockedBy, DoD: in.DoD, Acceptance: in.Acceptance})
+		RemoveBlockedBy: in.RemoveBlockedBy, DoD: in.DoD, Acceptance: in.Acceptance, Paths: in.Paths, BestOf: in.BestOf})
 	if err != nil {
 		return contract.TaskJSON{}, err
 	}

@@ -258,6 +258,38 @@ type planned struct {
 // DefaultStatus; missing stamps are now. A related task given as a full id
 // is kept even if this clone lacks the task; a prefix must resolve.
 func Import(ctx context.Context, st *gitstore.Store, dir string) ([]ImportResult, error) {
+	files, err := markdownFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	bank, err := Load(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	im := importer{ctx: ctx, st: st, bank: bank, seen: map[string]string{}}
+	var plan []planned
+	for _, rel := range files {
+		pl, err := im.plan(dir, rel)
+		if err != nil {
+			return nil, err
+		}
+		plan = append(plan, pl)
+	}
+	now := Stamp(gitstore.Stamp(st))
+	var out []ImportResult
+	for _, pl := range plan {
+		res, err := importOne(ctx, st, pl, now)
+		if err != nil {
+			return out, fmt.Errorf("importing %s: %w", pl.path, err)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// markdownFiles lists the .md files under dir, slash-separated and
+// relative to dir, in order.
+func markdownFiles(dir string) ([]string, error) {
 	fi, err := os.Stat(dir)
 	if err != nil || !fi.IsDir() {
 		return nil, exitcode.New(exitcode.NotFound, fmt.Errorf("import directory %s does not exist", dir), "")
@@ -280,119 +312,134 @@ func Import(ctx context.Context, st *gitstore.Store, dir string) ([]ImportResult
 		return nil, fmt.Errorf("reading import directory: %w", err)
 	}
 	sort.Strings(files)
-	bank, err := Load(ctx, st)
+	return files, nil
+}
+
+// importer checks the files of one import before any is written.
+type importer struct {
+	ctx  context.Context
+	st   *gitstore.Store
+	bank *Bank
+	// seen maps each id given in a file to that file.
+	seen map[string]string
+	// taskIDs are the task ids, read once when a file names a short one.
+	taskIDs []string
+}
+
+// plan reads and checks the file rel of dir.
+func (im *importer) plan(dir, rel string) (planned, error) {
+	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
 	if err != nil {
-		return nil, err
+		return planned{}, fmt.Errorf("reading %s: %w", rel, err)
 	}
-	now := Stamp(gitstore.Stamp(st))
-	seen := map[string]string{}
-	var plan []planned
-	var taskIDs []string
-	for _, rel := range files {
-		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	p, err := Parse(rel, data)
+	if err != nil {
+		return planned{}, err
+	}
+	m := p.Memory
+	bad := func(format string, a ...any) error {
+		return exitcode.New(exitcode.Usage, fmt.Errorf("%s: %s", rel, fmt.Sprintf(format, a...)), "")
+	}
+	if !p.Has["category"] {
+		d := path.Dir(rel)
+		if d == "." || strings.Contains(d, "/") {
+			return planned{}, bad("no category (give one in the front matter, or put the file in a <category>/ directory)")
+		}
+		if m.Category, err = ValidateCategory(d); err != nil {
+			return planned{}, bad("%v", err)
+		}
+	}
+	if err := validateImported(&m); err != nil {
+		return planned{}, bad("%v", err)
+	}
+	if m.Task != "" && !ValidFullID(m.Task) {
+		if im.taskIDs == nil {
+			if im.taskIDs, err = im.st.IDs(im.ctx, tasks.Kind); err != nil {
+				return planned{}, err
+			}
+		}
+		id, err := gitstore.ResolveIn(tasks.Kind, im.taskIDs, m.Task)
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", rel, err)
+			return planned{}, bad("related task: %v", err)
 		}
-		p, err := Parse(rel, data)
+		m.Task = id
+	}
+	exists := false
+	if m.ID != "" {
+		if other, dup := im.seen[m.ID]; dup {
+			return planned{}, bad("id %s is also used by %s", m.ID, other)
+		}
+		im.seen[m.ID] = rel
+		if _, ok := im.bank.Short[m.ID]; ok {
+			if _, readable := im.bank.Memories[m.ID]; !readable {
+				return planned{}, exitcode.New(exitcode.State, fmt.Errorf("%s: %w", rel, &gitstore.UnreadableError{Noun: Kind.Noun, ID: m.ID, Err: im.bank.ProblemFor(Kind, m.ID)}), "")
+			}
+			exists = true
+		}
+	}
+	m.V = SchemaVersion
+	m.normalize()
+	return planned{path: rel, m: m, has: p.Has, exists: exists}, nil
+}
+
+// validateImported checks and normalises the title, summary, status and
+// tags of an imported memory.
+func validateImported(m *Memory) error {
+	var err error
+	if m.Title, err = ValidateTitle(m.Title); err != nil {
+		return err
+	}
+	m.Summary = NormalizeSummary(m.Summary)
+	if m.Status == "" {
+		m.Status = DefaultStatus
+	}
+	if err := ValidateStatus(m.Status); err != nil {
+		return err
+	}
+	for _, t := range m.Tags {
+		if err := ValidateTag(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// importOne writes one checked file: an update of the memory with its id,
+// or a new memory stamped now where the file gives no times.
+func importOne(ctx context.Context, st *gitstore.Store, pl planned, now Stamp) (ImportResult, error) {
+	m := pl.m
+	if pl.exists {
+		mm, changed, err := apply(ctx, st, m.ID, "memory import", func(cur *Memory) {
+			created, updated := cur.Created, cur.Updated
+			*cur = m
+			cur.Created, cur.Updated = created, updated
+		})
 		if err != nil {
-			return nil, err
+			return ImportResult{}, err
 		}
-		m := p.Memory
-		bad := func(format string, a ...any) error {
-			return exitcode.New(exitcode.Usage, fmt.Errorf("%s: %s", rel, fmt.Sprintf(format, a...)), "")
+		action := "unchanged"
+		if changed {
+			action = "updated"
 		}
-		if !p.Has["category"] {
-			d := path.Dir(rel)
-			if d == "." || strings.Contains(d, "/") {
-				return nil, bad("no category (give one in the front matter, or put the file in a <category>/ directory)")
-			}
-			if m.Category, err = ValidateCategory(d); err != nil {
-				return nil, bad("%v", err)
-			}
-		}
-		if m.Title, err = ValidateTitle(m.Title); err != nil {
-			return nil, bad("%v", err)
-		}
-		m.Summary = NormalizeSummary(m.Summary)
-		if m.Status == "" {
-			m.Status = DefaultStatus
-		}
-		if err := ValidateStatus(m.Status); err != nil {
-			return nil, bad("%v", err)
-		}
-		for _, t := range m.Tags {
-			if err := ValidateTag(t); err != nil {
-				return nil, bad("%v", err)
-			}
-		}
-		if m.Task != "" && !ValidFullID(m.Task) {
-			if taskIDs == nil {
-				if taskIDs, err = st.IDs(ctx, tasks.Kind); err != nil {
-					return nil, err
-				}
-			}
-			id, err := gitstore.ResolveIn(tasks.Kind, taskIDs, m.Task)
-			if err != nil {
-				return nil, bad("related task: %v", err)
-			}
-			m.Task = id
-		}
-		exists := false
-		if m.ID != "" {
-			if other, dup := seen[m.ID]; dup {
-				return nil, bad("id %s is also used by %s", m.ID, other)
-			}
-			seen[m.ID] = rel
-			if _, ok := bank.Short[m.ID]; ok {
-				if _, readable := bank.Memories[m.ID]; !readable {
-					return nil, exitcode.New(exitcode.State, fmt.Errorf("%s: %w", rel, &gitstore.UnreadableError{Noun: Kind.Noun, ID: m.ID, Err: bank.ProblemFor(Kind, m.ID)}), "")
-				}
-				exists = true
-			}
-		}
-		m.V = SchemaVersion
-		m.normalize()
-		plan = append(plan, planned{path: rel, m: m, has: p.Has, exists: exists})
+		return ImportResult{Path: pl.path, ID: mm.ID, Action: action}, nil
 	}
-	var out []ImportResult
-	for _, pl := range plan {
-		m := pl.m
-		switch {
-		case pl.exists:
-			mm, changed, err := apply(ctx, st, m.ID, "memory import", func(cur *Memory) {
-				created, updated := cur.Created, cur.Updated
-				*cur = m
-				cur.Created, cur.Updated = created, updated
-			})
-			if err != nil {
-				return out, fmt.Errorf("importing %s: %w", pl.path, err)
-			}
-			action := "unchanged"
-			if changed {
-				action = "updated"
-			}
-			out = append(out, ImportResult{Path: pl.path, ID: mm.ID, Action: action})
-		default:
-			if m.ID == "" {
-				m.ID = gitstore.NewID()
-			}
-			if !pl.has["created"] {
-				m.Created.Time = now.Time
-			}
-			if !pl.has["created_by"] {
-				m.Created.Author = now.Author
-			}
-			if !pl.has["updated"] {
-				m.Updated.Time = now.Time
-			}
-			if !pl.has["updated_by"] {
-				m.Updated.Author = now.Author
-			}
-			if err := create(ctx, st, m, "memory import: "+m.Title); err != nil {
-				return out, fmt.Errorf("importing %s: %w", pl.path, err)
-			}
-			out = append(out, ImportResult{Path: pl.path, ID: m.ID, Action: "created"})
-		}
+	if m.ID == "" {
+		m.ID = gitstore.NewID()
 	}
-	return out, nil
+	if !pl.has["created"] {
+		m.Created.Time = now.Time
+	}
+	if !pl.has["created_by"] {
+		m.Created.Author = now.Author
+	}
+	if !pl.has["updated"] {
+		m.Updated.Time = now.Time
+	}
+	if !pl.has["updated_by"] {
+		m.Updated.Author = now.Author
+	}
+	if err := create(ctx, st, m, "memory import: "+m.Title); err != nil {
+		return ImportResult{}, err
+	}
+	return ImportResult{Path: pl.path, ID: m.ID, Action: "created"}, nil
 }

@@ -66,6 +66,64 @@ func Render(m Memory) []byte {
 	return b.Bytes()
 }
 
+// setFrontKey sets the field of front-matter key k to the value v, read
+// at loc (file:line).
+func setFrontKey(m *Memory, k, v, loc string) error {
+	bad := func(format string, a ...any) error {
+		return exitcode.New(exitcode.Usage, fmt.Errorf("%s: %s", loc, fmt.Sprintf(format, a...)), "")
+	}
+	var err error
+	switch k {
+	case "v":
+		m.V, err = strconv.Atoi(scalar(v))
+		if err != nil {
+			return bad("v must be a number, got %s", v)
+		}
+		if m.V > SchemaVersion {
+			return exitcode.New(exitcode.Usage, fmt.Errorf("%s: schema version %d is newer than this binary understands (%d)", loc, m.V, SchemaVersion), "upgrade git-agentmine")
+		}
+		if m.V < 1 {
+			return bad("invalid schema version %d", m.V)
+		}
+	case "id":
+		m.ID = strings.ToLower(scalar(v))
+		if m.ID != "" && !ValidFullID(m.ID) {
+			return bad("malformed id %q: want %d hex digits", m.ID, gitstore.IDLen)
+		}
+	case "category":
+		if m.Category, err = ValidateCategory(scalar(v)); err != nil {
+			return bad("%v", err)
+		}
+	case "title":
+		m.Title = scalar(v)
+	case "summary":
+		m.Summary = scalar(v)
+	case "status":
+		m.Status = scalar(v)
+	case "task":
+		m.Task = strings.ToLower(scalar(v))
+	case "tags":
+		if m.Tags, err = list(v); err != nil {
+			return bad("tags: %v", err)
+		}
+	case "created", "updated":
+		t, err := time.Parse(time.RFC3339, scalar(v))
+		if err != nil {
+			return bad("%s: want an RFC 3339 time, got %s", k, v)
+		}
+		if k == "created" {
+			m.Created.Time = t.UTC()
+		} else {
+			m.Updated.Time = t.UTC()
+		}
+	case "created_by":
+		m.Created.Author = scalar(v)
+	case "updated_by":
+		m.Updated.Author = scalar(v)
+	}
+	return nil
+}
+
 // Parsed is a memory read from its Markdown form, with which keys were
 // present (so an import can tell "absent" from "empty").
 type Parsed struct {
@@ -122,54 +180,8 @@ func Parse(name string, data []byte) (Parsed, error) {
 			return Parsed{}, bad(lineNo, "duplicate key %q", k)
 		}
 		p.Has[k] = true
-		var err error
-		switch k {
-		case "v":
-			m.V, err = strconv.Atoi(scalar(v))
-			if err != nil {
-				return Parsed{}, bad(lineNo, "v must be a number, got %s", v)
-			}
-			if m.V > SchemaVersion {
-				return Parsed{}, exitcode.New(exitcode.Usage, fmt.Errorf("%s:%d: schema version %d is newer than this binary understands (%d)", name, lineNo, m.V, SchemaVersion), "upgrade git-agentmine")
-			}
-			if m.V < 1 {
-				return Parsed{}, bad(lineNo, "invalid schema version %d", m.V)
-			}
-		case "id":
-			m.ID = strings.ToLower(scalar(v))
-			if m.ID != "" && !ValidFullID(m.ID) {
-				return Parsed{}, bad(lineNo, "malformed id %q: want %d hex digits", m.ID, gitstore.IDLen)
-			}
-		case "category":
-			if m.Category, err = ValidateCategory(scalar(v)); err != nil {
-				return Parsed{}, bad(lineNo, "%v", err)
-			}
-		case "title":
-			m.Title = scalar(v)
-		case "summary":
-			m.Summary = scalar(v)
-		case "status":
-			m.Status = scalar(v)
-		case "task":
-			m.Task = strings.ToLower(scalar(v))
-		case "tags":
-			if m.Tags, err = list(v); err != nil {
-				return Parsed{}, bad(lineNo, "tags: %v", err)
-			}
-		case "created", "updated":
-			t, err := time.Parse(time.RFC3339, scalar(v))
-			if err != nil {
-				return Parsed{}, bad(lineNo, "%s: want an RFC 3339 time, got %s", k, v)
-			}
-			if k == "created" {
-				m.Created.Time = t.UTC()
-			} else {
-				m.Updated.Time = t.UTC()
-			}
-		case "created_by":
-			m.Created.Author = scalar(v)
-		case "updated_by":
-			m.Updated.Author = scalar(v)
+		if err := setFrontKey(m, k, v, fmt.Sprintf("%s:%d", name, lineNo)); err != nil {
+			return Parsed{}, err
 		}
 	}
 	if !closed {

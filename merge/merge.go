@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/bestof"
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitcmd"
@@ -36,6 +37,9 @@ type Options struct {
 	AcceptMainChanges bool
 	// Attempts bounds the retries when the base moves meanwhile (default 5).
 	Attempts int
+	// Session, when set, merges that session of the task (a best-of
+	// round's winner) rather than its latest.
+	Session string
 	// beforeUpdate, when set (tests), runs between computing the merge and
 	// the ref update, to simulate a base that moves meanwhile.
 	beforeUpdate func()
@@ -170,6 +174,16 @@ func Task(ctx context.Context, st *gitstore.Store, defaultBase, prefix string, o
 	}
 	short := b.Tasks.ShortID(tid)
 	rec, ok := b.Latest(tid)
+	if o.Session == "" && ok {
+		// The latest attempt of a decided best-of round: its winner is
+		// what the round offers to merge.
+		if o.Session, err = winnerOf(ctx, st, tid, rec.Session.ID); err != nil {
+			return Result{}, err
+		}
+	}
+	if o.Session != "" {
+		rec, ok = sessionOf(b, tid, o.Session)
+	}
 	if !ok {
 		return Result{}, &RefusedError{Reason: ErrNoSession, Task: short, Err: fmt.Errorf("task %s has no session to merge", short)}
 	}
@@ -194,6 +208,40 @@ func Task(ctx context.Context, st *gitstore.Store, defaultBase, prefix string, o
 		ke.Task, ke.Session = short, rec.Session.ID[:8]
 	}
 	return res, err
+}
+
+// sessionOf finds session sid among the sessions of task tid.
+func sessionOf(b *board.Board, tid, sid string) (sessions.Record, bool) {
+	for _, r := range b.SessionsOf(tid) {
+		if r.Session.ID == sid {
+			return r, true
+		}
+	}
+	return sessions.Record{}, false
+}
+
+// winnerOf returns the winner of the best-of round of task tid that holds
+// session sid, "" when sid is in no round or its round has no winner.
+func winnerOf(ctx context.Context, st *gitstore.Store, tid, sid string) (string, error) {
+	rec, ok, err := bestof.Get(ctx, st, tid)
+	if err != nil || !ok {
+		return "", err
+	}
+	if i := rec.RoundOf(sid); i >= 0 && rec.Rounds[i].Decided != nil {
+		return rec.Rounds[i].Decided.Winner, nil
+	}
+	return "", nil
+}
+
+// Check asks the gate what it would say of merging rec, the latest session
+// of the task whose short id is task, with o, and merges nothing: nil when
+// the gate lets it through, else the refusal Task would return. Conflicts
+// with the base and the base's checkouts are found only by merging.
+func Check(rec sessions.Record, task string, o Options) error {
+	if _, err := gate(rec, task, o); err != nil {
+		return fmt.Errorf("not merging task %s: %w", task, err)
+	}
+	return nil
 }
 
 // gate checks the facts of the session's outcome. Changes of the main

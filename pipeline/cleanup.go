@@ -17,7 +17,10 @@ import (
 // still runs is never touched. What was removed, and what could not be,
 // goes to the run's log.
 func (s *Supervisor) cleanUp(ctx context.Context, b *board.Board, task string) {
-	res, err := s.env.Prune(ctx, b.SessionsOf(task), worker.PruneOptions{Tasks: map[string]bool{task: true}})
+	// The attempts a best-of round did not choose stay to be looked at
+	// until `worker prune` removes them.
+	recs := s.withoutLosers(ctx, task, b.SessionsOf(task))
+	res, err := s.env.Prune(ctx, recs, worker.PruneOptions{Tasks: map[string]bool{task: true}})
 	stamp := time.Now().Format("15:04:05")
 	if err != nil {
 		fmt.Fprintf(s.log, "%s task %s: cleaning up: %v\n", stamp, short(task), err)

@@ -8,6 +8,7 @@ import (
 
 // The events a run reports (one JSON object per line with --json).
 const (
+	EvPlanned   = "planned"   // a planner split a goal before any attempt; Reason counts the children
 	EvStarted   = "started"   // a worker session started (attempt 1)
 	EvRetried   = "retried"   // a worker session started for attempt 2 or later, with feedback
 	EvEnded     = "ended"     // a worker session ended; Status is the task's status after it

@@ -7,6 +7,7 @@ import (
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/verify"
 )
 
@@ -29,6 +30,44 @@ type Feedback struct {
 	Conflicts []string
 	// DiffStat is `git diff --stat` of the previous attempt's work.
 	DiffStat string
+	// Round says how the other attempts of the previous best-of round
+	// ended, when none was chosen: one line each.
+	Round []string
+}
+
+// RetryFeedback is the feedback of attempt `attempt` (of maxLoops) of a
+// task whose derived status is res and whose latest attempt is previous
+// (nil when it has none): the status and its reason, the reviewer's NG
+// reasons when previous is the session that decided the status and was
+// reviewed NG, and the diff stat of previous's work. It is what run gives
+// the retry of a task reviewed NG; the board's "request changes" builds
+// the new attempt's feedback here too, so that its prompt carries the
+// person's comments the same way.
+func RetryFeedback(ctx context.Context, st *gitstore.Store, res status.Result, previous *sessions.Record, attempt, maxLoops int) *Feedback {
+	fb := &Feedback{Status: string(res.Status), StatusReason: res.Reason}
+	fb.addReview(res, previous)
+	fb.complete(ctx, st, previous, attempt, maxLoops)
+	return fb
+}
+
+// addReview adds the reviewer's NG reasons of l when l is the session that
+// decided res and its review is NG, and reports whether it did.
+func (f *Feedback) addReview(res status.Result, l *sessions.Record) bool {
+	if l == nil || l.Session.ID != res.Session || l.Review == nil || l.Review.OK() {
+		return false
+	}
+	f.ReviewReasons, f.FollowUp, f.Reviewer = l.Review.Reasons, l.Review.FollowUp, l.Review.Agent
+	return true
+}
+
+// complete numbers the attempt and adds the previous attempt (latest,
+// unless set already) and the stat of its diff.
+func (f *Feedback) complete(ctx context.Context, st *gitstore.Store, latest *sessions.Record, attempt, maxLoops int) {
+	f.Attempt, f.MaxLoops = attempt, maxLoops
+	if f.Previous == nil {
+		f.Previous = latest
+	}
+	f.DiffStat = diffStat(ctx, st, f.Previous)
 }
 
 // maxTail bounds each DoD output tail quoted in a prompt.
@@ -92,10 +131,18 @@ func (f Feedback) Text() string {
 		}
 		fmt.Fprintf(&b, "- Review by %s: NG\n", who)
 		for _, r := range f.ReviewReasons {
-			fmt.Fprintf(&b, "  - %s\n", r)
+			// A reason of several lines (a person's comment) stays one
+			// item of the list.
+			fmt.Fprintf(&b, "  - %s\n", strings.ReplaceAll(strings.TrimSpace(r), "\n", "\n    "))
 		}
 		if f.FollowUp != "" {
 			fmt.Fprintf(&b, "  - Follow-up: %s\n", f.FollowUp)
+		}
+	}
+	if len(f.Round) > 0 {
+		b.WriteString("- The other attempts of the same round, none chosen:\n")
+		for _, r := range f.Round {
+			fmt.Fprintf(&b, "  - %s\n", r)
 		}
 	}
 	if len(f.Conflicts) > 0 {

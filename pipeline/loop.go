@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/agents"
+	"github.com/git-agentmine/git-agentmine/bestof"
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
@@ -47,12 +48,22 @@ type Hooks struct {
 	Review func(ctx context.Context, rec sessions.Record) (Verdict, error)
 	// Retryable reports whether a review error is an infrastructure error.
 	Retryable func(err error) bool
-	// Replan hands a task reviewed NG back to a planner, when one is
-	// configured, and returns the ids of the child tasks it created.
-	Replan func(ctx context.Context, taskID string, reasons []string) ([]string, error)
+	// Replan hands a task reviewed NG (or failed ReplanAfter times) back
+	// to a planner, when one is configured, and returns the ids of the
+	// child tasks it created; about is the attempt whose NG or failure it
+	// answers (recorded on the planner's session). ErrNoPlanner when no
+	// planner is defined: the next attempt comes with the reasons.
+	Replan func(ctx context.Context, taskID, about string, reasons []string) ([]string, error)
+	// Plan hands a goal without children to a planner before any attempt
+	// and returns the ids of the children it created; ErrNoPlanner when
+	// no planner is defined (the goal then gets a worker, as any task).
+	Plan func(ctx context.Context, taskID string) ([]string, error)
 	// Note writes the Task Note of a task that is done, or exhausted (why
 	// is then the reason).
 	Note func(ctx context.Context, taskID, exhausted string) error
+	// Compare has the reviewer choose among the attempts of a best-of
+	// round that passed (bestof.go); errors as for Review.
+	Compare func(ctx context.Context, cands []Candidate) (Comparison, error)
 }
 
 // DefaultHooks connects the loop to the reviewer, planner and Task Note of
@@ -90,11 +101,24 @@ func DefaultHooks(env *worker.Env, self func(args ...string) []string) Hooks {
 			var ie *infraError
 			return errors.As(err, &ie)
 		},
-		Replan: func(ctx context.Context, taskID string, reasons []string) ([]string, error) {
+		Plan: func(ctx context.Context, taskID string) ([]string, error) {
 			if _, err := roles.PickAgent(env.Top, agents.RolePlanner, ""); err != nil {
-				return nil, nil // no planner configured: a new attempt with the reasons
+				return nil, ErrNoPlanner
 			}
-			args := []string{"run", "replan", taskID}
+			code, out, err := runSelf(ctx, env, self("run", "replan", "--plan", taskID))
+			if err != nil {
+				return nil, err
+			}
+			if code != 0 {
+				return nil, fmt.Errorf("planning task %s: %s", short(taskID), out)
+			}
+			return strings.Fields(out), nil
+		},
+		Replan: func(ctx context.Context, taskID, about string, reasons []string) ([]string, error) {
+			if _, err := roles.PickAgent(env.Top, agents.RolePlanner, ""); err != nil {
+				return nil, ErrNoPlanner // a new attempt with the reasons
+			}
+			args := []string{"run", "replan", taskID, "--about", about}
 			for _, r := range reasons {
 				args = append(args, "--reason", r)
 			}
@@ -106,6 +130,9 @@ func DefaultHooks(env *worker.Env, self func(args ...string) []string) Hooks {
 				return nil, fmt.Errorf("replanning task %s: %s", short(taskID), out)
 			}
 			return strings.Fields(out), nil
+		},
+		Compare: func(ctx context.Context, cands []Candidate) (Comparison, error) {
+			return compareSelf(ctx, env, self, cands)
 		},
 		Note: func(ctx context.Context, taskID, exhausted string) error {
 			o := tasknote.Options{By: "agentmine run"}
@@ -127,21 +154,39 @@ func (e *infraError) Unwrap() error { return e.err }
 
 // runSelf runs argv in the repository and returns its exit code and, on
 // success its stdout, else the first line of its stderr (without
-// "error: ").
+// "error: "). The process writes to files, not to pipes of this one: a
+// planner or reviewer outlives a supervisor killed meanwhile (kill -9)
+// and still records its answer, which a pipe with no reader would stop
+// (SIGPIPE) before it did.
 func runSelf(ctx context.Context, env *worker.Env, argv []string) (int, string, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = env.Top
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	out, err := os.CreateTemp("", "agentmine-out-*")
+	if err != nil {
+		return 0, "", fmt.Errorf("running %s: %w", filepath.Base(argv[0]), err)
+	}
+	defer os.Remove(out.Name())
+	defer out.Close()
+	errf, err := os.CreateTemp("", "agentmine-err-*")
+	if err != nil {
+		return 0, "", fmt.Errorf("running %s: %w", filepath.Base(argv[0]), err)
+	}
+	defer os.Remove(errf.Name())
+	defer errf.Close()
+	cmd.Stdout, cmd.Stderr = out, errf
+	err = cmd.Run()
+	read := func(f *os.File) string {
+		data, _ := os.ReadFile(f.Name())
+		return string(data)
+	}
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
-		return ee.ExitCode(), strings.TrimPrefix(firstLine(errb.String()), "error: "), nil
+		return ee.ExitCode(), strings.TrimPrefix(firstLine(read(errf)), "error: "), nil
 	case err != nil:
 		return 0, "", fmt.Errorf("running %s: %w", filepath.Base(argv[0]), err)
 	}
-	return 0, strings.TrimSpace(out.String()), nil
+	return 0, strings.TrimSpace(read(out)), nil
 }
 
 // IsWorkerSession reports whether a session is a worker's attempt (planner
@@ -232,6 +277,14 @@ type Supervisor struct {
 	starting  map[string]bool
 	startDone chan startResult
 	wake      *waker
+	// bo holds the best-of rounds (bestof.go).
+	bo roundState
+	// overlaps maps a target held back at the last start by a declared
+	// path overlap (overlap.go) to why, so that the log says it once.
+	overlaps map[string]Overlap
+	// planFails counts the planner runs on a goal that gave no plan
+	// (plan.go); nil until the first.
+	planFails map[string]int
 }
 
 // mergeWait is why a passing session waits to be merged: the person's
@@ -302,6 +355,9 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 		if old.Supervisor.Host != sup.Host && old.Supervisor.Host != "" {
 			return nil, exitcode.New(exitcode.State, fmt.Errorf("run %s is supervised on another host (%s)", o.Name, old.Supervisor.Host), "")
 		}
+		if err := refuseHeld(ctx, st, o.Name, old.Targets, nil); err != nil {
+			return nil, err
+		}
 		if err := s.takeOver(ctx, sup); err != nil {
 			return nil, err
 		}
@@ -310,9 +366,18 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 		if err != nil {
 			return nil, err
 		}
+		if err := refuseHeld(ctx, st, o.Name, targets, nil); err != nil {
+			return nil, err
+		}
+		if err := checkAgents(env, o.Agents); err != nil {
+			return nil, err
+		}
 		rec := Record{V: SchemaVersion, Name: o.Name, Targets: targets, Parallel: o.Parallel, MaxLoops: o.MaxLoops,
-			Review: o.Review, Merge: o.Merge, Budget: o.Budget, Started: now, Supervisor: sup,
-			Log: filepath.Join(logDir, "run-"+o.Name+".log")}
+			Review: o.Review, Merge: o.Merge, Budget: o.Budget, BestOf: o.BestOf, Agents: o.Agents, Started: now, Supervisor: sup,
+			Log: filepath.Join(logDir, "run-"+o.Name+".log"), Plan: o.Plan, ReplanAfter: o.ReplanAfter}
+		if o.Plan {
+			rec.Named = named(b, o.Targets)
+		}
 		if o.Deadline > 0 {
 			d := now.Add(o.Deadline)
 			rec.Deadline = &d
@@ -338,6 +403,13 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 			return nil, fmt.Errorf("recording run %s: %w", o.Name, err)
 		}
 		s.rec = rec
+		// Checked again now that this run is recorded: of two runs that
+		// started at once, the later one gives way.
+		if err := refuseHeld(ctx, st, o.Name, targets, &rec); err != nil {
+			_, _ = MarkEnded(context.WithoutCancel(ctx), st, o.Name, End{Time: time.Now().UTC(), Result: "stopped",
+				Reason: firstLine(err.Error()), Total: len(targets)})
+			return nil, err
+		}
 	}
 	f, err := os.OpenFile(s.rec.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -369,6 +441,7 @@ func (s *Supervisor) takeOver(ctx context.Context, sup Holder) error {
 	}
 	s.rec = rec
 	s.o.Parallel, s.o.MaxLoops, s.o.Review, s.o.Merge = rec.Parallel, rec.MaxLoops, rec.Review, rec.Merge
+	s.o.BestOf, s.o.Agents = rec.BestOf, rec.Agents
 	s.budget, _ = ParseBudget(rec.Budget)
 	return nil
 }
@@ -433,6 +506,9 @@ type taskState struct {
 	starts   int               // start failures since the last real attempt
 	lastFail *sessions.Record  // the latest start failure
 	latest   *sessions.Record  // the latest attempt
+	// winner is the session of a best-of round chosen to be merged ("":
+	// the latest attempt is).
+	winner string
 	// stopped is the latest session when it was stopped (IsStopped) after
 	// the latest attempt: not an attempt.
 	stopped *sessions.Record
@@ -515,7 +591,7 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 	w := newWaker()
 	defer w.close()
 	s.wake = w
-	s.startDone = make(chan startResult, max(s.rec.Parallel, 1))
+	s.startDone = make(chan startResult, max(s.rec.Parallel, 1)+1)
 	var b *board.Board
 	for {
 		// The starts that ended are taken before the board is read, so
@@ -540,6 +616,9 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 		if ctx.Err() != nil && s.stopReason == "" {
 			s.noteInterrupt(context.WithoutCancel(ctx))
 		}
+		// Children that a plan or replan created (by this supervisor or
+		// one before it) are targets of this run.
+		s.growTargets(context.WithoutCancel(ctx), b)
 		if s.rec.Deadline != nil && time.Now().After(*s.rec.Deadline) && s.stopReason == "" {
 			s.stopReason = "deadline reached"
 		}
@@ -659,6 +738,10 @@ func (s *Supervisor) order(b *board.Board) []string {
 type startReq struct {
 	ts taskState
 	fb *Feedback
+	// k is the attempts to start at once (a best-of round), 1 or less: one.
+	k int
+	// loop is the number of the attempt (or round) being started.
+	loop int
 }
 
 // startResult is what one start gave, handed to the loop's goroutine.
@@ -669,6 +752,10 @@ type startResult struct {
 	err  error // from the preparation: no session was recorded
 	ok   bool
 	note string // a warning of the start (Prepared.ClaimNote)
+	// round is the task's best-of record after a round was recorded;
+	// siblings are the results of the round's other attempts.
+	round    *bestof.Record
+	siblings []startResult
 }
 
 // startAll starts the sessions, each in a goroutine of its own (through
@@ -684,9 +771,15 @@ func (s *Supervisor) startAll(ctx context.Context, b *board.Board, reqs []startR
 	sctx := context.WithoutCancel(ctx)
 	for _, r := range reqs {
 		s.starting[r.ts.id] = true
+		s.rounds(ctx, r.ts.id) // read here: the goroutine does not touch the cache
+		s.bo.k[r.ts.id] = r.k
 		go func() {
 			res := startResult{req: r}
-			res.rec, res.ev, res.ok, res.err = s.start(sctx, r, &res.note)
+			if r.k > 1 {
+				res = s.startRound(sctx, r)
+			} else {
+				res.rec, res.ev, res.ok, res.err = s.start(sctx, r, &res.note)
+			}
 			s.startDone <- res
 			s.wake.poke()
 		}()
@@ -705,6 +798,17 @@ func (s *Supervisor) takeStarts(ctx context.Context, b *board.Board) {
 			return
 		}
 		delete(s.starting, r.req.ts.id)
+		delete(s.bo.k, r.req.ts.id)
+		if r.round != nil {
+			s.bo.records[r.req.ts.id] = *r.round
+		}
+		for _, sib := range r.siblings {
+			if sib.ok {
+				s.started++
+				s.live[sib.rec.Session.ID] = sib.rec
+				s.emit(sib.ev)
+			}
+		}
 		if r.note != "" && !s.warned {
 			s.warned = true
 			if s.o.Warn != nil {
@@ -736,7 +840,13 @@ func (s *Supervisor) start(ctx context.Context, r startReq, note *string) (sessi
 	if err != nil {
 		return sessions.Record{}, Event{}, false, err
 	}
-	attempt := len(r.ts.attempts) + 1
+	return s.launch(ctx, r, p, note)
+}
+
+// launch hands a prepared session to a detached supervisor.
+func (s *Supervisor) launch(ctx context.Context, r startReq, p *worker.Prepared, note *string) (sessions.Record, Event, bool, error) {
+	id := r.ts.id
+	attempt := r.loop
 	ev := Event{Event: EvStarted, Task: id, Title: r.ts.task.Title, Session: p.Rec.Session.ID, Attempt: attempt, MaxLoops: s.maxLoops(r.ts.task)}
 	if r.fb != nil && attempt > 1 {
 		ev.Event = EvRetried
@@ -899,17 +1009,23 @@ func (s *Supervisor) review(ctx context.Context, b *board.Board, ts taskState) b
 // split it; children it creates join the run's targets. Once per reviewed
 // session; a planner that fails leaves the task as it was. It reports
 // whether the task was split.
-func (s *Supervisor) replan(ctx context.Context, ts taskState, l *sessions.Record) bool {
+func (s *Supervisor) replan(ctx context.Context, b *board.Board, ts taskState, l *sessions.Record, after string, reasons []string) bool {
 	if s.hooks.Replan == nil || s.noted["replan:"+l.Session.ID] {
 		return false
 	}
 	s.noted["replan:"+l.Session.ID] = true
-	children, err := s.hooks.Replan(ctx, ts.id, l.Review.Reasons)
+	if replannedAbout(b, ts.id, l.Session.ID) {
+		return false // a planner answered it already (a supervisor before a restart)
+	}
+	children, err := s.hooks.Replan(ctx, ts.id, l.Session.ID, reasons)
+	if errors.Is(err, ErrNoPlanner) {
+		return false
+	}
 	if err != nil {
 		fmt.Fprintf(s.log, "%s task %s: replan: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
 		return false
 	}
-	fmt.Fprintf(s.log, "%s task %s: replanned after review NG (%d new child task(s))\n", time.Now().Format("15:04:05"), short(ts.id), len(children))
+	fmt.Fprintf(s.log, "%s task %s: replanned after %s (%d new child task(s))\n", time.Now().Format("15:04:05"), short(ts.id), after, len(children))
 	if len(children) == 0 {
 		return false
 	}
@@ -933,7 +1049,7 @@ func (s *Supervisor) replan(ctx context.Context, ts taskState, l *sessions.Recor
 func (s *Supervisor) merge(ctx context.Context, b *board.Board, ts taskState) (conflicts []string, merged bool) {
 	// A skipped DoD here means the task and its agent configure none: the
 	// run never skips one itself.
-	res, err := merge.Task(ctx, s.st, s.env.Cfg.Base, ts.id, merge.Options{AllowSkipped: true})
+	res, err := merge.Task(ctx, s.st, s.env.Cfg.Base, ts.id, merge.Options{AllowSkipped: true, Session: ts.winner})
 	if err != nil {
 		var ce *merge.ConflictError
 		if errors.As(err, &ce) {
@@ -985,7 +1101,7 @@ func (s *Supervisor) exhaust(ctx context.Context, b *board.Board, ts taskState, 
 		fmt.Fprintf(s.log, "%s task %s: recording exhausted: %v\n", time.Now().Format("15:04:05"), short(ts.id), err)
 		return
 	}
-	s.emit(Event{Event: EvExhausted, Task: ts.id, Title: ts.task.Title, Attempt: len(ts.attempts), MaxLoops: s.maxLoops(ts.task),
+	s.emit(Event{Event: EvExhausted, Task: ts.id, Title: ts.task.Title, Attempt: s.loops(ctx, ts), MaxLoops: s.maxLoops(ts.task),
 		Status: string(status.Failed), Reason: why, Running: len(s.live)})
 	s.writeNote(ctx, ts.id, why)
 }
@@ -1029,7 +1145,7 @@ func (s *Supervisor) finish(ctx context.Context) (Summary, error) {
 		if len(b.Tasks.Children(id)) > 0 {
 			continue // split by a replan: its children count instead
 		}
-		t, ok := s.taskSummary(b, id, &sum)
+		t, ok := s.taskSummary(ctx, b, id, &sum)
 		if ok {
 			approved++
 		}
@@ -1047,13 +1163,17 @@ func (s *Supervisor) finish(ctx context.Context) (Summary, error) {
 // taskSummary is one target's line of the summary, counted in sum. It
 // reports whether the target waits to be merged with a reviewer's OK (or
 // without one, when the run does not review).
-func (s *Supervisor) taskSummary(b *board.Board, id string, sum *Summary) (TaskSummary, bool) {
+func (s *Supervisor) taskSummary(ctx context.Context, b *board.Board, id string, sum *Summary) (TaskSummary, bool) {
 	sum.Total++
 	ts := s.stateOf(b, id)
 	res := b.Status[id]
-	t := TaskSummary{ID: id, Title: ts.task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: len(ts.attempts),
+	t := TaskSummary{ID: id, Title: ts.task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: s.loops(ctx, ts),
 		MaxLoops: s.maxLoops(ts.task)}
 	sum.Attempts += len(ts.attempts)
+	if approved, ok := s.winnerWaits(ctx, b, ts, &t); ok {
+		sum.Waiting++
+		return t, approved
+	}
 	switch {
 	case res.Status == status.Done:
 		sum.Done++

@@ -9,6 +9,7 @@ import (
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/tasks"
 )
 
 // DefaultMaxLoops is how many attempts a task gets when --max-loops is not
@@ -26,6 +27,14 @@ type Options struct {
 	Parallel int
 	// MaxLoops is the most attempts per task (at least 1).
 	MaxLoops int
+	// Plan makes the named targets goals: each one without children is
+	// handed to the planner before any worker (docs/loop.md says which
+	// targets are goals without it).
+	Plan bool
+	// ReplanAfter is how many failed attempts of a task in a row (since
+	// its last replan) make the run ask the planner before the next one;
+	// 0 never does.
+	ReplanAfter int
 	// Review has a reviewer judge every session that passed its facts.
 	Review bool
 	// Merge lands passing sessions through the gated merge.
@@ -34,6 +43,12 @@ type Options struct {
 	Deadline time.Duration
 	// Budget is "" (none), a token count, or "$N" (cost in dollars).
 	Budget string
+	// BestOf starts that many attempts of each task at once and merges
+	// one that passed (bestof.go); 0 is one, or len(Agents) when given.
+	BestOf int
+	// Agents are the agents of a round's attempts, in turn (none: each
+	// task's own agent).
+	Agents []string
 	// Supervisor returns the command line of the detached supervisor of a
 	// worker session (`worker supervise <id>`, as `worker run --exec
 	// --detach` starts it).
@@ -112,12 +127,26 @@ func (o *Options) Validate() error {
 	if o.MaxLoops < 1 {
 		return exitcode.New(exitcode.Usage, fmt.Errorf("invalid --max-loops %d: want at least 1", o.MaxLoops), "")
 	}
+	if o.ReplanAfter < 0 {
+		return exitcode.New(exitcode.Usage, fmt.Errorf("invalid --replan-after %d: want 0 (never) or more", o.ReplanAfter), "")
+	}
+	if o.Plan && len(o.Targets) == 0 {
+		return exitcode.New(exitcode.Usage, errors.New("run --plan needs the tasks to plan"), "name them: git agentmine run --plan <task>...")
+	}
 	if o.Deadline < 0 {
 		return exitcode.New(exitcode.Usage, fmt.Errorf("invalid --deadline %s: want a positive duration", o.Deadline), "")
 	}
 	if _, err := ParseBudget(o.Budget); err != nil {
 		return err
 	}
+	if o.BestOf == 0 && len(o.Agents) > 0 {
+		o.BestOf = len(o.Agents)
+	}
+	if o.BestOf < 0 || o.BestOf > tasks.MaxBestOf {
+		return exitcode.New(exitcode.Usage, fmt.Errorf("invalid --best-of %d: want 1 to %d", o.BestOf, tasks.MaxBestOf), "")
+	}
+	// A round runs its K attempts at once: it takes K slots.
+	o.Parallel = max(o.Parallel, o.BestOf)
 	if o.Supervisor == nil {
 		return errors.New("run: no supervisor command for worker sessions")
 	}

@@ -43,11 +43,21 @@ type Record struct {
 	Parallel int      `json:"parallel"`
 	MaxLoops int      `json:"max_loops"`
 	Review   bool     `json:"review"`
-	Merge    bool     `json:"merge"`
+	// Plan is run --plan: the Named targets are goals, planned first.
+	Plan  bool     `json:"plan,omitempty"`
+	Named []string `json:"named,omitempty"`
+	// ReplanAfter is how many failed attempts in a row make the run ask
+	// the planner before the next one (0: never).
+	ReplanAfter int  `json:"replan_after,omitempty"`
+	Merge       bool `json:"merge"`
 	// Deadline is when the run stops its workers and ends; nil is none.
 	Deadline *time.Time `json:"deadline,omitempty"`
 	// Budget is as given (tokens, or "$N" for cost); "" is none.
 	Budget string `json:"budget,omitempty"`
+	// BestOf is the attempts started at once per task (--best-of; 0 or 1:
+	// one); Agents are the agents of a round's attempts, in turn.
+	BestOf int      `json:"best_of,omitempty"`
+	Agents []string `json:"agents,omitempty"`
 	// Started is when the run was created: attempts are the worker
 	// sessions of a target started since then.
 	Started    time.Time `json:"started"`

@@ -57,12 +57,14 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 		p.toStart = nil
 	}
 	started := false
-	if free := s.rec.Parallel - len(running) - len(s.starting); free > 0 && len(p.toStart) > 0 && ctx.Err() == nil {
-		if len(p.toStart) > free {
-			p.toStart = p.toStart[:free]
+	if free := s.rec.Parallel - len(running) - s.startingSlots(); free > 0 && len(p.toStart) > 0 && ctx.Err() == nil {
+		// Declared paths that overlap wait (overlap.go); a best-of round
+		// takes K slots (bestof.go).
+		p.toStart = s.fit(s.admit(b, running, p.toStart, len(p.toStart)), free, len(running)+len(s.starting))
+		if len(p.toStart) > 0 {
+			s.startAll(ctx, b, p.toStart)
+			started = true
 		}
-		s.startAll(ctx, b, p.toStart)
-		started = true
 	}
 	// Reviews run one at a time, after the starts, so that workers are
 	// not kept waiting for a reviewer; none once the budget is used.
@@ -127,15 +129,24 @@ func (s *Supervisor) noteEnded(b *board.Board, now time.Time) []sessions.Record 
 // feedback of what went wrong before), a review, or a merge, done here.
 func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, now time.Time, p *stepPlan) {
 	ts := s.stateOf(b, id)
-	if s.settled(ctx, b, ts) {
+	if s.settled(ctx, b, ts) || s.waitsForRole(ts, now, p) {
 		return
 	}
 	if at, wait := s.backoff(ctx, b, ts, now); wait {
 		p.next = earliest(p.next, at)
 		return
 	}
-	var fb *Feedback
+	if s.planFirst(ctx, b, ts, now, p) {
+		return
+	}
+	// A best-of round's decision and its winner's merge (bestof.go).
+	fb, act := s.considerRound(ctx, b, &ts, p)
+	if act == roundWait {
+		return
+	}
+	loops := s.loops(ctx, ts)
 	switch {
+	case act == roundRetry:
 	case ts.interrupted():
 		// The last session was stopped (Ctrl-C, SIGTERM, a stop): not an
 		// attempt; start again with what the last real attempt left.
@@ -147,11 +158,14 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 		}
 	case ts.res.Status == status.Failed, ts.res.Status == status.DoDFailed:
 		fb = &Feedback{Status: string(ts.res.Status), StatusReason: ts.res.Reason}
-		if l := ts.latest; l != nil && l.Session.ID == ts.res.Session && l.Review != nil && !l.Review.OK() {
-			fb.ReviewReasons, fb.FollowUp, fb.Reviewer = l.Review.Reasons, l.Review.FollowUp, l.Review.Agent
-			if len(ts.attempts) < s.maxLoops(ts.task) && s.replan(ctx, ts, l) {
-				return // split: its children run instead
+		if l := ts.latest; fb.addReview(ts.res, l) {
+			if loops < s.maxLoops(ts.task) && s.replan(ctx, b, ts, l, "review NG", l.Review.Reasons) {
+				p.progressed = true // split: its children run instead, starting at the next look
+				return
 			}
+		} else if s.replanFailures(ctx, b, ts, loops) {
+			p.progressed = true
+			return
 		}
 	case ts.res.Status == status.Open:
 		if len(ts.attempts) > 0 || ts.res.Reason != "no session yet" {
@@ -160,8 +174,8 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 	default:
 		return
 	}
-	if max := s.maxLoops(ts.task); len(ts.attempts) >= max {
-		why := fmt.Sprintf("%d of %d attempts used", len(ts.attempts), max)
+	if max := s.maxLoops(ts.task); loops >= max {
+		why := fmt.Sprintf("%d of %d attempts used", loops, max)
 		if fb != nil && fb.StatusReason != "" {
 			why += "; last: " + fb.StatusReason
 		}
@@ -169,13 +183,10 @@ func (s *Supervisor) consider(ctx context.Context, b *board.Board, id string, no
 		return
 	}
 	if fb != nil {
-		fb.Attempt, fb.MaxLoops = len(ts.attempts)+1, s.maxLoops(ts.task)
-		if fb.Previous == nil {
-			fb.Previous = ts.latest
-		}
-		fb.DiffStat = diffStat(ctx, s.st, fb.Previous)
+		fb.complete(ctx, s.st, ts.latest, loops+1, s.maxLoops(ts.task))
+		fb.Round = s.roundFeedback(ctx, ts)
 	}
-	p.toStart = append(p.toStart, startReq{ts: ts, fb: fb})
+	p.toStart = append(p.toStart, startReq{ts: ts, fb: fb, k: s.bestOf(ts.task), loop: loops + 1})
 }
 
 // settled reports whether a target needs nothing from this look: done
@@ -231,8 +242,9 @@ func (s *Supervisor) backoff(ctx context.Context, b *board.Board, ts taskState, 
 // returns the feedback of a new attempt and true when the work conflicts
 // with the base.
 func (s *Supervisor) considerPassed(ctx context.Context, b *board.Board, ts *taskState, p *stepPlan) (*Feedback, bool) {
-	if ts.latest == nil || ts.latest.Session.ID != ts.res.Session {
-		// Passing work from before this run: judge it as it is.
+	if ts.winner == "" && (ts.latest == nil || ts.latest.Session.ID != ts.res.Session) {
+		// Passing work from before this run: judge it as it is (a
+		// best-of round's winner is not the latest: it is judged).
 		rec, ok := b.Latest(ts.id)
 		if !ok {
 			return nil, false

@@ -60,6 +60,12 @@ type Child struct {
 	// MaxLoops is the child's own attempt limit; 0 (absent) leaves it to
 	// the run's --max-loops.
 	MaxLoops int `json:"max_loops,omitempty"`
+	// BestOf is how many attempts `run` starts at once for the child; 0
+	// (absent) leaves it to the run's --best-of.
+	BestOf int `json:"best_of,omitempty"`
+	// Paths are the paths the child expects to change: `run` never runs
+	// two tasks at once whose paths overlap.
+	Paths []string `json:"paths,omitempty"`
 }
 
 // Rewrite is a planner's change to the task it replans. Nil fields leave
@@ -248,8 +254,14 @@ func (p Plan) Validate(where string, c Context) ([]tasks.New, error) {
 		name := fmt.Sprintf("task %d (%s)", i+1, keys[i])
 		n := tasks.New{Title: ch.Title, Description: ch.Description, Type: ch.Type, Priority: ch.Priority,
 			Parent: c.Parent, Labels: ch.Labels, Assignee: ch.Agent, DoD: ch.DoD, Acceptance: ch.Criteria,
-			MaxLoops: ch.MaxLoops}
+			MaxLoops: ch.MaxLoops, Paths: ch.Paths, BestOf: ch.BestOf}
 		if err := tasks.ValidateMaxLoops(ch.MaxLoops); err != nil {
+			return nil, &Error{Where: where, Err: fmt.Errorf("%s: %w", name, err)}
+		}
+		if err := tasks.ValidateBestOf(ch.BestOf); err != nil {
+			return nil, &Error{Where: where, Err: fmt.Errorf("%s: %w", name, err)}
+		}
+		if err := tasks.ValidatePaths(ch.Paths); err != nil {
 			return nil, &Error{Where: where, Err: fmt.Errorf("%s: %w", name, err)}
 		}
 		if _, err := tasks.ValidateTitle(ch.Title); err != nil {

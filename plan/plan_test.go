@@ -47,7 +47,7 @@ func TestValidateNamesTheFirstProblem(t *testing.T) {
 	}{
 		{Plan{}, "the plan has no tasks"},
 		{Plan{Tasks: []Child{{Title: ""}}}, "task 1 (1): task title is empty"},
-		{Plan{Tasks: []Child{{Title: "A", Type: "epic"}}}, `unknown task type "epic"`},
+		{Plan{Tasks: []Child{{Title: "A", Type: "saga"}}}, `unknown task type "saga"`},
 		{Plan{Tasks: []Child{{Title: "A", Priority: "urgent"}}}, `unknown priority "urgent"`},
 		{Plan{Tasks: []Child{{Title: "A", Labels: []string{"a b"}}}}, `invalid label "a b"`},
 		{Plan{Tasks: []Child{{Title: "A", DoD: []string{""}}}}, "DoD command is empty"},
@@ -55,6 +55,7 @@ func TestValidateNamesTheFirstProblem(t *testing.T) {
 		{Plan{Tasks: []Child{{Key: "a", Title: "A", BlockedBy: []string{"a"}}}}, "cannot be blocked by itself"},
 		{Plan{Tasks: []Child{{Title: "A", MaxLoops: -1}}}, "task 1 (1): invalid max loops -1"},
 		{Plan{Tasks: []Child{{Title: "A", MaxLoops: 1001}}}, "task 1 (1): invalid max loops 1001"},
+		{Plan{Tasks: []Child{{Title: "A", BestOf: 11}}}, "task 1 (1): invalid best-of 11"},
 		{Plan{Tasks: []Child{{Key: "a", Title: "A"}, {Key: "a", Title: "B"}}}, `task 2: duplicate key "a"`},
 		{Plan{Tasks: []Child{{Key: "a", Title: "A", BlockedBy: []string{"c"}}, {Key: "b", Title: "B", BlockedBy: []string{"a"}}, {Key: "c", Title: "C", BlockedBy: []string{"b"}}}},
 			`dependency cycle: "A" is blocked by "C" is blocked by "B" is blocked by "A"`},
@@ -86,13 +87,16 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 	if refs() != before {
 		t.Fatal("a bad plan created tasks")
 	}
-	good := Plan{Tasks: []Child{{Key: "a", Title: "A", MaxLoops: 2}, {Key: "b", Title: "B", BlockedBy: []string{"a", parent.ID[:6]}}}}
+	good := Plan{Tasks: []Child{{Key: "a", Title: "A", MaxLoops: 2, BestOf: 3}, {Key: "b", Title: "B", BlockedBy: []string{"a", parent.ID[:6]}}}}
 	made, err := Apply(ctx, st, dir, "plan", parent.ID, good)
 	if err != nil || len(made) != 2 {
 		t.Fatalf("%v %v", made, err)
 	}
 	if made[0].MaxLoops != 2 || made[1].MaxLoops != 0 {
 		t.Fatalf("max loops %d and %d, want 2 and 0 (the run's)", made[0].MaxLoops, made[1].MaxLoops)
+	}
+	if made[0].BestOf != 3 || made[1].BestOf != 0 {
+		t.Fatalf("best of %d and %d, want 3 and 0 (the run's)", made[0].BestOf, made[1].BestOf)
 	}
 	if made[1].Parent != parent.ID || len(made[1].BlockedBy) != 2 {
 		t.Fatalf("B: %+v", made[1])

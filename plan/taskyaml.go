@@ -27,7 +27,10 @@ type TaskYAML struct {
 		Repo        string   `yaml:"repo"`
 		Description string   `yaml:"description"`
 		Criteria    []string `yaml:"acceptance_criteria"`
-		PRD         struct {
+		// Paths are the paths the task expects to change (an agentmine
+		// addition; AgentRunner ignores it).
+		Paths []string `yaml:"paths"`
+		PRD   struct {
 			Path string `yaml:"path"`
 		} `yaml:"prd"`
 	} `yaml:"task"`
@@ -64,7 +67,7 @@ var workerKinds = map[string]string{
 // ParseTaskYAML reads AgentRunner's task.yaml (data, read from file) as a
 // plan of one task: title, the PRD (prd.path, relative to the file's
 // directory) as its description, its acceptance criteria, a label naming
-// its id, its max_loops as the task's own attempt limit, and as agent the worker agent whose client matches
+// its id, its max_loops as the task's own attempt limit, its paths, and as agent the worker agent whose client matches
 // runner.worker.kind when exactly one does (clients maps agent name to
 // client). A wrong version, a missing title or an unreadable PRD is an
 // Error naming it.
@@ -106,7 +109,11 @@ func ParseTaskYAML(file string, data []byte, clients map[string]string) (Plan, e
 	if n := y.Runner.Meta.MaxLoops; n < 0 || n > tasks.MaxMaxLoops {
 		return Plan{}, bad(where, "runner.meta.max_loops must be 0 to %d, got %d", tasks.MaxMaxLoops, n)
 	}
-	ch := Child{Key: y.Task.ID, Title: title, Description: desc, Criteria: y.Task.Criteria, MaxLoops: y.Runner.Meta.MaxLoops}
+	ch := Child{Key: y.Task.ID, Title: title, Description: desc, Criteria: y.Task.Criteria, MaxLoops: y.Runner.Meta.MaxLoops,
+		Paths: y.Task.Paths}
+	if err := tasks.ValidatePaths(ch.Paths); err != nil {
+		return Plan{}, bad(where, "task.paths: %s", strings.TrimPrefix(err.Error(), "error: "))
+	}
 	if id := strings.TrimSpace(y.Task.ID); id != "" {
 		if strings.ContainsAny(id, " \t\r\n,") {
 			return Plan{}, bad(where, "task.id %q must be one word", id)

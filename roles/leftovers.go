@@ -39,8 +39,10 @@ func CleanLeftovers(ctx context.Context, env *worker.Env) ([]string, error) {
 			continue
 		}
 		worktree.MakeWritable(s.Worktree)
-		env.St.RecordWorktree(gitstore.JournalWorktreeRemove, s.Worktree)
-		if err := worktree.Remove(ctx, env.Top, s.Worktree, "", true); err != nil {
+		end := env.St.BeginWorktree(gitstore.JournalWorktreeRemove, s.Worktree)
+		err := worktree.Remove(ctx, env.Top, s.Worktree, "", true)
+		end()
+		if err != nil {
 			return removed, err
 		}
 		removed = append(removed, s.Worktree)

@@ -34,6 +34,10 @@ type PlanOptions struct {
 	Timeout time.Duration
 	// Tee and Progress as in Request.
 	Tee, Progress io.Writer
+	// About names the attempt whose review NG or failures a replan
+	// answers; it is recorded as the planner session's Reviews, so that a
+	// supervisor can tell which decision a planner run made.
+	About string
 }
 
 // Planned is a planner's plan and what became of it.
@@ -99,7 +103,7 @@ func planOrReplan(ctx context.Context, env *worker.Env, taskPrefix string, feedb
 		return Planned{}, err
 	}
 	run, err := Run(ctx, env, Request{Role: agents.RolePlanner, Agent: ag.Name, Task: id, Commit: base, Prompt: prompt,
-		Timeout: o.Timeout, Tee: o.Tee, Progress: o.Progress})
+		Reviews: o.About, Timeout: o.Timeout, Tee: o.Tee, Progress: o.Progress})
 	if err != nil {
 		return Planned{Run: run}, err
 	}
@@ -152,10 +156,11 @@ func PlanPrompt(ctx context.Context, env *worker.Env, b *board.Board, id string,
 	var s strings.Builder
 	if feedback != nil {
 		fmt.Fprintf(&s, "# Replan task %s: %s\n\n", b.Tasks.ShortID(id), t.Title)
-		s.WriteString("You are the planner. An attempt at this task was reviewed NG. The fault lies with the\n")
-		s.WriteString("instructions, not with the worker: rewrite the task's description and acceptance\n")
-		s.WriteString("criteria so that the next attempt can succeed, or split the task into smaller children.\n\n")
-		s.WriteString("## Why the review said NG\n\n")
+		s.WriteString("You are the planner. An attempt at this task was reviewed NG, or attempts at it kept\n")
+		s.WriteString("failing. The fault may lie with the instructions, not with the worker: rewrite the task's\n")
+		s.WriteString("description and acceptance criteria so that the next attempt can succeed, or split the\n")
+		s.WriteString("task into smaller children.\n\n")
+		s.WriteString("## What went wrong\n\n")
 		for _, f := range feedback {
 			fmt.Fprintf(&s, "- %s\n", f)
 		}
@@ -246,9 +251,10 @@ func PlanPrompt(ctx context.Context, env *worker.Env, b *board.Board, id string,
      "summary": "how the work is split and why",
      "tasks": [
        {"key": "schema", "title": "one line", "description": "what to do",
-        "type": "task|feature|bug|refactor|docs|test|chore", "priority": "low|medium|high|critical",
+        "type": "task|feature|bug|refactor|docs|test|chore|epic", "priority": "low|medium|high|critical",
         "labels": [], "agent": "a worker agent above", "dod": ["shell command"],
-        "acceptance_criteria": ["checkable statement"], "blocked_by": ["another key, or a task id"]}
+        "acceptance_criteria": ["checkable statement"], "blocked_by": ["another key, or a task id"],
+        "paths": ["the files or globs it will change, e.g. src/auth/**"]}
      ]}
 `)
 	if feedback != nil {
@@ -261,6 +267,7 @@ To change this task instead of (or as well as) splitting it, add:
 and leave "tasks" empty ([]) when you do not split it.
 `)
 	}
+	s.WriteString("\nList in paths what each task will change: tasks whose paths overlap never run at the same time, so precise paths let more run in parallel.\n")
 	s.WriteString("\nKeys must be unique; blocked_by must not form a cycle. The whole plan is refused if any part is invalid.\n")
 	if len(workers) > 0 {
 		fmt.Fprintf(&s, "Known worker agents: %s.\n", strings.Join(workers, ", "))

@@ -50,7 +50,8 @@ type Request struct {
 	Commit string
 	// Prompt is the agent's prompt; Run appends where to write the answer.
 	Prompt string
-	// Reviews is the session a reviewer reviews ("" for a planner).
+	// Reviews is the session a reviewer reviews, or the attempt whose NG
+	// or failures a planner's replan answers ("" for a first plan).
 	Reviews string
 	// Timeout overrides the agent's (then the project's) timeout.
 	Timeout time.Duration
@@ -282,8 +283,9 @@ func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
 		worktree.MakeWritable(wtPath)
 		// Journaled first, as the add was: a worker running meanwhile
 		// sees the worktree go and its supervisor must know it was ours.
-		st.RecordWorktree(gitstore.JournalWorktreeRemove, wtPath)
+		end := st.BeginWorktree(gitstore.JournalWorktreeRemove, wtPath)
 		worktree.Remove(jctx, env.Top, wtPath, "", true)
+		end()
 	}()
 	if err := makeReadOnly(wtPath); err != nil {
 		ferr := finish(sessions.Outcome{ExitCode: 127, Reason: firstLine(err.Error())})

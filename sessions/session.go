@@ -105,7 +105,8 @@ type Session struct {
 	// RoleReviewer); "" is a worker. Planner and reviewer sessions are
 	// never attempts at their task: they never decide its status.
 	Role string `json:"role,omitempty"`
-	// Reviews is the session a reviewer session reviewed.
+	// Reviews is the session a reviewer session reviewed, or the attempt
+	// whose review NG or failures a planner's replan answered.
 	Reviews string `json:"reviews,omitempty"`
 	// Setup is how the worktree was made one the worker can build in (the
 	// agent's [worktree] table); nil when the agent asks for nothing.

@@ -30,14 +30,21 @@ const (
 	Tainted    Status = "tainted"
 	Done       Status = "done"
 	InProgress Status = "in_progress"
-	Review     Status = "review"
-	DoDFailed  Status = "dod_failed"
-	Failed     Status = "failed"
-	Open       Status = "open"
+	// Planning: a planner agent is working on the task (planning a goal,
+	// or replanning after a review NG or failed attempts); derived from
+	// its live planner session.
+	Planning Status = "planning"
+	// Reviewing: a reviewer agent is judging the task's latest attempt;
+	// derived from its live reviewer session.
+	Reviewing Status = "reviewing"
+	Review    Status = "review"
+	DoDFailed Status = "dod_failed"
+	Failed    Status = "failed"
+	Open      Status = "open"
 )
 
 // All lists every status, for validation and board ordering.
-var All = []Status{Open, InProgress, Review, DoDFailed, Failed, Tainted, Done, Cancelled}
+var All = []Status{Open, Planning, InProgress, Reviewing, Review, DoDFailed, Failed, Tainted, Done, Cancelled}
 
 // Valid reports whether s names a status (or one of the derived filters
 // "ready" and "blocked").
@@ -105,9 +112,20 @@ type Attempt struct {
 // one accepted: such work reaching the base makes the task tainted.
 func (a Attempt) broken() bool { return a.Verified && !a.ScopeValid && !a.Acceptable }
 
-// Facts holds every task's attempts, keyed by canonical task id.
+// Facts holds every task's attempts, keyed by canonical task id, and the
+// planner or reviewer runs live now, keyed by the task they are about.
 type Facts struct {
 	Attempts map[string][]Attempt
+	Roles    map[string]RoleRun
+}
+
+// RoleRun is a planner's or reviewer's run that is live now: while it
+// runs, its task's status says so (Planning, Reviewing).
+type RoleRun struct {
+	// Role is "planner" or "reviewer".
+	Role    string
+	Agent   string
+	Session string
 }
 
 // Result is the resolved status of one task and why.
@@ -143,6 +161,9 @@ func Resolve(b *tasks.Board, f Facts) map[string]Result {
 	out := make(map[string]Result, len(b.Tasks))
 	for id, e := range b.Tasks {
 		out[id] = own(e.Task, f.Attempts[id])
+		if rr, ok := f.Roles[id]; ok {
+			out[id] = withRole(e.Task, out[id], rr)
+		}
 	}
 	rollUp(b, out)
 	for id, e := range b.Tasks {
@@ -158,6 +179,23 @@ func Resolve(b *tasks.Board, f Facts) map[string]Result {
 		out[id] = r
 	}
 	return out
+}
+
+// withRole is r while a planner or reviewer works on the task: planning
+// or reviewing, unless the task is settled (cancelled, tainted, done,
+// exhausted) or a worker runs on it.
+func withRole(t tasks.Task, r Result, rr RoleRun) Result {
+	switch {
+	case r.Status == Cancelled, r.Status == Tainted, r.Status == Done, r.Status == InProgress,
+		t.Exhausted != nil:
+		return r
+	}
+	st := Reviewing
+	if rr.Role == sessions.RolePlanner {
+		st = Planning
+	}
+	// Session stays the attempt that decided before (the one reviewed).
+	return Result{Status: st, Reason: rr.Role + " " + rr.Agent + " (session " + short(rr.Session) + ") is running", Session: r.Session}
 }
 
 // rollUp replaces the status of every task with children on the board by

@@ -401,3 +401,49 @@ func TestResolveRollUp(t *testing.T) {
 		})
 	}
 }
+
+// TestResolvePlanningReviewing: a live planner or reviewer session of a
+// task makes it planning or reviewing (never ready), naming the session;
+// a settled task, or one a worker runs on, keeps its status.
+func TestResolvePlanningReviewing(t *testing.T) {
+	passed := ended(0, "passed", true)
+	planner := RoleRun{Role: "planner", Agent: "plan", Session: "p1p1p1p1p1p1"}
+	reviewer := RoleRun{Role: "reviewer", Agent: "rev", Session: "r1r1r1r1r1r1"}
+	cases := []struct {
+		name     string
+		task     tasks.Task
+		attempts []Attempt
+		role     RoleRun
+		want     Status
+	}{
+		{name: "a goal being planned", role: planner, want: Planning},
+		{name: "a passed attempt being reviewed", attempts: []Attempt{attempt("a1", 1, passed)}, role: reviewer, want: Reviewing},
+		{name: "a failed attempt being replanned", attempts: []Attempt{attempt("a1", 1, ended(1, "", true))}, role: planner, want: Planning},
+		{name: "a worker runs", attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { a.Live = true })}, role: planner, want: InProgress},
+		{name: "exhausted", task: tasks.Task{Exhausted: fact(5, "")}, role: planner, want: Failed},
+		{name: "cancelled", task: tasks.Task{Cancelled: fact(1, "")}, role: reviewer, want: Cancelled},
+		{name: "done", attempts: []Attempt{attempt("a1", 1, func(a *Attempt) { passed(a); a.Merged = true })}, role: reviewer, want: Done},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := &tasks.Board{Tasks: map[string]tasks.Entry{taskID: {Task: c.task}}}
+			f := Facts{Attempts: map[string][]Attempt{taskID: c.attempts}, Roles: map[string]RoleRun{taskID: c.role}}
+			r := Resolve(b, f)[taskID]
+			if r.Status != c.want {
+				t.Fatalf("status %s (%s), want %s", r.Status, r.Reason, c.want)
+			}
+			if r.Ready {
+				t.Errorf("%s task is ready", r.Status)
+			}
+			if c.want == Planning || c.want == Reviewing {
+				if want := c.role.Role + " " + c.role.Agent + " (session " + c.role.Session[:8] + ") is running"; r.Reason != want {
+					t.Errorf("reason %q, want %q", r.Reason, want)
+				}
+			}
+			without := Resolve(b, Facts{Attempts: map[string][]Attempt{taskID: c.attempts}})[taskID]
+			if (c.want == Planning || c.want == Reviewing) == (without.Status == r.Status) {
+				t.Errorf("without the live %s: %s, with it: %s", c.role.Role, without.Status, r.Status)
+			}
+		})
+	}
+}

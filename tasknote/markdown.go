@@ -63,6 +63,7 @@ func (n Note) Markdown() string {
 			fmt.Fprintf(&b, "- attempt %d (%s): %s\n", i+1, short(a.Session), strings.Join(parts, "; "))
 		}
 	}
+	bestOfMarkdown(&b, n)
 	if n.Runs > 0 {
 		fmt.Fprintf(&b, "\nPlanner and reviewer runs: %d\n\n", n.Runs)
 		b.WriteString("| session | role | agent | exit | duration | reviewed | verdict |\n")
@@ -135,4 +136,26 @@ func usageText(a Attempt) string {
 		return "-"
 	}
 	return a.Usage.String()
+}
+
+// bestOfMarkdown renders the best-of rounds: per round how it ended, then
+// one row per attempt with its verdict, diff size, usage, and whether it
+// was chosen and why.
+func bestOfMarkdown(b *strings.Builder, n Note) {
+	for i, rd := range n.BestOf {
+		fmt.Fprintf(b, "\n### Round %d: best of %d\n\n%s\n", i+1, rd.K, rd.Summary())
+		if rd.Decided == nil {
+			continue
+		}
+		b.WriteString("\n| attempt | session | agent | verdict | diff lines | diff files | usage | chosen | why |\n")
+		b.WriteString("|---------|---------|-------|---------|------------|------------|-------|--------|-----|\n")
+		for _, c := range rd.Decided.Candidates {
+			chosen := "no"
+			if c.Chosen {
+				chosen = "yes"
+			}
+			fmt.Fprintf(b, "| %d | %s | %s | %s | %d | %d | %s | %s | %s |\n", c.Slot, short(c.Session), cell(c.Agent), cell(c.Verdict),
+				c.Lines, c.Files, cell(c.UsageText()), chosen, cell(c.Why))
+		}
+	}
 }

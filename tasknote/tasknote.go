@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/bestof"
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
@@ -57,6 +58,9 @@ type Note struct {
 	// Usage sums what every session of the task (planner and reviewer runs
 	// included) reported; nil when none reported any.
 	Usage *sessions.Usage `json:"usage,omitempty"`
+	// BestOf lists the task's best-of rounds (run --best-of): each round's
+	// attempts compared, and which was chosen and why.
+	BestOf []bestof.Round `json:"best_of,omitempty"`
 	// DiffStat is `git diff --stat` from the base commit to the tip of the
 	// session that decided the state ("" when it made no commit).
 	DiffStat string `json:"diff_stat"`
@@ -236,6 +240,13 @@ func Build(ctx context.Context, st *gitstore.Store, b *board.Board, id string, o
 		if err == nil {
 			n.DiffStat = strings.TrimRight(string(stat), "\n")
 		}
+	}
+	if !goal {
+		rounds, _, err := bestof.Get(ctx, st, id)
+		if err != nil {
+			return Note{}, err
+		}
+		n.BestOf = rounds.Rounds
 	}
 	n.Summary = o.Summary
 	if n.Summary == "" {

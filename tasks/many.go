@@ -72,7 +72,7 @@ func AddAll(ctx context.Context, st *gitstore.Store, ns []New) ([]Task, error) {
 		for i, n := range ns {
 			t := Task{V: SchemaVersion, ID: ids[i], Title: n.Title, Description: n.Description, Type: n.Type,
 				Priority: n.Priority, Labels: slices.Clone(n.Labels), Assignee: n.Assignee, DoD: slices.Clone(n.DoD),
-				Base: n.Base, Acceptance: slices.Clone(n.Acceptance), MaxLoops: n.MaxLoops, Created: Stamp(now), Updated: Stamp(now)}
+				Base: n.Base, Acceptance: slices.Clone(n.Acceptance), MaxLoops: n.MaxLoops, Paths: slices.Clone(n.Paths), BestOf: n.BestOf, Created: Stamp(now), Updated: Stamp(now)}
 			refs := append([]string{}, n.BlockedBy...)
 			if n.Parent != "" {
 				refs = append(refs, n.Parent)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/scope"
 	"github.com/git-agentmine/git-agentmine/validate"
 )
 
@@ -20,7 +21,11 @@ const SchemaVersion = 1
 var Kind = gitstore.Kind{Dir: "tasks", File: "task.json", Noun: "task", Version: SchemaVersion}
 
 // Types lists the accepted task types.
-var Types = []string{"task", "feature", "bug", "refactor", "docs", "test", "chore"}
+var Types = []string{"task", "feature", "bug", "refactor", "docs", "test", "chore", TypeEpic}
+
+// TypeEpic is the type of a goal: `run` hands a childless epic to the
+// planner before any worker (docs/loop.md).
+const TypeEpic = "epic"
 
 // Priorities lists the accepted priorities, lowest first.
 var Priorities = []string{"low", "medium", "high", "critical"}
@@ -56,9 +61,17 @@ type Task struct {
 	Acceptance  []string `json:"acceptance,omitempty"`
 	// MaxLoops is the most attempts `run` gives this task; 0 means the
 	// run's --max-loops.
-	MaxLoops int   `json:"max_loops,omitempty"`
-	Created  Stamp `json:"created"`
-	Updated  Stamp `json:"updated"`
+	MaxLoops int `json:"max_loops,omitempty"`
+	// BestOf is how many attempts `run` starts at once for this task, of
+	// which one that passed is merged; 0 means the run's --best-of.
+	BestOf int `json:"best_of,omitempty"`
+	// Paths are the paths the task expects to change (repository-relative
+	// globs; a directory covers what is beneath it). `run` never runs two
+	// tasks at once whose paths overlap; a task without paths never waits
+	// for another.
+	Paths   []string `json:"paths,omitempty"`
+	Created Stamp    `json:"created"`
+	Updated Stamp    `json:"updated"`
 	// Cancelled is the explicit cancel fact; nil when not cancelled (or
 	// reopened since).
 	Cancelled *Fact `json:"cancelled,omitempty"`
@@ -133,6 +146,38 @@ const MaxMaxLoops = 1000
 func ValidateMaxLoops(n int) error {
 	if n < 0 || n > MaxMaxLoops {
 		return usage("invalid max loops %d: want 1 to %d (0 for the run's --max-loops)", n, MaxMaxLoops)
+	}
+	return nil
+}
+
+// MaxBestOf bounds a task's best-of setting.
+const MaxBestOf = 10
+
+// ValidateBestOf checks a task's best-of setting: 0 (the run's default) up
+// to MaxBestOf.
+func ValidateBestOf(n int) error {
+	if n < 0 || n > MaxBestOf {
+		return usage("invalid best-of %d: want 1 to %d (0 for the run's --best-of)", n, MaxBestOf)
+	}
+	return nil
+}
+
+// MaxPaths bounds how many path patterns one task declares.
+const MaxPaths = 100
+
+// ValidatePaths checks a task's declared paths: at most MaxPaths
+// repository-relative globs, each one line.
+func ValidatePaths(ps []string) error {
+	if len(ps) > MaxPaths {
+		return usage("too many paths (%d): at most %d", len(ps), MaxPaths)
+	}
+	for _, p := range ps {
+		if err := ValidateLine("path", p); err != nil {
+			return err
+		}
+		if err := scope.CheckPattern(p); err != nil {
+			return usage("invalid path %q: %v", p, err)
+		}
 	}
 	return nil
 }

@@ -187,115 +187,187 @@ const (
 // sparse-checkout state, and the live record. It runs a fixed handful of git
 // processes, whatever the number of files.
 func Check(ctx context.Context, in Input) (Verdict, error) {
-	if err := in.Scope.Validate(); err != nil {
+	wt, err := checkInput(in)
+	if err != nil {
+		return Verdict{}, err
+	}
+	g := gitcmd.Runner{Dir: wt}
+	r, err := resolveRevs(ctx, g, in, wt)
+	if err != nil {
+		return Verdict{}, err
+	}
+	c := &checker{in: in, wt: wt, found: map[string]int{}}
+	c.gen = newGenerated(in.Generated)
+	// The files of the base commit are checked on disk while git works.
+	bc := &checker{in: in, wt: wt, gen: c.gen, found: map[string]int{}}
+	rd, err := read(ctx, g, in, r, bc)
+	if err != nil {
+		return Verdict{}, err
+	}
+
+	v := Verdict{Tip: r.tip, Violations: []Violation{}, Changed: []Change{}}
+	committed := parseRawDiff(rd.diff)
+	uncommitted, ignored := parseStatus(rd.status)
+	uncommitted, ignored = dropPrepared(uncommitted, ignored, in.Prepared)
+	c.classifyAll(pathsOfInterest(committed, uncommitted, ignored))
+
+	c.judgeCommitted(&v, committed)
+	if err := c.checkTree(ctx, g, newTipTree(rd.baseFiles, committed)); err != nil {
 		return Verdict{}, fmt.Errorf("verify: %w", err)
+	}
+	c.judgeGeneratedFiles(&v, rd.genFiles)
+	c.judgeUncommitted(&v, uncommitted)
+	c.judgeIgnored(ignored)
+
+	// Tracked paths that must be absent must not exist; read-only ones must
+	// still be read-only.
+	for _, bv := range bc.violations {
+		c.violate(bv.Type, bv.Path, bv.Reason)
+	}
+
+	if in.Sparse != nil {
+		c.checkSparse(rd.sparse, rd.sparseErr)
+	}
+	if r.head != r.tip {
+		c.warn(WarningHeadMoved, "", fmt.Sprintf("the worktree's HEAD is %s, not the judged tip %s", short(r.head), short(r.tip)))
+	}
+	if in.Live != nil {
+		c.checkLive(*in.Live)
+		v.LiveEvents = in.Live.Total
+		v.LiveIncomplete = in.Live.Incomplete
+		v.LiveReason = in.Live.Reason
+		v.LiveGap = c.checkLiveGap(*in.Live)
+	}
+	v.Violations = append(v.Violations, c.violations...)
+	v.Warnings = c.warnings
+	v.Valid = len(v.Violations) == 0
+	sort.Strings(v.Uncommitted)
+	return v, nil
+}
+
+// checkInput refuses a scope, revisions or worktree that cannot be
+// checked, and returns the worktree's absolute path.
+func checkInput(in Input) (string, error) {
+	if err := in.Scope.Validate(); err != nil {
+		return "", fmt.Errorf("verify: %w", err)
 	}
 	for _, r := range []string{in.Base, in.Tip} {
 		if strings.HasPrefix(r, "-") {
-			return Verdict{}, exitcode.New(exitcode.Usage, fmt.Errorf("verify: invalid revision %q", r), "")
+			return "", exitcode.New(exitcode.Usage, fmt.Errorf("verify: invalid revision %q", r), "")
 		}
 	}
 	if in.Base == "" {
-		return Verdict{}, exitcode.New(exitcode.Usage, errors.New("verify: no base commit given"), "")
+		return "", exitcode.New(exitcode.Usage, errors.New("verify: no base commit given"), "")
 	}
 	wt, err := filepath.Abs(in.Worktree)
 	if err != nil {
-		return Verdict{}, fmt.Errorf("verify: %w", err)
+		return "", fmt.Errorf("verify: %w", err)
 	}
 	if fi, err := os.Stat(wt); err != nil || !fi.IsDir() {
-		return Verdict{}, exitcode.New(exitcode.NotFound, fmt.Errorf("verify: worktree %s does not exist", in.Worktree), "")
+		return "", exitcode.New(exitcode.NotFound, fmt.Errorf("verify: worktree %s does not exist", in.Worktree), "")
 	}
-	g := gitcmd.Runner{Dir: wt}
+	return wt, nil
+}
+
+// revs is what a check compares: the commits it resolved and the
+// repository's object format.
+type revs struct {
+	objectFormat, base, tip, head string
+}
+
+// resolveRevs resolves the base, the tip (HEAD when none is given) and
+// HEAD in one rev-parse, and checks that wt is the top of a worktree.
+func resolveRevs(ctx context.Context, g gitcmd.Runner, in Input, wt string) (revs, error) {
 	tipRev := in.Tip
 	if tipRev == "" {
 		tipRev = "HEAD"
 	}
-	revs, err := g.Lines(ctx, "rev-parse", "--show-object-format", "--show-toplevel", in.Base+"^{commit}", tipRev+"^{commit}", "HEAD^{commit}")
+	out, err := g.Lines(ctx, "rev-parse", "--show-object-format", "--show-toplevel", in.Base+"^{commit}", tipRev+"^{commit}", "HEAD^{commit}")
 	if err != nil {
 		var ge *gitcmd.Error
 		if errors.As(err, &ge) && strings.Contains(ge.Stderr, "not a git repository") {
-			return Verdict{}, exitcode.New(exitcode.State, fmt.Errorf("verify: %s is not a git worktree", in.Worktree), "")
+			return revs{}, exitcode.New(exitcode.State, fmt.Errorf("verify: %s is not a git worktree", in.Worktree), "")
 		}
-		return Verdict{}, exitcode.New(exitcode.NotFound, fmt.Errorf("verify: resolve base %q and tip %q: %w", in.Base, tipRev, err), "")
+		return revs{}, exitcode.New(exitcode.NotFound, fmt.Errorf("verify: resolve base %q and tip %q: %w", in.Base, tipRev, err), "")
 	}
-	if len(revs) != 5 {
-		return Verdict{}, fmt.Errorf("verify: unexpected rev-parse output %q", revs)
+	if len(out) != 5 {
+		return revs{}, fmt.Errorf("verify: unexpected rev-parse output %q", out)
 	}
-	objectFormat := revs[0]
-	revs = revs[1:]
-	if filepath.Clean(revs[0]) != filepath.Clean(wt) {
-		if real, err := filepath.EvalSymlinks(wt); err != nil || filepath.Clean(real) != filepath.Clean(revs[0]) {
-			return Verdict{}, exitcode.New(exitcode.State, fmt.Errorf("verify: %s is not the top of a worktree (top is %s)", in.Worktree, revs[0]), "")
+	if top := out[1]; filepath.Clean(top) != filepath.Clean(wt) {
+		if real, err := filepath.EvalSymlinks(wt); err != nil || filepath.Clean(real) != filepath.Clean(top) {
+			return revs{}, exitcode.New(exitcode.State, fmt.Errorf("verify: %s is not the top of a worktree (top is %s)", in.Worktree, top), "")
 		}
 	}
-	base, tip, head := revs[1], revs[2], revs[3]
+	return revs{objectFormat: out[0], base: out[2], tip: out[3], head: out[4]}, nil
+}
 
-	c := &checker{in: in, wt: wt, found: map[string]int{}}
-	c.gen = newGenerated(in.Generated)
+// reads is what a check reads from git and the disk.
+type reads struct {
+	diff, status, sparse []byte
+	sparseErr            error
+	baseFiles            []treeFile
+	genFiles             []generatedFile
+}
 
-	// The git processes are independent: run them side by side.
+// read runs the independent reads side by side: the committed diff, the
+// worktree's status, the base tree (whose files bc checks on disk while
+// git works), the generated files and, with a sparse checkout, its list.
+func read(ctx context.Context, g gitcmd.Runner, in Input, r revs, bc *checker) (reads, error) {
 	var (
-		wg                         sync.WaitGroup
-		diffOut, statusOut, lsTree []byte
-		sparseOut                  []byte
-		diffErr, statusErr, lsErr  error
-		sparseErr                  error
-		baseFiles                  []treeFile
-		genFiles                   []generatedFile
-		genErr                     error
+		wg                             sync.WaitGroup
+		rd                             reads
+		diffErr, statusErr, lsErr, gen error
 	)
 	wg.Add(4)
 	go func() {
 		defer wg.Done()
-		diffOut, diffErr = g.Run(ctx, "diff", "--raw", "-z", "-M", "--no-abbrev", "--no-ext-diff", "--no-textconv", base, tip, "--")
+		rd.diff, diffErr = g.Run(ctx, "diff", "--raw", "-z", "-M", "--no-abbrev", "--no-ext-diff", "--no-textconv", r.base, r.tip, "--")
 	}()
 	go func() {
 		defer wg.Done()
-		statusOut, statusErr = g.Run(ctx, "status", "--porcelain=v2", "-z", "--untracked-files=all", "--ignored=matching", "--no-ahead-behind")
+		rd.status, statusErr = g.Run(ctx, "status", "--porcelain=v2", "-z", "--untracked-files=all", "--ignored=matching", "--no-ahead-behind")
 	}()
-	// The files of the base commit are checked on disk while git works.
-	bc := &checker{in: in, wt: wt, gen: c.gen, found: map[string]int{}}
 	go func() {
 		defer wg.Done()
-		lsTree, lsErr = g.Run(ctx, "ls-tree", "-r", "-z", "--full-tree", base)
+		var lsTree []byte
+		lsTree, lsErr = g.Run(ctx, "ls-tree", "-r", "-z", "--full-tree", r.base)
 		if lsErr == nil {
-			baseFiles = parseLsTree(lsTree)
-			paths := make([]string, len(baseFiles))
-			for i, f := range baseFiles {
+			rd.baseFiles = parseLsTree(lsTree)
+			paths := make([]string, len(rd.baseFiles))
+			for i, f := range rd.baseFiles {
 				paths[i] = f.path
 			}
 			bc.classifyAll(paths)
-			bc.checkBaseFiles(baseFiles)
+			bc.checkBaseFiles(rd.baseFiles)
 		}
 	}()
 	// So are the generated files: what is under a generated path now.
 	go func() {
 		defer wg.Done()
-		genFiles, genErr = readGenerated(wt, in.Generated, objectFormat)
+		rd.genFiles, gen = readGenerated(bc.wt, in.Generated, r.objectFormat)
 	}()
 	if in.Sparse != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sparseOut, sparseErr = g.Run(ctx, "sparse-checkout", "list")
+			rd.sparse, rd.sparseErr = g.Run(ctx, "sparse-checkout", "list")
 		}()
 	}
 	wg.Wait()
 	for _, e := range []struct {
 		what string
 		err  error
-	}{{"diff base..tip", diffErr}, {"status", statusErr}, {"list base tree", lsErr}, {"read generated files", genErr}} {
+	}{{"diff base..tip", diffErr}, {"status", statusErr}, {"list base tree", lsErr}, {"read generated files", gen}} {
 		if e.err != nil {
-			return Verdict{}, fmt.Errorf("verify: %s: %w", e.what, e.err)
+			return reads{}, fmt.Errorf("verify: %s: %w", e.what, e.err)
 		}
 	}
+	return rd, nil
+}
 
-	v := Verdict{Tip: tip, Violations: []Violation{}, Changed: []Change{}}
-	committed := parseRawDiff(diffOut)
-	uncommitted, ignored := parseStatus(statusOut)
-	uncommitted, ignored = dropPrepared(uncommitted, ignored, in.Prepared)
-
-	// Classify every path of interest in one batch.
+// pathsOfInterest lists every path a check classifies, so that it is
+// classified in one batch.
+func pathsOfInterest(committed []diffEntry, uncommitted []Change, ignored []string) []string {
 	var paths []string
 	for _, e := range committed {
 		paths = append(paths, e.Path, e.OldPath)
@@ -306,8 +378,12 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 	for _, p := range ignored {
 		paths = append(paths, strings.TrimSuffix(p, "/"))
 	}
-	c.classifyAll(paths)
+	return paths
+}
 
+// judgeCommitted judges the committed changes; a generated file committed
+// as agentmine wrote it is only a warning.
+func (c *checker) judgeCommitted(v *Verdict, committed []diffEntry) {
 	for _, e := range committed {
 		ch := e.Change
 		if c.gen.match(ch.Path) || ch.OldPath != "" && c.gen.match(ch.OldPath) {
@@ -322,12 +398,12 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 		v.Changed = append(v.Changed, ch)
 		c.judgeChange(ch, "committed")
 	}
-	if err := c.checkTree(ctx, g, newTipTree(baseFiles, committed)); err != nil {
-		return Verdict{}, fmt.Errorf("verify: %w", err)
-	}
-	// What is under the generated paths in the worktree is judged by its
-	// content, not by git status: generated files are ignored or marked
-	// assume-unchanged, so git would not show a change to them.
+}
+
+// judgeGeneratedFiles judges what is under the generated paths in the
+// worktree by its content, not by git status: generated files are ignored
+// or marked assume-unchanged, so git would not show a change to them.
+func (c *checker) judgeGeneratedFiles(v *Verdict, genFiles []generatedFile) {
 	for _, f := range genFiles {
 		if c.in.GeneratedBlobs[f.path] == f.blob && f.blob != "" {
 			continue
@@ -342,9 +418,13 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 			c.warn(WarningUncommitted, f.path, "left uncommitted: "+f.why(c.in.GeneratedBlobs))
 		}
 	}
+}
+
+// judgeUncommitted judges the changes left in the worktree.
+func (c *checker) judgeUncommitted(v *Verdict, uncommitted []Change) {
 	for _, ch := range uncommitted {
 		if c.gen.match(ch.Path) && (ch.OldPath == "" || c.gen.match(ch.OldPath)) {
-			// Judged above by content.
+			// Judged by content in judgeGeneratedFiles.
 			continue
 		}
 		v.Changed = append(v.Changed, ch)
@@ -357,6 +437,10 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 			c.warn(WarningUncommitted, ch.Path, "left uncommitted: "+word)
 		}
 	}
+}
+
+// judgeIgnored judges the ignored files and directories present.
+func (c *checker) judgeIgnored(ignored []string) {
 	for _, p := range ignored {
 		clean := strings.TrimSuffix(p, "/")
 		if c.gen.match(clean) {
@@ -368,31 +452,6 @@ func Check(ctx context.Context, in Input) (Verdict, error) {
 			c.judgePath(clean, "ignored file present")
 		}
 	}
-
-	// Tracked paths that must be absent must not exist; read-only ones must
-	// still be read-only.
-	for _, bv := range bc.violations {
-		c.violate(bv.Type, bv.Path, bv.Reason)
-	}
-
-	if in.Sparse != nil {
-		c.checkSparse(sparseOut, sparseErr)
-	}
-	if head != tip {
-		c.warn(WarningHeadMoved, "", fmt.Sprintf("the worktree's HEAD is %s, not the judged tip %s", short(head), short(tip)))
-	}
-	if in.Live != nil {
-		c.checkLive(*in.Live)
-		v.LiveEvents = in.Live.Total
-		v.LiveIncomplete = in.Live.Incomplete
-		v.LiveReason = in.Live.Reason
-		v.LiveGap = c.checkLiveGap(*in.Live)
-	}
-	v.Violations = append(v.Violations, c.violations...)
-	v.Warnings = c.warnings
-	v.Valid = len(v.Violations) == 0
-	sort.Strings(v.Uncommitted)
-	return v, nil
 }
 
 // checker accumulates findings for one Check.

@@ -84,8 +84,10 @@ func (s *Server) taskAction(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 	default:
-		http.NotFound(w, r)
-		return
+		if run = s.steerAction(&action, r); run == nil {
+			http.NotFound(w, r)
+			return
+		}
 	}
 	v, err := s.open(r.Context())
 	if err != nil {

@@ -1,21 +1,29 @@
 package web
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
 
 // ANSI colour in worker logs: SGR sequences (ESC [ … m) become class names
-// on text segments (bold, fg-N and bg-N for the 16 standard colours);
-// every other escape sequence (cursor movement, erasing, titles) and every
-// control character but newline and tab is dropped. A carriage return
-// starts a new line, so progress bars read as a list of states rather than
-// overwriting each other. The page inserts segments as text nodes.
+// on text segments (bold, fg-N and bg-N for the 16 standard colours) and,
+// for 256-colour and true-colour sequences, a colour ("#rrggbb") the page
+// sets through the element's style object (the CSP forbids style
+// attributes, not that). Every other escape sequence (cursor movement,
+// erasing, titles) and every control character but newline and tab is
+// dropped. A carriage return that is not part of a line end becomes a
+// segment of its own (R): the page moves back to the start of the line and
+// overwrites it, as a terminal does, so a progress bar stays one line.
+// The page inserts segments as text nodes.
 
 // ansiState is the SGR state carried from one chunk of a log to the next.
 type ansiState struct {
 	bold   bool
 	fg, bg int // 0: default; 30-37/90-97 and 40-47/100-107 otherwise
+	// fgRGB and bgRGB are a 256-colour or true colour ("#rrggbb"); they
+	// replace fg and bg while set.
+	fgRGB, bgRGB string
 }
 
 func (a ansiState) class() string {
@@ -23,10 +31,10 @@ func (a ansiState) class() string {
 	if a.bold {
 		cs = append(cs, "b")
 	}
-	if a.fg != 0 {
+	if a.fg != 0 && a.fgRGB == "" {
 		cs = append(cs, "fg"+strconv.Itoa(a.fg))
 	}
-	if a.bg != 0 {
+	if a.bg != 0 && a.bgRGB == "" {
 		cs = append(cs, "bg"+strconv.Itoa(a.bg))
 	}
 	return strings.Join(cs, " ")
@@ -38,7 +46,7 @@ func (a *ansiState) apply(params string) {
 		*a = ansiState{}
 		return
 	}
-	ps := strings.Split(params, ";")
+	ps := strings.Split(strings.ReplaceAll(params, ":", ";"), ";")
 	for i := 0; i < len(ps); i++ {
 		n, err := strconv.Atoi(ps[i])
 		if err != nil {
@@ -52,23 +60,82 @@ func (a *ansiState) apply(params string) {
 		case n == 22:
 			a.bold = false
 		case n >= 30 && n <= 37, n >= 90 && n <= 97:
-			a.fg = n
+			a.fg, a.fgRGB = n, ""
 		case n == 39:
-			a.fg = 0
+			a.fg, a.fgRGB = 0, ""
 		case n >= 40 && n <= 47, n >= 100 && n <= 107:
-			a.bg = n
+			a.bg, a.bgRGB = n, ""
 		case n == 49:
-			a.bg = 0
+			a.bg, a.bgRGB = 0, ""
 		case n == 38 || n == 48:
-			// 256-colour or true colour: skip its arguments, keep the
-			// default colour.
-			if i+1 < len(ps) && ps[i+1] == "5" {
-				i += 2
-			} else if i+1 < len(ps) && ps[i+1] == "2" {
-				i += 4
+			std, rgb, used := extColour(ps[i+1:])
+			i += used
+			if n == 38 {
+				a.fg, a.fgRGB = std, rgb
+			} else if std != 0 {
+				a.bg, a.bgRGB = std+10, rgb
+			} else {
+				a.bg, a.bgRGB = 0, rgb
 			}
 		}
 	}
+}
+
+// extColour reads the arguments of a 38 or 48 (the parameters after it):
+// "5;N" (256 colours) or "2;R;G;B" (true colour). It returns the standard
+// foreground code (30-37, 90-97) for N below 16, else the colour as
+// "#rrggbb", and how many parameters it used.
+func extColour(ps []string) (std int, rgb string, used int) {
+	num := func(i int) (int, bool) {
+		if i >= len(ps) {
+			return 0, false
+		}
+		v, err := strconv.Atoi(ps[i])
+		return v, err == nil && v >= 0 && v <= 255
+	}
+	if len(ps) == 0 {
+		return 0, "", 0
+	}
+	switch ps[0] {
+	case "5":
+		n, ok := num(1)
+		if !ok {
+			return 0, "", len(ps)
+		}
+		switch {
+		case n < 8:
+			return 30 + n, "", 2
+		case n < 16:
+			return 90 + n - 8, "", 2
+		}
+		return 0, xterm256(n), 2
+	case "2":
+		r, ok1 := num(1)
+		g, ok2 := num(2)
+		b, ok3 := num(3)
+		if !ok1 || !ok2 || !ok3 {
+			return 0, "", len(ps)
+		}
+		return 0, fmt.Sprintf("#%02x%02x%02x", r, g, b), 4
+	}
+	return 0, "", 0
+}
+
+// xterm256 is the colour of xterm's palette entry n (16-255): a 6×6×6
+// cube, then 24 greys.
+func xterm256(n int) string {
+	if n >= 232 {
+		v := 8 + (n-232)*10
+		return fmt.Sprintf("#%02x%02x%02x", v, v, v)
+	}
+	n -= 16
+	level := func(c int) int {
+		if c == 0 {
+			return 0
+		}
+		return 55 + c*40
+	}
+	return fmt.Sprintf("#%02x%02x%02x", level(n/36), level(n/6%6), level(n%6))
 }
 
 // escapeEnd returns the length of the escape sequence at the start of b
@@ -109,10 +176,10 @@ func (a *ansiState) segments(b []byte) []segment {
 		if cur.Len() == 0 {
 			return
 		}
-		if n := len(out); n > 0 && out[n-1].C == cls {
+		if n := len(out); n > 0 && !out[n-1].R && out[n-1].C == cls && out[n-1].F == a.fgRGB && out[n-1].B == a.bgRGB {
 			out[n-1].T += cur.String()
 		} else {
-			out = append(out, segment{T: cur.String(), C: cls})
+			out = append(out, segment{T: cur.String(), C: cls, F: a.fgRGB, B: a.bgRGB})
 		}
 		cur.Reset()
 	}
@@ -136,7 +203,8 @@ func (a *ansiState) segments(b []byte) []segment {
 				i++
 				continue
 			}
-			cur.WriteByte('\n')
+			flush()
+			out = append(out, segment{R: true})
 			i++
 		case c == '\n' || c == '\t':
 			cur.WriteByte(c)

@@ -30,6 +30,10 @@ type fileDiff struct {
 
 type diffLine struct {
 	Class, Text string
+	// Old and New are the line's numbers in the base's and the tip's
+	// file (0 where it has none); Ref names it for a line comment.
+	Old, New int
+	Ref      string
 }
 
 // diff reads the session's diff (base commit to the tip its outcome
@@ -71,6 +75,7 @@ func (v *view) diff(rec sessions.Record) (*diffView, string) {
 		d.Truncated = true
 	}
 	var cur *fileDiff
+	oldN, newN := 0, 0
 	for _, line := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
 		if strings.HasPrefix(line, "diff --git ") {
 			cur = nil
@@ -98,7 +103,25 @@ func (v *view) diff(rec sessions.Record) (*diffView, string) {
 		case strings.HasPrefix(line, "-"):
 			cls = "del"
 		}
-		cur.Lines = append(cur.Lines, diffLine{Class: cls, Text: line})
+		l := diffLine{Class: cls, Text: line}
+		switch cls {
+		case "hunk":
+			oldN, newN = hunkStart(line)
+		case "add":
+			l.New = newN
+			newN++
+		case "del":
+			l.Old = oldN
+			oldN++
+		case "":
+			if strings.HasPrefix(line, " ") {
+				l.Old, l.New = oldN, newN
+				oldN++
+				newN++
+			}
+		}
+		l.Ref = diffLineRef(cur.Path, l)
+		cur.Lines = append(cur.Lines, l)
 	}
 	return d, ""
 }
@@ -132,4 +155,19 @@ func splitNumstat(out string) []numstat {
 		res = append(res, n)
 	}
 	return res
+}
+
+// hunkStart reads the first line numbers of a hunk's header,
+// "@@ -old[,n] +new[,m] @@".
+func hunkStart(h string) (old, new int) {
+	f := strings.Fields(h)
+	if len(f) < 3 {
+		return 0, 0
+	}
+	num := func(s string) int {
+		s, _, _ = strings.Cut(s[1:], ",")
+		n, _ := strconv.Atoi(s)
+		return n
+	}
+	return num(f[1]), num(f[2])
 }

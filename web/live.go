@@ -44,11 +44,15 @@ type live struct {
 	log    io.Writer
 	mu     sync.Mutex
 	seq    uint64
-	subs   map[chan uint64]struct{}
+	// ticks counts the changes sent by the tick, not by the refs.
+	ticks uint64
+	subs  map[chan uint64]struct{}
 	// running is how many running sessions the last page showed.
 	running atomic.Int64
 	stop    chan struct{}
 	once    sync.Once
+	// wg counts the watching goroutines; close waits for them.
+	wg sync.WaitGroup
 	// Watching says how changes are seen: "inotify" or "polling".
 	watching string
 }
@@ -75,16 +79,29 @@ func newLiveWith(common string, log io.Writer, poll bool) *live {
 	if err != nil {
 		fmt.Fprintf(log, "warning: watching the refs for changes failed (%v); polling them every %s instead\n", err, pollEvery)
 		l.watching = "polling"
-		go l.poll()
+		l.run(l.poll)
 	} else {
 		l.watching = "inotify"
-		go l.watch(w)
+		l.run(func() { l.watch(w) })
 	}
-	go l.tick()
+	l.run(l.tick)
 	return l
 }
 
-func (l *live) close() { l.once.Do(func() { close(l.stop) }) }
+// close stops the watching goroutines and waits for them to end.
+func (l *live) close() {
+	l.once.Do(func() { close(l.stop) })
+	l.wg.Wait()
+}
+
+// run starts f as a watching goroutine.
+func (l *live) run(f func()) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		f()
+	}()
+}
 
 // seen records how many running sessions a page just showed.
 func (l *live) seen(running int) { l.running.Store(int64(running)) }
@@ -211,16 +228,23 @@ func (l *live) tick() {
 			return
 		case <-t.C:
 			if l.running.Load() > 0 {
-				l.broadcast()
+				l.send(true)
 			}
 		}
 	}
 }
 
-func (l *live) broadcast() {
+func (l *live) broadcast() { l.send(false) }
+
+// send tells every page of a change; tick says it is the tick's, not a
+// change of the refs.
+func (l *live) send(tick bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seq++
+	if tick {
+		l.ticks++
+	}
 	for c := range l.subs {
 		select {
 		case c <- l.seq:

@@ -36,9 +36,16 @@ const chunkMax = 64 << 10
 // event woke it (a safety net: inotify normally wakes it at once).
 const logPoll = 250 * time.Millisecond
 
+// segment is a run of log text in one style: classes (C), and a 256- or
+// true-colour foreground (F) and background (B) as "#rrggbb". R marks a
+// carriage return (T is then empty): the text after it overwrites the
+// line from its start.
 type segment struct {
 	T string `json:"t"`
 	C string `json:"c,omitempty"`
+	F string `json:"f,omitempty"`
+	B string `json:"b,omitempty"`
+	R bool   `json:"r,omitempty"`
 }
 
 // endEvent closes a stream: what ended (Of: "session" or "run"), its
@@ -91,14 +98,14 @@ func (s *Server) sessionLog(ctx context.Context, v *view, id string) (logSource,
 	}
 	here := board.HereOf(v.st)
 	ended := make(chan struct{})
-	go func() {
+	s.spawn(func() {
 		// Wait returns when the session has an outcome or can no longer
 		// be running; it sleeps on the session's processes, never polls.
 		if env, err := v.env(); err == nil {
 			env.Wait(ctx, []string{rec.Session.ID})
 		}
 		close(ended)
-	}()
+	})
 	return logSource{path: path, ended: ended, end: func() endEvent {
 		if cur, err := board.Session(ctx, v.st, rec.Session.ID); err == nil {
 			rec = cur

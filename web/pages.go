@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/bestof"
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/config"
 	"github.com/git-agentmine/git-agentmine/contract"
@@ -40,10 +41,12 @@ type pages struct {
 }
 
 func newPages() (*pages, error) {
+	md := newMarkdown()
 	funcs := template.FuncMap{
-		"since": func(t time.Time) string { return ago(time.Since(t)) },
-		"when":  func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
-		"join":  strings.Join,
+		"markdown": func(src string) template.HTML { return markdown(md, src) },
+		"since":    func(t time.Time) string { return ago(time.Since(t)) },
+		"when":     func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
+		"join":     strings.Join,
 		"short": func(id string) string {
 			if len(id) > 8 {
 				return id[:8]
@@ -52,10 +55,11 @@ func newPages() (*pages, error) {
 		},
 		"dur": func(secs float64) string { return (time.Duration(secs) * time.Second).String() },
 		"ms":  func(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() },
+		"inc": func(i int) int { return i + 1 },
 	}
 	p := &pages{t: map[string]*template.Template{}}
 	for _, name := range []string{"board", "task", "memory", "runs", "error"} {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html", "assets/"+name+".html")
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html", "assets/"+name+".html", "assets/steer.html")
 		if err != nil {
 			return nil, fmt.Errorf("parsing the %s page: %w", name, err)
 		}
@@ -105,6 +109,16 @@ var notices = map[string]string{
 	"cancel":    "task cancelled",
 	"merge":     "merged into the base",
 	"merged-ok": "already merged",
+	// review and steering (review.go, edit.go, runctl.go)
+	"approved":        "approved",
+	"approved-merged": "approved and merged into the base",
+	"changes":         "changes requested: a new attempt started with the comments",
+	"edited":          "task updated",
+	"unchanged":       "nothing changed",
+	"reopen":          "task reopened",
+	"unblock":         "blocker removed",
+	"run-started":     "run started",
+	"run-stopped":     "run asked to stop",
 }
 
 func (s *Server) page(r *http.Request, title, nav string) page {
@@ -218,7 +232,8 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 // The board.
 
 // columns are the board's columns in order: each derived status has one,
-// except that failed, dod_failed and tainted share "failed" and open is
+// except that failed, dod_failed and tainted share "failed", planning is
+// shown in progress and reviewing in review, and open is
 // split into ready and blocked. Cancelled tasks are folded away below.
 var columns = []struct{ Key, Title string }{
 	{"ready", "Ready"}, {"blocked", "Blocked"}, {"in_progress", "In progress"},
@@ -235,24 +250,39 @@ func columnOf(r status.Result) string {
 		return "ready"
 	case status.Failed, status.DoDFailed, status.Tainted:
 		return "failed"
+	case status.Planning:
+		return "in_progress"
+	case status.Reviewing:
+		return "review"
 	}
 	return string(r.Status)
 }
 
-// columnLimit is how many cards a column shows unless all are asked for:
-// a board of ten thousand tasks stays quick to render and to scroll.
-const columnLimit = 200
+// columnLimit is how many cards a column shows unless more are asked
+// for: a board of a hundred thousand tasks stays quick to render and to
+// scroll. Columns are in the order of the last change, newest first, by
+// default, so no cap hides a task that just changed.
+const columnLimit = 100
 
 type boardView struct {
 	page
 	Columns   []column
 	Cancelled []card
-	Filter    filter
-	Labels    []string
-	Assignees []string
-	Parents   []option
-	Total     int
-	All       bool
+	// CancelledCount is how many cancelled tasks match, CancelledHidden
+	// how many of them are not shown.
+	CancelledCount, CancelledHidden int
+	CancelledMoreURL                string
+	Filter                          query
+	Labels                          []string
+	Agents                          []string
+	Parents                         []option
+	Sorts                           []option
+	Priorities                      []string
+	Statuses                        []option
+	// Runs are the runs shown on the Runs page, for the page's
+	// notifications (a run that ended).
+	Runs  []runRow
+	Total int
 	// AllURL is this board with every card shown.
 	AllURL string
 	// Empty says why the board has no task at all: "uninitialised" (no
@@ -262,26 +292,37 @@ type boardView struct {
 
 type option struct{ Value, Label string }
 
-type filter struct{ Label, Assignee, Parent string }
-
-func (f filter) any() bool { return f.Label != "" || f.Assignee != "" || f.Parent != "" }
-
 type column struct {
 	Key, Title string
 	Count      int
 	Cards      []card
 	Hidden     int
+	// MoreURL shows more cards of every column.
+	MoreURL string
 }
 
 type card struct {
 	ID, Short, Title, Status, Reason, Priority, Type string
 	Labels                                           []string
 	Agent                                            string
-	Attempts                                         int
-	Running                                          bool
-	Elapsed                                          string
-	Timeout                                          int
-	Progress                                         *progress
+	// Attempts is how many attempts the task had, MaxAttempts how many it
+	// gets (its own max_loops, else run's default).
+	Attempts, MaxAttempts int
+	Exhausted             bool
+	Running               bool
+	Elapsed               string
+	Timeout               int
+	Progress              *progress
+	// Changed is how long ago the task last changed, ChangedAt when.
+	Changed, ChangedAt string
+	// Waiting are the blockers the task waits on (the first few), and
+	// WaitingMore how many more.
+	Waiting     []taskLink
+	WaitingMore int
+	// Why is the one line that says why a failed task failed.
+	Why string
+	// Usage is what its sessions reported, short and in full.
+	Usage, UsageLong string
 }
 
 // progress is a parent's children done out of all (cancelled children
@@ -350,23 +391,6 @@ func indexSessions(b *board.Board, now time.Time) sessionIndex {
 	return x
 }
 
-func newCard(b *board.Board, x sessionIndex, kids map[string]*progress, id string, now time.Time) card {
-	t := b.Tasks.Tasks[id].Task
-	r := b.Status[id]
-	c := card{ID: id, Short: b.Tasks.ShortID(id), Title: t.Title, Status: string(r.Status), Reason: r.Reason,
-		Priority: t.Priority, Type: t.Type, Labels: t.Labels, Agent: t.Assignee, Attempts: len(x.byTask[id]),
-		Progress: kids[id]}
-	if rs := x.byTask[id]; len(rs) > 0 {
-		c.Agent = rs[len(rs)-1].Session.Agent
-	}
-	if rec, ok := x.running[id]; ok {
-		c.Running = true
-		c.Elapsed = ago(now.Sub(rec.Session.Started))
-		c.Timeout = rec.Session.Timeout
-	}
-	return c
-}
-
 func (s *Server) boardPage(w http.ResponseWriter, r *http.Request) {
 	s.boardWith(w, r, http.StatusOK, "")
 }
@@ -381,13 +405,23 @@ func (s *Server) boardWith(w http.ResponseWriter, r *http.Request, code int, err
 		s.fail(w, r, err)
 		return
 	}
-	b, err := v.board(&p)
+	x, err := s.snapshot(v.ctx, v.st)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	q := r.URL.Query()
-	f := filter{Label: q.Get("label"), Assignee: q.Get("assignee"), Parent: q.Get("parent")}
+	b := x.b
+	for _, e := range b.TaskProblems {
+		p.Warnings = append(p.Warnings, "skipping unreadable task: "+e.Error())
+	}
+	for _, e := range b.SessionProblems {
+		p.Warnings = append(p.Warnings, "skipping unreadable session: "+e.Error())
+	}
+	f, err := parseQuery(r.URL.Query())
+	if err != nil {
+		s.fail(w, r, exitcode.New(exitcode.Usage, err, ""))
+		return
+	}
 	if f.Parent != "" {
 		id, err := b.Tasks.Resolve(f.Parent)
 		if err != nil {
@@ -397,60 +431,13 @@ func (s *Server) boardWith(w http.ResponseWriter, r *http.Request, code int, err
 		f.Parent = id
 	}
 	now := time.Now()
-	x := indexSessions(b, now)
-	kids := childProgress(b)
-	bv := boardView{page: p, Filter: f, All: q.Get("all") == "1"}
-	all := *r.URL
-	aq := all.Query()
-	aq.Set("all", "1")
-	all.RawQuery = aq.Encode()
-	bv.AllURL = all.RequestURI()
-	labels, assignees, parents := map[string]bool{}, map[string]bool{}, map[string]bool{}
-	cols := map[string]*column{}
-	for _, c := range columns {
-		bv.Columns = append(bv.Columns, column{Key: c.Key, Title: c.Title})
-	}
-	for i := range bv.Columns {
-		cols[bv.Columns[i].Key] = &bv.Columns[i]
-	}
-	for _, id := range b.Tasks.IDs {
-		t := b.Tasks.Tasks[id].Task
-		for _, l := range t.Labels {
-			labels[l] = true
-		}
-		if t.Assignee != "" {
-			assignees[t.Assignee] = true
-		}
-		if t.Parent != "" {
-			parents[t.Parent] = true
-		}
-		if f.Label != "" && !contains(t.Labels, f.Label) || f.Assignee != "" && t.Assignee != f.Assignee ||
-			f.Parent != "" && t.Parent != f.Parent && id != f.Parent {
-			continue
-		}
-		bv.Total++
-		res := b.Status[id]
-		if res.Status == status.Cancelled {
-			bv.Cancelled = append(bv.Cancelled, newCard(b, x, kids, id, now))
-			continue
-		}
-		col := cols[columnOf(res)]
-		col.Count++
-		if !bv.All && len(col.Cards) >= columnLimit {
-			col.Hidden++
-			continue
-		}
-		col.Cards = append(col.Cards, newCard(b, x, kids, id, now))
-	}
-	for i := range bv.Columns {
-		sortCards(bv.Columns[i].Cards)
-	}
+	bv := boardView{page: p, Filter: f, Labels: x.labels, Agents: x.agents, Parents: x.parents, Sorts: sorts,
+		Statuses: statusFilters, Priorities: []string{"critical", "high", "medium", "low"}}
+	x.fill(&bv, f, now)
 	bv.Empty = emptyState(v, len(b.Tasks.IDs))
-	bv.Labels = sortedKeys(labels)
-	bv.Assignees = sortedKeys(assignees)
-	for _, id := range sortedKeys(parents) {
-		if e, ok := b.Tasks.Tasks[id]; ok {
-			bv.Parents = append(bv.Parents, option{Value: id, Label: b.Tasks.ShortID(id) + " " + e.Task.Title})
+	if recs, err := pipeline.List(v.ctx, v.st); err == nil {
+		for _, run := range shownRuns(recs, v.st.Location().CommonDir, now) {
+			bv.Runs = append(bv.Runs, newRunRow(run, b))
 		}
 	}
 	s.live.seen(len(x.running))
@@ -470,17 +457,6 @@ func emptyState(v *view, tasks int) string {
 		}
 	}
 	return "no tasks"
-}
-
-// sortCards orders a column: highest priority first, then newest first.
-func sortCards(cs []card) {
-	rank := map[string]int{"critical": 0, "high": 1, "medium": 2, "low": 3}
-	sort.SliceStable(cs, func(i, j int) bool {
-		if rank[cs[i].Priority] != rank[cs[j].Priority] {
-			return rank[cs[i].Priority] < rank[cs[j].Priority]
-		}
-		return cs[i].Short < cs[j].Short
-	})
 }
 
 func sortedKeys(m map[string]bool) []string {
@@ -517,8 +493,12 @@ type taskView struct {
 	History           []gitstore.LogEntry
 	// Note is the task's Task Note in Markdown, "" when none was written.
 	Note string
+	// Rounds are the task's best-of rounds (run --best-of), oldest first.
+	Rounds []bestof.Round
 	// What the action buttons may offer.
 	CanRun, CanStop, CanCancel, CanMerge bool
+	// Steer holds the review, merge and edit controls (edit.go).
+	Steer steerView
 }
 
 type taskLink struct {
@@ -629,6 +609,11 @@ func (s *Server) taskWith(w http.ResponseWriter, r *http.Request, code int, errT
 	if err != nil {
 		p.Warnings = append(p.Warnings, err.Error())
 	}
+	if rec, _, err := bestof.Get(v.ctx, v.st, id); err == nil {
+		tv.Rounds = rec.Rounds
+	} else {
+		p.Warnings = append(p.Warnings, err.Error())
+	}
 	if n, err := tasknote.Read(v.ctx, v.st, id); err == nil {
 		tv.Note = n.Markdown()
 	} else if !errors.Is(err, tasknote.ErrNone) {
@@ -638,7 +623,8 @@ func (s *Server) taskWith(w http.ResponseWriter, r *http.Request, code int, errT
 	tv.CanRun = !anyRunning && st != status.Done && st != status.Cancelled
 	tv.CanStop = anyRunning
 	tv.CanCancel = st != status.Cancelled && st != status.Done
-	tv.CanMerge = !anyRunning && len(recs) > 0 && st != status.Done && st != status.Cancelled
+	tv.Steer = steer(b, id, anyRunning)
+	tv.CanMerge = tv.Steer.Merge.Offer != ""
 	s.live.seen(len(indexSessions(b, now).running))
 	s.render(w, code, "task", tv)
 }
@@ -697,6 +683,9 @@ type runsView struct {
 	Tabs []tab
 	// Workers counts the worker tabs.
 	Workers int
+	// Start is the form that starts a run (runctl.go), nil when the board
+	// cannot start one.
+	Start *runForm
 }
 
 // tab is one live log on the Runs page.
@@ -717,7 +706,14 @@ type tab struct {
 }
 
 func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
+	s.runsWith(w, r, http.StatusOK, "")
+}
+
+// runsWith renders the Runs page, with an error banner when an action on
+// it was refused.
+func (s *Server) runsWith(w http.ResponseWriter, r *http.Request, code int, errText string) {
 	p := s.page(r, "Runs", "runs")
+	p.Error = errText
 	v, err := s.open(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
@@ -771,6 +767,9 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 		}
 		rv.Tabs = append(rv.Tabs, g...)
 	}
+	if !s.opts.ReadOnly && s.opts.Command != nil {
+		rv.Start = runStartForm(b)
+	}
 	s.live.seen(running)
-	s.render(w, http.StatusOK, "runs", rv)
+	s.render(w, code, "runs", rv)
 }

@@ -190,10 +190,10 @@ func (s *Server) runLog(ctx context.Context, v *view, name string) (logSource, e
 	}
 	ended := make(chan struct{})
 	latest := make(chan pipeline.Record, 1)
-	go func() {
+	s.spawn(func() {
 		latest <- s.waitRun(ctx, v, rec)
 		close(ended)
-	}()
+	})
 	return logSource{path: path, ended: ended, end: func() endEvent { return runEnd(<-latest) }}, nil
 }
 

@@ -5,8 +5,9 @@
 // change event to every open page when refs/agentmine, the notes or a
 // branch move. Everything it shows is read through the packages the command
 // line uses (board, contract, sessions, memory, pipeline), and every action
-// (create a task, start, stop, cancel, merge) calls the same functions the
-// command line calls. Assets are embedded; there is no database and no
+// (create, edit, reopen, unblock and cancel a task, start and stop a worker,
+// review, merge, start and stop a run) calls the same functions the command
+// line calls. Assets are embedded; there is no database and no
 // build step.
 //
 // Safety: every request needs a login cookie, which the one-time login
@@ -51,6 +52,10 @@ type Options struct {
 	// runs a prepared session, given the repository's top and the
 	// session's id: starting a worker starts it and returns.
 	Supervisor func(top, session string) []string
+	// Command returns the argv of git agentmine running args in the
+	// repository at top: the board starts runs with `run --detach`. Nil
+	// leaves starting runs out.
+	Command func(top string, args ...string) []string
 	// Token is the one-time login token (see NewToken): the first request
 	// that carries it in its query gets a login cookie, and the token is
 	// spent. It and the cookies exist only in this process's memory: a
@@ -73,12 +78,17 @@ type Server struct {
 	opts  Options
 	pages *pages
 	live  *live
+	snaps snapCache
 	// cookie is the name of the login cookie: derived from the token, so
 	// that boards of two repositories served on one host do not overwrite
 	// each other's cookie.
 	cookie string
 	csrf   string
 	common string
+
+	// bg counts the goroutines requests leave behind (a log's watcher):
+	// Close waits for them, so none writes to the repository after.
+	bg sync.WaitGroup
 
 	mu sync.Mutex
 	// spent is set once the login token was exchanged for a cookie.
@@ -116,11 +126,30 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.live = newLive(s.common, opts.Log)
+	s.snaps.ctx, s.snaps.cancel = context.WithCancel(context.Background())
+	s.snaps.asyncAbove = defaultAsyncAbove
 	return s, nil
 }
 
-// Close stops watching the repository for changes.
-func (s *Server) Close() { s.live.close() }
+// Close stops watching the repository for changes and waits for every
+// goroutine the board started to end (the board being read in the
+// background, if any, is told to stop). Call it after the HTTP server is
+// shut down: the goroutines a request started end with its context.
+func (s *Server) Close() {
+	s.live.close()
+	s.snaps.cancel()
+	s.snaps.wg.Wait()
+	s.bg.Wait()
+}
+
+// spawn runs f in a goroutine that Close waits for.
+func (s *Server) spawn(f func()) {
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		f()
+	}()
+}
 
 // Handler is the board's HTTP handler: the routes behind the token check,
 // the Host check and, for POSTs, the cross-origin and CSRF checks.
@@ -138,6 +167,8 @@ func (s *Server) Handler() http.Handler {
 	if !s.opts.ReadOnly {
 		mux.HandleFunc("POST /tasks", s.createTask)
 		mux.HandleFunc("POST /tasks/{id}/{action}", s.taskAction)
+		mux.HandleFunc("POST /runs", s.startRun)
+		mux.HandleFunc("POST /runs/{name}/stop", s.stopRun)
 	}
 	mux.HandleFunc("POST /", s.readOnlyRefusal)
 	// Any other path is not found (without this, a GET of an unknown
@@ -198,7 +229,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 					return
 				}
 				http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: cookie, Path: "/", HttpOnly: true,
-					SameSite: http.SameSiteStrictMode})
+					SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 			}
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
 				u := *r.URL

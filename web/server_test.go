@@ -23,6 +23,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/memory"
 	"github.com/git-agentmine/git-agentmine/merge"
 	"github.com/git-agentmine/git-agentmine/sessions"
+	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/tasknote"
 	"github.com/git-agentmine/git-agentmine/tasks"
 	"github.com/git-agentmine/git-agentmine/worker"
@@ -258,7 +259,7 @@ func boardColumns(t *testing.T, f *fixture, ts *httptest.Server, c *http.Client)
 	if !regexp.MustCompile(`class="elapsed">\d+s / \d+s<`).MatchString(html) {
 		t.Errorf("the running card shows no elapsed / timeout")
 	}
-	for _, s := range []string{`<span class="label">ui</span>`, `<span class="agent">ada</span>`, `<span class="agent">manual</span>`, `title="sessions">×1<`} {
+	for _, s := range []string{`<span class="label">ui</span>`, `<span class="agent">ada</span>`, `<span class="agent">manual</span>`, `">attempt 1/3</span>`} {
 		if !strings.Contains(html, s) {
 			t.Errorf("board lacks %s", s)
 		}
@@ -511,13 +512,13 @@ func taskPage(t *testing.T, f *fixture, ts *httptest.Server, c *http.Client) {
 			}
 		}
 	}
-	check("ready", "Line one\n&lt;b&gt;not bold&lt;/b&gt;", "<li><b>AC-1</b> it renders</li>", "priority high")
+	check("ready", "<p>Line one\n&lt;b&gt;not bold&lt;/b&gt;</p>", "<li><b>AC-1</b> it renders</li>", "priority high")
 	check("blocked", `href="/tasks/`+f.ids["ready"]+`"`, "blocked by")
 	check("parent", "1/3 children done", `href="/tasks/`+f.ids["review"]+`"`)
 	ds := f.sess["dod_failed"].Session
 	check("dod_failed", `<span class="badge">dod_failed</span>`, "DoD: failed", "<code>echo checking; grep -q ok src/d.txt</code> exit 1",
-		"checking\n", "exit code <b>0</b>", "scope: valid", "<code>src/d.txt</code>", `<span class="add">&#43;bad</span>`,
-		"session "+ds.ID[:8], "History", `action="/tasks/`+f.ids["dod_failed"]+`/merge"`)
+		"checking\n", "exit code <b>0</b>", "scope: valid", "<code>src/d.txt</code>", `<span class="add" data-ref="src/d.txt:1">&#43;bad</span>`,
+		"session "+ds.ID[:8], "History", `<p class="merge-refusal">not mergeable: not merging task `)
 	check("failed", "exit code <b>3</b>", "failed (exit 3)")
 	check("running", `data-log="s:`+f.sess["running"].Session.ID+`"`, `action="/tasks/`+f.ids["running"]+`/stop"`, "running")
 	check("done", "done (merged)", "src/done.txt", "<h2>Task Note</h2>", "# Task Note - ", " - Done one\n")
@@ -683,6 +684,7 @@ var fixtureTests = []struct {
 	{"CancelAndStopActions", cancelAndStop},
 	{"LogOutsideRefused", logOutside},
 	{"MultiplexedStream", multiplexedStream},
+	{"BestOfPage", bestOfPage},
 }
 
 // TestFixture builds a repository with a task in every status (real
@@ -883,6 +885,36 @@ func TestEventsOnRefChange(t *testing.T) {
 	}
 }
 
+// TestANSIColours: the 16 colours of 38;5 are classes, the rest of the
+// 256 and true colour (38;2 and 48;2, also with colons) are #rrggbb; 39
+// and 49 reset them; malformed ones are dropped without eating text.
+func TestANSIColours(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"\x1b[38;5;1mx", "fg31::x"},
+		{"\x1b[38;5;9mx", "fg91::x"},
+		{"\x1b[38;5;16mx", ":#000000:x"},
+		{"\x1b[38;5;231mx", ":#ffffff:x"},
+		{"\x1b[38;5;244mx", ":#808080:x"},
+		{"\x1b[38;2;1;2;3mx", ":#010203:x"},
+		{"\x1b[38:2:10:20:30mx", ":#0a141e:x"},
+		{"\x1b[1;38;2;255;0;0;48;5;4mx", "b bg44:#ff0000:x"},
+		{"\x1b[38;2;300;0;0mx", "::x"},
+		{"\x1b[38;5;200m\x1b[39mx", "::x"},
+		{"\x1b[48;2;0;0;255m\x1b[49mx", "::x"},
+	} {
+		var a ansiState
+		segs := a.segments([]byte(c.in))
+		if len(segs) != 1 {
+			t.Errorf("%q: %d segments %+v", c.in, len(segs), segs)
+			continue
+		}
+		s := segs[0]
+		if got := s.C + ":" + s.F + s.B + ":" + s.T; got != c.want {
+			t.Errorf("%q: %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
 // TestANSISegments: colours become classes, other escapes and control
 // characters vanish, state carries across chunks, a half-written escape
 // at the end of a chunk is held back.
@@ -891,9 +923,11 @@ func TestANSISegments(t *testing.T) {
 	segs := a.segments([]byte("a\x1b[1;32mb\x1b]0;title\x07c\x1b[38;5;200md\x1b[0me\r\nf\rg\x00h"))
 	var got []string
 	for _, s := range segs {
-		got = append(got, s.C+":"+s.T)
+		got = append(got, s.C+":"+s.F+":"+s.T+map[bool]string{true: "<CR>"}[s.R])
 	}
-	if want := ":a|b fg32:bcd|:e\nf\ngh"; strings.Join(got, "|") != want {
+	// 38;5;200 is a 256-colour foreground (xterm's #ff00d7); a lone \r
+	// is a segment of its own, \r\n a line end.
+	if want := "::a|b fg32::bc|b:#ff00d7:d|::e\nf|::<CR>|::gh"; strings.Join(got, "|") != want {
 		t.Errorf("segments %q, want %q", strings.Join(got, "|"), want)
 	}
 	a.apply("31")
@@ -905,5 +939,15 @@ func TestANSISegments(t *testing.T) {
 	}
 	if got := string(cutEscape([]byte("abc\x1b[31m"))); got != "abc\x1b[31m" {
 		t.Errorf("cutEscape cut a whole sequence: %q", got)
+	}
+}
+
+// TestColumnOfPlanningReviewing: a task a planner works on is on the board
+// in progress, one a reviewer works on in review.
+func TestColumnOfPlanningReviewing(t *testing.T) {
+	for st, col := range map[status.Status]string{status.Planning: "in_progress", status.Reviewing: "review"} {
+		if got := columnOf(status.Result{Status: st}); got != col {
+			t.Errorf("%s: column %s, want %s", st, got, col)
+		}
 	}
 }

@@ -125,7 +125,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	defer done()
 	out := make(chan streamMsg)
 	for _, l := range logs {
-		go s.streamOne(ctx, l, out)
+		s.spawn(func() { s.streamOne(ctx, l, out) })
 	}
 	ping := time.NewTicker(15 * time.Second)
 	defer ping.Stop()

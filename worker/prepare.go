@@ -87,6 +87,12 @@ type RunOptions struct {
 	// attempts (the supervisor's retries), so that a new attempt does not
 	// repeat the identical failure. Empty adds nothing.
 	Feedback string
+	// Slot, when positive, is the session's place in a best-of round (run
+	// --best-of): its worktree is task-<id>-<slot>, so the round's attempts
+	// run side by side. Siblings are the sessions of the same round already
+	// prepared: while only they run, the task is not refused as running.
+	Slot     int
+	Siblings []string
 }
 
 // Prepared is a session ready to run.
@@ -143,7 +149,12 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	case status.Tainted:
 		return nil, &RefusedError{Reason: ErrTainted, Task: short, Err: fmt.Errorf("task %s is tainted: %s", short, res.Reason)}
 	case status.InProgress:
+		if o.Slot > 0 && onlySiblings(b, taskID, o.Siblings) {
+			break
+		}
 		return nil, &RefusedError{Reason: ErrRunning, Task: short, Err: fmt.Errorf("task %s is already running (%s)", short, res.Reason)}
+	case status.Planning, status.Reviewing:
+		return nil, &RefusedError{Reason: ErrRunning, Task: short, Err: fmt.Errorf("task %s is %s (%s)", short, res.Status, res.Reason)}
 	}
 	if res.Blocked && !o.Force {
 		if c := b.CancelledBlockers(taskID); len(c) > 0 {
@@ -176,6 +187,9 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		return nil, exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
 	}
 	wtPath := filepath.Join(e.Cfg.WorktreeDir(e.Top), "task-"+taskID[:8])
+	if o.Slot > 0 {
+		wtPath += fmt.Sprintf("-%d", o.Slot)
+	}
 	if _, err := os.Lstat(wtPath); err == nil {
 		if !o.Replace {
 			return nil, &RefusedError{Reason: ErrLeftover, Task: short, Err: fmt.Errorf("a worktree from an earlier session of task %s is still at %s", short, wtPath)}
@@ -294,8 +308,9 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		return nil, fmt.Errorf("preparing the worktree for task %s: %w", short, err)
 	}
 	undo = append(undo, func() {
-		st.RecordWorktree(gitstore.JournalWorktreeRemove, wtPath)
+		end := st.BeginWorktree(gitstore.JournalWorktreeRemove, wtPath)
 		worktree.Remove(context.WithoutCancel(ctx), e.Top, wtPath, sess.Branch, true)
+		end()
 	})
 
 	<-memRead
@@ -366,6 +381,17 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		PromptFile: promptFile, Command: cmd, Client: client, Claimed: claimedOn, ClaimNote: claimNote}, nil
 }
 
+// onlySiblings reports whether every session of the task that runs is one
+// of siblings (the best-of round being started).
+func onlySiblings(b *board.Board, taskID string, siblings []string) bool {
+	for _, r := range b.SessionsOf(taskID) {
+		if r.Session.IsAttempt() && board.LiveNow(r, b.Here) && !slices.Contains(siblings, r.Session.ID) {
+			return false
+		}
+	}
+	return true
+}
+
 // undoSession rolls back the session rec that a preparation recorded
 // before it failed. Stopped (run stop, worker stop) or interrupted (Ctrl-C),
 // the preparation keeps the session, recorded as stopped before its worker
@@ -424,8 +450,10 @@ func (e *Env) removeLeftover(ctx context.Context, path, task string, recs []sess
 		return err
 	}
 	// The branch stays: it holds the earlier attempt's commits.
-	e.St.RecordWorktree(gitstore.JournalWorktreeRemove, path)
-	if err := worktree.Remove(ctx, e.Top, path, "", true); err != nil {
+	end := e.St.BeginWorktree(gitstore.JournalWorktreeRemove, path)
+	err := worktree.Remove(ctx, e.Top, path, "", true)
+	end()
+	if err != nil {
 		return fmt.Errorf("removing the leftover worktree: %w", err)
 	}
 	return nil

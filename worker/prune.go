@@ -204,8 +204,13 @@ func (e *Env) pruneWorktree(ctx context.Context, recs []sessions.Record, l Lefto
 	if err := refuseInUse(l.Name, l.Task[:8], l.Session[:8]); err != nil {
 		return ended, err
 	}
-	e.St.RecordWorktree(gitstore.JournalWorktreeRemove, l.Name)
-	if err := worktree.Remove(ctx, e.Top, l.Name, "", true); err != nil {
+	// The supervisors of sessions running next to it excuse the removal
+	// only if their witness heard of it, or if they start watching once
+	// it is over: BeginWorktree makes it one or the other.
+	end := e.St.BeginWorktree(gitstore.JournalWorktreeRemove, l.Name)
+	err := worktree.Remove(ctx, e.Top, l.Name, "", true)
+	end()
+	if err != nil {
 		return ended, fmt.Errorf("removing worktree %s: %w", l.Name, err)
 	}
 	return ended, nil

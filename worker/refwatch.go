@@ -465,7 +465,10 @@ func shortID(id string) string {
 // worktrees: besides the worktrees git has registered when the watch stops,
 // it skips the ones agentmine itself created or removed during the run
 // (another session started and finished, or removed by worker done), as
-// journal (what the supervisor's witness heard) records them.
+// journal (what the supervisor's witness heard) records them. A removal
+// holds the witness lock until the worktree is gone
+// (gitstore.BeginWorktree), so a supervisor registered while it ran heard
+// of it; one registered after it never saw it.
 func excuseJournaledWorktrees(extras []verify.Extra, journal func() []gitstore.JournalEntry) []verify.Extra {
 	for i, x := range extras {
 		if x.Kind != verify.KindOutside || x.Skip == nil {

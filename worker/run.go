@@ -517,8 +517,10 @@ func (e *Env) Done(ctx context.Context, rec sessions.Record, merged, force bool)
 		branch = s.Branch
 	}
 	if exists {
-		e.St.RecordWorktree(gitstore.JournalWorktreeRemove, s.Worktree)
-		if err := worktree.Remove(ctx, e.Top, s.Worktree, "", true); err != nil {
+		end := e.St.BeginWorktree(gitstore.JournalWorktreeRemove, s.Worktree)
+		err := worktree.Remove(ctx, e.Top, s.Worktree, "", true)
+		end()
+		if err != nil {
 			return res, err
 		}
 		res.WorktreeRemoved = true

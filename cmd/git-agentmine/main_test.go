@@ -91,6 +91,9 @@ func slowScripts() map[string]string {
 		"isolation_setup":            "clients installed under HOME run at every level, and setup problems refused at each",
 		"pipeline_review":            "scripted planner, two worker attempts and two reviewer runs, each in its own worktree",
 		"task_import":                "every plan and task.yaml refusal, each a full command run, then imports",
+		"bestof_review":              "two best-of runs of three workers each, rounds reviewed and merged",
+		"bestof_smallest":            "best-of runs of three workers each, nine sessions in all",
+		"bestof_killed":              "a best-of run killed with SIGKILL mid-round and resumed, its workers waited for",
 	}
 }
 

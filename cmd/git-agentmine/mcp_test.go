@@ -214,10 +214,16 @@ func TestMCPServerDrivesWorkers(t *testing.T) {
 	}
 
 	a := c.must("task_create", map[string]any{"title": "Write the output", "assignee": "scripted",
-		"dod": []string{"grep -rq ok src"}, "labels": []string{"mcp"}})
+		"dod": []string{"grep -rq ok src"}, "labels": []string{"mcp"}, "paths": []string{"src/**"}})
 	aID := a["id"].(string)
+	if p, _ := a["paths"].([]any); len(p) != 1 || p[0] != "src/**" {
+		t.Errorf("task_create with paths: paths %v", a["paths"])
+	}
 	b := c.must("task_create", map[string]any{"title": "Needs the output", "blocked_by": []string{a["short_id"].(string)},
-		"dod": []string{"false"}, "assignee": "scripted", "priority": "high"})
+		"dod": []string{"false"}, "assignee": "scripted", "priority": "high", "best_of": 2})
+	if b["best_of"] != 2.0 {
+		t.Errorf("task_create with best_of: best_of %v", b["best_of"])
+	}
 	bID := b["id"].(string)
 	if b["blocked"] != true || b["status"] != "open" {
 		t.Errorf("task_create with a blocker: blocked %v, status %v", b["blocked"], b["status"])
@@ -337,6 +343,8 @@ func TestMCPBadInput(t *testing.T) {
 		{"task_create", map[string]any{"title": "x", "bogus": true}, `task_create: unknown argument "bogus" (it takes only title, description`, "usage (2)"},
 		{"task_create", "just a title", `task_create: the arguments must be a JSON object, not a string`, "usage (2)"},
 		{"task_create", map[string]any{"title": "x", "priority": "urgent"}, `priority "urgent"`, "usage (2)"},
+		{"task_create", map[string]any{"title": "x", "paths": []string{"../x"}}, `invalid path "../x"`, "usage (2)"},
+		{"task_create", map[string]any{"title": "x", "best_of": 11}, `invalid best-of 11`, "usage (2)"},
 		{"task_create", map[string]any{"title": "x", "blocked_by": []string{"f00f"}}, `f00f`, "not_found (5)"},
 		{"worker_start", map[string]any{"task": "0000", "timeout": "soon"}, `worker_start: argument "timeout" must be an integer, not a string`, "usage (2)"},
 		{"session_output", map[string]any{"session": "abcd", "cursor": 1.5}, `argument "cursor" must be an integer, not a number (1.5)`, "usage (2)"},

@@ -27,27 +27,36 @@ import (
 
 // RunCmd is `run`: the supervisor loop, and its status and stop.
 type RunCmd struct {
-	Start  RunStartCmd  `cmd:"" default:"withargs" help:"Run ready tasks in parallel until every target is done, failed or exhausted (the default subcommand: git agentmine run [<task> ...]; see also run status, run stop)."`
-	Status RunStatusCmd `cmd:"" help:"Show runs: progress, attempts, running workers and the log."`
-	Stop   RunStopCmd   `cmd:"" help:"Stop a run and the workers it started, recording why."`
-	Replan RunReplanCmd `cmd:"" hidden:"" help:"Give a task reviewed NG back to the planner (the run supervisor's helper)."`
+	Start   RunStartCmd   `cmd:"" default:"withargs" help:"Run ready tasks in parallel until every target is done, failed or exhausted (the default subcommand: git agentmine run [<task> ...]; see also run status, run stop)."`
+	Status  RunStatusCmd  `cmd:"" help:"Show runs: progress, attempts, running workers and the log."`
+	Stop    RunStopCmd    `cmd:"" help:"Stop a run and the workers it started, recording why."`
+	Replan  RunReplanCmd  `cmd:"" hidden:"" help:"Give a task reviewed NG back to the planner (the run supervisor's helper)."`
+	Compare RunCompareCmd `cmd:"" hidden:"" help:"Have the reviewer choose among the attempts of a best-of round (the run supervisor's helper)."`
 }
 
-// RunReplanCmd is the hidden `run replan TASK --reason R...`: the run
+// RunReplanCmd is the hidden `run replan TASK --reason R... [--about
+// SESSION]`, or `run replan TASK --plan` for a goal's first plan: the run
 // supervisor runs planners in a process of their own (see
 // pipeline.DefaultHooks). It prints the ids of the children created.
 type RunReplanCmd struct {
 	Task    string   `arg:""`
 	Reasons []string `name:"reason" sep:"none"`
+	About   string   `name:"about"`
+	Plan    bool     `name:"plan"`
 }
 
-// Run replans the task.
+// Run replans the task (plans it, with --plan).
 func (c *RunReplanCmd) Run(a *App) error {
 	env, err := workerEnv(a, nil)
 	if err != nil {
 		return err
 	}
-	p, err := roles.Replan(a.Ctx, env, c.Task, c.Reasons, roles.PlanOptions{})
+	var p roles.Planned
+	if c.Plan {
+		p, err = roles.Plan(a.Ctx, env, c.Task, roles.PlanOptions{})
+	} else {
+		p, err = roles.Replan(a.Ctx, env, c.Task, c.Reasons, roles.PlanOptions{About: c.About})
+	}
 	if err != nil {
 		return err
 	}
@@ -57,24 +66,59 @@ func (c *RunReplanCmd) Run(a *App) error {
 	return nil
 }
 
+// RunCompareCmd is the hidden `run compare N:SESSION...`: the run
+// supervisor has the reviewer choose among the attempts of a best-of round
+// in a process of its own (see pipeline.DefaultHooks). It prints the
+// answer as one JSON object.
+type RunCompareCmd struct {
+	Attempts []string `arg:"" name:"attempt" help:"N:SESSION, the attempt's number in its round and its session."`
+}
+
+// Run compares the attempts.
+func (c *RunCompareCmd) Run(a *App) error {
+	env, err := workerEnv(a, nil)
+	if err != nil {
+		return err
+	}
+	var cands []roles.Candidate
+	for _, x := range c.Attempts {
+		n, sid, ok := strings.Cut(x, ":")
+		num, err := strconv.Atoi(n)
+		if !ok || err != nil || num < 1 {
+			return exitcode.New(exitcode.Usage, fmt.Errorf("invalid attempt %q: want N:SESSION", x), "")
+		}
+		cands = append(cands, roles.Candidate{Number: num, Session: sid})
+	}
+	r, err := roles.Compare(a.Ctx, env, cands, roles.ReviewOptions{})
+	if err != nil {
+		return err
+	}
+	return a.P.PrintJSON(pipeline.Comparison{Choice: r.Choice.Choice, Session: r.Session, Reasons: r.Choice.Reasons,
+		FollowUp: r.Choice.FollowUp, Agent: r.Agent})
+}
+
 // RunStartCmd is `run [TASK...]`. Deadline, Budget and Name are pointers:
 // given empty or zero, they are refused rather than read as not given.
 type RunStartCmd struct {
-	Tasks    []string       `arg:"" optional:"" name:"task" help:"Target tasks (with their descendants); default: every task not done or cancelled."`
-	Parallel *int           `short:"j" placeholder:"N" help:"Workers running at once (default: the max_workers setting)."`
-	MaxLoops *int           `name:"max-loops" placeholder:"N" help:"Attempts per task before it is exhausted (default 3)."`
-	Review   bool           `help:"Have the reviewer agent judge every session that passed DoD and scope."`
-	Merge    bool           `help:"Merge passing sessions into the base, one at a time."`
-	Deadline *time.Duration `placeholder:"DURATION" help:"Stop the run and its workers after this long: 90, 90s, 30m."`
-	Detach   bool           `short:"D" help:"Run the supervisor in the background and return at once."`
-	Budget   *string        `placeholder:"N" help:"Start no new attempt once the run's sessions used N tokens (or $N of cost)."`
-	Name     *string        `placeholder:"NAME" help:"Name of the run (default \"default\"); a killed run is resumed by starting it again."`
+	Tasks       []string       `arg:"" optional:"" name:"task" help:"Target tasks (with their descendants); default: every task not done or cancelled."`
+	Parallel    *int           `short:"j" placeholder:"N" help:"Workers running at once (default: the max_workers setting)."`
+	MaxLoops    *int           `name:"max-loops" placeholder:"N" help:"Attempts per task before it is exhausted (default 3)."`
+	Plan        bool           `help:"Have the planner split each named task that has no children before any worker runs (tasks of type epic, and tasks with acceptance criteria and no parent, are planned without it)."`
+	ReplanAfter *int           `name:"replan-after" placeholder:"N" help:"Ask the planner before the next attempt after N failed attempts of a task in a row; 0 never (default: the replan_after setting, 2)."`
+	Review      bool           `help:"Have the reviewer agent judge every session that passed DoD and scope."`
+	Merge       bool           `help:"Merge passing sessions into the base, one at a time."`
+	Deadline    *time.Duration `placeholder:"DURATION" help:"Stop the run and its workers after this long: 90, 90s, 30m."`
+	Detach      bool           `short:"D" help:"Run the supervisor in the background and return at once."`
+	Budget      *string        `placeholder:"N" help:"Start no new attempt once the run's sessions used N tokens (or $N of cost)."`
+	Name        *string        `placeholder:"NAME" help:"Name of the run (default \"default\"); a killed run is resumed by starting it again."`
+	BestOf      int            `name:"best-of" placeholder:"K" help:"Start K attempts of each task at once; merge one that passed (the reviewer's choice with --review, else the smallest diff)."`
+	Agents      []string       `name:"agents" placeholder:"A,B,..." help:"Agents of the K attempts of a best-of round, in turn (default: each task's agent); alone, sets --best-of to their number."`
 }
 
 // flags checks the flags that need no repository and returns the options
 // they give.
 func (c *RunStartCmd) flags() (pipeline.Options, error) {
-	o := pipeline.Options{Targets: c.Tasks, MaxLoops: pipeline.DefaultMaxLoops, Review: c.Review, Merge: c.Merge}
+	o := pipeline.Options{Targets: c.Tasks, MaxLoops: pipeline.DefaultMaxLoops, Review: c.Review, Merge: c.Merge, Plan: c.Plan}
 	if c.Name != nil {
 		if err := pipeline.ValidateName(*c.Name); err != nil {
 			return o, err
@@ -99,6 +143,7 @@ func (c *RunStartCmd) flags() (pipeline.Options, error) {
 	if c.MaxLoops != nil {
 		o.MaxLoops = *c.MaxLoops
 	}
+	o.BestOf, o.Agents = c.BestOf, c.Agents
 	return o, nil
 }
 
@@ -115,6 +160,10 @@ func (c *RunStartCmd) Run(a *App) error {
 	o.Parallel = env.Cfg.MaxWorkers
 	if c.Parallel != nil {
 		o.Parallel = *c.Parallel
+	}
+	o.ReplanAfter = env.Cfg.ReplanAfter
+	if c.ReplanAfter != nil {
+		o.ReplanAfter = *c.ReplanAfter
 	}
 	o.Supervisor = func(session string) []string { return supervisorArgv(a.Args0, env.Top, session) }
 	if o.Poll, err = runPoll(); err != nil {
@@ -188,6 +237,10 @@ func runPoll() (time.Duration, error) {
 func (c *RunStartCmd) detach(a *App, env *worker.Env, o pipeline.Options) error {
 	argv := []string{a.Args0, "-C", env.Top, "run", "start", "--name", o.Name, "--parallel", strconv.Itoa(o.Parallel),
 		"--max-loops", strconv.Itoa(o.MaxLoops)}
+	argv = append(argv, "--replan-after", strconv.Itoa(o.ReplanAfter))
+	if o.Plan {
+		argv = append(argv, "--plan")
+	}
 	if o.Review {
 		argv = append(argv, "--review")
 	}
@@ -200,12 +253,21 @@ func (c *RunStartCmd) detach(a *App, env *worker.Env, o pipeline.Options) error 
 	if o.Budget != "" {
 		argv = append(argv, "--budget", o.Budget)
 	}
+	if o.BestOf > 1 {
+		argv = append(argv, "--best-of", strconv.Itoa(o.BestOf))
+	}
+	if len(o.Agents) > 0 {
+		argv = append(argv, "--agents", strings.Join(o.Agents, ","))
+	}
 	argv = append(argv, "--")
 	argv = append(argv, o.Targets...)
 	st := env.St
 	before, _ := pipeline.Get(a.Ctx, st, o.Name)
 	if before.Name != "" && before.Ended == nil && before.Alive() {
 		return exitcode.New(exitcode.State, fmt.Errorf("run %s is already running (pid %d on %s)", o.Name, before.Supervisor.Pid, before.Supervisor.Host), "")
+	}
+	if err := pipeline.RefuseHeld(a.Ctx, env, o); err != nil {
+		return err
 	}
 	logDir, err := st.LocalDir("logs")
 	if err != nil {
@@ -266,8 +328,12 @@ func (r *runRenderer) begin(rec pipeline.Record) {
 		if rec.Resumed > 0 {
 			what = "resumed"
 		}
-		r.a.P.Notef("run %s %s: %d target(s), %d at a time, at most %d attempt(s) each; log %s\n",
-			rec.Name, what, len(rec.Targets), rec.Parallel, rec.MaxLoops, rec.Log)
+		each := fmt.Sprintf("at most %d attempt(s) each", rec.MaxLoops)
+		if rec.BestOf > 1 {
+			each = fmt.Sprintf("at most %d round(s) of %d attempts each", rec.MaxLoops, rec.BestOf)
+		}
+		r.a.P.Notef("run %s %s: %d target(s), %d at a time, %s; log %s\n",
+			rec.Name, what, len(rec.Targets), rec.Parallel, each, rec.Log)
 	}
 	if r.live {
 		go func() {
@@ -529,6 +595,11 @@ func (c *RunStatusCmd) Run(a *App) error {
 		}
 		for _, w := range j.Running {
 			a.P.Printf("  running   task %s %q session %s (pid %d, %s)\n", short8(w.Task), w.Title, short8(w.Session), w.Pid, time.Since(w.Started).Round(time.Second))
+		}
+		for _, x := range j.Tasks {
+			if x.Waiting != nil {
+				a.P.Printf("  waiting   task %s %q: %s\n", short8(x.Task), x.Title, strings.TrimPrefix(x.Waiting.String(), "waiting: "))
+			}
 		}
 		if c.Name != "" {
 			t := a.P.NewTable("  TASK", "STATUS", "ATTEMPTS", "TITLE")

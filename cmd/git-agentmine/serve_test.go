@@ -30,7 +30,7 @@ import (
 // CLI and real workers.
 
 // findBrowser returns a headless Chromium, or skips the test saying why.
-func findBrowser(t *testing.T) string {
+func findBrowser(t testing.TB) string {
 	t.Helper()
 	for _, name := range []string{"chromium-headless-shell", "chromium", "chrome-headless-shell", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -55,7 +55,7 @@ type server struct {
 
 // startServe starts `git agentmine serve --addr addr` in repo with extra
 // environment and reads the address it prints.
-func startServe(t *testing.T, repo, addr string, env ...string) *server {
+func startServe(t testing.TB, repo, addr string, env ...string) *server {
 	t.Helper()
 	cmd := exec.Command("git", "agentmine", "serve", "--addr", addr)
 	cmd.Dir = repo
@@ -211,7 +211,7 @@ func (s taskState) column() string {
 }
 
 // newBrowser starts a headless Chromium.
-func newBrowser(t *testing.T, bin string) context.Context {
+func newBrowser(t testing.TB, bin string) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
 		chromedp.WindowSize(1500, 1000), chromedp.Flag("disable-dev-shm-usage", true))
@@ -227,7 +227,7 @@ func newBrowser(t *testing.T, bin string) context.Context {
 	return ctx
 }
 
-func must(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+func must(t testing.TB, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	c, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -236,7 +236,7 @@ func must(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.V
 	}
 }
 
-func eval[T any](t *testing.T, ctx context.Context, js string) T {
+func eval[T any](t testing.TB, ctx context.Context, js string) T {
 	t.Helper()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
 	if err != nil {
@@ -247,7 +247,7 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 
 // waitFor polls a JavaScript predicate until it holds (at most limit) and
 // returns how long that took.
-func waitFor(t *testing.T, ctx context.Context, what, js string, limit time.Duration) time.Duration {
+func waitFor(t testing.TB, ctx context.Context, what, js string, limit time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingInterval(10*time.Millisecond),
@@ -260,7 +260,7 @@ func waitFor(t *testing.T, ctx context.Context, what, js string, limit time.Dura
 
 // screenshot saves a full-page PNG into $BOARD_SCREENSHOTS (else the
 // test's temporary directory) and logs where.
-func screenshot(t *testing.T, ctx context.Context, name string) {
+func screenshot(t testing.TB, ctx context.Context, name string) {
 	t.Helper()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
@@ -366,8 +366,18 @@ func TestBrowserBoard(t *testing.T) {
 			t.Errorf("after merge: %s, want done", s)
 		}
 		before := gittest.Git(t, f.repo, "for-each-ref", "--format=%(refname) %(objectname)")
-		must(t, ctx, chromedp.Navigate(srv.base+"/tasks/"+f.ids["dod_failed"]), chromedp.WaitVisible(chromedp.CSS("button.merge")),
-			chromedp.Click(chromedp.CSS("button.merge")), chromedp.WaitVisible(chromedp.CSS("p.error")))
+		// A dod_failed task offers no merge, only the gate's reason.
+		must(t, ctx, chromedp.Navigate(srv.base+"/tasks/"+f.ids["dod_failed"]), chromedp.WaitVisible(chromedp.CSS("p.merge-refusal")))
+		if eval[bool](t, ctx, `!!document.querySelector('button.merge')`) ||
+			!strings.Contains(eval[string](t, ctx, `document.querySelector('p.merge-refusal').textContent`), "DoD failed") {
+			t.Errorf("a dod_failed task: want no merge button and the gate's reason")
+		}
+		// A merge posted anyway (a page drawn before the DoD failed) is
+		// refused with the gate's reason.
+		eval[bool](t, ctx, `(() => { const f = document.createElement('form'); f.method = 'post';
+			f.action = location.pathname + '/merge'; f.appendChild(document.querySelector('input[name="csrf"]').cloneNode());
+			document.body.appendChild(f); f.submit(); return true; })()`)
+		must(t, ctx, chromedp.WaitVisible(chromedp.CSS("p.error")))
 		msg := eval[string](t, ctx, `document.querySelector('p.error').textContent`)
 		if !strings.HasPrefix(msg, "merge refused: ") || !strings.Contains(msg, "DoD failed") {
 			t.Errorf("refusal %q", msg)

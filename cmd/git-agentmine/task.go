@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-agentmine/git-agentmine/bestof"
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -36,7 +37,7 @@ type TaskCmd struct {
 type TaskAddCmd struct {
 	Title       string   `arg:"" help:"One-line title."`
 	Description string   `short:"d" help:"Description (Markdown)."`
-	Type        string   `short:"t" default:"task" help:"Type: task, feature, bug, refactor, docs, test, chore."`
+	Type        string   `short:"t" default:"task" help:"Type: task, feature, bug, refactor, docs, test, chore, epic (a goal run plans first)."`
 	Priority    string   `short:"p" default:"medium" help:"Priority: low, medium, high, critical."`
 	Parent      string   `help:"Parent task id."`
 	BlockedBy   []string `name:"blocked-by" sep:"none" help:"A task that must be done first (repeatable)."`
@@ -46,6 +47,8 @@ type TaskAddCmd struct {
 	Base        string   `help:"Base ref for this task's branches (default: the project base)."`
 	Acceptance  []string `name:"criterion" aliases:"acceptance" sep:"none" help:"Acceptance criterion (repeatable; ids AC-1, AC-2, … in this order)."`
 	MaxLoops    int      `name:"max-loops" placeholder:"N" help:"Attempts run gives this task before it is exhausted (default: the run's --max-loops)."`
+	BestOf      int      `name:"best-of" placeholder:"K" help:"Attempts run starts at once for this task; one that passed is merged (default: the run's --best-of)."`
+	Paths       []string `name:"paths" placeholder:"GLOB" sep:"none" help:"A path the task expects to change (repeatable; a glob such as 'src/auth/**'): run never runs two tasks at once whose paths overlap."`
 }
 
 // Run creates the task.
@@ -56,7 +59,7 @@ func (c *TaskAddCmd) Run(a *App) error {
 	}
 	t, err := tasks.Add(a.Ctx, st, tasks.New{Title: c.Title, Description: c.Description, Type: c.Type,
 		Priority: c.Priority, Parent: c.Parent, BlockedBy: c.BlockedBy, Labels: c.Label, Assignee: c.Assignee,
-		DoD: c.DoD, Base: c.Base, Acceptance: c.Acceptance, MaxLoops: c.MaxLoops})
+		DoD: c.DoD, Base: c.Base, Acceptance: c.Acceptance, MaxLoops: c.MaxLoops, Paths: c.Paths, BestOf: c.BestOf})
 	if err != nil {
 		return err
 	}
@@ -182,6 +185,9 @@ type TaskUpdateCmd struct {
 	ClearDoD        bool      `name:"clear-dod" help:"Remove the task's DoD commands (the agent's apply again)."`
 	Acceptance      *[]string `name:"criterion" aliases:"acceptance" sep:"none" help:"Replace the acceptance criteria (repeatable; renumbered AC-1, AC-2, …)."`
 	MaxLoops        *int      `name:"max-loops" placeholder:"N" help:"Attempts run gives this task (0: the run's --max-loops)."`
+	BestOf          *int      `name:"best-of" placeholder:"K" help:"Attempts run starts at once for this task (0: the run's --best-of)."`
+	Paths           *[]string `name:"paths" placeholder:"GLOB" sep:"none" help:"Replace the paths the task expects to change (repeatable)."`
+	ClearPaths      bool      `name:"clear-paths" help:"Remove the task's declared paths (it no longer waits for overlapping tasks)."`
 }
 
 // Run applies the update.
@@ -193,10 +199,17 @@ func (c *TaskUpdateCmd) Run(a *App) error {
 	p := tasks.Patch{Title: c.Title, Description: c.Description, Type: c.Type, Priority: c.Priority,
 		Assignee: c.Assignee, Parent: c.Parent, Base: c.Base, AddLabels: c.AddLabel, RemoveLabels: c.RemoveLabel,
 		AddBlockedBy: c.AddBlockedBy, RemoveBlockedBy: c.RemoveBlockedBy, DoD: c.DoD, Acceptance: c.Acceptance,
-		MaxLoops: c.MaxLoops}
+		MaxLoops: c.MaxLoops, Paths: c.Paths, BestOf: c.BestOf}
 	if c.ClearDoD {
 		empty := []string{}
 		p.DoD = &empty
+	}
+	if c.ClearPaths {
+		if c.Paths != nil {
+			return exitcode.New(exitcode.Usage, errors.New("--paths and --clear-paths cannot be combined"), "")
+		}
+		empty := []string{}
+		p.Paths = &empty
 	}
 	t, changed, err := tasks.Update(a.Ctx, st, c.ID, p)
 	if err != nil {
@@ -472,9 +485,9 @@ func statusColor(s status.Status) string {
 	switch s {
 	case status.Done:
 		return output.Green
-	case status.InProgress:
+	case status.InProgress, status.Planning:
 		return output.Cyan
-	case status.Review:
+	case status.Review, status.Reviewing:
 		return output.Blue
 	case status.DoDFailed, status.Failed, status.Tainted:
 		return output.Red
@@ -549,11 +562,16 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 	if err != nil {
 		return err
 	}
+	rounds, _, err := bestof.Get(a.Ctx, st, id)
+	if err != nil {
+		return err
+	}
 	if a.G.JSON {
 		j := v.taskJSON(id)
 		j.Extra = latestSession(a, v, id)
 		j.Usage = taskUsage(a.sessions, id)
 		j.Review = v.review(j.Session)
+		j.Rounds = rounds.Rounds
 		return a.P.PrintJSON(j)
 	}
 	if a.G.Quiet {
@@ -597,6 +615,12 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 	if t.MaxLoops > 0 {
 		p.Printf("  max loops: %d\n", t.MaxLoops)
 	}
+	if t.BestOf > 0 {
+		p.Printf("  best of:   %d\n", t.BestOf)
+	}
+	if len(t.Paths) > 0 {
+		p.Printf("  paths:     %s\n", strings.Join(t.Paths, ", "))
+	}
 	for _, d := range t.DoD {
 		p.Printf("  dod:       %s\n", d)
 	}
@@ -624,6 +648,7 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 	if u := taskUsage(a.sessions, id); u != nil {
 		p.Printf("  usage (all sessions): %s\n", u)
 	}
+	printBestOf(a, rounds)
 	return nil
 }
 

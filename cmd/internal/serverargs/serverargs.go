@@ -22,6 +22,9 @@ type Serve struct {
 	Open        bool
 	ReadOnly    bool
 	AllowRemote bool
+	// TLSCert and TLSKey name a PEM certificate (chain) and its key: the
+	// board is then served over HTTPS.
+	TLSCert, TLSKey string
 }
 
 // Args is the command line git-agentmine gives agentmine-serve
@@ -57,6 +60,12 @@ func (a Args) Argv(path string) []string {
 				argv = append(argv, f.name)
 			}
 		}
+		if a.Serve.TLSCert != "" {
+			argv = append(argv, "--tls-cert", a.Serve.TLSCert)
+		}
+		if a.Serve.TLSKey != "" {
+			argv = append(argv, "--tls-key", a.Serve.TLSKey)
+		}
 	}
 	return argv
 }
@@ -87,6 +96,8 @@ func Parse(args []string) (Args, error) {
 		fs.BoolVar(&a.Serve.Open, "open", false, "")
 		fs.BoolVar(&a.Serve.ReadOnly, "read-only", false, "")
 		fs.BoolVar(&a.Serve.AllowRemote, "allow-remote", false, "")
+		fs.StringVar(&a.Serve.TLSCert, "tls-cert", "", "")
+		fs.StringVar(&a.Serve.TLSKey, "tls-key", "", "")
 		if err := fs.Parse(rest[1:]); err != nil {
 			return a, err
 		}

@@ -12,7 +12,7 @@ func TestRoundTrip(t *testing.T) {
 	for _, a := range []Args{
 		{Dir: "/repo with space", Agentmine: "/bin/git-agentmine", Version: "v1.2.3", Command: "mcp"},
 		{Dir: ".", Agentmine: "git-agentmine", Version: "(devel)", Quiet: true, NoColor: true, Command: "serve",
-			Serve: Serve{Addr: "127.0.0.1:0", Open: true, ReadOnly: true, AllowRemote: true}},
+			Serve: Serve{Addr: "127.0.0.1:0", Open: true, ReadOnly: true, AllowRemote: true, TLSCert: "/c.pem", TLSKey: "/k.pem"}},
 		{Dir: "-C", Agentmine: "x", Version: "y", Command: "serve", Serve: Serve{Addr: DefaultAddr}},
 	} {
 		got, err := Parse(a.Argv(Name)[1:])

@@ -2,6 +2,7 @@ package servers
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -70,6 +71,10 @@ func Serve(e *Env, o ServeOptions) error {
 	if err != nil {
 		return err
 	}
+	cfg, err := tlsConfig(o)
+	if err != nil {
+		return err
+	}
 	st, err := e.Store()
 	if err != nil {
 		return err
@@ -82,7 +87,7 @@ func Serve(e *Env, o ServeOptions) error {
 		return err
 	}
 	s, err := web.New(e.Ctx, web.Options{Dir: e.Dir, Getenv: e.Getenv, Token: token, ReadOnly: o.ReadOnly, Loopback: loopback,
-		Log: e.P.Err, Supervisor: e.Supervisor})
+		Log: e.P.Err, Supervisor: e.Supervisor, Command: e.Command})
 	if err != nil {
 		return err
 	}
@@ -91,7 +96,13 @@ func Serve(e *Env, o ServeOptions) error {
 	if err != nil {
 		return exitcode.New(exitcode.State, fmt.Errorf("listening on %s: %w", o.Addr, err), "")
 	}
-	url := "http://" + urlHost(ln.Addr(), host) + "/?token=" + token
+	scheme := "http"
+	if cfg != nil {
+		scheme = "https"
+		ln = tls.NewListener(ln, cfg)
+	}
+	addrs := listenAddrs(ln.Addr(), host, loopback)
+	url := scheme + "://" + addrs[0] + "/?token=" + token
 	ctx := e.Ctx
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
@@ -102,6 +113,15 @@ func Serve(e *Env, o ServeOptions) error {
 			mode = " (read-only)"
 		}
 		e.P.Notef("serving the board of %s%s; Ctrl-C stops it\n", st.Location().Top, mode)
+		if !loopback {
+			for i := range addrs {
+				addrs[i] = scheme + "://" + addrs[i] + "/"
+			}
+			e.P.Notef("listening on %s\n", strings.Join(addrs, ", "))
+		}
+	}
+	if !loopback && cfg == nil {
+		e.P.Warnf("the board's traffic is plain HTTP: the login address, the login cookie and every page cross the network unencrypted; give --tls-cert and --tls-key, or serve it behind a TLS proxy")
 	}
 	if o.Open {
 		if err := openBrowser(url); err != nil {
@@ -133,14 +153,53 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// urlHost is the host:port to print for the listener: the address asked
-// for, with the port actually bound (port 0 picks one).
-func urlHost(addr net.Addr, host string) string {
-	_, port, _ := net.SplitHostPort(addr.String())
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "localhost"
+// tlsConfig loads --tls-cert and --tls-key; nil without them.
+func tlsConfig(o ServeOptions) (*tls.Config, error) {
+	if o.TLSCert == "" && o.TLSKey == "" {
+		return nil, nil
 	}
-	return net.JoinHostPort(host, port)
+	if o.TLSCert == "" || o.TLSKey == "" {
+		return nil, exitcode.New(exitcode.Usage, errors.New("--tls-cert and --tls-key go together"),
+			"give both: a PEM certificate (chain) and its PEM private key")
+	}
+	cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+	if err != nil {
+		return nil, exitcode.New(exitcode.Usage, fmt.Errorf("reading the TLS certificate %s and key %s: %w", o.TLSCert, o.TLSKey, err),
+			"give a PEM certificate (chain) and the PEM private key it was made for")
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// listenAddrs are the host:port addresses the listener can be reached at,
+// the one to print in the login address first: the address asked for,
+// with the port actually bound (port 0 picks one). A listener on every
+// interface (no host, 0.0.0.0 or ::) is reached at each interface's
+// address: a remote board lists them all, the ones other machines can
+// reach first (link-local IPv6 addresses, which need a zone, left out); a
+// loopback one prints localhost.
+func listenAddrs(addr net.Addr, host string, loopback bool) []string {
+	_, port, _ := net.SplitHostPort(addr.String())
+	if host != "" && host != "0.0.0.0" && host != "::" {
+		return []string{net.JoinHostPort(host, port)}
+	}
+	var out, local []string
+	if ifs, err := net.InterfaceAddrs(); err == nil && !loopback {
+		for _, a := range ifs {
+			n, ok := a.(*net.IPNet)
+			if !ok || n.IP.IsLinkLocalUnicast() || host == "0.0.0.0" && n.IP.To4() == nil {
+				continue
+			}
+			if n.IP.IsLoopback() {
+				local = append(local, net.JoinHostPort(n.IP.String(), port))
+			} else {
+				out = append(out, net.JoinHostPort(n.IP.String(), port))
+			}
+		}
+	}
+	if len(out)+len(local) == 0 {
+		return []string{net.JoinHostPort("localhost", port)}
+	}
+	return append(out, local...)
 }
 
 // openBrowser opens url in the desktop's browser.

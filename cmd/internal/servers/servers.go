@@ -62,8 +62,9 @@ func (e *Env) Supervisor(top, session string) []string {
 	return []string{e.Agentmine, "-C", top, "worker", "supervise", session}
 }
 
-// Command is the argv of git-agentmine run in the repository at top with
-// args.
+// Command is the argv of git-agentmine running args in the repository at
+// top: the board starts runs with it, the MCP server runs run, plan and
+// task import with it.
 func (e *Env) Command(top string, args ...string) []string {
 	return append([]string{e.Agentmine, "-C", top}, args...)
 }

@@ -36,10 +36,67 @@
       if (old && old.pre !== pre) {
         while (old.pre.firstChild) { pre.appendChild(old.pre.firstChild); }
       }
-      now[key] = old ? old : { off: 0, ended: false };
+      now[key] = old ? old : { off: 0, ended: false, line: [], nodes: [], col: 0 };
       now[key].pre = pre;
     });
     panes = now;
+  }
+
+  // put writes one log segment into a pane as a terminal would: text
+  // after a carriage return (seg.r) overwrites the line from its start.
+  // p.line holds the current line's segments, p.nodes their spans, p.col
+  // the cursor's column.
+  function put(p, seg) {
+    if (seg.r) { p.col = 0; return; }
+    var parts = seg.t.split("\n");
+    for (var i = 0; i < parts.length; i++) {
+      if (i > 0) {
+        p.pre.appendChild(document.createTextNode("\n"));
+        p.line = []; p.nodes = []; p.col = 0;
+      }
+      if (parts[i] !== "") { write(p, parts[i], seg); }
+    }
+  }
+
+  // span is one styled run of text: classes, and 256- or true-colour set
+  // through the style object (numbers the server formatted, never text).
+  function span(t, seg) {
+    var el = document.createElement("span");
+    if (seg.c) { el.className = seg.c; }
+    if (seg.f) { el.style.color = seg.f; }
+    if (seg.b) { el.style.backgroundColor = seg.b; }
+    el.textContent = t;
+    return el;
+  }
+
+  function write(p, t, seg) {
+    var len = 0;
+    p.line.forEach(function (s) { len += s.t.length; });
+    var run = { t: t, c: seg.c, f: seg.f, b: seg.b };
+    if (p.col >= len) {
+      var el = span(t, seg);
+      p.pre.appendChild(el);
+      p.line.push(run);
+      p.nodes.push(el);
+      p.col = len + t.length;
+      return;
+    }
+    // Overwrite columns col..col+len(t) of the line, keep the rest.
+    var head = [], tail = [], pos = 0, end = p.col + t.length;
+    p.line.forEach(function (s) {
+      var a = pos, z = pos + s.t.length;
+      pos = z;
+      if (a < p.col) { head.push({ t: s.t.slice(0, Math.min(z, p.col) - a), c: s.c, f: s.f, b: s.b }); }
+      if (z > end) { tail.push({ t: s.t.slice(Math.max(a, end) - a), c: s.c, f: s.f, b: s.b }); }
+    });
+    var line = head.concat([run], tail);
+    var frag = document.createDocumentFragment();
+    var nodes = line.map(function (s) { var n = span(s.t, s); frag.appendChild(n); return n; });
+    p.pre.insertBefore(frag, p.nodes[0]);
+    p.nodes.forEach(function (n) { n.remove(); });
+    p.line = line;
+    p.nodes = nodes;
+    p.col = end;
   }
 
   function wanted() {
@@ -81,12 +138,7 @@
       if (!p || p.ended) { return; }
       var pre = p.pre;
       var follow = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-      d.segs.forEach(function (seg) {
-        var span = document.createElement("span");
-        if (seg.c) { span.className = seg.c; }
-        span.textContent = seg.t;
-        pre.appendChild(span);
-      });
+      d.segs.forEach(function (seg) { put(p, seg); });
       p.off = d.off;
       pre.dataset.off = String(d.off);
       if (follow) { pre.scrollTop = pre.scrollHeight; }
@@ -161,6 +213,7 @@
       });
       restream();
       document.body.dataset.refreshed = String(Date.now());
+      document.dispatchEvent(new Event("board:refreshed"));
     }).catch(function () {}).then(function () {
       busy = false;
       if (again) { again = false; refresh(); }
@@ -180,6 +233,9 @@
     });
     b.setAttribute("aria-selected", "true");
   }
+
+  // Another script (find.js) asks for the page again.
+  document.addEventListener("board:refresh", refresh);
 
   syncPanes();
   openStream();
