@@ -293,6 +293,7 @@ func attemptOf(r *sessions.Record, here Here, now time.Time) status.Attempt {
 		a.ExitCode = o.ExitCode
 		a.Signal = o.Signal
 		a.TimedOut = o.TimedOut
+		a.RateLimited = o.RateLimited()
 		a.Reason = o.Reason
 		v := verify.Summarize(o)
 		a.DoD, a.Verified, a.ScopeValid, a.Acceptable = v.DoD, v.Verified, v.ScopeValid, v.Acceptable

@@ -39,6 +39,8 @@ func ReadUsage(c Client, output []byte) (u Usage, ok bool) {
 		return geminiUsage(output)
 	case OpenCode:
 		return opencodeUsage(output)
+	case Custom:
+		return customUsage(output)
 	}
 	return Usage{}, false
 }

@@ -23,7 +23,8 @@ const maxUsageLine = 4 << 20
 // newUsageMeter returns a meter for client c, or nil when c reports no
 // usage ReadUsage reads.
 func newUsageMeter(c Client) *usageMeter {
-	hint := map[Client]string{ClaudeCode: `"result"`, Codex: `"turn.completed"`, Gemini: `"result"`, OpenCode: `"step_finish"`}[c]
+	hint := map[Client]string{ClaudeCode: `"result"`, Codex: `"turn.completed"`, Gemini: `"result"`, OpenCode: `"step_finish"`,
+		Custom: `"agentmine"`}[c]
 	if hint == "" {
 		return nil
 	}
@@ -52,7 +53,8 @@ func (m *usageMeter) write(b []byte) {
 }
 
 // line reads one whole line: the reports of clients that report each
-// request (Codex's turn.completed, opencode's step_finish) are summed; for
+// request (Codex's turn.completed, opencode's step_finish, a custom
+// client's usage lines) are summed; for
 // those that report the run's total at the end (Claude Code's and
 // Gemini's result events) the last report counts.
 func (m *usageMeter) line(l []byte) {
@@ -65,7 +67,7 @@ func (m *usageMeter) line(l []byte) {
 	}
 	m.ok = true
 	switch m.client {
-	case Codex, OpenCode:
+	case Codex, OpenCode, Custom:
 		m.summed = m.summed.add(u)
 	default:
 		m.last = u
@@ -86,7 +88,7 @@ func (m *usageMeter) usage() *Usage {
 		return nil
 	}
 	u := m.last
-	if m.client == Codex || m.client == OpenCode {
+	if m.client == Codex || m.client == OpenCode || m.client == Custom {
 		u = m.summed
 	}
 	return &u

@@ -5,8 +5,8 @@
 // output (package contract), with input and output schemas generated from
 // Go structs. A failure is a tool error carrying the command line's
 // one-line message and its exit code's name; the server keeps serving.
-// Long work is start-then-poll: worker_start returns at once, and
-// session_output follows the log with a cursor.
+// Long work is start-then-poll: worker_start and run_start return at
+// once, and session_output and run_status follow the log with a cursor.
 package mcpserver
 
 import (
@@ -35,6 +35,10 @@ type Options struct {
 	// runs a prepared session, given the repository's top and the
 	// session's id: worker_start starts it and returns.
 	Supervisor func(top, session string) []string
+	// Agentmine returns the command line of git-agentmine run in the
+	// repository at top with args: run_start and run_stop run it, as the
+	// command line's run --detach and run stop. nil refuses them.
+	Agentmine func(top string, args ...string) []string
 	// Version is the version the server reports to clients.
 	Version string
 	// Log receives warnings (unreadable refs skipped, a claim not made);
@@ -57,7 +61,8 @@ const instructions = `git agentmine: tasks, workers and their verdicts, stored i
 Start with context. Long work is start-then-poll: worker_start returns at once with the session;
 follow it with session_output (pass back the cursor; wait_seconds avoids busy polling) until ended,
 then session_status gives the verdict. merge lands only a session whose DoD passed and whose scope held.
-Ids may be given as any unique prefix. Errors end with "exit: <name> (<code>)", the command line's exit code.`
+To let the loop do it all: task_plan (or plan_import), run_start, then run_status with its cursor
+until ended; run_stop ends a run. Ids may be given as any unique prefix. Errors end with "exit: <name> (<code>)", the command line's exit code.`
 
 // New checks that opts.Dir is inside a git repository and builds the
 // server with its tools.

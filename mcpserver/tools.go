@@ -201,6 +201,18 @@ func (s *Server) addTools() {
 		"session): state, outcome, verdicts, the last log lines, and what it means for the task."}, s.sessionStatus)
 	addTool(s, &mcp.Tool{Name: "session_output", Annotations: readOnly(), Description: "Read a session's log from a cursor " +
 		"and get the cursor to continue from; call again until ended is true and more is false."}, s.sessionOutput)
+	addTool(s, &mcp.Tool{Name: "task_plan", Annotations: startsWork(), Description: "Have the planner agent split a task " +
+		"into children (plan): returns the plan and the tasks created once the planner answered."}, s.taskPlan)
+	addTool(s, &mcp.Tool{Name: "plan_import", Annotations: creates(), Description: "Create the tasks of a plan (plan JSON, " +
+		"as the planner writes it) in one transaction, or only validate it (task import)."}, s.planImport)
+	addTool(s, &mcp.Tool{Name: "run_start", Annotations: startsWork(), Description: "Start a run (git agentmine run " +
+		"--detach): its supervisor starts the ready targets, at most parallel at a time, retries with feedback, reviews " +
+		"and merges when asked, in the background. Returns once the run is recorded; follow it with run_status."}, s.runStart)
+	addTool(s, &mcp.Tool{Name: "run_stop", Annotations: changes(), Description: "Stop a run and the workers it started, " +
+		"recording why (run stop); returns once it ended."}, s.runStop)
+	addTool(s, &mcp.Tool{Name: "run_status", Annotations: readOnly(), Description: "A run (git agentmine run) as run status " +
+		"shows it: state, progress, attempts, running workers, the clients a rate limit paused and until when, and its " +
+		"log of events from a cursor; call again with the cursor until ended is true and more is false."}, s.runStatus)
 	addTool(s, &mcp.Tool{Name: "merge", Annotations: changes(), Description: "Merge a task's latest session into its base, " +
 		"only if its DoD passed and its scope held; refused otherwise, with the reason."}, s.merge)
 	addTool(s, &mcp.Tool{Name: "memory_add", Annotations: creates(), Description: "Record a project decision in the Memory " +

@@ -15,7 +15,10 @@ const (
 	EvReviewed  = "reviewed"  // a reviewer judged a session; Verdict is OK or NG
 	EvMerged    = "merged"    // a session's branch landed on the base
 	EvExhausted = "exhausted" // a task used up its attempts (or could not be started)
-	EvFinished  = "finished"  // the run ended; Summary says how
+	// EvRateLimited: a client reported a rate or usage limit; the run
+	// starts none of its workers until Until. Not an attempt.
+	EvRateLimited = "rate_limited"
+	EvFinished    = "finished" // the run ended; Summary says how
 )
 
 // Event is one thing that happened in a run.
@@ -39,6 +42,10 @@ type Event struct {
 	Verdict string `json:"verdict,omitempty"`
 	// Commit is the merge commit (merged).
 	Commit string `json:"commit,omitempty"`
+	// Client and Until say which client a limit paused, and until when
+	// (rate_limited).
+	Client string     `json:"client,omitempty"`
+	Until  *time.Time `json:"until,omitempty"`
 	// Running is how many workers of the run were running after the event.
 	Running int `json:"running"`
 	// Summary is the run's summary (finished only).
@@ -117,6 +124,9 @@ func (e Event) Line() string {
 	}
 	if e.Commit != "" {
 		fmt.Fprintf(&b, " as %s", short(e.Commit))
+	}
+	if e.Until != nil {
+		fmt.Fprintf(&b, " %s paused until %s", e.Client, e.Until.Local().Format("15:04:05"))
 	}
 	if e.Reason != "" {
 		fmt.Fprintf(&b, " — %s", firstLine(e.Reason))

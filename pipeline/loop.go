@@ -572,7 +572,8 @@ func (s *Supervisor) stateOf(b *board.Board, id string) taskState {
 			ts.lastFail = &r
 			continue
 		}
-		if IsStopped(r) {
+		if IsStopped(r) || r.Outcome.RateLimited() {
+			// Stopped, or refused by a rate limit: not an attempt.
 			ts.stopped = &r
 			continue
 		}

@@ -62,6 +62,9 @@ type Options struct {
 	// Backoff is the first delay before a start is retried after an
 	// infrastructure failure; it doubles each time (default 1s).
 	Backoff time.Duration
+	// RateLimitBackoff is the first pause of a client a limit refused
+	// without saying when it resets (DefaultRateLimitBackoff when zero).
+	RateLimitBackoff time.Duration
 	// Poll is the longest the loop sleeps without looking (default
 	// DefaultPoll). The end of a worker this run started wakes it at once;
 	// the poll only catches what no process of this run signals: sessions

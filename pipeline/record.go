@@ -67,6 +67,10 @@ type Record struct {
 	// Resumed counts the times a supervisor took over the run after the
 	// previous one died.
 	Resumed int `json:"resumed,omitempty"`
+	// RateLimits are the clients a rate or usage limit refused during the
+	// run: the latest pause of each (see PausesOf), shown by run status
+	// and the board.
+	RateLimits []Pause `json:"rate_limits,omitempty"`
 	// StopRequested is set by `run stop`.
 	StopRequested *Fact `json:"stop_requested,omitempty"`
 	Ended         *End  `json:"ended,omitempty"`

@@ -47,6 +47,10 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 	for _, id := range s.order(b) {
 		s.consider(jctx, b, id, now, &p)
 	}
+	// A client a limit refused waits (ratelimit.go).
+	var held time.Time
+	p.toStart, held = s.limitStarts(jctx, b, running, p.toStart, now)
+	p.next = earliest(p.next, held)
 	if budgetOut != "" && len(p.toStart) > 0 {
 		// No new attempt starts; running ones finish.
 		s.budgetStop = budgetOut

@@ -178,6 +178,11 @@ type Outcome struct {
 	// Usage is what the client reported about tokens and cost in its
 	// machine-readable output; nil when it reported nothing.
 	Usage *Usage `json:"usage,omitempty"`
+	// RateLimit is set when the client reported that a rate or usage
+	// limit refused its requests (its words are the Reason): the session
+	// did no work for a reason that is not the task's, so it is not an
+	// attempt. nil otherwise.
+	RateLimit *RateLimit `json:"rate_limited,omitempty"`
 	// Supervisor proves that the sealing supervisor wrote the line; nil in
 	// lines written by anyone else (session end, worker done).
 	Supervisor *Supervisor `json:"supervisor,omitempty"`
@@ -201,6 +206,16 @@ func IsStop(signal, reason string, timedOut bool) bool {
 	}
 	return reason == "stopped" || reason == "stopped before the worker started" || strings.HasPrefix(reason, "interrupted")
 }
+
+// RateLimit is a client's report that a limit refused it.
+type RateLimit struct {
+	// Until is when the client said the limit resets; nil when it did not
+	// say.
+	Until *time.Time `json:"until,omitempty"`
+}
+
+// RateLimited reports whether the outcome records a rate limit.
+func (o *Outcome) RateLimited() bool { return o != nil && o.RateLimit != nil }
 
 // Usage is the tokens and cost a client reported for one run.
 type Usage struct {

@@ -21,7 +21,7 @@ import (
 // summaryFormat opens every encoded summary: an entry in any other form
 // (an older cache's JSON, a foreign or damaged entry) does not decode, and
 // its session is read from git again.
-const summaryFormat = 0xA3
+const summaryFormat = 0xA4
 
 // errSummary is why an encoded summary does not decode.
 var errSummary = errors.New("malformed cached summary")
@@ -158,6 +158,13 @@ func encodeSummary(r Record) ([]byte, error) {
 			e.int(u.CacheReadTokens)
 			e.int(u.CacheWriteTokens)
 			e.uint(math.Float64bits(u.CostUSD))
+		}
+		e.bool(o.RateLimit != nil)
+		if rl := o.RateLimit; rl != nil {
+			e.bool(rl.Until != nil)
+			if rl.Until != nil {
+				e.time(*rl.Until)
+			}
 		}
 		e.bool(o.Supervisor != nil)
 		if p := o.Supervisor; p != nil {
@@ -351,6 +358,13 @@ func decodeSummary(data, id string, r *Record) error {
 		if d.bool() {
 			o.Usage = &Usage{InputTokens: d.int(), OutputTokens: d.int(), CacheReadTokens: d.int(), CacheWriteTokens: d.int(),
 				CostUSD: math.Float64frombits(d.uint())}
+		}
+		if d.bool() {
+			o.RateLimit = &RateLimit{}
+			if d.bool() {
+				t := d.time()
+				o.RateLimit.Until = &t
+			}
 		}
 		if d.bool() {
 			o.Supervisor = &Supervisor{Host: d.str(), Pid: int(d.int()), PidStart: d.uint(), Nonce: d.str(), ReviewKey: d.str()}

@@ -98,6 +98,10 @@ type Attempt struct {
 	Review        string
 	Reviewer      string
 	ReviewReasons []string
+	// RateLimited: the client reported that a rate or usage limit refused
+	// it (sessions.Outcome.RateLimit). Like a stop, it says nothing about
+	// the work: not an attempt.
+	RateLimited bool
 	// Forged names outcome lines of the session that its supervisor did
 	// not write (sessions.ForgedReason); "" when there are none. They are
 	// never the verdict: a session that exited 0 with one is dod_failed.
@@ -310,6 +314,8 @@ func own(t tasks.Task, attempts []Attempt) Result {
 	switch {
 	case len(judged) > 0:
 		return verdictOf(latestOf(judged))
+	case stopped != nil && stopped.RateLimited:
+		return Result{Status: Open, Reason: "session " + short(stopped.Session) + " was refused by a limit (" + stopped.Reason + "): not an attempt"}
 	case stopped != nil:
 		return Result{Status: Open, Reason: "session " + short(stopped.Session) + " was stopped before it finished (" + stopped.Reason + "): not an attempt"}
 	case t.Reopened != nil:
@@ -319,16 +325,17 @@ func own(t tasks.Task, attempts []Attempt) Result {
 }
 
 // withoutStops leaves out the attempts that were stopped from outside
-// (sessions.IsStop): a stop said nothing about the work, so the latest
-// attempt that was not stopped decides. stopped is the latest stopped
-// one, nil when none was.
+// (sessions.IsStop) or refused by a rate limit: neither said anything
+// about the work, so the latest attempt that was neither decides. stopped
+// is the latest one left out, nil when none was.
 func withoutStops(current []Attempt) (judged []Attempt, stopped *Attempt) {
-	if !slices.ContainsFunc(current, func(a Attempt) bool { return sessions.IsStop(a.Signal, a.Reason, a.TimedOut) }) {
+	notWork := func(a Attempt) bool { return a.RateLimited || sessions.IsStop(a.Signal, a.Reason, a.TimedOut) }
+	if !slices.ContainsFunc(current, notWork) {
 		return current, nil // shared, as the caller's facts are: read only
 	}
 	var stops []Attempt
 	for _, a := range current {
-		if sessions.IsStop(a.Signal, a.Reason, a.TimedOut) {
+		if notWork(a) {
 			stops = append(stops, a)
 		} else {
 			judged = append(judged, a)

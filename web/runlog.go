@@ -48,6 +48,9 @@ type runRow struct {
 	Reason string
 	// Lasted is how long an ended run ran; empty while it runs.
 	Lasted string
+	// Pauses say which clients a rate limit paused, and until when
+	// (pipeline.Pause).
+	Pauses []string
 }
 
 // runState names where a run is: "running" (its supervisor is alive),
@@ -106,6 +109,9 @@ func newRunRow(r pipeline.Record, b *board.Board) runRow {
 		}
 	}
 	row.Progress = newProgress(row.Done, row.Total)
+	for _, p := range r.RateLimits {
+		row.Pauses = append(row.Pauses, p.String(time.Now()))
+	}
 	if r.Ended != nil {
 		row.Result, row.Reason = r.Ended.Result, r.Ended.Reason
 		row.Lasted = ago(r.Ended.Time.Sub(r.Started))

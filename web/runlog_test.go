@@ -149,6 +149,9 @@ func TestRunLog(t *testing.T) {
 		dead := rec
 		dead.Name, dead.Ended, dead.Log = "crashed", nil, filepath.Join(filepath.Dir(rec.Log), "run-crashed.log")
 		dead.Supervisor.Pid = gone.Process.Pid
+		until := time.Date(2099, 1, 2, 3, 4, 5, 0, time.Local)
+		dead.RateLimits = []pipeline.Pause{{Client: "claude-code", Limits: 2, Until: until, FromClient: true, Parallel: 1,
+			Reason: "rate limited: usage limit reached"}}
 		forgeRun(t, st, dead)
 		appendLog(t, dead.Log, "11:00:00 last words\n")
 		res := stream(t, c, ts.URL+"/runs/crashed/log", "")
@@ -161,6 +164,10 @@ func TestRunLog(t *testing.T) {
 		_, html := get(t, c, ts.URL+"/runs")
 		if !strings.Contains(html, `data-run="crashed" data-state="dead"`) {
 			t.Error("a run whose supervisor just died has no tab")
+		}
+		pause := `<div class="pause">rate limit: claude-code: paused until 2099-01-02 03:04:05 (the client&#39;s reset time; 2 limit(s) in a row, at most 1 at once): rate limited: usage limit reached</div>`
+		if !strings.Contains(html, pause) {
+			t.Errorf("the runs page does not show the run's pause %s", pause)
 		}
 	})
 

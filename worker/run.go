@@ -211,6 +211,11 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			out.Usage = &sessions.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 				CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
 		}
+		if res.TimedOut || !res.Stopped {
+			// A client still retrying a limit at its timeout was stopped
+			// by the limit, not by the task.
+			rateLimited(launch.Client(s.Client), tail, res.Finished, &out)
+		}
 	}
 	if res.Stopped && strict.ev == nil && !res.Idle && res.Stalled == "" {
 		// worker stop (SIGTERM to the supervisor): say so rather than
@@ -581,4 +586,20 @@ func stoppedBeforeStart(ctx context.Context) launch.Result {
 		return launch.Result{ExitCode: 128 + int(syscall.SIGTERM), Signal: "SIGTERM", Stopped: true, Started: now, Finished: now}
 	}
 	return launch.Result{ExitCode: exitcode.Interrupted, Interrupted: true, Started: now, Finished: now}
+}
+
+// rateLimited records on a failed run's outcome that its client reported
+// a rate or usage limit (launch.ReadRateLimit): the client's words become
+// the reason, after "rate limited: ".
+func rateLimited(c launch.Client, tail []byte, finished time.Time, out *sessions.Outcome) {
+	rl, ok := launch.ReadRateLimit(c, out.ExitCode, tail, finished)
+	if !ok {
+		return
+	}
+	out.RateLimit = &sessions.RateLimit{}
+	if !rl.Until.IsZero() {
+		u := rl.Until.UTC()
+		out.RateLimit.Until = &u
+	}
+	out.Reason = "rate limited: " + rl.Reason
 }

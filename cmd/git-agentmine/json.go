@@ -7,8 +7,6 @@ import (
 	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/memory"
-	"github.com/git-agentmine/git-agentmine/pipeline"
-	"github.com/git-agentmine/git-agentmine/plan"
 	"github.com/git-agentmine/git-agentmine/replica"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/tasknote"
@@ -282,16 +280,7 @@ type installManJSON struct {
 }
 
 // planJSON is `plan --json` and `task import --json`.
-type planJSON struct {
-	V       int    `json:"v"`
-	DryRun  bool   `json:"dry_run"`
-	Session string `json:"planner_session,omitempty"`
-	Summary string `json:"summary"`
-	// Plan is the plan as read.
-	Plan plan.Plan `json:"plan"`
-	// Created are the tasks created, in the plan's order.
-	Created []contract.TaskJSON `json:"created"`
-}
+type planJSON = contract.PlanJSON
 
 // reviewJSON is `review --json`.
 type reviewJSON struct {
@@ -307,39 +296,4 @@ type taskNoteJSON struct {
 }
 
 // runStatusJSON is the --json form of a run (docs/json.md).
-type runStatusJSON struct {
-	pipeline.Record
-	// State is running, ended, or dead (no supervisor, not ended: start it again to resume).
-	State    string           `json:"state"`
-	Done     int              `json:"done"`
-	Total    int              `json:"total"`
-	Attempts int              `json:"attempts"`
-	Running  []runWorkerJSON  `json:"running"`
-	Statuses map[string]int   `json:"statuses"`
-	LogTail  []string         `json:"log_tail,omitempty"`
-	Tasks    []runTaskRowJSON `json:"tasks"`
-	// Usage sums the usage the run's sessions reported (pipeline.UsageOf);
-	// nil where the board was not read (run --detach).
-	Usage *pipeline.RunUsage `json:"usage,omitempty"`
-}
-
-// runWorkerJSON is one running worker of a run.
-type runWorkerJSON struct {
-	Session string    `json:"session"`
-	Task    string    `json:"task"`
-	Title   string    `json:"title"`
-	Started time.Time `json:"started"`
-	Pid     int       `json:"pid"`
-}
-
-// runTaskRowJSON is one target of a run.
-type runTaskRowJSON struct {
-	Task     string `json:"task"`
-	Title    string `json:"title"`
-	Status   string `json:"status"`
-	Reason   string `json:"reason"`
-	Attempts int    `json:"attempts"`
-	// Waiting says why a ready target is not started: its declared paths
-	// overlap those of a target that holds them (pipeline.OverlapWaits).
-	Waiting *pipeline.Overlap `json:"waiting,omitempty"`
-}
+type runStatusJSON = contract.RunStatusJSON

@@ -15,6 +15,7 @@ import (
 
 	"github.com/git-agentmine/git-agentmine/agents"
 	"github.com/git-agentmine/git-agentmine/board"
+	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/output"
@@ -517,52 +518,7 @@ type RunStatusCmd struct {
 }
 
 func newRunStatus(r pipeline.Record, b *board.Board) runStatusJSON {
-	j := runStatusJSON{Record: r, Total: len(r.Targets), Running: []runWorkerJSON{}, Statuses: map[string]int{}, Tasks: []runTaskRowJSON{}}
-	switch {
-	case r.Ended != nil:
-		j.State = "ended"
-	case r.Alive():
-		j.State = "running"
-	default:
-		j.State = "dead"
-	}
-	if b == nil {
-		return j
-	}
-	var waits map[string]pipeline.Overlap
-	if r.Ended == nil {
-		waits = pipeline.OverlapWaits(b, r) // an ended run starts nothing
-	}
-	for _, id := range r.Targets {
-		e, ok := b.Tasks.Tasks[id]
-		if !ok {
-			continue
-		}
-		res := b.Status[id]
-		j.Statuses[string(res.Status)]++
-		if res.Status == status.Done {
-			j.Done++
-		}
-		n := 0
-		for _, s := range b.SessionsOf(id) {
-			if s.Session.Started.Before(r.Started) || pipeline.IsStartFailure(s, b.Here, time.Now()) || !pipeline.IsWorkerSession(s.Session) {
-				continue
-			}
-			n++
-			if live, _ := board.Liveness(s, b.Here, time.Now()); live {
-				j.Running = append(j.Running, runWorkerJSON{Session: s.Session.ID, Task: id, Title: e.Task.Title, Started: s.Session.Started, Pid: s.Session.Pid})
-			}
-		}
-		j.Attempts += n
-		row := runTaskRowJSON{Task: id, Title: e.Task.Title, Status: string(res.Status), Reason: res.Reason, Attempts: n}
-		if o, ok := waits[id]; ok {
-			row.Waiting = &o
-		}
-		j.Tasks = append(j.Tasks, row)
-	}
-	u := pipeline.UsageOf(b, r)
-	j.Usage = &u
-	return j
+	return contract.NewRunStatus(r, b)
 }
 
 // Run prints the runs.
@@ -633,6 +589,9 @@ func (c *RunStatusCmd) Run(a *App) error {
 		a.P.Printf("  progress  %d/%d done, %d attempt(s), %d running, parallel %d, max loops %d\n", j.Done, j.Total, j.Attempts, len(j.Running), j.Parallel, j.MaxLoops)
 		if j.Usage != nil {
 			a.P.Printf("  usage     %s\n", j.Usage)
+		}
+		for _, p := range j.RateLimits {
+			a.P.Printf("  limited   %s\n", p.String(time.Now()))
 		}
 		for _, w := range j.Running {
 			a.P.Printf("  running   task %s %q session %s (pid %d, %s)\n", short8(w.Task), w.Title, short8(w.Session), w.Pid, time.Since(w.Started).Round(time.Second))

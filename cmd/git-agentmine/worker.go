@@ -150,6 +150,8 @@ func reportOutcome(a *App, env *worker.Env, j runJSON, out sessions.Outcome) err
 	v := verify.ParseVerdicts(&out)
 	st := "review"
 	switch {
+	case out.RateLimited():
+		st = "rate_limited" // not an attempt: the task is open again
 	case out.TimedOut || out.ExitCode != 0 || out.Signal != "":
 		st = "failed"
 	case v.Failed() != "":

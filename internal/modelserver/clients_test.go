@@ -126,6 +126,7 @@ func clientScenarios() []clientScenario {
 		{modelserver.OutOfScope, checkOutOfScope},
 		{modelserver.Unauthorized, checkUnauthorized},
 		{modelserver.Flaky, checkRecovered},
+		{modelserver.RateLimited, checkRateLimited},
 		{modelserver.Cut, checkRecovered},
 		{modelserver.Endless, checkEndless},
 	}
@@ -667,6 +668,24 @@ func checkRecovered(t *testing.T, r *clientRun) {
 		r.wantReason()
 	default:
 		t.Fatalf("status %q, want review or failed (reason %q)", r.run.Status, r.run.Outcome.Reason)
+	}
+}
+
+// checkRateLimited: a client whose every request is refused with 429
+// gives up, and its session ends rate limited (not an attempt), with the
+// client's words.
+func checkRateLimited(t *testing.T, r *clientRun) {
+	if r.run.Status != "rate_limited" || r.run.Outcome.RateLimit == nil || !strings.HasPrefix(r.run.Outcome.Reason, "rate limited: ") ||
+		strings.Contains(r.run.Outcome.Reason, "\n") {
+		t.Fatalf("worker run: status %q, outcome %+v: want rate_limited, its reason one line of the client's words", r.run.Status, r.run.Outcome)
+	}
+	var shown struct {
+		Status string `json:"status"`
+		Reason string `json:"status_reason"`
+	}
+	if err := json.Unmarshal([]byte(r.am("task", "show", r.task, "--json")), &shown); err != nil || shown.Status != "open" ||
+		!strings.Contains(shown.Reason, "not an attempt") {
+		t.Fatalf("task show: status %q (%q, %v), want open: not an attempt", shown.Status, shown.Reason, err)
 	}
 }
 

@@ -38,6 +38,10 @@ const (
 	// Flaky answers the first model request with 429, the second with 500,
 	// and then plays Edit.
 	Flaky Script = "flaky"
+	// RateLimited answers every model request with HTTP 429, the vendor's
+	// rate-limit error body, Retry-After: 0 and X-Should-Retry: false, as
+	// an account whose quota is used up.
+	RateLimited Script = "rate-limited"
 	// Cut cuts the first answer's stream mid-answer (the connection drops),
 	// then plays Edit.
 	Cut Script = "cut"
@@ -48,7 +52,7 @@ const (
 
 // Scripts lists every script.
 func Scripts() []Script {
-	return []Script{Edit, OutOfScope, Unauthorized, Flaky, Cut, Endless}
+	return []Script{Edit, OutOfScope, Unauthorized, Flaky, RateLimited, Cut, Endless}
 }
 
 // Options configure a server.
@@ -298,6 +302,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.record(e)
 		w.Header().Set("Retry-After", "1")
 		api.writeError(w, http.StatusTooManyRequests, "rate limit reached: the scripted model server asks to retry after 1 second")
+		return
+	case s.opts.Script == RateLimited:
+		e.Status, e.Note = http.StatusTooManyRequests, "rate limited (every call)"
+		s.record(e)
+		// A used-up quota is not worth an immediate retry: the clients that
+		// honour X-Should-Retry give up at once, the others after their
+		// own retries.
+		w.Header().Set("Retry-After", "0")
+		w.Header().Set("X-Should-Retry", "false")
+		api.writeError(w, http.StatusTooManyRequests, "rate limit reached: the scripted model server's quota is used up")
 		return
 	case s.opts.Script == Flaky && call == 1:
 		e.Status, e.Note = http.StatusInternalServerError, "internal error (second call)"

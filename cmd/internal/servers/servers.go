@@ -63,7 +63,8 @@ func (e *Env) Supervisor(top, session string) []string {
 }
 
 // Command is the argv of git-agentmine running args in the repository at
-// top: the board starts runs with it.
+// top: the board starts runs with it, the MCP server runs run, plan and
+// task import with it.
 func (e *Env) Command(top string, args ...string) []string {
 	return append([]string{e.Agentmine, "-C", top}, args...)
 }
