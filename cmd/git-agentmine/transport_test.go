@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,11 +58,15 @@ func daemonRemote(tb testing.TB, root string, env ...string) string {
 	cmd := exec.Command("git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
 		"--base-path="+root, "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port), root)
 	cmd.Env = append(os.Environ(), env...)
+	// `git daemon` runs git-daemon as its child, which forks one process a
+	// connection: all of them are ended with their process group, or the
+	// daemon would outlive the test.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
-		cmd.Process.Kill()
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 	})
 	url := fmt.Sprintf("git://127.0.0.1:%d", port)
