@@ -37,6 +37,22 @@ bench-run tasks="10":
 bench-paths tasks="20" pairs="1":
     AGENTMINE_BENCH_PATHS=1 AGENTMINE_BENCH_PATHS_TASKS={{tasks}} AGENTMINE_BENCH_PATHS_PAIRS={{pairs}} go test -run '^$' -bench 'RunPaths$' -benchtime 1x -timeout 60m -v ./cmd/git-agentmine
 
+# Run a fleet: N clones (default 32), each its own repository, racing
+# through one remote served by `git daemon` and by smart HTTP, each running
+# `run --parallel 2` of no-op workers over a shared board of `tasks` tasks;
+# checks that every task ran exactly once and every clone converged, and
+# prints seconds per task, sync rounds per claim, retries and the remote's
+# receive-pack and upload-pack time. Pick one transport with
+# transport=http or transport=daemon. Many minutes on two cores.
+bench-fleet clones="32" tasks="200" transport="":
+    AGENTMINE_BENCH_FLEET=1 AGENTMINE_BENCH_FLEET_CLONES={{clones}} AGENTMINE_BENCH_FLEET_TASKS={{tasks}} AGENTMINE_BENCH_FLEET_TRANSPORT={{transport}} go test -run '^$' -bench 'Fleet$' -benchtime 1x -timeout 180m -v ./cmd/git-agentmine
+
+# Run `sync` pulling 1,500 changed entities of 10,000 against raw git
+# fetching and pushing the same refs, and the sync that also merges and
+# pushes (BenchmarkSync10k); each prints its ratio and git processes.
+bench-sync:
+    go test -run '^$' -bench 'Sync(Pull)?10k$' -benchtime 3x -timeout 60m ./replica
+
 # Measure acknowledged writes lost beside a `git gc` loop: 16 processes of
 # 20 `task add` against plain git doing the same writes (hash-object,
 # mktree, commit-tree, update-ref), under `gc --prune=now` and default gc.

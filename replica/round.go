@@ -403,11 +403,13 @@ func listRemote(ctx context.Context, st Store, remote string) (tips []remoteTip,
 }
 
 // fetchObjects fetches the named objects (and what they need) from the
-// remote, writing no ref. It reports moved=true when the remote no longer
+// remote, writing no ref and starting no `git maintenance --auto` (the
+// pack it brings is small, and git's own commands that write, commit and
+// merge among them, run `gc --auto` when packs pile up). It reports moved=true when the remote no longer
 // has one: it moved since it was listed.
 func fetchObjects(ctx context.Context, st Store, remote string, ids []string) (moved bool, err error) {
 	in := strings.Join(ids, "\n") + "\n"
-	_, err = st.Git().RunInput(ctx, strings.NewReader(in), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--stdin", remote)
+	_, err = st.Git().RunInput(ctx, strings.NewReader(in), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--no-auto-maintenance", "--stdin", remote)
 	if err == nil {
 		return false, nil
 	}

@@ -247,3 +247,84 @@ func procStatus(b *testing.B, field string) uint64 {
 	b.Fatalf("no %s in /proc/self/status", field)
 	return 0
 }
+
+// syncPulledEntities is how many entities BenchmarkSyncPull10k's sync
+// takes from the remote.
+const syncPulledEntities = 1500
+
+// BenchmarkSyncPull10k: 10,000 entities; another clone changed 1,500 of
+// them and pushed; this clone changed nothing, so its sync fetches the
+// 1,500 new tips, fast-forwards them and pushes nothing. The baseline is
+// raw git doing the transfers on an identical copy, in the same run,
+// alternating with the sync: `git fetch` of the remote's refs/agentmine/*
+// straight over the local ones (what a fast-forward of every changed ref
+// amounts to) and `git push` of refs/agentmine/* (which finds nothing to
+// send). It reports ratio and cpu-ratio (as BenchmarkSync10k), git-procs,
+// the git processes one sync starts (the baseline starts 2), and the
+// sync's git processes by command in the log.
+func BenchmarkSyncPull10k(b *testing.B) {
+	gittest.Scrub(b)
+	b.Setenv("GIT_CONFIG_COUNT", "1")
+	b.Setenv("GIT_CONFIG_KEY_0", "gc.auto")
+	b.Setenv("GIT_CONFIG_VALUE_0", "0")
+	remote, a, o, ids := syncSharedEntities(b, 10000)
+	syncFastImport(b, o, ids[:syncPulledEntities], true, "other", "o", 10)
+	gittest.Git(b, o, "push", "-q", "origin", "refs/agentmine/*:refs/agentmine/*")
+	fixture := b.TempDir()
+	gittest.Git(b, "", "clone", "-q", "--bare", "--mirror", remote, filepath.Join(fixture, "remote.git"))
+	if err := exec.Command("cp", "-a", a, filepath.Join(fixture, "a")).Run(); err != nil {
+		b.Fatal(err)
+	}
+	copyFixture := func() string {
+		dst := b.TempDir()
+		if err := exec.Command("cp", "-a", fixture+"/.", dst).Run(); err != nil {
+			b.Fatal(err)
+		}
+		gittest.Git(b, filepath.Join(dst, "a"), "remote", "set-url", "origin", filepath.Join(dst, "remote.git"))
+		return filepath.Join(dst, "a")
+	}
+	sync := func(s *gitstore.Store) {
+		b.Helper()
+		rep, err := Sync(context.Background(), s, Options{})
+		if err != nil || rep.FastForwarded != syncPulledEntities || rep.Pushed != 0 || rep.Rounds != 1 {
+			b.Fatalf("sync: %+v %v", rep, err)
+		}
+	}
+	var ours, raw sideCost
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		d1, d2 := copyFixture(), copyFixture()
+		s1 := syncOpen(b, d1, 30)
+		gc := debug.SetGCPercent(GCPercent)
+		b.StartTimer()
+		end := ours.start(b)
+		sync(s1)
+		end()
+		b.StopTimer()
+		debug.SetGCPercent(gc)
+		end = raw.start(b)
+		gittest.Git(b, d2, "fetch", "-q", "--no-tags", "origin", "+refs/agentmine/*:refs/agentmine/*")
+		gittest.Git(b, d2, "push", "-q", "--atomic", "origin", "refs/agentmine/*:refs/agentmine/*")
+		end()
+		b.StartTimer()
+	}
+	b.StopTimer()
+	ms := func(d time.Duration) float64 { return float64(d.Milliseconds()) / float64(b.N) }
+	b.ReportMetric(ms(ours.wall), "sync-ms/op")
+	b.ReportMetric(ms(raw.wall), "git-ms/op")
+	b.ReportMetric(float64(ours.wall)/float64(raw.wall), "ratio")
+	b.ReportMetric(ms(ours.cpu), "sync-cpu-ms/op")
+	b.ReportMetric(ms(raw.cpu), "git-cpu-ms/op")
+	b.ReportMetric(float64(ours.cpu)/float64(raw.cpu), "cpu-ratio")
+
+	counter := gittest.NewGitCounter(b)
+	d := copyFixture()
+	path := os.Getenv("PATH")
+	b.Setenv("PATH", counter.Dir+string(os.PathListSeparator)+path)
+	counter.Reset()
+	sync(syncOpen(b, d, 30))
+	b.Setenv("PATH", path)
+	b.ReportMetric(float64(counter.Count(b)), "git-procs")
+	b.Logf("git processes of one sync:\n%s", counter.Calls(b))
+}

@@ -251,6 +251,11 @@ func TestSyncBadRemote(t *testing.T) {
 	if exitcode.Of(err) != exitcode.NotFound || !strings.Contains(err.Error(), "remote nosuch does not exist") {
 		t.Fatalf("unknown remote: %v (code %d)", err, exitcode.Of(err))
 	}
+	// Remote names are case-sensitive: "Origin" is not "origin".
+	_, err = Sync(context.Background(), s, Options{Remote: "Origin"})
+	if exitcode.Of(err) != exitcode.NotFound || !strings.Contains(err.Error(), "remote Origin does not exist") {
+		t.Fatalf("remote named in another case: %v (code %d)", err, exitcode.Of(err))
+	}
 	_, err = Sync(context.Background(), s, Options{Remote: "--upload-pack=x"})
 	if exitcode.Of(err) != exitcode.Usage {
 		t.Fatalf("option-like remote: %v", err)
@@ -865,15 +870,16 @@ func TestSyncGitProcesses(t *testing.T) {
 	// The first git process that may reach the remote is preceded by one
 	// `git config --get core.sshCommand`, so that the user's ssh command
 	// is kept when batch mode is added (gitcmd.offline); the runner
-	// remembers it for the others.
-	want := "var config for-each-ref config ls-remote cat-file fetch push update-ref"
+	// remembers it for the others. The remote's URL is read from the
+	// configuration the store read when it opened: no process.
+	want := "var for-each-ref config ls-remote cat-file fetch push update-ref"
 	got := calls()
 	sorted := func(s string) string { f := strings.Fields(s); sort.Strings(f); return strings.Join(f, " ") }
 	if sorted(got) != sorted(want) {
 		t.Fatalf("git processes of a sync:\n%s\nwant\n%s", got, want)
 	}
 	syncRun(t, syncOpen(t, b, 40), Options{})
-	if got, want := calls(), "var config for-each-ref config ls-remote"; sorted(got) != sorted(want) {
+	if got, want := calls(), "var for-each-ref config ls-remote"; sorted(got) != sorted(want) {
 		t.Fatalf("git processes of a quiet sync:\n%s\nwant\n%s", got, want)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,8 +28,9 @@ import (
 // loopback) and the git protocol (`git daemon`).
 
 // httpRemote serves the bare repositories under root over git's smart HTTP
-// protocol on loopback and returns the base URL.
-func httpRemote(tb testing.TB, root string) string {
+// protocol on loopback and returns the base URL. env is added to the
+// environment of the git processes that serve.
+func httpRemote(tb testing.TB, root string, env ...string) string {
 	tb.Helper()
 	git, err := exec.LookPath("git")
 	if err != nil {
@@ -36,14 +38,16 @@ func httpRemote(tb testing.TB, root string) string {
 	}
 	h := &cgi.Handler{Path: git, Args: []string{"http-backend"}, Root: "/",
 		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + os.Getenv("HOME")}}
+	h.Env = append(h.Env, env...)
 	srv := httptest.NewServer(h)
 	tb.Cleanup(srv.Close)
 	return srv.URL
 }
 
 // daemonRemote serves the bare repositories under root with `git daemon`
-// (pushes enabled) on a free loopback port and returns the base URL.
-func daemonRemote(tb testing.TB, root string) string {
+// (pushes enabled) on a free loopback port and returns the base URL. env
+// is added to the environment of the git processes that serve.
+func daemonRemote(tb testing.TB, root string, env ...string) string {
 	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -53,11 +57,16 @@ func daemonRemote(tb testing.TB, root string) string {
 	l.Close()
 	cmd := exec.Command("git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
 		"--base-path="+root, "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port), root)
+	cmd.Env = append(os.Environ(), env...)
+	// `git daemon` runs git-daemon as its child, which forks one process a
+	// connection: all of them are ended with their process group, or the
+	// daemon would outlive the test.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
-		cmd.Process.Kill()
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 	})
 	url := fmt.Sprintf("git://127.0.0.1:%d", port)
@@ -132,7 +141,7 @@ func TestEightClonesOverTransports(t *testing.T) {
 	gittest.SkipShort(t, "eight clones syncing and claiming over two network transports")
 	for _, tr := range []struct {
 		name  string
-		serve func(testing.TB, string) string
+		serve func(testing.TB, string, ...string) string
 	}{{"http", httpRemote}, {"daemon", daemonRemote}} {
 		t.Run(tr.name, func(t *testing.T) {
 			const clones, rounds = 8, 2
