@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -27,9 +28,12 @@ import (
 
 // discoveryVars are the environment variables that change how git finds
 // a repository or reads its configuration; when one is set, git answers.
+// Configuration given on git's command line (`git -c k=v agentmine`, which
+// sets GIT_CONFIG_PARAMETERS) or in GIT_CONFIG_COUNT pairs is looked at
+// key by key instead (plainOverrides).
 var discoveryVars = []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
 	"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM",
-	"GIT_NAMESPACE", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_IMPLICIT_WORK_TREE"}
+	"GIT_NAMESPACE", "GIT_CONFIG", "GIT_IMPLICIT_WORK_TREE"}
 
 // discovered is what Open needs to know of a repository.
 type discovered struct {
@@ -45,6 +49,9 @@ func discoverLocal(dir string, getenv func(string) string) (d discovered, ok boo
 		if getenv(v) != "" {
 			return d, false
 		}
+	}
+	if !plainOverrides(getenv) {
+		return d, false
 	}
 	if os.Geteuid() == 0 && getenv("SUDO_UID") != "" {
 		return d, false // git's ownership rule has a case of its own for sudo
@@ -276,4 +283,114 @@ func plainConfig(path string) (sha1, ok bool) {
 		return false, false
 	}
 	return sha1, true
+}
+
+// plainOverrides reports whether the configuration given in the
+// environment (GIT_CONFIG_PARAMETERS, as `git -c` sets it, and the
+// GIT_CONFIG_COUNT pairs) leaves discovery as discoverLocal assumes: every
+// key reads cleanly and none is one plainConfig refuses, or could change
+// where or how the repository is found and read (core.worktree, core.bare,
+// the repository format, extensions, includes, safe.*). Anything it cannot
+// parse leaves the answer to git.
+func plainOverrides(getenv func(string) string) bool {
+	keys, ok := parameterKeys(getenv("GIT_CONFIG_PARAMETERS"))
+	if !ok {
+		return false
+	}
+	if c := getenv("GIT_CONFIG_COUNT"); c != "" {
+		n, err := strconv.Atoi(c)
+		if err != nil || n < 0 || n > 1000 {
+			return false
+		}
+		for i := 0; i < n; i++ {
+			k := getenv("GIT_CONFIG_KEY_" + strconv.Itoa(i))
+			if k == "" {
+				return false // git refuses it
+			}
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		if !harmlessKey(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// harmlessKey reports whether the configuration key k (section[.sub].name)
+// cannot change where the repository is or how it is read.
+func harmlessKey(k string) bool {
+	dot := strings.IndexByte(k, '.')
+	last := strings.LastIndexByte(k, '.')
+	if dot <= 0 || last == len(k)-1 {
+		return false
+	}
+	section := strings.ToLower(k[:dot])
+	name := strings.ToLower(k[last+1:])
+	switch section {
+	case "include", "includeif", "extensions", "safe", "discovery":
+		return false
+	case "core":
+		switch name {
+		case "worktree", "bare", "repositoryformatversion":
+			return false
+		}
+	}
+	return true
+}
+
+// parameterKeys returns the keys of GIT_CONFIG_PARAMETERS: entries each
+// single-quoted as git's sq_quote does (a quote or ! inside is closed,
+// written after a backslash, and opened again), either 'key'='value' (or
+// 'key'= for a key without a value) or the older 'key=value', separated by
+// spaces; ok is false when it does not parse.
+func parameterKeys(v string) (keys []string, ok bool) {
+	i := 0
+	quoted := func() (string, bool) {
+		if i >= len(v) || v[i] != '\'' {
+			return "", false
+		}
+		var b strings.Builder
+		for i++; ; {
+			j := strings.IndexByte(v[i:], '\'')
+			if j < 0 {
+				return "", false
+			}
+			b.WriteString(v[i : i+j])
+			i += j + 1
+			if i+2 < len(v) && v[i] == '\\' && v[i+2] == '\'' {
+				b.WriteByte(v[i+1])
+				i += 3
+				continue
+			}
+			return b.String(), true
+		}
+	}
+	for {
+		for i < len(v) && v[i] == ' ' {
+			i++
+		}
+		if i == len(v) {
+			return keys, true
+		}
+		k, ok := quoted()
+		if !ok {
+			return nil, false
+		}
+		if i < len(v) && v[i] == '=' {
+			// A key without a value (`-c key`) is followed by = alone.
+			if i++; i < len(v) && v[i] != ' ' {
+				if _, ok := quoted(); !ok {
+					return nil, false
+				}
+			}
+		} else if eq := strings.IndexByte(k, '='); eq >= 0 {
+			k = k[:eq]
+		}
+		if i < len(v) && v[i] != ' ' {
+			return nil, false
+		}
+		keys = append(keys, k)
+	}
 }
