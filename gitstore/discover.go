@@ -21,7 +21,8 @@ import (
 // that changes discovery (GIT_DIR, GIT_CEILING_DIRECTORIES, ...), a
 // configuration given on git's command line, a bare repository, a
 // core.worktree or core.bare setting, includes, a repository extension
-// other than the object format, a file-system boundary crossed, a
+// other than the object format and per-worktree configuration (whose
+// config.worktree must be as plain), a file-system boundary crossed, a
 // symbolic link named .git, or a repository owned by another user (git's
 // safe.directory rules decide those). The tests compare its answers with
 // git's for each layout it accepts.
@@ -157,12 +158,24 @@ func openFound(top, gitDir string) (d discovered, ok bool) {
 			return d, false
 		}
 	}
-	sha1, ok := plainConfig(filepath.Join(common, "config"))
+	sha1, perWorktree, ok := plainConfig(filepath.Join(common, "config"))
 	if !ok {
 		return d, false
 	}
-	if gitDir != common {
-		if _, err := os.Stat(filepath.Join(gitDir, "config.worktree")); err == nil {
+	wtConfig := filepath.Join(gitDir, "config.worktree")
+	if perWorktree {
+		// git reads the worktree's own config.worktree too (agentmine
+		// turns the extension on for its worktrees): it must be as plain,
+		// and name no extension of its own.
+		if _, err := os.Lstat(wtConfig); err == nil {
+			if _, ext, ok := plainConfig(wtConfig); !ok || ext || hasSection(wtConfig, "extensions") {
+				return d, false
+			}
+		} else if !os.IsNotExist(err) {
+			return d, false
+		}
+	} else if gitDir != common {
+		if _, err := os.Stat(wtConfig); err == nil {
 			return d, false
 		}
 	}
@@ -205,15 +218,16 @@ func isGitDirWith(gitDir, common string) bool {
 
 // plainConfig reads a repository's config file for what would make git
 // find or read the repository differently than discoverLocal assumes, and
-// returns whether its object format is SHA-1; ok is false when git must
-// answer: includes, core.worktree, core.bare true, an extension other
-// than objectFormat (refStorage, worktreeConfig, ...), a repository format
-// newer than 1, a line continued with a backslash, or a file it cannot
-// read.
-func plainConfig(path string) (sha1, ok bool) {
+// returns whether its object format is SHA-1 and whether per-worktree
+// configuration (extensions.worktreeConfig) is on; ok is false when git
+// must answer: includes, core.worktree, core.bare true, an extension other
+// than objectFormat and worktreeConfig (refStorage, ...), a repository
+// format newer than 1, a line continued with a backslash, or a file it
+// cannot read.
+func plainConfig(path string) (sha1, perWorktree, ok bool) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return false, false
+		return false, false, false
 	}
 	sha1 = true
 	section := ""
@@ -225,12 +239,12 @@ func plainConfig(path string) (sha1, ok bool) {
 			continue
 		}
 		if strings.HasSuffix(line, `\`) {
-			return false, false
+			return false, false, false
 		}
 		if line[0] == '[' {
 			end := strings.IndexByte(line, ']')
 			if end < 0 {
-				return false, false
+				return false, false, false
 			}
 			name := strings.ToLower(strings.TrimSpace(line[1:end]))
 			if sub := strings.IndexAny(name, " \t\""); sub >= 0 {
@@ -238,7 +252,7 @@ func plainConfig(path string) (sha1, ok bool) {
 			}
 			section = name
 			if section == "include" || section == "includeif" {
-				return false, false
+				return false, false, false
 			}
 			line = strings.TrimSpace(line[end+1:])
 			if line == "" || line[0] == '#' || line[0] == ';' {
@@ -255,19 +269,23 @@ func plainConfig(path string) (sha1, ok bool) {
 		case "core":
 			switch key {
 			case "worktree":
-				return false, false
+				return false, false, false
 			case "bare":
 				if value != "false" && value != "no" && value != "off" && value != "0" {
-					return false, false
+					return false, false, false
 				}
 			case "repositoryformatversion":
 				if value != "0" && value != "1" {
-					return false, false
+					return false, false, false
 				}
 			}
 		case "extensions":
+			if key == "worktreeconfig" {
+				perWorktree = value == "" || value == "true" || value == "yes" || value == "on" || value == "1"
+				continue
+			}
 			if key != "objectformat" {
-				return false, false
+				return false, false, false
 			}
 			switch value {
 			case "sha1":
@@ -275,14 +293,14 @@ func plainConfig(path string) (sha1, ok bool) {
 			case "sha256":
 				sha1 = false
 			default:
-				return false, false
+				return false, false, false
 			}
 		}
 	}
 	if sc.Err() != nil {
-		return false, false
+		return false, false, false
 	}
-	return sha1, true
+	return sha1, perWorktree, true
 }
 
 // plainOverrides reports whether the configuration given in the
@@ -393,4 +411,20 @@ func parameterKeys(v string) (keys []string, ok bool) {
 		}
 		keys = append(keys, k)
 	}
+}
+
+// hasSection reports whether the config file at path has a section named
+// name (in any case); true when it cannot be read.
+func hasSection(path, name string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return true
+	}
+	for l := range strings.Lines(string(b)) {
+		l = strings.TrimSpace(l)
+		if rest, ok := strings.CutPrefix(l, "["); ok && len(rest) >= len(name) && strings.EqualFold(rest[:len(name)], name) {
+			return true
+		}
+	}
+	return false
 }

@@ -67,8 +67,15 @@ func TestDiscoverLocalMatchesGit(t *testing.T) {
 	gittest.Git(t, root, "init", "-q", "inc")
 	gittest.Git(t, filepath.Join(root, "inc"), "config", "include.path", "/dev/null")
 	gittest.Git(t, root, "init", "-q", "ext")
-	gittest.Git(t, filepath.Join(root, "ext"), "config", "extensions.worktreeConfig", "true")
+	gittest.Git(t, filepath.Join(root, "ext"), "config", "extensions.somethingNew", "true")
 	gittest.Git(t, filepath.Join(root, "ext"), "config", "core.repositoryformatversion", "1")
+	// Per-worktree configuration (agentmine turns it on for its
+	// worktrees): read in-process while config.worktree is plain.
+	gittest.Git(t, repo, "config", "extensions.worktreeConfig", "true")
+	gittest.Git(t, repo, "config", "--worktree", "user.name", "main checkout")
+	gittest.Git(t, filepath.Join(root, "wt"), "config", "--worktree", "user.name", "linked")
+	gittest.Git(t, repo, "worktree", "add", "-q", filepath.Join(root, "wtinc"), "-b", "wtinc")
+	gittest.Git(t, filepath.Join(root, "wtinc"), "config", "--worktree", "include.path", "/dev/null")
 	os.MkdirAll(filepath.Join(root, "nogit"), 0o755)
 	os.MkdirAll(filepath.Join(root, "dotlink"), 0o755)
 	if err := os.Symlink(filepath.Join(repo, ".git"), filepath.Join(root, "dotlink", ".git")); err != nil {
@@ -93,6 +100,7 @@ func TestDiscoverLocalMatchesGit(t *testing.T) {
 		{"inc", false},
 		{"ext", false},
 		{"dotlink", false},
+		{"wtinc", false},
 	} {
 		dir := filepath.Join(root, c.dir)
 		got, ok := discoverLocal(dir, os.Getenv)
