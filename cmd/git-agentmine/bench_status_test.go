@@ -141,6 +141,7 @@ func BenchmarkTaskShow10kTasks30kSessions(b *testing.B) {
 	buildStatusFixture(b, repo, 10000, 3)
 	id := benchID(5000)
 	raw := fmt.Sprintf("git rev-parse refs/agentmine/tasks/%s && git cat-file -p refs/agentmine/tasks/%s:task.json", id, id)
+	settleRefs()
 	compareCommands(b, repo, []string{"git", "agentmine", "task", "show", id, "--json"}, raw, nil)
 }
 
