@@ -25,6 +25,13 @@ bench:
 bench-scale pick="100k|10k|Status":
     AGENTMINE_BENCH_SCALE=1 go test -run '^$' -bench '{{pick}}' -benchtime 3x -timeout 60m ./cmd/git-agentmine
 
+# Run the benchmarks behind the Scale section's goals table (docs/scale.md)
+# and print one row each: ratio to raw git, git processes, peak memory and
+# the load average. pick selects rows by label (grep -E); the 100,000-task
+# rows take minutes.
+bench-table pick=".":
+    scripts/bench-table '{{pick}}'
+
 # Run `run` against plain `worker run --exec` loops side by side (N = 1, 2,
 # 4, 8; no-op workers), and the latency from a worker's end to the loop.
 bench-run tasks="10":

@@ -251,10 +251,11 @@ func permute(attempts []status.Attempt, taskOf []string, order []int) {
 // prefix), its blockers and its parent (tasks.LoadNear), and the sessions
 // of the task and of its blockers (sessions.OfTasks, whole records, found
 // through an index while the session refs have not changed since it was
-// written), without reading the rest of the board's sessions. The whole
-// task list is read (its documents cached) to find the descendants of the task and of its
-// blockers, whose sessions are read too: a goal's status rolls up from
-// them. The statuses of the task, its blockers and their descendants are
+// written), without reading the rest of the board's sessions. The
+// descendants of the task and of its blockers are found through the child
+// index of the tasks (withDescendants; the whole task list while the task
+// refs changed since it was made), and their sessions are read too: a
+// goal's status rolls up from them. The statuses of the task, its blockers and their descendants are
 // those Load would give; no other status is resolved. It returns the
 // task's id.
 func LoadTask(ctx context.Context, st *gitstore.Store, defaultBase, prefix string) (*Board, string, error) {
@@ -283,8 +284,9 @@ func LoadTask(ctx context.Context, st *gitstore.Store, defaultBase, prefix strin
 			judged = append(judged, bl)
 		}
 	}
-	// A goal's status rolls up from its children's: only the whole task
-	// list says which tasks name the task, or a blocker, as their parent.
+	// A goal's status rolls up from its children's: the child index, or
+	// the whole task list, says which tasks name the task, or a blocker,
+	// as their parent.
 	if tb, judged, err = withDescendants(ctx, st, tb, judged); err != nil {
 		return nil, "", err
 	}
@@ -316,13 +318,32 @@ func LoadTask(ctx context.Context, st *gitstore.Store, defaultBase, prefix strin
 }
 
 // withDescendants adds to near every descendant of the judged tasks, and
-// returns judged with them: their sessions decide a goal's roll-up. Only
-// the whole task list says which tasks name one as their parent; a
-// document is decoded only when its bytes mention an id looked for.
+// returns judged with them: their sessions decide a goal's roll-up. While
+// the task refs are as they were when the child index was made (tasks'
+// DescendantsIndexed), the index names them and only they (and the ids
+// beside them, for their short forms) are read; each must name as its
+// parent what the index says, or the index is not used. Otherwise the
+// whole task list says which tasks name one as their parent (a document
+// is decoded only when its bytes mention an id looked for), and the index
+// is made again from it.
 func withDescendants(ctx context.Context, st *gitstore.Store, near *tasks.Board, judged []string) (*tasks.Board, []string, error) {
+	tok := st.DropToken()
+	stamp, settled := tasks.ChildStamp(st)
+	if parentOf, ok := tasks.DescendantsIndexed(st, stamp, judged); ok {
+		out, ok, err := descendantsRead(ctx, st, near, judged, parentOf)
+		if err != nil || ok {
+			return near, out, err
+		}
+	}
 	docs, _, err := st.List(ctx, tasks.Kind)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing the children of %s: %w", near.ShortID(judged[0]), err)
+	}
+	if settled {
+		// Only if no task ref moved while they were listed.
+		if again, _ := tasks.ChildStamp(st); again == stamp {
+			tasks.WriteChildIndex(st, docs, stamp, tok)
+		}
 	}
 	out := slices.Clone(judged)
 	seen := map[string]bool{}
@@ -348,19 +369,69 @@ func withDescendants(ctx context.Context, st *gitstore.Store, near *tasks.Board,
 		wave = next
 	}
 	if len(out) > len(judged) {
-		near.IDs = near.IDs[:0]
-		for id := range near.Tasks {
-			near.IDs = append(near.IDs, id)
-		}
-		sort.Strings(near.IDs)
-		// Short ids as on the whole board, which was listed.
-		all := slices.Clone(near.All)
+		ids := make([]string, 0, len(docs))
 		for _, d := range docs {
-			all = append(all, d.ID)
+			ids = append(ids, d.ID)
 		}
-		near.Index = gitstore.NewIndex(tasks.Kind, all, near.Problems)
+		addDescendants(near, ids)
 	}
 	return near, out, nil
+}
+
+// descendantsRead reads the descendants the child index named (parentOf:
+// each with its parent) and the documents beside them, and adds them to
+// near; ok is false, and near unchanged, when one does not read or does
+// not name that parent (the index is wrong: the whole list decides).
+func descendantsRead(ctx context.Context, st *gitstore.Store, near *tasks.Board, judged []string, parentOf map[string]string) ([]string, bool, error) {
+	if len(parentOf) == 0 {
+		return judged, true, nil
+	}
+	kids := make([]string, 0, len(parentOf))
+	for c := range parentOf {
+		kids = append(kids, c)
+	}
+	sort.Strings(kids)
+	docs, _, err := st.ListNear(ctx, tasks.Kind, kids)
+	if err != nil {
+		return nil, false, fmt.Errorf("reading the children of %s: %w", near.ShortID(judged[0]), err)
+	}
+	found := make(map[string]tasks.Entry, len(kids))
+	ids := make([]string, 0, len(docs))
+	for _, d := range docs {
+		ids = append(ids, d.ID)
+		p, ok := parentOf[d.ID]
+		if !ok {
+			continue
+		}
+		t, err := tasks.Decode(d.Data)
+		if err != nil || t.Parent != p {
+			return nil, false, nil
+		}
+		t.ID = d.ID
+		found[d.ID] = tasks.Entry{Task: t, Commit: d.Commit}
+	}
+	if len(found) != len(kids) {
+		return nil, false, nil
+	}
+	for id, e := range found {
+		near.Tasks[id] = e
+	}
+	addDescendants(near, ids)
+	return append(slices.Clone(judged), kids...), true, nil
+}
+
+// addDescendants sorts near's ids again once descendants were added to its
+// tasks, and indexes ids (the documents read besides near's own) for short
+// forms as on the whole board.
+func addDescendants(near *tasks.Board, ids []string) {
+	near.IDs = near.IDs[:0]
+	for id := range near.Tasks {
+		near.IDs = append(near.IDs, id)
+	}
+	sort.Strings(near.IDs)
+	all := slices.Clone(near.All)
+	all = append(all, ids...)
+	near.Index = gitstore.NewIndex(tasks.Kind, all, near.Problems)
 }
 
 // mentionsAny reports whether data holds any of ids.

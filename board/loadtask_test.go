@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -290,4 +292,81 @@ func TestLoadTaskRollsUp(t *testing.T) {
 	}
 	gittest.Git(t, dir, "update-ref", "refs/heads/main", tip)
 	check(status.Done, 1)
+}
+
+// TestLoadTaskChildIndex: LoadTask on a goal finds its descendants through
+// the child index once one was made, without listing every task (the list
+// cache, removed, is not written again), and answers as Load does as the
+// tasks change: a child re-parented away and one added are seen at once
+// (the index is keyed by the task refs), and an index naming a task that
+// is not a child (planted) is not believed.
+func TestLoadTaskChildIndex(t *testing.T) {
+	ctx := context.Background()
+	dir := gittest.NewRepo(t)
+	st, err := gitstore.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(n tasks.New) tasks.Task {
+		t.Helper()
+		x, err := tasks.Add(ctx, st, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	goal := add(tasks.New{Title: "goal"})
+	child := add(tasks.New{Title: "child", Parent: goal.ID})
+	sub := add(tasks.New{Title: "sub-goal", Parent: goal.ID})
+	add(tasks.New{Title: "grandchild", Parent: sub.ID})
+	other := add(tasks.New{Title: "other goal"})
+	listCache := filepath.Join(strings.TrimSpace(gittest.Git(t, dir, "rev-parse", "--git-common-dir")), "agentmine", "cache", tasks.Kind.Dir)
+	if !filepath.IsAbs(listCache) {
+		listCache = filepath.Join(dir, listCache)
+	}
+	check := func(what string, wantTotal int, indexed bool) {
+		t.Helper()
+		os.Remove(listCache)
+		one, _, err := LoadTask(ctx, st, "", goal.ID[:8])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(listCache); (err == nil) == indexed {
+			t.Fatalf("%s: the task list was read: %v, want %v", what, err == nil, !indexed)
+		}
+		whole, err := Load(ctx, st, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := one.Status[goal.ID]
+		if !reflect.DeepEqual(g, whole.Status[goal.ID]) || g.Children == nil || g.Children.Total != wantTotal {
+			t.Fatalf("%s: LoadTask says the goal is %+v %+v, Load %+v, want %d children", what, g, g.Children, whole.Status[goal.ID], wantTotal)
+		}
+		for _, id := range whole.Tasks.IDs {
+			if _, ok := one.Tasks.Tasks[id]; ok && one.Tasks.ShortID(id) != whole.Tasks.ShortID(id) {
+				t.Fatalf("%s: short id of %s is %s, on the board %s", what, id, one.Tasks.ShortID(id), whole.Tasks.ShortID(id))
+			}
+		}
+	}
+	check("first read", 2, false)
+	check("indexed", 2, true)
+	moved := other.ID
+	if _, _, err := tasks.Update(ctx, st, child.ID, tasks.Patch{Parent: &moved}); err != nil {
+		t.Fatal(err)
+	}
+	check("child moved away", 1, false)
+	check("indexed after the move", 1, true)
+	add(tasks.New{Title: "new child", Parent: goal.ID})
+	check("child added", 2, false)
+	check("indexed after the add", 2, true)
+	// A planted index under the current stamp names the other goal as the
+	// goal's child: the other goal's document says otherwise.
+	stamp, _ := tasks.ChildStamp(st)
+	var recs []string
+	for _, id := range []string{child.ID, other.ID, sub.ID} {
+		recs = append(recs, goal.ID+" "+id+"\n")
+	}
+	sort.Strings(recs)
+	st.WriteSortedIndex(tasks.Kind, "parent-keyed", stamp, recs, st.DropToken())
+	check("planted index", 2, false)
 }

@@ -16,7 +16,9 @@ import (
 // catFile answers object reads: in-process through the store's object and
 // ref readers (odb.go, refread.go) where they can, else through a
 // long-lived `git cat-file --batch` process started on first need. Only git
-// ever answers that an object is missing.
+// ever answers that an object is missing; a ref that the ref reader is
+// sure does not exist (it reads loose refs before packed-refs, so a
+// concurrent pack-refs cannot hide one) reads as missing in-process.
 type catFile struct {
 	st   *Store
 	ctx  context.Context
@@ -101,6 +103,13 @@ func (c *catProc) read() (object, error) {
 func (c *catFile) get(name string) (object, error) {
 	if o, ok := c.st.readLocal(name); ok {
 		return o, nil
+	}
+	if strings.HasPrefix(name, "refs/") && !strings.ContainsAny(name, ":^") && c.st.objects() != nil {
+		// A ref that does not exist (the notes ref before the first
+		// note): as git would answer, without starting it.
+		if _, found, sure := c.st.lookupRef(name); sure && !found {
+			return object{missing: true}, nil
+		}
 	}
 	p, err := c.git()
 	if err != nil {

@@ -67,8 +67,15 @@ func TestDiscoverLocalMatchesGit(t *testing.T) {
 	gittest.Git(t, root, "init", "-q", "inc")
 	gittest.Git(t, filepath.Join(root, "inc"), "config", "include.path", "/dev/null")
 	gittest.Git(t, root, "init", "-q", "ext")
-	gittest.Git(t, filepath.Join(root, "ext"), "config", "extensions.worktreeConfig", "true")
+	gittest.Git(t, filepath.Join(root, "ext"), "config", "extensions.somethingNew", "true")
 	gittest.Git(t, filepath.Join(root, "ext"), "config", "core.repositoryformatversion", "1")
+	// Per-worktree configuration (agentmine turns it on for its
+	// worktrees): read in-process while config.worktree is plain.
+	gittest.Git(t, repo, "config", "extensions.worktreeConfig", "true")
+	gittest.Git(t, repo, "config", "--worktree", "user.name", "main checkout")
+	gittest.Git(t, filepath.Join(root, "wt"), "config", "--worktree", "user.name", "linked")
+	gittest.Git(t, repo, "worktree", "add", "-q", filepath.Join(root, "wtinc"), "-b", "wtinc")
+	gittest.Git(t, filepath.Join(root, "wtinc"), "config", "--worktree", "include.path", "/dev/null")
 	os.MkdirAll(filepath.Join(root, "nogit"), 0o755)
 	os.MkdirAll(filepath.Join(root, "dotlink"), 0o755)
 	if err := os.Symlink(filepath.Join(repo, ".git"), filepath.Join(root, "dotlink", ".git")); err != nil {
@@ -93,6 +100,7 @@ func TestDiscoverLocalMatchesGit(t *testing.T) {
 		{"inc", false},
 		{"ext", false},
 		{"dotlink", false},
+		{"wtinc", false},
 	} {
 		dir := filepath.Join(root, c.dir)
 		got, ok := discoverLocal(dir, os.Getenv)
@@ -145,5 +153,90 @@ func TestOpenInProcessMatchesGit(t *testing.T) {
 	}
 	if local.loc != viaGit.loc || local.objDir != viaGit.objDir || local.sha1 != viaGit.sha1 {
 		t.Errorf("in-process %+v %s %v, git %+v %s %v", local.loc, local.objDir, local.sha1, viaGit.loc, viaGit.objDir, viaGit.sha1)
+	}
+}
+
+// gitConfigEnv returns GIT_CONFIG_PARAMETERS as git itself sets it for
+// `git -c arg ...` with args (read back through a shell alias).
+func gitConfigEnv(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	var cmdArgs []string
+	for _, a := range args {
+		cmdArgs = append(cmdArgs, "-c", a)
+	}
+	cmdArgs = append(cmdArgs, "-c", "alias.params=!printenv GIT_CONFIG_PARAMETERS", "params")
+	cmd := exec.Command("git", cmdArgs...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %q: %v", cmdArgs, err)
+	}
+	return strings.TrimSuffix(string(out), "\n")
+}
+
+// TestDiscoverLocalWithConfigOverrides: configuration given on git's command
+// line (`git -c k=v agentmine`, GIT_CONFIG_PARAMETERS as git writes it, odd
+// quoting included) or as GIT_CONFIG_COUNT pairs leaves discovery
+// in-process, with git's answer, unless a key could change where the
+// repository is (core.worktree, core.bare, includes, extensions, safe.*),
+// or the variables do not parse.
+func TestDiscoverLocalWithConfigOverrides(t *testing.T) {
+	root, repo := repoWithWorktree(t, "a.txt")
+	dir := filepath.Join(root, "wt")
+	want, _ := gitLocation(t, dir)
+	for _, c := range []struct {
+		args  []string
+		local bool
+	}{
+		{[]string{"user.name=it's me!"}, true},
+		{[]string{"color.ui=never", "flag.only", "sec.it's!.z=x y", "alias.x=!echo 'hi'"}, true},
+		{[]string{"user.email=a@b", "core.worktree=" + repo}, false},
+		{[]string{"Core.Bare=true"}, false},
+		{[]string{"include.path=/dev/null"}, false},
+		{[]string{"includeIf.gitdir:/x/.path=/dev/null"}, false},
+		{[]string{"extensions.refStorage=reftable"}, false},
+		{[]string{"safe.directory=*"}, false},
+	} {
+		params := gitConfigEnv(t, dir, c.args...)
+		env := func(k string) string {
+			if k == "GIT_CONFIG_PARAMETERS" {
+				return params
+			}
+			return os.Getenv(k)
+		}
+		keys, ok := parameterKeys(params)
+		if !ok || len(keys) != len(c.args)+1 {
+			t.Errorf("%q: keys %q of %s", c.args, keys, params)
+		}
+		got, ok := discoverLocal(dir, env)
+		if ok != c.local {
+			t.Errorf("%q: discoverLocal answered %v, want %v", c.args, ok, c.local)
+		} else if ok && got != want {
+			t.Errorf("%q:\n in-process %+v\n git        %+v", c.args, got, want)
+		}
+	}
+	for _, c := range []struct {
+		env   map[string]string
+		local bool
+	}{
+		{map[string]string{"GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "gc.auto", "GIT_CONFIG_VALUE_0": "0",
+			"GIT_CONFIG_KEY_1": "maintenance.auto", "GIT_CONFIG_VALUE_1": "false"}, true},
+		{map[string]string{"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.worktree", "GIT_CONFIG_VALUE_0": repo}, false},
+		{map[string]string{"GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "gc.auto"}, false},
+		{map[string]string{"GIT_CONFIG_COUNT": "x"}, false},
+		{map[string]string{"GIT_CONFIG_PARAMETERS": "'unclosed"}, false},
+		{map[string]string{"GIT_CONFIG_PARAMETERS": "'a.b'='c'x"}, false},
+		{map[string]string{"GIT_CONFIG_PARAMETERS": "'a.b=c' 'core.bare=true'"}, false},
+		{map[string]string{"GIT_CONFIG_PARAMETERS": "'a.b=c' 'd.e'"}, true},
+	} {
+		env := func(k string) string {
+			if v, ok := c.env[k]; ok {
+				return v
+			}
+			return os.Getenv(k)
+		}
+		if _, ok := discoverLocal(dir, env); ok != c.local {
+			t.Errorf("%v: discoverLocal answered %v, want %v", c.env, ok, c.local)
+		}
 	}
 }

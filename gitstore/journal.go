@@ -352,20 +352,19 @@ func commandLine() string {
 // which sync writes only to push from them and deletes again, and the
 // replace refs (refs/replace/…), which agentmine's git ignores but a
 // person's git log and git show follow. One for-each-ref; no object is
-// read.
+// read. Read in-process when the refs can be (listRefs), as for-each-ref
+// lists them.
 func (s *Store) WatchedRefs(ctx context.Context) (map[string]string, error) {
-	lines, err := s.git.Lines(ctx, "for-each-ref", "--format=%(objectname) %(refname)",
-		"refs/heads/", "refs/tags/", RefRoot, "refs/notes/", "refs/replace/")
+	refs, ids, err := s.listRefs(ctx, "refs/heads/", "refs/tags/", RefRoot, "refs/notes/", "refs/replace/")
 	if err != nil {
 		return nil, fmt.Errorf("listing the refs: %w", err)
 	}
-	m := make(map[string]string, len(lines))
-	for _, l := range lines {
-		id, ref, ok := strings.Cut(l, " ")
-		if !ok || strings.HasPrefix(ref, NotesRef+"-remote/") {
+	m := make(map[string]string, len(refs))
+	for i, ref := range refs {
+		if strings.HasPrefix(ref, NotesRef+"-remote/") {
 			continue
 		}
-		m[ref] = id
+		m[ref] = ids[i]
 	}
 	return m, nil
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
@@ -231,21 +230,12 @@ func (x Sealed) Check(ctx context.Context, st *gitstore.Store) ([]string, error)
 // ForeignLines returns the outcome lines already attached to the session's
 // creation commit when its supervisor is about to write its own: every one
 // of them was written during the run by someone else. It reads the one note
-// with git, not through the notes cache.
+// from the notes commit (at every fan-out depth: a line anywhere is
+// foreign), not through the notes cache.
 func (x Sealed) ForeignLines(ctx context.Context, st *gitstore.Store) ([]string, error) {
-	out, err := st.Git().Output(ctx, "notes", "--ref="+gitstore.NotesRef, "list", x.Root)
-	if err != nil || out == "" {
-		return nil, nil // no note on the root
-	}
-	blob, err := st.Git().Output(ctx, "cat-file", "blob", strings.TrimSpace(out))
+	lines, err := st.NotesOf(ctx, x.Root)
 	if err != nil {
 		return nil, fmt.Errorf("reading the outcome note of session %s: %w", short(x.Session.ID), err)
-	}
-	var lines []string
-	for _, l := range strings.Split(blob, "\n") {
-		if strings.TrimSpace(l) != "" {
-			lines = append(lines, l)
-		}
 	}
 	return lines, nil
 }

@@ -27,6 +27,12 @@ func DefaultExtras(ctx context.Context, worktree string) ([]Extra, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find git directories of %s: %w", worktree, err)
 	}
+	return ExtrasAt(ctx, loc, worktree), nil
+}
+
+// ExtrasAt is DefaultExtras for a worktree whose git directories (loc, as
+// gitcmd.Locate gives them) are known already.
+func ExtrasAt(ctx context.Context, loc gitcmd.Location, worktree string) []Extra {
 	extras := []Extra{
 		{Path: filepath.Join(loc.CommonDir, "hooks"), Kind: KindGitInternals},
 		{Path: filepath.Join(loc.CommonDir, "config"), Kind: KindGitInternals},
@@ -66,7 +72,7 @@ func DefaultExtras(ctx context.Context, worktree string) ([]Extra, error) {
 		})
 		return registered[name]
 	}})
-	return extras, nil
+	return extras
 }
 
 // IgnoreGenerated returns an Ignore function for WatchOptions that matches

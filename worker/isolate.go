@@ -10,6 +10,7 @@ import (
 
 	"github.com/git-agentmine/git-agentmine/agents"
 	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitcmd"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/isolation"
 	"github.com/git-agentmine/git-agentmine/launch"
@@ -91,7 +92,7 @@ func (e *Env) isolate(ctx context.Context, s sessions.Session) (*isolation.Box, 
 		return isolation.Prepare(ctx, isolation.Plan{Level: isolation.None})
 	}
 	loc := e.St.Location()
-	gitDir, err := e.St.Git().In(s.Worktree).Output(ctx, "rev-parse", "--absolute-git-dir")
+	gitDir, err := worktreeGitDir(ctx, e.St.Git().In(s.Worktree))
 	if err != nil {
 		return nil, fmt.Errorf("preparing %s isolation: finding the worktree's git dir: %w", lvl, err)
 	}
@@ -214,4 +215,23 @@ func sandboxed(box *isolation.Box, leftovers []launch.Proc) []launch.Proc {
 		keep = append(keep, p)
 	}
 	return keep
+}
+
+// worktreeGitDir returns the git dir of the worktree g runs in, as
+// `git rev-parse --absolute-git-dir` does: read from the worktree's .git
+// file when it names, as git writes it, an absolute path that is a
+// directory with no symbolic link on the way; git answers anything else.
+func worktreeGitDir(ctx context.Context, g gitcmd.Runner) (string, error) {
+	if b, err := os.ReadFile(filepath.Join(g.Dir, ".git")); err == nil && len(b) < 4096 {
+		line, rest, _ := strings.Cut(string(b), "\n")
+		dir, ok := strings.CutPrefix(line, "gitdir: ")
+		if ok && strings.TrimSpace(rest) == "" && filepath.IsAbs(dir) && filepath.Clean(dir) == dir {
+			if real, err := filepath.EvalSymlinks(dir); err == nil && real == dir {
+				if fi, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil && fi.Mode().IsRegular() {
+					return dir, nil
+				}
+			}
+		}
+	}
+	return g.Output(ctx, "rev-parse", "--absolute-git-dir")
 }

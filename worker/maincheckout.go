@@ -178,9 +178,7 @@ func (e *Env) mainGit() gitcmd.Runner {
 func snapshotMain(ctx context.Context, g gitcmd.Runner, skip string, racy time.Duration, prev *mainSnapshot) (*mainSnapshot, error) {
 	taken := time.Now()
 	snap := &mainSnapshot{top: g.Dir, paths: map[string]pathState{}}
-	snap.head, _ = g.Output(ctx, "rev-parse", "-q", "--verify", "HEAD")
-	snap.headRef, _ = g.Output(ctx, "rev-parse", "--symbolic-full-name", "HEAD")
-	index, err := g.Output(ctx, "rev-parse", "--git-path", "index")
+	index, err := headAndIndex(ctx, g, snap)
 	if err != nil {
 		return nil, fmt.Errorf("reading the main checkout's git directory: %w", err)
 	}
@@ -244,6 +242,20 @@ func snapshotMain(ctx context.Context, g gitcmd.Runner, skip string, racy time.D
 		}
 	}
 	return snap, nil
+}
+
+// headAndIndex fills in snap's HEAD (commit and full ref name) and returns
+// the path of the index, with one git process while HEAD names a commit
+// (the three answers of one rev-parse), three otherwise (an unborn branch,
+// a file named HEAD making the name ambiguous, ...).
+func headAndIndex(ctx context.Context, g gitcmd.Runner, snap *mainSnapshot) (string, error) {
+	if l, err := g.Lines(ctx, "rev-parse", "--git-path", "index", "HEAD", "--symbolic-full-name", "HEAD"); err == nil && len(l) == 3 && l[0] != "" && l[1] != "" {
+		snap.head, snap.headRef = l[1], l[2]
+		return l[0], nil
+	}
+	snap.head, _ = g.Output(ctx, "rev-parse", "-q", "--verify", "HEAD")
+	snap.headRef, _ = g.Output(ctx, "rev-parse", "--symbolic-full-name", "HEAD")
+	return g.Output(ctx, "rev-parse", "--git-path", "index")
 }
 
 // sameFile reports whether a and b are the same file, untouched between

@@ -199,8 +199,8 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 		}
 	}
 	baseRef := firstNonEmpty(o.Base, task.Base, e.Cfg.Base)
-	baseCommit, err := st.Git().Output(ctx, "rev-parse", "--verify", "-q", baseRef+"^{commit}")
-	if err != nil || baseCommit == "" {
+	_, baseCommit, ok := st.ResolveCommit(ctx, baseRef)
+	if !ok || baseCommit == "" {
 		// In a repository with no commits no base can exist: say that.
 		if err := st.RequireCommits(ctx); err != nil {
 			return nil, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/git-agentmine/git-agentmine/board"
 	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/gitcmd"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/scope"
@@ -284,8 +285,8 @@ func (e *Env) CheckStartable(ctx context.Context, rec sessions.Record) error {
 func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, live *verify.Record, main *mainCheckout, out *sessions.Outcome, say func(string, ...any)) error {
 	s := rec.Session
 	g := e.St.Git().In(e.Top)
-	tip, err := g.Output(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+s.Branch)
-	if err != nil {
+	_, tip, ok := e.St.ResolveCommit(ctx, "refs/heads/"+s.Branch)
+	if !ok {
 		tip = ""
 	}
 	out.Tip = tip
@@ -349,11 +350,34 @@ func (e *Env) judge(ctx context.Context, rec sessions.Record, spec scope.Spec, l
 // worktree's own config, and the directory holding the worktrees (writes
 // through ../), minus the other sessions' registered worktrees.
 func (e *Env) watchExtras(ctx context.Context, s sessions.Session, journal func() []gitstore.JournalEntry) []verify.Extra {
-	extras, err := verify.DefaultExtras(ctx, s.Worktree)
+	loc, err := e.worktreeLocation(ctx, s.Worktree)
 	if err != nil {
 		return nil
 	}
-	return excuseJournaledWorktrees(extras, journal)
+	return excuseJournaledWorktrees(verify.ExtrasAt(ctx, loc, s.Worktree), journal)
+}
+
+// worktreeLocation returns the git directories and top of the session's
+// worktree, as gitcmd.Locate does: read in-process (its .git file, then
+// its git dir's commondir) when they are as git worktree add makes them,
+// else asked of git.
+func (e *Env) worktreeLocation(ctx context.Context, worktree string) (gitcmd.Location, error) {
+	g := e.St.Git().In(worktree)
+	top, err := filepath.EvalSymlinks(worktree)
+	if err == nil {
+		if gitDir, err := worktreeGitDir(ctx, g); err == nil {
+			if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+				c := strings.TrimSpace(string(b))
+				if !filepath.IsAbs(c) {
+					c = filepath.Join(gitDir, c)
+				}
+				if common, err := filepath.EvalSymlinks(c); err == nil && common == e.St.Location().CommonDir {
+					return gitcmd.Location{Top: top, GitDir: gitDir, CommonDir: common}, nil
+				}
+			}
+		}
+	}
+	return gitcmd.Locate(ctx, worktree)
 }
 
 func (e *Env) workerEnv(rec sessions.Record) []string {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -109,6 +110,12 @@ func Main(ctx context.Context, args []string, io Stdio, getenv func(string) stri
 			panic(r)
 		}
 	}()
+	if len(args) == 1 && args[0] == "version" {
+		// The one command that reads nothing: printed before any
+		// grammar is built, which costs more than the rest of it.
+		fmt.Fprintf(io.Out, "%s\n", buildVersion())
+		return exitcode.OK
+	}
 	args = helpOfDefault(args)
 	var kctx *kong.Context
 	parser, g, err := commandParser(args, io)
@@ -209,7 +216,8 @@ func parserOptions(io Stdio) []kong.Option {
 // group args name, with the same fields, tags and options as in CLI. Kong
 // builds its model of a grammar by reflection on every run, and the whole
 // grammar cost a short command over a quarter of its own CPU (perf, task
-// show). It returns a
+// show); a group's whole model still cost task show about 1.5 ms, so a
+// group of subcommands gets only the one named (narrowGroup). It returns a
 // nil parser when args name no single group plainly: help (asked for with
 // -h or --help too), completion (both walk the whole grammar), a flag
 // before the command that is not a global one, or no command at all.
@@ -232,7 +240,7 @@ func commandParser(args []string, io Stdio) (*kong.Kong, *Globals, error) {
 		}
 		v := reflect.New(reflect.StructOf([]reflect.StructField{
 			{Name: "Globals", Type: globals.Type, Tag: `embed:""`},
-			{Name: f.Name, Type: f.Type, Tag: f.Tag},
+			{Name: f.Name, Type: narrowGroup(f.Type, args), Tag: f.Tag},
 		}))
 		parser, err := kong.New(v.Interface(), parserOptions(io)...)
 		if err != nil {
@@ -243,10 +251,53 @@ func commandParser(args []string, io Stdio) (*kong.Kong, *Globals, error) {
 	return nil, nil, nil
 }
 
+// narrowGroup returns, for a command group that holds nothing but its
+// subcommands (no flags, no methods kong could call), a group holding only
+// the subcommand args name after the group word, with the same field, tag
+// and type: kong's model of the group is most of a command's start-up.
+// Anything else (no subcommand named, a flag first, an unknown word) gets
+// the group itself, and its usual errors.
+func narrowGroup(group reflect.Type, args []string) reflect.Type {
+	if group.Kind() != reflect.Struct || reflect.PointerTo(group).NumMethod() > 0 || group.NumMethod() > 0 {
+		return group
+	}
+	i := commandWordIndex(args)
+	if i < 0 {
+		return group
+	}
+	word := commandWord(args[i+1:])
+	if word == "" {
+		return group
+	}
+	var pick *reflect.StructField
+	for i := 0; i < group.NumField(); i++ {
+		f := group.Field(i)
+		if _, ok := f.Tag.Lookup("cmd"); !ok {
+			return group // a flag or argument of the group itself
+		}
+		names := append([]string{commandName(f)}, strings.Split(f.Tag.Get("aliases"), ",")...)
+		if slices.Contains(names, word) && pick == nil {
+			pick = &f
+		}
+	}
+	if pick == nil {
+		return group
+	}
+	return reflect.StructOf([]reflect.StructField{{Name: pick.Name, Type: pick.Type, Tag: pick.Tag}})
+}
+
 // commandWord returns the first argument that is not a global flag (or a
 // global flag's value): the command group named, or "" when a flag that is
 // not global comes first.
 func commandWord(args []string) string {
+	if i := commandWordIndex(args); i >= 0 {
+		return args[i]
+	}
+	return ""
+}
+
+// commandWordIndex is commandWord's index in args, -1 for none.
+func commandWordIndex(args []string) int {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -255,12 +306,12 @@ func commandWord(args []string) string {
 		case strings.HasPrefix(a, "--dir="), strings.HasPrefix(a, "-C") && len(a) > 2:
 		case a == "--json", a == "-q", a == "--quiet", a == "--no-color":
 		case strings.HasPrefix(a, "-"):
-			return ""
+			return -1
 		default:
-			return a
+			return i
 		}
 	}
-	return ""
+	return -1
 }
 
 // commandName is the name kong gives a command field: its name tag, else

@@ -108,12 +108,26 @@ func buildStatusFixtureWith(tb testing.TB, repo string, tasks, perTask int, seal
 // BenchmarkStatus10kTasks30kSessions reports `git agentmine status --json`
 // (every task's status from every session's outcome and whether its tip
 // reached main) against one `git for-each-ref --merged main` over the same
-// branches, as the ratio agentmine/raw.
+// branches, as the ratio agentmine/raw: "warm" with agentmine's local
+// caches in place, "cold" with them removed before each run.
 func BenchmarkStatus10kTasks30kSessions(b *testing.B) {
 	useBuiltBinary(b)
 	repo := gittest.Init(b)
 	buildStatusFixture(b, repo, 10000, 3)
-	compareCommands(b, repo, []string{"git", "agentmine", "status", "--json"}, rawStatus, nil)
+	cache := filepath.Join(repo, ".git", "agentmine", "cache")
+	for _, mode := range []string{"warm", "cold"} {
+		b.Run(mode, func(b *testing.B) {
+			var prepare func()
+			if mode == "cold" {
+				prepare = func() {
+					if err := os.RemoveAll(cache); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			compareCommands(b, repo, []string{"git", "agentmine", "status", "--json"}, rawStatus, prepare)
+		})
+	}
 }
 
 // BenchmarkTaskShow10kTasks30kSessions reports `git agentmine task show
@@ -127,6 +141,7 @@ func BenchmarkTaskShow10kTasks30kSessions(b *testing.B) {
 	buildStatusFixture(b, repo, 10000, 3)
 	id := benchID(5000)
 	raw := fmt.Sprintf("git rev-parse refs/agentmine/tasks/%s && git cat-file -p refs/agentmine/tasks/%s:task.json", id, id)
+	settleRefs()
 	compareCommands(b, repo, []string{"git", "agentmine", "task", "show", id, "--json"}, raw, nil)
 }
 

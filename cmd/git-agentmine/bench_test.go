@@ -172,8 +172,15 @@ func benchTaskShow(b *testing.B, n int) {
 	id := strings.TrimPrefix(gittest.Git(b, repo, "for-each-ref", "--count=1", "--format=%(refname)", "refs/agentmine/tasks/"), "refs/agentmine/tasks/")
 	id = strings.TrimSpace(id)
 	raw := fmt.Sprintf("git rev-parse refs/agentmine/tasks/%s && git cat-file -p refs/agentmine/tasks/%s:task.json", id, id)
+	settleRefs()
 	compareCommands(b, repo, []string{"git", "agentmine", "task", "show", id, "--json"}, raw, nil)
 }
+
+// settleRefs waits until the fixture's packed-refs is settled (gitstore's
+// settleTime, 2 s): until then no cache keyed by a stamp of the refs (the
+// child index task show finds descendants with) is written, and every run
+// would measure the first read after the refs changed, not the usual one.
+func settleRefs() { time.Sleep(2100 * time.Millisecond) }
 
 // rawTaskAdd is what raw git does to store one task: write the document
 // blob, a tree holding it, a root commit, and create the task's ref with an

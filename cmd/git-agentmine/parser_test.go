@@ -72,6 +72,42 @@ func TestCommandParserMatchesGrammar(t *testing.T) {
 	if groups < 15 {
 		t.Errorf("only %d command groups got a parser of their own", groups)
 	}
+	// A subcommand named after its group (by name or alias) gets a group
+	// of that one subcommand, as the whole grammar has it.
+	subs := 0
+	for _, ch := range full.Model.Node.Children {
+		if ch.Name == "help" || ch.Name == "completion" {
+			continue
+		}
+		for _, sub := range ch.Children {
+			for _, word := range append([]string{sub.Name}, sub.Aliases...) {
+				parser, _, err := commandParser([]string{"--json", ch.Name, word, "x"}, io)
+				if err != nil || parser == nil || len(parser.Model.Node.Children) != 1 {
+					t.Fatalf("%s %s: %v", ch.Name, word, err)
+				}
+				group := parser.Model.Node.Children[0]
+				if len(group.Children) != 1 {
+					t.Errorf("%s %s: %d subcommands, want the one named", ch.Name, word, len(group.Children))
+					continue
+				}
+				subs++
+				var want, got strings.Builder
+				describeNode(&want, sub, 0)
+				describeNode(&got, group.Children[0], 0)
+				if want.String() != got.String() {
+					t.Errorf("%s %s: the grammar differs:\n%s\nwant:\n%s", ch.Name, word, got.String(), want.String())
+				}
+			}
+		}
+		// An unknown word, or a flag first: the whole group.
+		parser, _, _ := commandParser([]string{ch.Name, "--bogus", "x"}, io)
+		if parser != nil && len(ch.Children) > 0 && len(parser.Model.Node.Children[0].Children) != len(ch.Children) {
+			t.Errorf("%s --bogus: the group was narrowed", ch.Name)
+		}
+	}
+	if subs < 30 {
+		t.Errorf("only %d subcommands got a parser of their own", subs)
+	}
 }
 
 // TestCommandWord: global flags and their values are skipped; anything

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -44,6 +45,54 @@ func TestWorkerRunGitCalls(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(repo, ".agentmine", "worktrees", "task-"+id[:8], "src", "a.go")); err != nil {
 			t.Errorf("the worktree was not made: %v", err)
+		}
+	}
+}
+
+// TestWorkerRunExecGitProcesses: a whole `worker run --exec` of a no-op
+// agent (prepare, run, verify, record) starts at most 23 git processes,
+// counted by git's own trace (GIT_TRACE2_EVENT), so that the processes git
+// starts for itself (worktree add's branch and symbolic-ref) count too:
+// five ref transactions, six for the worktree, two snapshots of the main
+// checkout before and after (a rev-parse and a status each, and the index
+// flags once), five for the scope check, the identity and the session's
+// root. Only one of them is a rev-parse outside the scope check and the
+// snapshots; there were 35, 12 of them rev-parse. The repository's first
+// worktree takes two more, to turn on per-worktree configuration.
+func TestWorkerRunExecGitProcesses(t *testing.T) {
+	repo := testRepo(t)
+	run(t, repo, "git", "agentmine", "init")
+	gittest.WriteFiles(t, repo, map[string]string{
+		".agentmine/agents/noop.toml": "client = \"custom\"\ncommand = [\"true\"]\n[scope]\nwrite = [\"src/**\"]\n",
+		"src/a.go":                    "package a\n",
+	})
+	gittest.Git(t, repo, "add", "-A")
+	gittest.Git(t, repo, "commit", "-qm", "files")
+	for i, most := range []int{25, 23} {
+		id := run(t, repo, "git", "agentmine", "task", "add", fmt.Sprintf("counted %d", i), "-q")
+		trace := filepath.Join(t.TempDir(), "trace")
+		cmd := exec.Command("git-agentmine", "worker", "run", id, "--agent", "noop", "--exec")
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_TRACE2_EVENT="+trace)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("worker run --exec: %v\n%s", err, out)
+		}
+		data, err := os.ReadFile(trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var started []string
+		for _, l := range strings.Split(string(data), "\n") {
+			var ev struct {
+				Event string   `json:"event"`
+				Argv  []string `json:"argv"`
+			}
+			if json.Unmarshal([]byte(l), &ev) == nil && ev.Event == "start" {
+				started = append(started, strings.Join(ev.Argv[1:], " "))
+			}
+		}
+		if len(started) == 0 || len(started) > most {
+			t.Errorf("worker run --exec %d started %d git processes, want 1 to %d:\n%s", i+1, len(started), most, strings.Join(started, "\n"))
 		}
 	}
 }
