@@ -592,6 +592,19 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 	p.Printf("  id:        %s\n", id)
 	p.Printf("  status:    %s (%s)\n", p.Paint(statusColor(r.Status), string(r.Status)), r.Reason)
 	printBlocked(a, v, id, r)
+	printTaskFields(p, v, t)
+	printReview(p, v.review(r.Session))
+	printSessionSummary(a, v, id)
+	if u := taskUsage(a.sessions, id); u != nil {
+		p.Printf("  usage (all sessions): %s\n", u)
+	}
+	printBestOf(a, rounds)
+	return nil
+}
+
+// printTaskFields prints a task's fields below its status, each only when
+// it is set, then its description and acceptance criteria.
+func printTaskFields(p *output.Printer, v *view, t tasks.Task) {
 	p.Printf("  type:      %s\n  priority:  %s\n", t.Type, t.Priority)
 	if t.Parent != "" {
 		p.Printf("  parent:    %s\n", v.Board.ShortID(t.Parent))
@@ -635,21 +648,20 @@ func showOne(a *App, st *gitstore.Store, prefix, verb string) error {
 			p.Printf("  - %s: %s\n", tasks.CriterionID(i), c)
 		}
 	}
-	if rv := v.review(r.Session); rv != nil {
-		p.Printf("\n  review:    %s by %s at %s\n", rv.Verdict, rv.Agent, rv.Finished.Format(time.RFC3339))
-		for _, why := range rv.Reasons {
-			p.Printf("  - %s\n", why)
-		}
-		if rv.FollowUp != "" {
-			p.Printf("  follow-up: %s\n", rv.FollowUp)
-		}
+}
+
+// printReview prints the review of the task's latest session, if any.
+func printReview(p *output.Printer, rv *sessions.Review) {
+	if rv == nil {
+		return
 	}
-	printSessionSummary(a, v, id)
-	if u := taskUsage(a.sessions, id); u != nil {
-		p.Printf("  usage (all sessions): %s\n", u)
+	p.Printf("\n  review:    %s by %s at %s\n", rv.Verdict, rv.Agent, rv.Finished.Format(time.RFC3339))
+	for _, why := range rv.Reasons {
+		p.Printf("  - %s\n", why)
 	}
-	printBestOf(a, rounds)
-	return nil
+	if rv.FollowUp != "" {
+		p.Printf("  follow-up: %s\n", rv.FollowUp)
+	}
 }
 
 func indent(s, pre string) string {
