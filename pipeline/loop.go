@@ -349,67 +349,12 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 		return nil, err
 	}
 	if exists && (old.Ended == nil || continues(b, old, o)) {
-		if old.Ended == nil && old.Alive() && old.Supervisor.Pid != pid {
-			return nil, exitcode.New(exitcode.State, &RunningError{Name: o.Name, Pid: old.Supervisor.Pid, Host: old.Supervisor.Host}, "")
-		}
-		if old.Supervisor.Host != sup.Host && old.Supervisor.Host != "" {
-			return nil, exitcode.New(exitcode.State, fmt.Errorf("run %s is supervised on another host (%s)", o.Name, old.Supervisor.Host), "")
-		}
-		if err := refuseHeld(ctx, st, o.Name, old.Targets, nil); err != nil {
-			return nil, err
-		}
-		if err := s.takeOver(ctx, sup); err != nil {
-			return nil, err
-		}
+		err = s.resume(ctx, old, sup)
 	} else {
-		targets, err := resolveTargets(b, o.Targets)
-		if err != nil {
-			return nil, err
-		}
-		if err := refuseHeld(ctx, st, o.Name, targets, nil); err != nil {
-			return nil, err
-		}
-		if err := checkAgents(env, o.Agents); err != nil {
-			return nil, err
-		}
-		rec := Record{V: SchemaVersion, Name: o.Name, Targets: targets, Parallel: o.Parallel, MaxLoops: o.MaxLoops,
-			Review: o.Review, Merge: o.Merge, Budget: o.Budget, BestOf: o.BestOf, Agents: o.Agents, Started: now, Supervisor: sup,
-			Log: filepath.Join(logDir, "run-"+o.Name+".log"), Plan: o.Plan, ReplanAfter: o.ReplanAfter}
-		if o.Plan {
-			rec.Named = named(b, o.Targets)
-		}
-		if o.Deadline > 0 {
-			d := now.Add(o.Deadline)
-			rec.Deadline = &d
-		}
-		if exists {
-			_, _, err = st.Update(ctx, Kind, o.Name, func(cur gitstore.Doc) (gitstore.Change, error) {
-				r, err := decode(cur.Data)
-				if err != nil {
-					return gitstore.Change{}, err
-				}
-				if r.Ended == nil {
-					return gitstore.Change{}, exitcode.New(exitcode.State, fmt.Errorf("run %s was started meanwhile", o.Name), "")
-				}
-				return gitstore.Change{Data: rec.encode(), Message: "run started again: " + o.Name}, nil
-			})
-		} else {
-			_, err = st.Create(ctx, Kind, o.Name, gitstore.Change{Data: rec.encode(), Message: "run started: " + o.Name})
-		}
-		if err != nil {
-			if errors.Is(err, gitstore.ErrConflict) {
-				return nil, exitcode.New(exitcode.State, fmt.Errorf("run %s was started by another process meanwhile", o.Name), "")
-			}
-			return nil, fmt.Errorf("recording run %s: %w", o.Name, err)
-		}
-		s.rec = rec
-		// Checked again now that this run is recorded: of two runs that
-		// started at once, the later one gives way.
-		if err := refuseHeld(ctx, st, o.Name, targets, &rec); err != nil {
-			_, _ = MarkEnded(context.WithoutCancel(ctx), st, o.Name, End{Time: time.Now().UTC(), Result: "stopped",
-				Reason: firstLine(err.Error()), Total: len(targets)})
-			return nil, err
-		}
+		err = s.begin(ctx, b, sup, filepath.Join(logDir, "run-"+o.Name+".log"), exists)
+	}
+	if err != nil {
+		return nil, err
 	}
 	f, err := os.OpenFile(s.rec.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -420,6 +365,78 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 		fmt.Fprintf(s.log, "%s resumed by pid %d (take-over %d)\n", now.Local().Format("15:04:05"), pid, s.rec.Resumed)
 	}
 	return s, nil
+}
+
+// resume takes over the recorded run old, unless its supervisor still
+// lives, runs on another host, or another run holds its targets.
+func (s *Supervisor) resume(ctx context.Context, old Record, sup Holder) error {
+	o := s.o
+	if old.Ended == nil && old.Alive() && old.Supervisor.Pid != sup.Pid {
+		return exitcode.New(exitcode.State, &RunningError{Name: o.Name, Pid: old.Supervisor.Pid, Host: old.Supervisor.Host}, "")
+	}
+	if old.Supervisor.Host != sup.Host && old.Supervisor.Host != "" {
+		return exitcode.New(exitcode.State, fmt.Errorf("run %s is supervised on another host (%s)", o.Name, old.Supervisor.Host), "")
+	}
+	if err := refuseHeld(ctx, s.st, o.Name, old.Targets, nil); err != nil {
+		return err
+	}
+	return s.takeOver(ctx, sup)
+}
+
+// begin records a new run (or a new start of an ended one, when exists)
+// over the resolved targets, logging to log, and gives way if another run
+// that started at the same moment holds one of them.
+func (s *Supervisor) begin(ctx context.Context, b *board.Board, sup Holder, log string, exists bool) error {
+	o, st, now := s.o, s.st, sup.Since
+	targets, err := resolveTargets(b, o.Targets)
+	if err != nil {
+		return err
+	}
+	if err := refuseHeld(ctx, st, o.Name, targets, nil); err != nil {
+		return err
+	}
+	if err := checkAgents(s.env, o.Agents); err != nil {
+		return err
+	}
+	rec := Record{V: SchemaVersion, Name: o.Name, Targets: targets, Parallel: o.Parallel, MaxLoops: o.MaxLoops,
+		Review: o.Review, Merge: o.Merge, Budget: o.Budget, BestOf: o.BestOf, Agents: o.Agents, Started: now, Supervisor: sup,
+		Log: log, Plan: o.Plan, ReplanAfter: o.ReplanAfter}
+	if o.Plan {
+		rec.Named = named(b, o.Targets)
+	}
+	if o.Deadline > 0 {
+		d := now.Add(o.Deadline)
+		rec.Deadline = &d
+	}
+	if exists {
+		_, _, err = st.Update(ctx, Kind, o.Name, func(cur gitstore.Doc) (gitstore.Change, error) {
+			r, err := decode(cur.Data)
+			if err != nil {
+				return gitstore.Change{}, err
+			}
+			if r.Ended == nil {
+				return gitstore.Change{}, exitcode.New(exitcode.State, fmt.Errorf("run %s was started meanwhile", o.Name), "")
+			}
+			return gitstore.Change{Data: rec.encode(), Message: "run started again: " + o.Name}, nil
+		})
+	} else {
+		_, err = st.Create(ctx, Kind, o.Name, gitstore.Change{Data: rec.encode(), Message: "run started: " + o.Name})
+	}
+	if err != nil {
+		if errors.Is(err, gitstore.ErrConflict) {
+			return exitcode.New(exitcode.State, fmt.Errorf("run %s was started by another process meanwhile", o.Name), "")
+		}
+		return fmt.Errorf("recording run %s: %w", o.Name, err)
+	}
+	s.rec = rec
+	// Checked again now that this run is recorded: of two runs that
+	// started at once, the later one gives way.
+	if err := refuseHeld(ctx, st, o.Name, targets, &rec); err != nil {
+		_, _ = MarkEnded(context.WithoutCancel(ctx), st, o.Name, End{Time: time.Now().UTC(), Result: "stopped",
+			Reason: firstLine(err.Error()), Total: len(targets)})
+		return err
+	}
+	return nil
 }
 
 // takeOver continues the run of s's name (a dead supervisor's run, or an
