@@ -186,9 +186,16 @@ func TestLivenessBeforeSeal(t *testing.T) {
 		t.Fatalf("preparer gone, nothing started: live %v lost %v, want lost", live, lost)
 	}
 
-	// The shell stays (it has a command after sleep), so its command line
-	// keeps the session id last.
-	sup := exec.Command("sh", "-c", "sleep 30; :", "sh", s.ID)
+	// The shell waits in its builtin read on a pipe kept open, so its
+	// command line keeps the session id last and it starts no child: a
+	// child forked for a command carries the same command line until it
+	// execs, and under load may still when the shell is killed below.
+	sup := exec.Command("sh", "-c", "read x", "sh", s.ID)
+	stdin, err := sup.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
 	if err := sup.Start(); err != nil {
 		t.Fatal(err)
 	}
