@@ -467,33 +467,13 @@ func (c *Config) set(key, raw string) error {
 		}
 		c.Base = raw
 	case "worktree_root":
-		if raw == "" {
-			return errors.New("worktree_root is empty")
-		}
-		p := filepath.ToSlash(raw)
-		if !filepath.IsAbs(raw) && (path.Clean(p) == "." || strings.HasPrefix(path.Clean(p), "../") || path.Clean(p) == "..") {
-			return fmt.Errorf("invalid worktree_root %q: a relative root must be a directory inside the repository", raw)
-		}
-		if !filepath.IsAbs(raw) {
-			p = path.Clean(p)
+		p, err := worktreeRoot(raw)
+		if err != nil {
+			return err
 		}
 		c.WorktreeRoot = p
 	case "timeout", "dod_timeout", "grace":
-		d, err := duration.Parse(raw)
-		if err != nil {
-			return fmt.Errorf("invalid %s %q: %w", key, raw, err)
-		}
-		if d == 0 && key != "grace" {
-			return fmt.Errorf("invalid %s %q: want at least 1s", key, raw)
-		}
-		switch key {
-		case "timeout":
-			c.Timeout = d
-		case "dod_timeout":
-			c.DoDTimeout = d
-		default:
-			c.Grace = d
-		}
+		return c.setDuration(key, raw)
 	case "default_agent":
 		if !agents.ValidName(raw) {
 			return fmt.Errorf("invalid default_agent %q", raw)
@@ -532,6 +512,43 @@ func (c *Config) set(key, raw string) error {
 			return fmt.Errorf("unknown isolation level %q (known: %s)", raw, strings.Join(agents.IsolationLevels, ", "))
 		}
 		c.Isolation = raw
+	}
+	return nil
+}
+
+// worktreeRoot checks a worktree_root: absolute, or a directory inside
+// the repository (cleaned, slash-separated).
+func worktreeRoot(raw string) (string, error) {
+	if raw == "" {
+		return "", errors.New("worktree_root is empty")
+	}
+	p := filepath.ToSlash(raw)
+	if filepath.IsAbs(raw) {
+		return p, nil
+	}
+	p = path.Clean(p)
+	if p == "." || p == ".." || strings.HasPrefix(p, "../") {
+		return "", fmt.Errorf("invalid worktree_root %q: a relative root must be a directory inside the repository", raw)
+	}
+	return p, nil
+}
+
+// setDuration sets timeout, dod_timeout or grace (only grace may be 0).
+func (c *Config) setDuration(key, raw string) error {
+	d, err := duration.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("invalid %s %q: %w", key, raw, err)
+	}
+	if d == 0 && key != "grace" {
+		return fmt.Errorf("invalid %s %q: want at least 1s", key, raw)
+	}
+	switch key {
+	case "timeout":
+		c.Timeout = d
+	case "dod_timeout":
+		c.DoDTimeout = d
+	default:
+		c.Grace = d
 	}
 	return nil
 }
