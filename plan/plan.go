@@ -255,42 +255,8 @@ func (p Plan) Validate(where string, c Context) ([]tasks.New, error) {
 		n := tasks.New{Title: ch.Title, Description: ch.Description, Type: ch.Type, Priority: ch.Priority,
 			Parent: c.Parent, Labels: ch.Labels, Assignee: ch.Agent, DoD: ch.DoD, Acceptance: ch.Criteria,
 			MaxLoops: ch.MaxLoops, Paths: ch.Paths, BestOf: ch.BestOf}
-		if err := tasks.ValidateMaxLoops(ch.MaxLoops); err != nil {
+		if err := checkFields(ch); err != nil {
 			return nil, &Error{Where: where, Err: fmt.Errorf("%s: %w", name, err)}
-		}
-		if err := tasks.ValidateBestOf(ch.BestOf); err != nil {
-			return nil, &Error{Where: where, Err: fmt.Errorf("%s: %w", name, err)}
-		}
-		if err := tasks.ValidatePaths(ch.Paths); err != nil {
-			return nil, &Error{Where: where, Err: fmt.Errorf("%s: %w", name, err)}
-		}
-		if _, err := tasks.ValidateTitle(ch.Title); err != nil {
-			return nil, &Error{Where: where, Err: fmt.Errorf("%s: %w", name, err)}
-		}
-		if ch.Type != "" {
-			if err := tasks.ValidateType(ch.Type); err != nil {
-				return nil, &Error{Where: where, Err: fmt.Errorf("%s: %w (use one of: %s)", name, err, strings.Join(tasks.Types, ", "))}
-			}
-		}
-		if ch.Priority != "" {
-			if err := tasks.ValidatePriority(ch.Priority); err != nil {
-				return nil, &Error{Where: where, Err: fmt.Errorf("%s: %w (use one of: %s)", name, err, strings.Join(tasks.Priorities, ", "))}
-			}
-		}
-		for _, l := range ch.Labels {
-			if err := tasks.ValidateLabel(l); err != nil {
-				return nil, &Error{Where: where, Err: fmt.Errorf("%s: %w", name, err)}
-			}
-		}
-		for _, d := range ch.DoD {
-			if err := tasks.ValidateLine("DoD command", d); err != nil {
-				return nil, &Error{Where: where, Err: fmt.Errorf("%s: %w", name, err)}
-			}
-		}
-		for _, a := range ch.Criteria {
-			if err := tasks.ValidateLine("acceptance criterion", a); err != nil {
-				return nil, &Error{Where: where, Err: fmt.Errorf("%s: %w", name, err)}
-			}
 		}
 		if ch.Agent != "" && !slices.Contains(c.Agents, ch.Agent) {
 			known := "none defined"
@@ -299,20 +265,11 @@ func (p Plan) Validate(where string, c Context) ([]tasks.New, error) {
 			}
 			return nil, bad(where, "%s: unknown agent %q (%s)", name, ch.Agent, known)
 		}
-		for _, b := range ch.BlockedBy {
-			if k, ok := index[b]; ok {
-				if k == i {
-					return nil, bad(where, "%s: it cannot be blocked by itself", name)
-				}
-				n.BlockedBy = append(n.BlockedBy, tasks.NewRef+strconv.Itoa(k))
-				continue
-			}
-			id, err := c.resolve(b)
-			if err != nil {
-				return nil, bad(where, "%s: blocked_by %q is neither a key of the plan nor a task id (%v)", name, b, err)
-			}
-			n.BlockedBy = append(n.BlockedBy, id)
+		bs, err := blockers(where, name, i, ch.BlockedBy, index, c)
+		if err != nil {
+			return nil, err
 		}
+		n.BlockedBy = bs
 		out[i] = n
 	}
 	if err := tasks.CheckCycle(out); err != nil {
@@ -324,6 +281,70 @@ func (p Plan) Validate(where string, c Context) ([]tasks.New, error) {
 				return nil, &Error{Where: where, Err: fmt.Errorf("rewrite: %w", err)}
 			}
 		}
+	}
+	return out, nil
+}
+
+// checkFields checks one child's fields as task add does.
+func checkFields(ch Child) error {
+	if err := tasks.ValidateMaxLoops(ch.MaxLoops); err != nil {
+		return err
+	}
+	if err := tasks.ValidateBestOf(ch.BestOf); err != nil {
+		return err
+	}
+	if err := tasks.ValidatePaths(ch.Paths); err != nil {
+		return err
+	}
+	if _, err := tasks.ValidateTitle(ch.Title); err != nil {
+		return err
+	}
+	if ch.Type != "" {
+		if err := tasks.ValidateType(ch.Type); err != nil {
+			return fmt.Errorf("%w (use one of: %s)", err, strings.Join(tasks.Types, ", "))
+		}
+	}
+	if ch.Priority != "" {
+		if err := tasks.ValidatePriority(ch.Priority); err != nil {
+			return fmt.Errorf("%w (use one of: %s)", err, strings.Join(tasks.Priorities, ", "))
+		}
+	}
+	for _, l := range ch.Labels {
+		if err := tasks.ValidateLabel(l); err != nil {
+			return err
+		}
+	}
+	for _, d := range ch.DoD {
+		if err := tasks.ValidateLine("DoD command", d); err != nil {
+			return err
+		}
+	}
+	for _, a := range ch.Criteria {
+		if err := tasks.ValidateLine("acceptance criterion", a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// blockers resolves the blockers of child i (named name in messages): a
+// key of the plan becomes a reference to that new task, anything else
+// must be an existing task's id.
+func blockers(where, name string, i int, blockedBy []string, index map[string]int, c Context) ([]string, error) {
+	var out []string
+	for _, b := range blockedBy {
+		if k, ok := index[b]; ok {
+			if k == i {
+				return nil, bad(where, "%s: it cannot be blocked by itself", name)
+			}
+			out = append(out, tasks.NewRef+strconv.Itoa(k))
+			continue
+		}
+		id, err := c.resolve(b)
+		if err != nil {
+			return nil, bad(where, "%s: blocked_by %q is neither a key of the plan nor a task id (%v)", name, b, err)
+		}
+		out = append(out, id)
 	}
 	return out, nil
 }
