@@ -151,51 +151,18 @@ func Build(ctx context.Context, st *gitstore.Store, b *board.Board, id string, o
 	first := true
 	goal := res.Children != nil
 	for _, r := range sessionsOf(b, id, goal) {
-		if r.Outcome != nil && r.Outcome.Usage != nil {
-			u := sessions.Usage{}
-			if n.Usage != nil {
-				u = *n.Usage
-			}
-			u = u.Add(*r.Outcome.Usage)
-			n.Usage = &u
-		}
+		n.Usage = addUsage(n.Usage, r.Outcome)
 		if !r.Session.IsAttempt() {
 			n.Runs++
-			c := Call{Session: r.Session.ID, Role: r.Session.Role, Agent: r.Session.Agent, Started: r.Session.Started, Reviews: r.Session.Reviews}
-			if out := r.Outcome; out != nil {
-				code := out.ExitCode
-				c.ExitCode = &code
-				c.Seconds = out.Finished.Sub(r.Session.Started).Round(10 * time.Millisecond).Seconds()
-			}
-			calls = append(calls, c)
+			calls = append(calls, callOf(r))
 			continue
 		}
 		if first {
 			n.Started, first = r.Session.Started, false
 		}
-		a := Attempt{Session: r.Session.ID, Agent: r.Session.Agent, Started: r.Session.Started}
-		if r.Session.Task != id {
-			a.Task = b.Tasks.ShortID(r.Session.Task)
-		}
-		if out := r.Outcome; out != nil {
-			code := out.ExitCode
-			a.ExitCode, a.Signal, a.TimedOut, a.Reason, a.Usage = &code, out.Signal, out.TimedOut, out.Reason, out.Usage
-			a.Finished = out.Finished
-			a.Seconds = out.Finished.Sub(r.Session.Started).Round(10 * time.Millisecond).Seconds()
-			v := verify.Summarize(out)
-			a.DoD = v.DoD
-			if v.Verified {
-				a.Scope = "invalid"
-				if v.ScopeValid {
-					a.Scope = "valid"
-				}
-			}
-			if a.Reason == "" {
-				a.Reason = v.Explained
-			}
-			if out.Finished.After(n.Finished) {
-				n.Finished = out.Finished
-			}
+		a := attemptOf(b, id, r)
+		if r.Outcome != nil && r.Outcome.Finished.After(n.Finished) {
+			n.Finished = r.Outcome.Finished
 		}
 		if rv := r.Review; rv != nil {
 			a.Review, a.Reviewer, a.ReviewReasons = rv.Verdict, rv.Agent, rv.Reasons
@@ -223,18 +190,10 @@ func Build(ctx context.Context, st *gitstore.Store, b *board.Board, id string, o
 	if n.Finished.IsZero() {
 		n.Finished = time.Now().UTC()
 	}
-	met := func(i int) bool { return false }
-	if lastReview != nil && (decider == nil || decider.Review == lastReview) {
-		switch {
-		case lastReview.Met != nil:
-			met = func(i int) bool { return slices.Contains(lastReview.Met, tasks.CriterionID(i)) }
-		case lastReview.OK():
-			met = func(int) bool { return true }
-		}
+	if lastReview != nil && decider != nil && decider.Review != lastReview {
+		lastReview = nil // a later attempt decides, and it was not reviewed
 	}
-	for i, c := range t.Acceptance {
-		n.Criteria = append(n.Criteria, Criterion{ID: tasks.CriterionID(i), Text: c, Met: met(i)})
-	}
+	n.Criteria = criteria(t.Acceptance, lastReview)
 	if decider != nil && decider.Outcome != nil && decider.Outcome.Tip != "" && decider.Outcome.Tip != decider.Session.BaseCommit {
 		stat, err := st.Git().Run(ctx, "diff", "--stat=100", decider.Session.BaseCommit, decider.Outcome.Tip, "--")
 		if err == nil {
@@ -254,6 +213,79 @@ func Build(ctx context.Context, st *gitstore.Store, b *board.Board, id string, o
 	}
 	n.Written = time.Now().UTC()
 	return n, nil
+}
+
+// addUsage adds what out reports using (if anything) to sum.
+func addUsage(sum *sessions.Usage, out *sessions.Outcome) *sessions.Usage {
+	if out == nil || out.Usage == nil {
+		return sum
+	}
+	u := sessions.Usage{}
+	if sum != nil {
+		u = *sum
+	}
+	u = u.Add(*out.Usage)
+	return &u
+}
+
+// callOf is a reviewer's or planner's run of the task.
+func callOf(r sessions.Record) Call {
+	c := Call{Session: r.Session.ID, Role: r.Session.Role, Agent: r.Session.Agent, Started: r.Session.Started, Reviews: r.Session.Reviews}
+	if out := r.Outcome; out != nil {
+		code := out.ExitCode
+		c.ExitCode = &code
+		c.Seconds = out.Finished.Sub(r.Session.Started).Round(10 * time.Millisecond).Seconds()
+	}
+	return c
+}
+
+// attemptOf is a worker's attempt at task id (or, for a goal, at one of
+// its descendants), as its outcome tells it; the review is added by Build.
+func attemptOf(b *board.Board, id string, r sessions.Record) Attempt {
+	a := Attempt{Session: r.Session.ID, Agent: r.Session.Agent, Started: r.Session.Started}
+	if r.Session.Task != id {
+		a.Task = b.Tasks.ShortID(r.Session.Task)
+	}
+	out := r.Outcome
+	if out == nil {
+		return a
+	}
+	code := out.ExitCode
+	a.ExitCode, a.Signal, a.TimedOut, a.Reason, a.Usage = &code, out.Signal, out.TimedOut, out.Reason, out.Usage
+	a.Finished = out.Finished
+	a.Seconds = out.Finished.Sub(r.Session.Started).Round(10 * time.Millisecond).Seconds()
+	v := verify.Summarize(out)
+	a.DoD = v.DoD
+	if v.Verified {
+		a.Scope = "invalid"
+		if v.ScopeValid {
+			a.Scope = "valid"
+		}
+	}
+	if a.Reason == "" {
+		a.Reason = v.Explained
+	}
+	return a
+}
+
+// criteria lists the acceptance criteria, each met as the review that
+// decides the task (nil: none) says: by the ids it names, else all when
+// it is OK.
+func criteria(acceptance []string, rv *sessions.Review) []Criterion {
+	met := func(i int) bool { return false }
+	if rv != nil {
+		switch {
+		case rv.Met != nil:
+			met = func(i int) bool { return slices.Contains(rv.Met, tasks.CriterionID(i)) }
+		case rv.OK():
+			met = func(int) bool { return true }
+		}
+	}
+	var out []Criterion
+	for i, c := range acceptance {
+		out = append(out, Criterion{ID: tasks.CriterionID(i), Text: c, Met: met(i)})
+	}
+	return out
 }
 
 // sessionsOf returns the sessions of task id, oldest first; for a goal,
