@@ -137,75 +137,21 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	}
 	task := b.Tasks.Tasks[taskID].Task
 	short := b.Tasks.ShortID(taskID)
-	res := b.Status[taskID]
-	if res.Children != nil {
-		return nil, &RefusedError{Reason: ErrGoal, Task: short, Err: fmt.Errorf("task %s has children: its status rolls up from theirs (%s), no worker runs on it", short, res.Reason)}
+	if err := refuseStatus(b, taskID, o); err != nil {
+		return nil, err
 	}
-	switch res.Status {
-	case status.Cancelled:
-		return nil, &RefusedError{Reason: ErrCancelled, Task: short, Err: fmt.Errorf("task %s is cancelled", short)}
-	case status.Done:
-		return nil, exitcode.New(exitcode.State, fmt.Errorf("task %s is done (%s)", short, res.Reason), "")
-	case status.Tainted:
-		return nil, &RefusedError{Reason: ErrTainted, Task: short, Err: fmt.Errorf("task %s is tainted: %s", short, res.Reason)}
-	case status.InProgress:
-		if o.Slot > 0 && onlySiblings(b, taskID, o.Siblings) {
-			break
-		}
-		return nil, &RefusedError{Reason: ErrRunning, Task: short, Err: fmt.Errorf("task %s is already running (%s)", short, res.Reason)}
-	case status.Planning, status.Reviewing:
-		return nil, &RefusedError{Reason: ErrRunning, Task: short, Err: fmt.Errorf("task %s is %s (%s)", short, res.Status, res.Reason)}
-	}
-	if res.Blocked && !o.Force {
-		if c := b.CancelledBlockers(taskID); len(c) > 0 {
-			var cs []string
-			for _, x := range c {
-				cs = append(cs, b.Tasks.ShortID(x))
-			}
-			return nil, &RefusedError{Reason: ErrBlockedByCancelled, Task: short, Blockers: cs,
-				Err: fmt.Errorf("task %s is blocked by cancelled %s %s, which will never be done", short, pluralWord(len(cs), "task", "tasks"), strings.Join(cs, ", "))}
-		}
-		var w []string
-		for _, x := range res.Waiting {
-			w = append(w, b.Tasks.ShortID(x))
-		}
-		return nil, exitcode.New(exitcode.State, fmt.Errorf("task %s is blocked by unfinished tasks: %s", short, strings.Join(w, ", ")), "finish those first, or pass --force")
-	}
-	ag, err := e.ResolveAgent(o.Agent, task)
+	ag, spec, client, err := e.agentFor(o, task)
 	if err != nil {
 		return nil, err
 	}
-	if probs := agents.Validate(e.Top, ag); len(probs) > 0 {
-		return nil, agents.ValidationError(ag.Name, probs)
-	}
-	spec := scope.Spec{Read: ag.Scope.Read, Write: ag.Scope.Write, Exclude: ag.Scope.Exclude}
-	if err := spec.Validate(); err != nil {
-		return nil, exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
-	}
-	client, err := launch.ParseClient(ag.ClientOr(e.Cfg.Client))
+	wtPath, err := e.worktreePath(ctx, o, b, taskID)
 	if err != nil {
-		return nil, exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
-	}
-	wtPath := filepath.Join(e.Cfg.WorktreeDir(e.Top), "task-"+taskID[:8])
-	if o.Slot > 0 {
-		wtPath += fmt.Sprintf("-%d", o.Slot)
-	}
-	if _, err := os.Lstat(wtPath); err == nil {
-		if !o.Replace {
-			return nil, &RefusedError{Reason: ErrLeftover, Task: short, Err: fmt.Errorf("a worktree from an earlier session of task %s is still at %s", short, wtPath)}
-		}
-		if err := e.removeLeftover(ctx, wtPath, short, b.SessionsOf(taskID)); err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
 	baseRef := firstNonEmpty(o.Base, task.Base, e.Cfg.Base)
-	_, baseCommit, ok := st.ResolveCommit(ctx, baseRef)
-	if !ok || baseCommit == "" {
-		// In a repository with no commits no base can exist: say that.
-		if err := st.RequireCommits(ctx); err != nil {
-			return nil, err
-		}
-		return nil, exitcode.New(exitcode.NotFound, fmt.Errorf("base ref %q does not exist", baseRef), "pass --base <ref>, or set the base in .agentmine/config.toml")
+	baseCommit, err := baseCommitOf(ctx, st, baseRef)
+	if err != nil {
+		return nil, err
 	}
 	timeout := o.Timeout
 	if timeout <= 0 {
@@ -215,13 +161,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	if len(dod) == 0 {
 		dod = ag.DoD
 	}
-	mode := sessions.ModeManual
-	if o.Exec {
-		mode = sessions.ModeExec
-		if o.Detach {
-			mode = sessions.ModeDetach
-		}
-	}
+	mode := o.mode()
 	repoID, err := sessions.RepoID(st)
 	if err != nil {
 		return nil, err
@@ -277,20 +217,12 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	}
 	created := sessions.Record{Session: sess, Root: root} // sess changes below
 	undo = append(undo, func() { undoSession(ctx, st, created) })
-	claimedOn, claimNote := "", ""
-	if remote := e.claimRemoteFor(o); remote != "" {
-		ok, replaced, err := e.claim(ctx, remote, sess, root)
-		switch {
-		case ok:
-			claimedOn = remote
-			undo = append(undo, func() {
-				e.giveBack(context.WithoutCancel(ctx), remote, sess.Task, root, replaced, sid)
-			})
-		case IsOffline(err):
-			claimNote = err.Error() + "; running locally without a claim"
-		case err != nil:
-			return nil, err
-		}
+	claimedOn, claimNote, giveBack, err := e.claimFor(ctx, o, sess, root)
+	if err != nil {
+		return nil, err
+	}
+	if giveBack != nil {
+		undo = append(undo, giveBack)
 	}
 	// The Memory Bank is read while the worktree is made.
 	var mems []memory.Memory
@@ -317,39 +249,9 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	if memErr != nil {
 		return nil, memErr
 	}
-	memPaths, err := memory.WriteSnapshot(wtPath, mems)
+	generated, blobs, err := e.writeGenerated(ctx, wtPath, wt.GitDir, genInput{task: task, short: short, ag: ag, spec: spec,
+		mems: mems, dod: dod, client: client, feedback: o.Feedback})
 	if err != nil {
-		return nil, fmt.Errorf("writing the Memory Bank snapshot: %w", err)
-	}
-	promptText, err := BuildPrompt(e.Top, task, short, ag, spec, mems, dod)
-	if err != nil {
-		return nil, err
-	}
-	if o.Feedback != "" {
-		promptText = strings.TrimRight(promptText, "\n") + "\n\n" + strings.TrimRight(o.Feedback, "\n") + "\n"
-	}
-	if err := worktree.WriteFile(wtPath, PromptRel, []byte(promptText), true); err != nil {
-		return nil, fmt.Errorf("writing the prompt: %w", err)
-	}
-	generated := []string{PromptRel, MemoryRel}
-	ctxFiles, err := writeContextFiles(ctx, st, wtPath, client, promptText)
-	if err != nil {
-		return nil, err
-	}
-	generated = append(generated, ctxFiles...)
-	// What was written, byte for byte: only that is exempt from the scope.
-	written := append(append([]string{PromptRel}, memPaths...), ctxFiles...)
-	format := "sha1"
-	if st.HashLen() == 32 {
-		format = "sha256"
-	}
-	blobs, err := verify.GeneratedBlobsIn(wtPath, format, written)
-	if err != nil {
-		return nil, err
-	}
-	// Included paths are ignored in the worktree too: the worker's `add -A`
-	// must not commit the person's files (or a link to them).
-	if err := ignoreGenerated(st, wt.GitDir, append(slices.Clone(generated), ag.Worktree.Paths()...)); err != nil {
 		return nil, err
 	}
 	promptFile := filepath.Join(wtPath, PromptRel)
@@ -379,6 +281,196 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	}
 	return &Prepared{Rec: sessions.Record{Session: sess, Root: root}, Task: task, Agent: ag, Worktree: wtPath,
 		PromptFile: promptFile, Command: cmd, Client: client, Claimed: claimedOn, ClaimNote: claimNote}, nil
+}
+
+// worktreePath is where the task's worktree goes (a best-of attempt's
+// has its slot appended); a worktree left there by an earlier session is
+// refused, or removed with --replace.
+func (e *Env) worktreePath(ctx context.Context, o RunOptions, b *board.Board, taskID string) (string, error) {
+	short := b.Tasks.ShortID(taskID)
+	wtPath := filepath.Join(e.Cfg.WorktreeDir(e.Top), "task-"+taskID[:8])
+	if o.Slot > 0 {
+		wtPath += fmt.Sprintf("-%d", o.Slot)
+	}
+	if _, err := os.Lstat(wtPath); err != nil {
+		return wtPath, nil
+	}
+	if !o.Replace {
+		return "", &RefusedError{Reason: ErrLeftover, Task: short, Err: fmt.Errorf("a worktree from an earlier session of task %s is still at %s", short, wtPath)}
+	}
+	if err := e.removeLeftover(ctx, wtPath, short, b.SessionsOf(taskID)); err != nil {
+		return "", err
+	}
+	return wtPath, nil
+}
+
+// genInput is what the files agentmine writes into a worktree are made of.
+type genInput struct {
+	task     tasks.Task
+	short    string
+	ag       agents.Agent
+	spec     scope.Spec
+	mems     []memory.Memory
+	dod      []string
+	client   launch.Client
+	feedback string
+}
+
+// writeGenerated writes the Memory Bank snapshot, the prompt (with any
+// feedback) and the client's context files into the worktree at wtPath,
+// ignores them (and the included paths) in its git dir, and returns
+// their paths and the blobs of what was written: only that, byte for
+// byte, is exempt from the scope.
+func (e *Env) writeGenerated(ctx context.Context, wtPath, gitDir string, in genInput) ([]string, map[string]string, error) {
+	st := e.St
+	memPaths, err := memory.WriteSnapshot(wtPath, in.mems)
+	if err != nil {
+		return nil, nil, fmt.Errorf("writing the Memory Bank snapshot: %w", err)
+	}
+	promptText, err := BuildPrompt(e.Top, in.task, in.short, in.ag, in.spec, in.mems, in.dod)
+	if err != nil {
+		return nil, nil, err
+	}
+	if in.feedback != "" {
+		promptText = strings.TrimRight(promptText, "\n") + "\n\n" + strings.TrimRight(in.feedback, "\n") + "\n"
+	}
+	if err := worktree.WriteFile(wtPath, PromptRel, []byte(promptText), true); err != nil {
+		return nil, nil, fmt.Errorf("writing the prompt: %w", err)
+	}
+	generated := []string{PromptRel, MemoryRel}
+	ctxFiles, err := writeContextFiles(ctx, st, wtPath, in.client, promptText)
+	if err != nil {
+		return nil, nil, err
+	}
+	generated = append(generated, ctxFiles...)
+	// What was written, byte for byte: only that is exempt from the scope.
+	written := append(append([]string{PromptRel}, memPaths...), ctxFiles...)
+	format := "sha1"
+	if st.HashLen() == 32 {
+		format = "sha256"
+	}
+	blobs, err := verify.GeneratedBlobsIn(wtPath, format, written)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Included paths are ignored in the worktree too: the worker's `add -A`
+	// must not commit the person's files (or a link to them).
+	if err := ignoreGenerated(st, gitDir, append(slices.Clone(generated), in.ag.Worktree.Paths()...)); err != nil {
+		return nil, nil, err
+	}
+	return generated, blobs, nil
+}
+
+// claimFor claims the task on the remote sharing is configured with, if
+// any: it returns where it was claimed, a note when the remote could not
+// be reached (the worker runs locally without a claim), and what gives
+// the claim back if preparing fails later.
+func (e *Env) claimFor(ctx context.Context, o RunOptions, sess sessions.Session, root string) (on, note string, giveBack func(), err error) {
+	remote := e.claimRemoteFor(o)
+	if remote == "" {
+		return "", "", nil, nil
+	}
+	ok, replaced, err := e.claim(ctx, remote, sess, root)
+	switch {
+	case ok:
+		return remote, "", func() {
+			e.giveBack(context.WithoutCancel(ctx), remote, sess.Task, root, replaced, sess.ID)
+		}, nil
+	case IsOffline(err):
+		return "", err.Error() + "; running locally without a claim", nil, nil
+	case err != nil:
+		return "", "", nil, err
+	}
+	return "", "", nil, nil
+}
+
+// refuseStatus refuses a task no worker may start on now: a goal, a
+// cancelled, done or tainted task, one already running (other than this
+// best-of round's own attempts), planned or reviewed, or one whose
+// blockers are not done (unless forced).
+func refuseStatus(b *board.Board, taskID string, o RunOptions) error {
+	short := b.Tasks.ShortID(taskID)
+	res := b.Status[taskID]
+	if res.Children != nil {
+		return &RefusedError{Reason: ErrGoal, Task: short, Err: fmt.Errorf("task %s has children: its status rolls up from theirs (%s), no worker runs on it", short, res.Reason)}
+	}
+	switch res.Status {
+	case status.Cancelled:
+		return &RefusedError{Reason: ErrCancelled, Task: short, Err: fmt.Errorf("task %s is cancelled", short)}
+	case status.Done:
+		return exitcode.New(exitcode.State, fmt.Errorf("task %s is done (%s)", short, res.Reason), "")
+	case status.Tainted:
+		return &RefusedError{Reason: ErrTainted, Task: short, Err: fmt.Errorf("task %s is tainted: %s", short, res.Reason)}
+	case status.InProgress:
+		if o.Slot > 0 && onlySiblings(b, taskID, o.Siblings) {
+			break
+		}
+		return &RefusedError{Reason: ErrRunning, Task: short, Err: fmt.Errorf("task %s is already running (%s)", short, res.Reason)}
+	case status.Planning, status.Reviewing:
+		return &RefusedError{Reason: ErrRunning, Task: short, Err: fmt.Errorf("task %s is %s (%s)", short, res.Status, res.Reason)}
+	}
+	if res.Blocked && !o.Force {
+		if c := b.CancelledBlockers(taskID); len(c) > 0 {
+			var cs []string
+			for _, x := range c {
+				cs = append(cs, b.Tasks.ShortID(x))
+			}
+			return &RefusedError{Reason: ErrBlockedByCancelled, Task: short, Blockers: cs,
+				Err: fmt.Errorf("task %s is blocked by cancelled %s %s, which will never be done", short, pluralWord(len(cs), "task", "tasks"), strings.Join(cs, ", "))}
+		}
+		var w []string
+		for _, x := range res.Waiting {
+			w = append(w, b.Tasks.ShortID(x))
+		}
+		return exitcode.New(exitcode.State, fmt.Errorf("task %s is blocked by unfinished tasks: %s", short, strings.Join(w, ", ")), "finish those first, or pass --force")
+	}
+	return nil
+}
+
+// agentFor resolves the agent for the task (o.Agent, the task's assignee,
+// the default) and checks its definition, scope and client.
+func (e *Env) agentFor(o RunOptions, task tasks.Task) (agents.Agent, scope.Spec, launch.Client, error) {
+	ag, err := e.ResolveAgent(o.Agent, task)
+	if err != nil {
+		return agents.Agent{}, scope.Spec{}, "", err
+	}
+	if probs := agents.Validate(e.Top, ag); len(probs) > 0 {
+		return agents.Agent{}, scope.Spec{}, "", agents.ValidationError(ag.Name, probs)
+	}
+	spec := scope.Spec{Read: ag.Scope.Read, Write: ag.Scope.Write, Exclude: ag.Scope.Exclude}
+	if err := spec.Validate(); err != nil {
+		return agents.Agent{}, scope.Spec{}, "", exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
+	}
+	client, err := launch.ParseClient(ag.ClientOr(e.Cfg.Client))
+	if err != nil {
+		return agents.Agent{}, scope.Spec{}, "", exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
+	}
+	return ag, spec, client, nil
+}
+
+// baseCommitOf resolves the base ref to its commit, saying when the
+// repository has no commits at all.
+func baseCommitOf(ctx context.Context, st *gitstore.Store, baseRef string) (string, error) {
+	_, baseCommit, ok := st.ResolveCommit(ctx, baseRef)
+	if ok && baseCommit != "" {
+		return baseCommit, nil
+	}
+	// In a repository with no commits no base can exist: say that.
+	if err := st.RequireCommits(ctx); err != nil {
+		return "", err
+	}
+	return "", exitcode.New(exitcode.NotFound, fmt.Errorf("base ref %q does not exist", baseRef), "pass --base <ref>, or set the base in .agentmine/config.toml")
+}
+
+// mode is the session mode the options ask for: manual without --exec.
+func (o RunOptions) mode() string {
+	if !o.Exec {
+		return sessions.ModeManual
+	}
+	if o.Detach {
+		return sessions.ModeDetach
+	}
+	return sessions.ModeExec
 }
 
 // onlySiblings reports whether every session of the task that runs is one
