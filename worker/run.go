@@ -16,6 +16,7 @@ import (
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitcmd"
 	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/isolation"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/scope"
 	"github.com/git-agentmine/git-agentmine/sessions"
@@ -56,15 +57,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	// records who alone can write its verdict.
 	nonce, sealed, err := e.sealRun(pctx, rec, say)
 	if err != nil {
-		if errors.Is(err, sessions.ErrAlreadySealed) {
-			return sessions.Outcome{}, exitcode.New(exitcode.State, err, "")
-		}
-		out := sessions.Outcome{ExitCode: 127, Finished: time.Now().UTC(), Reason: firstLine(err.Error()), By: "agentmine " + s.Mode}
-		jctx := context.WithoutCancel(ctx)
-		if rerr := sessions.RecordOutcome(jctx, e.St, rec, &out); rerr != nil {
-			return out, rerr
-		}
-		return out, fmt.Errorf("session %s could not start: %w", s.ID[:8], err)
+		return e.sealFailed(pctx, rec, err)
 	}
 	rec.Session, rec.Root = sealed.Session, sealed.Root
 	s = rec.Session
@@ -178,62 +171,13 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 			say("warning: %v", err)
 		}
 	} else if !stoppedEarly {
-		tail, _ := launch.TailBytes(s.Log, usageTailBytes)
-		if v := launch.ReadVerdict(launch.Client(s.Client), res.ExitCode, tail); v.Reason != "" {
-			out.Reason = v.Reason
-			if v.Failed && out.ExitCode == 0 {
-				// The client said it failed although it exited 0.
-				out.ExitCode = 1
-			}
-		}
-		if out.ExitCode != 0 || res.TimedOut {
-			// Some clients keep their reason in their own log files.
-			if r := launch.ClientLogReason(launch.Client(s.Client), append(e.workerEnv(rec), box.HostEnv()...), res.Started); r != "" {
-				switch {
-				case res.TimedOut:
-					out.Reason = "timed out; the client's log says: " + r
-				case out.Reason == "":
-					out.Reason = r
-				}
-			}
-		}
-		if res.Stalled != "" {
-			out.Reason = "no progress possible: " + res.Stalled
-		}
-		if res.Idle && res.Stopped {
-			out.Reason = fmt.Sprintf("stalled: no output and no new commit for %ds", s.StallTimeout)
-		}
-		u, ok := launch.ReadUsage(launch.Client(s.Client), tail)
-		if res.Usage != nil {
-			// Read as the output streamed: also what the log rotated away.
-			u, ok = *res.Usage, true
-		}
-		if ok {
-			out.Usage = &sessions.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
-				CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
-		}
-		if res.TimedOut || !res.Stopped {
-			// A client still retrying a limit at its timeout was stopped
-			// by the limit, not by the task.
-			rateLimited(launch.Client(s.Client), tail, res.Finished, &out)
-		}
+		e.clientFacts(rec, box, res, &out)
 	}
-	if res.Stopped && strict.ev == nil && !res.Idle && res.Stalled == "" {
-		// worker stop (SIGTERM to the supervisor): say so rather than
-		// quote whatever the worker printed last. A worker agentmine
-		// stopped itself (idle, or a client's words that it can make no
-		// progress) keeps that reason: it is a verdict, not a stop.
-		out.Reason = "stopped"
-	}
-	if stoppedEarly {
-		out.Reason = "stopped before the worker started"
-		if res.Interrupted {
-			out.Reason = "interrupted before the worker started"
-		}
-	}
+	strictReason := ""
 	if strict.ev != nil {
-		out.Reason = "stopped by --strict at the first out-of-scope change: " + strict.v.Type + " " + strict.ev.Path
+		strictReason = "stopped by --strict at the first out-of-scope change: " + strict.v.Type + " " + strict.ev.Path
 	}
+	stopReason(res, stoppedEarly, strictReason, &out)
 	if startErr == nil && !stoppedEarly {
 		say("worker ended: exit %d%s", out.ExitCode, endedText(res))
 	}
@@ -258,6 +202,88 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 		return out, fmt.Errorf("session %s could not start: %w", s.ID[:8], startErr)
 	}
 	return out, nil
+}
+
+// sealFailed ends a session whose seal could not be written: one sealed
+// already is refused; otherwise the failure is recorded as its outcome.
+func (e *Env) sealFailed(ctx context.Context, rec sessions.Record, err error) (sessions.Outcome, error) {
+	s := rec.Session
+	if errors.Is(err, sessions.ErrAlreadySealed) {
+		return sessions.Outcome{}, exitcode.New(exitcode.State, err, "")
+	}
+	out := sessions.Outcome{ExitCode: 127, Finished: time.Now().UTC(), Reason: firstLine(err.Error()), By: "agentmine " + s.Mode}
+	if rerr := sessions.RecordOutcome(ctx, e.St, rec, &out); rerr != nil {
+		return out, rerr
+	}
+	return out, fmt.Errorf("session %s could not start: %w", s.ID[:8], err)
+}
+
+// stopReason gives a stopped worker's outcome its reason: --strict's
+// (strictReason, when it stopped it), stopped or interrupted before it
+// started, or plainly stopped.
+func stopReason(res launch.Result, stoppedEarly bool, strictReason string, out *sessions.Outcome) {
+	if res.Stopped && strictReason == "" && !res.Idle && res.Stalled == "" {
+		// worker stop (SIGTERM to the supervisor): say so rather than
+		// quote whatever the worker printed last. A worker agentmine
+		// stopped itself (idle, or a client's words that it can make no
+		// progress) keeps that reason: it is a verdict, not a stop.
+		out.Reason = "stopped"
+	}
+	if stoppedEarly {
+		out.Reason = "stopped before the worker started"
+		if res.Interrupted {
+			out.Reason = "interrupted before the worker started"
+		}
+	}
+	if strictReason != "" {
+		out.Reason = strictReason
+	}
+}
+
+// clientFacts reads what the worker's client said of its end from the
+// log's tail (and, for some clients, their own log files): its reason,
+// a failure despite exit 0, the usage it reported, and a rate limit.
+func (e *Env) clientFacts(rec sessions.Record, box *isolation.Box, res launch.Result, out *sessions.Outcome) {
+	s := rec.Session
+	tail, _ := launch.TailBytes(s.Log, usageTailBytes)
+	if v := launch.ReadVerdict(launch.Client(s.Client), res.ExitCode, tail); v.Reason != "" {
+		out.Reason = v.Reason
+		if v.Failed && out.ExitCode == 0 {
+			// The client said it failed although it exited 0.
+			out.ExitCode = 1
+		}
+	}
+	if out.ExitCode != 0 || res.TimedOut {
+		// Some clients keep their reason in their own log files.
+		if r := launch.ClientLogReason(launch.Client(s.Client), append(e.workerEnv(rec), box.HostEnv()...), res.Started); r != "" {
+			switch {
+			case res.TimedOut:
+				out.Reason = "timed out; the client's log says: " + r
+			case out.Reason == "":
+				out.Reason = r
+			}
+		}
+	}
+	if res.Stalled != "" {
+		out.Reason = "no progress possible: " + res.Stalled
+	}
+	if res.Idle && res.Stopped {
+		out.Reason = fmt.Sprintf("stalled: no output and no new commit for %ds", s.StallTimeout)
+	}
+	u, ok := launch.ReadUsage(launch.Client(s.Client), tail)
+	if res.Usage != nil {
+		// Read as the output streamed: also what the log rotated away.
+		u, ok = *res.Usage, true
+	}
+	if ok {
+		out.Usage = &sessions.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
+	}
+	if res.TimedOut || !res.Stopped {
+		// A client still retrying a limit at its timeout was stopped
+		// by the limit, not by the task.
+		rateLimited(launch.Client(s.Client), tail, res.Finished, out)
+	}
 }
 
 // CheckStartable returns nil when the session's client can be found. When
