@@ -265,42 +265,52 @@ func plainConfig(path string) (sha1, perWorktree, ok bool) {
 		if i := strings.IndexAny(value, "#;"); i >= 0 {
 			value = strings.TrimSpace(value[:i])
 		}
-		switch section {
-		case "core":
-			switch key {
-			case "worktree":
-				return false, false, false
-			case "bare":
-				if value != "false" && value != "no" && value != "off" && value != "0" {
-					return false, false, false
-				}
-			case "repositoryformatversion":
-				if value != "0" && value != "1" {
-					return false, false, false
-				}
-			}
-		case "extensions":
-			if key == "worktreeconfig" {
-				perWorktree = value == "" || value == "true" || value == "yes" || value == "on" || value == "1"
-				continue
-			}
-			if key != "objectformat" {
-				return false, false, false
-			}
-			switch value {
-			case "sha1":
-				sha1 = true
-			case "sha256":
-				sha1 = false
-			default:
-				return false, false, false
-			}
+		if !plainKey(section, key, value, &sha1, &perWorktree) {
+			return false, false, false
 		}
 	}
 	if sc.Err() != nil {
 		return false, false, false
 	}
 	return sha1, perWorktree, true
+}
+
+// plainKey reads one key of a config file for plainConfig: it reports
+// false for a setting that changes where or how the repository is read,
+// and notes the object format and per-worktree configuration.
+func plainKey(section, key, value string, sha1, perWorktree *bool) bool {
+	switch section {
+	case "core":
+		switch key {
+		case "worktree":
+			return false
+		case "bare":
+			if value != "false" && value != "no" && value != "off" && value != "0" {
+				return false
+			}
+		case "repositoryformatversion":
+			if value != "0" && value != "1" {
+				return false
+			}
+		}
+	case "extensions":
+		if key == "worktreeconfig" {
+			*perWorktree = value == "" || value == "true" || value == "yes" || value == "on" || value == "1"
+			return true
+		}
+		if key != "objectformat" {
+			return false
+		}
+		switch value {
+		case "sha1":
+			*sha1 = true
+		case "sha256":
+			*sha1 = false
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // plainOverrides reports whether the configuration given in the
