@@ -289,34 +289,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.calls++
 	s.mu.Unlock()
 
-	switch {
-	case s.opts.Script == Unauthorized:
-		e.Status, e.Note = http.StatusUnauthorized, "refused the key"
-		s.record(e)
-		// As the vendors' APIs do: a refused key is not worth a retry.
-		w.Header().Set("X-Should-Retry", "false")
-		api.writeError(w, http.StatusUnauthorized, "invalid API key: the scripted model server rejects the key "+APIKey)
-		return
-	case s.opts.Script == Flaky && call == 0:
-		e.Status, e.Note = http.StatusTooManyRequests, "rate limited (first call)"
-		s.record(e)
-		w.Header().Set("Retry-After", "1")
-		api.writeError(w, http.StatusTooManyRequests, "rate limit reached: the scripted model server asks to retry after 1 second")
-		return
-	case s.opts.Script == RateLimited:
-		e.Status, e.Note = http.StatusTooManyRequests, "rate limited (every call)"
-		s.record(e)
-		// A used-up quota is not worth an immediate retry: the clients that
-		// honour X-Should-Retry give up at once, the others after their
-		// own retries.
-		w.Header().Set("Retry-After", "0")
-		w.Header().Set("X-Should-Retry", "false")
-		api.writeError(w, http.StatusTooManyRequests, "rate limit reached: the scripted model server's quota is used up")
-		return
-	case s.opts.Script == Flaky && call == 1:
-		e.Status, e.Note = http.StatusInternalServerError, "internal error (second call)"
-		s.record(e)
-		api.writeError(w, http.StatusInternalServerError, "internal error: the scripted model server failed on purpose")
+	if s.refuse(w, api, e, call) {
 		return
 	}
 	a := s.answerFor(req)
@@ -335,19 +308,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	e.Note = a.describe()
 	if s.opts.Hold != nil && a.tool == "" && len(req.tools) > 0 && req.step > 0 {
-		held := e
-		held.Status, held.Note = 0, "final answer held"
-		s.record(held)
-		select {
-		case <-s.opts.Hold:
-			e.Note += " (released)"
-		case <-r.Context().Done():
-			e.Status, e.Note = 0, "client went away while the final answer was held"
-			s.record(e)
-			return
-		case <-s.closing:
-			e.Status, e.Note = 0, "server closed while the final answer was held"
-			s.record(e)
+		if !s.hold(r, &e) {
 			return
 		}
 	}
@@ -355,6 +316,65 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	u, n := s.nextUsage()
 	a.id = fmt.Sprintf("scripted%d", n)
 	api.writeAnswer(w, s.opts.Model, a, u, req.stream)
+}
+
+// refuse answers the calls the script fails on purpose (a refused key, a
+// rate limit, an internal error) and reports whether it did; e is the
+// log entry of the call, the call-th one.
+func (s *Server) refuse(w http.ResponseWriter, api protocol, e Entry, call int) bool {
+	switch {
+	case s.opts.Script == Unauthorized:
+		e.Status, e.Note = http.StatusUnauthorized, "refused the key"
+		s.record(e)
+		// As the vendors' APIs do: a refused key is not worth a retry.
+		w.Header().Set("X-Should-Retry", "false")
+		api.writeError(w, http.StatusUnauthorized, "invalid API key: the scripted model server rejects the key "+APIKey)
+		return true
+	case s.opts.Script == Flaky && call == 0:
+		e.Status, e.Note = http.StatusTooManyRequests, "rate limited (first call)"
+		s.record(e)
+		w.Header().Set("Retry-After", "1")
+		api.writeError(w, http.StatusTooManyRequests, "rate limit reached: the scripted model server asks to retry after 1 second")
+		return true
+	case s.opts.Script == RateLimited:
+		e.Status, e.Note = http.StatusTooManyRequests, "rate limited (every call)"
+		s.record(e)
+		// A used-up quota is not worth an immediate retry: the clients that
+		// honour X-Should-Retry give up at once, the others after their
+		// own retries.
+		w.Header().Set("Retry-After", "0")
+		w.Header().Set("X-Should-Retry", "false")
+		api.writeError(w, http.StatusTooManyRequests, "rate limit reached: the scripted model server's quota is used up")
+		return true
+	case s.opts.Script == Flaky && call == 1:
+		e.Status, e.Note = http.StatusInternalServerError, "internal error (second call)"
+		s.record(e)
+		api.writeError(w, http.StatusInternalServerError, "internal error: the scripted model server failed on purpose")
+		return true
+	}
+	return false
+}
+
+// hold keeps the final answer back until the test releases it, and
+// reports false when the client or the server went away meanwhile (the
+// entry e recorded then says so).
+func (s *Server) hold(r *http.Request, e *Entry) bool {
+	held := *e
+	held.Status, held.Note = 0, "final answer held"
+	s.record(held)
+	select {
+	case <-s.opts.Hold:
+		e.Note += " (released)"
+	case <-r.Context().Done():
+		e.Status, e.Note = 0, "client went away while the final answer was held"
+		s.record(*e)
+		return false
+	case <-s.closing:
+		e.Status, e.Note = 0, "server closed while the final answer was held"
+		s.record(*e)
+		return false
+	}
+	return true
 }
 
 func clipBody(b []byte) string {
