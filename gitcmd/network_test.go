@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -46,6 +47,10 @@ func TestNetworkCommandNeverPrompts(t *testing.T) {
 	plain := exec.CommandContext(ctx, "git", "ls-remote", url)
 	plain.Dir = dir
 	term.Attach(plain)
+	// The prompt is git-remote-http's, a grandchild: end the whole session
+	// (Attach starts one), not only git, or the helper keeps the terminal
+	// open and waits for its answer for ever where SIGHUP is ignored.
+	plain.Cancel = func() error { return syscall.Kill(-plain.Process.Pid, syscall.SIGKILL) }
 	if err := plain.Run(); ctx.Err() == nil {
 		t.Fatalf("plain git did not wait for an answer (%v):\n%s", err, term.Output())
 	}
