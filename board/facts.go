@@ -3,6 +3,7 @@ package board
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -255,10 +256,15 @@ func Gather(ctx context.Context, st *gitstore.Store, tb *tasks.Board, recs []ses
 // decision is still being made. Only runs that ended in the last
 // answerWindow are looked at: one process check each, not one per run
 // ever made.
+//
+// A run made by this very process is never answering: the process asks
+// after the call that ran it returned, and that call recorded the answer
+// before it returned (a long-lived caller would otherwise see its own
+// finished reviews as still under way for the whole window).
 func answering(r *sessions.Record, here Here, now time.Time) bool {
 	s := &r.Session
 	return r.Outcome != nil && now.Sub(r.Outcome.Finished) < answerWindow && here.Judges(*s) && s.Pid > 0 &&
-		launch.Alive(s.Pid, s.PidStart)
+		s.Pid != os.Getpid() && launch.Alive(s.Pid, s.PidStart)
 }
 
 // answerWindow bounds how long after its outcome a planner's or reviewer's
