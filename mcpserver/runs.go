@@ -175,10 +175,10 @@ func (s *Server) command(c *call, args []string, stdin []byte, v any) error {
 		}
 		return exitcode.New(ee.ExitCode(), errors.New(msg), hint)
 	case err != nil:
-		return fmt.Errorf("running git-agentmine %s: %w", what, err)
+		return fmt.Errorf("running the agentmine command (%s): %w", what, err)
 	}
 	if err := json.Unmarshal(out.Bytes(), v); err != nil {
-		return fmt.Errorf("reading what git-agentmine %s printed: %w", what, err)
+		return fmt.Errorf("reading what the agentmine command (%s) printed: %w", what, err)
 	}
 	return nil
 }

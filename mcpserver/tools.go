@@ -205,12 +205,12 @@ func (s *Server) addTools() {
 		"into children (plan): returns the plan and the tasks created once the planner answered."}, s.taskPlan)
 	addTool(s, &mcp.Tool{Name: "plan_import", Annotations: creates(), Description: "Create the tasks of a plan (plan JSON, " +
 		"as the planner writes it) in one transaction, or only validate it (task import)."}, s.planImport)
-	addTool(s, &mcp.Tool{Name: "run_start", Annotations: startsWork(), Description: "Start a run (git agentmine run " +
-		"--detach): its supervisor starts the ready targets, at most parallel at a time, retries with feedback, reviews " +
+	addTool(s, &mcp.Tool{Name: "run_start", Annotations: startsWork(), Description: "Start a run in the background " +
+		"(as run --detach does): its supervisor starts the ready targets, at most parallel at a time, retries with feedback, reviews " +
 		"and merges when asked, in the background. Returns once the run is recorded; follow it with run_status."}, s.runStart)
 	addTool(s, &mcp.Tool{Name: "run_stop", Annotations: changes(), Description: "Stop a run and the workers it started, " +
 		"recording why (run stop); returns once it ended."}, s.runStop)
-	addTool(s, &mcp.Tool{Name: "run_status", Annotations: readOnly(), Description: "A run (git agentmine run) as run status " +
+	addTool(s, &mcp.Tool{Name: "run_status", Annotations: readOnly(), Description: "A run as the command line's run status " +
 		"shows it: state, progress, attempts, running workers, the clients a rate limit paused and until when, and its " +
 		"log of events from a cursor; call again with the cursor until ended is true and more is false."}, s.runStatus)
 	addTool(s, &mcp.Tool{Name: "merge", Annotations: changes(), Description: "Merge a task's latest session into its base, " +

@@ -131,7 +131,7 @@ func (o *Options) Validate() error {
 		return exitcode.New(exitcode.Usage, fmt.Errorf("invalid --replan-after %d: want 0 (never) or more", o.ReplanAfter), "")
 	}
 	if o.Plan && len(o.Targets) == 0 {
-		return exitcode.New(exitcode.Usage, errors.New("run --plan needs the tasks to plan"), "name them: git agentmine run --plan <task>...")
+		return exitcode.New(exitcode.Usage, errors.New("run --plan needs the tasks to plan"), "name them after --plan")
 	}
 	if o.Deadline < 0 {
 		return exitcode.New(exitcode.Usage, fmt.Errorf("invalid --deadline %s: want a positive duration", o.Deadline), "")

@@ -67,8 +67,7 @@ func refuseHeld(ctx context.Context, st *gitstore.Store, name string, targets []
 		if len(common) == 0 {
 			continue
 		}
-		return exitcode.New(exitcode.State, &HeldError{Name: name, Other: r.Name, Pid: r.Supervisor.Pid, Tasks: common},
-			fmt.Sprintf("wait for it (git agentmine run status %s), stop it (git agentmine run stop %s), or run other tasks", r.Name, r.Name))
+		return exitcode.New(exitcode.State, &HeldError{Name: name, Other: r.Name, Pid: r.Supervisor.Pid, Tasks: common}, "")
 	}
 	return nil
 }

@@ -134,7 +134,7 @@ func runArgs(b *board.Board, r *http.Request) (string, []string, error) {
 
 func (s *Server) runStart(v *view, r *http.Request) (string, error) {
 	if s.opts.Command == nil {
-		return "", exitcode.New(exitcode.State, errors.New("this board cannot start runs (no git agentmine command to run)"), "start one with git agentmine run --detach")
+		return "", exitcode.New(exitcode.State, errors.New("this board cannot start runs (no git agentmine command to run)"), "start one from the command line (run --detach)")
 	}
 	env, err := v.env()
 	if err != nil {

@@ -59,6 +59,8 @@ func typedHint(err error) string {
 		return workerHint(e)
 	case *pipeline.RunningError:
 		return "see it with: git agentmine run status " + e.Name + "; stop it with: git agentmine run stop " + e.Name
+	case *pipeline.HeldError:
+		return "wait for it (git agentmine run status " + e.Other + "), stop it (git agentmine run stop " + e.Other + "), or run other tasks"
 	case *pipeline.NotFoundError:
 		return "list the runs with: git agentmine run status"
 	case *roles.NoAgentError:
