@@ -303,10 +303,14 @@ func (w *Watcher) addExtra(e Extra) {
 // may predate its watch). Called with mu held.
 func (w *Watcher) addTree(dir string, scan bool) {
 	found := 0
+	// changed is whether dir's entries had changed since it was made when
+	// its watch was in place and before it was listed: read later, a file
+	// made after the listing (and seen by the watch) would count too.
+	changed := false
 	defer func() {
 		// A new directory found empty whose entries changed since it was
 		// made held something that came and went before the watch.
-		if scan && found == 0 && w.watched[dir] && changedSinceBirth(dir, w.start) {
+		if scan && found == 0 && w.watched[dir] && changed {
 			w.incomplete(fmt.Sprintf("directory %s was emptied before it could be watched; files made inside it are not in the record", w.rel(dir)))
 		}
 	}()
@@ -337,6 +341,9 @@ func (w *Watcher) addTree(dir string, scan bool) {
 			return nil
 		}
 		if w.watched[p] {
+			if scan && p == dir {
+				changed = changedSinceBirth(dir, w.start)
+			}
 			return nil
 		}
 		if w.opts.MaxWatches > 0 && len(w.watched) >= w.opts.MaxWatches {
@@ -352,6 +359,9 @@ func (w *Watcher) addTree(dir string, scan bool) {
 			return fs.SkipDir
 		}
 		w.watched[p] = true
+		if scan && p == dir {
+			changed = changedSinceBirth(dir, w.start)
+		}
 		if len(w.watched) > w.rec.Watched {
 			w.rec.Watched = len(w.watched)
 		}
