@@ -140,12 +140,7 @@ func LoadStatus(ctx context.Context, st *gitstore.Store, defaultBase string) (*B
 		s := &r.Session
 		if o := r.Outcome; o != nil {
 			if o.Usage != nil {
-				sum := b.Usage[s.Task]
-				if sum == nil {
-					sum = &sessions.Usage{}
-					b.Usage[s.Task] = sum
-				}
-				*sum = sum.Add(*o.Usage)
+				b.Usage[s.Task] = sessions.AddTo(b.Usage[s.Task], o.Usage)
 			}
 			if o.Finished.After(b.Finished[s.Task]) {
 				b.Finished[s.Task] = o.Finished

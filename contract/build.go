@@ -59,13 +59,9 @@ func TaskUsage(recs []sessions.Record, id string) *sessions.Usage {
 	var sum *sessions.Usage
 	for i := range recs {
 		r := &recs[i]
-		if r.Session.Task != id || r.Outcome == nil || r.Outcome.Usage == nil {
-			continue
+		if r.Session.Task == id && r.Outcome != nil {
+			sum = sessions.AddTo(sum, r.Outcome.Usage)
 		}
-		if sum == nil {
-			sum = &sessions.Usage{}
-		}
-		*sum = sum.Add(*r.Outcome.Usage)
 	}
 	return sum
 }
@@ -79,12 +75,7 @@ func usageByTask(recs []sessions.Record) map[string]*sessions.Usage {
 		if r.Outcome == nil || r.Outcome.Usage == nil {
 			continue
 		}
-		sum := out[r.Session.Task]
-		if sum == nil {
-			sum = &sessions.Usage{}
-			out[r.Session.Task] = sum
-		}
-		*sum = sum.Add(*r.Outcome.Usage)
+		out[r.Session.Task] = sessions.AddTo(out[r.Session.Task], r.Outcome.Usage)
 	}
 	return out
 }

@@ -233,6 +233,20 @@ func (u Usage) Add(o Usage) Usage {
 		CostUSD: u.CostUSD + o.CostUSD}
 }
 
+// AddTo adds what add reports (nothing when nil) to the running sum and
+// returns it, allocating the sum on the first report: a total stays nil
+// while no session reported usage.
+func AddTo(sum, add *Usage) *Usage {
+	if add == nil {
+		return sum
+	}
+	if sum == nil {
+		sum = &Usage{}
+	}
+	*sum = sum.Add(*add)
+	return sum
+}
+
 // String renders a usage for people: "3321 in, 69 out, $0.0147".
 func (u Usage) String() string {
 	s := fmt.Sprintf("%d in, %d out", u.InputTokens, u.OutputTokens)

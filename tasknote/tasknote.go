@@ -151,7 +151,9 @@ func Build(ctx context.Context, st *gitstore.Store, b *board.Board, id string, o
 	first := true
 	goal := res.Children != nil
 	for _, r := range sessionsOf(b, id, goal) {
-		n.Usage = addUsage(n.Usage, r.Outcome)
+		if r.Outcome != nil {
+			n.Usage = sessions.AddTo(n.Usage, r.Outcome.Usage)
+		}
 		if !r.Session.IsAttempt() {
 			n.Runs++
 			calls = append(calls, callOf(r))
@@ -213,19 +215,6 @@ func Build(ctx context.Context, st *gitstore.Store, b *board.Board, id string, o
 	}
 	n.Written = time.Now().UTC()
 	return n, nil
-}
-
-// addUsage adds what out reports using (if anything) to sum.
-func addUsage(sum *sessions.Usage, out *sessions.Outcome) *sessions.Usage {
-	if out == nil || out.Usage == nil {
-		return sum
-	}
-	u := sessions.Usage{}
-	if sum != nil {
-		u = *sum
-	}
-	u = u.Add(*out.Usage)
-	return &u
 }
 
 // callOf is a reviewer's or planner's run of the task.
