@@ -182,15 +182,56 @@ func PickAgent(top, role, name string) (agents.Agent, error) {
 // other such descendants (a detached worker supervisor started by the same
 // process would be one), or run it in a process of its own.
 func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
-	say := func(format string, a ...any) {
-		if req.Progress != nil {
-			fmt.Fprintf(req.Progress, format+"\n", a...)
-		}
-	}
 	if req.Role != agents.RolePlanner && req.Role != agents.RoleReviewer {
 		return nil, fmt.Errorf("running an agent: role %q is not planner or reviewer", req.Role)
 	}
-	st := env.St
+	p, err := prepare(ctx, env, req)
+	if err != nil {
+		return nil, err
+	}
+	r, err := p.record(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.run(ctx)
+}
+
+// roleRun is one planner or reviewer run as Run takes it through its steps:
+// what was resolved before the session exists (prepare), then the session
+// and its seal (record), then the worktree and the agent (run).
+type roleRun struct {
+	env     *worker.Env
+	req     Request
+	ag      agents.Agent
+	client  launch.Client
+	commit  string
+	timeout time.Duration
+	sid     string
+	wtPath  string
+	outFile string
+	cmd     launch.Command
+	rec     sessions.Record
+	seal    sessions.Seal
+	nonce   *sessions.Nonce
+}
+
+// say prints a progress line when the request asked for them.
+func (r *roleRun) say(format string, a ...any) {
+	if r.req.Progress != nil {
+		fmt.Fprintf(r.req.Progress, format+"\n", a...)
+	}
+}
+
+// infra wraps err as the run's *InfraError.
+func (r *roleRun) infra(err error) error {
+	return &InfraError{Role: r.req.Role, Agent: r.ag.Name, Session: r.sid, Err: err}
+}
+
+// prepare resolves the agent, its client, the commit and the timeout,
+// clears worktrees left by killed runs, and writes the prompt: everything
+// before a session is recorded, so a bad request records nothing.
+func prepare(ctx context.Context, env *worker.Env, req Request) (*roleRun, error) {
+	r := &roleRun{env: env, req: req}
 	ag, err := PickAgent(env.Top, req.Role, req.Agent)
 	if err != nil {
 		return nil, err
@@ -198,29 +239,51 @@ func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
 	if probs := agents.Validate(env.Top, ag); len(probs) > 0 {
 		return nil, agents.ValidationError(ag.Name, probs)
 	}
-	client, err := launch.ParseClient(ag.ClientOr(env.Cfg.Client))
-	if err != nil {
+	r.ag = ag
+	if r.client, err = launch.ParseClient(ag.ClientOr(env.Cfg.Client)); err != nil {
 		return nil, exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
 	}
-	commit, err := st.Git().Output(ctx, "rev-parse", "--verify", "-q", "--end-of-options", req.Commit+"^{commit}")
-	if err != nil || commit == "" {
+	r.commit, err = env.St.Git().Output(ctx, "rev-parse", "--verify", "-q", "--end-of-options", req.Commit+"^{commit}")
+	if err != nil || r.commit == "" {
 		return nil, exitcode.New(exitcode.NotFound, fmt.Errorf("running %s %s: %q does not name a commit", req.Role, ag.Name, req.Commit), "")
 	}
-	timeout := req.Timeout
-	if timeout <= 0 {
-		timeout = ag.TimeoutOr(env.Cfg.Timeout)
+	r.timeout = req.Timeout
+	if r.timeout <= 0 {
+		r.timeout = ag.TimeoutOr(env.Cfg.Timeout)
 	}
 	if gone, err := CleanLeftovers(ctx, env); err != nil {
-		say("warning: removing worktrees left by killed %s runs: %v", req.Role, err)
+		r.say("warning: removing worktrees left by killed %s runs: %v", req.Role, err)
 	} else if len(gone) > 0 {
-		say("removed %d worktree(s) left by killed planner or reviewer runs", len(gone))
+		r.say("removed %d worktree(s) left by killed planner or reviewer runs", len(gone))
 	}
-	repoID, err := sessions.RepoID(st)
+	r.sid = gitstore.NewID()
+	dir, err := env.St.LocalDir("roles", r.sid)
 	if err != nil {
 		return nil, err
 	}
-	sid := gitstore.NewID()
-	dir, err := st.LocalDir("roles", sid)
+	r.wtPath = filepath.Join(env.Cfg.WorktreeDir(env.Top), req.Role+"-"+r.sid[:8])
+	promptFile := filepath.Join(dir, "prompt.md")
+	r.outFile = filepath.Join(dir, "answer.json")
+	prompt := strings.TrimRight(req.Prompt, "\n") + "\n\n## Your answer\n\n" +
+		"Write your answer as one JSON document to this file (create it; it is outside the\n" +
+		"repository, which is read-only for you):\n\n    " + r.outFile + "\n\n" +
+		"Do not change any file of the repository. Nothing but that JSON file is read.\n"
+	if err := os.WriteFile(promptFile, []byte(prompt), 0o644); err != nil {
+		return nil, fmt.Errorf("writing the %s prompt: %w", req.Role, err)
+	}
+	r.cmd, err = launch.Invocation{Client: r.client, Model: ag.Model, Command: ag.Command, PromptFile: promptFile,
+		Worktree: r.wtPath, Task: req.Task, OutputFile: r.outFile, Writable: []string{dir}}.Build()
+	if err != nil {
+		return nil, exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
+	}
+	return r, nil
+}
+
+// record creates the run's session, with its role, and seals it to this
+// process.
+func (r *roleRun) record(ctx context.Context) (*roleRun, error) {
+	st := r.env.St
+	repoID, err := sessions.RepoID(st)
 	if err != nil {
 		return nil, err
 	}
@@ -228,96 +291,110 @@ func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	wtPath := filepath.Join(env.Cfg.WorktreeDir(env.Top), req.Role+"-"+sid[:8])
-	promptFile := filepath.Join(dir, "prompt.md")
-	outFile := filepath.Join(dir, "answer.json")
-	prompt := strings.TrimRight(req.Prompt, "\n") + "\n\n## Your answer\n\n" +
-		"Write your answer as one JSON document to this file (create it; it is outside the\n" +
-		"repository, which is read-only for you):\n\n    " + outFile + "\n\n" +
-		"Do not change any file of the repository. Nothing but that JSON file is read.\n"
-	if err := os.WriteFile(promptFile, []byte(prompt), 0o644); err != nil {
-		return nil, fmt.Errorf("writing the %s prompt: %w", req.Role, err)
-	}
-	cmd, err := launch.Invocation{Client: client, Model: ag.Model, Command: ag.Command, PromptFile: promptFile,
-		Worktree: wtPath, Task: req.Task, OutputFile: outFile, Writable: []string{dir}}.Build()
-	if err != nil {
-		return nil, exitcode.New(exitcode.Config, fmt.Errorf("agent %s: %w", ag.Name, err), "")
-	}
 	pid := os.Getpid()
 	pstart, _ := launch.StartTime(pid)
-	sess := sessions.Session{ID: sid, Task: req.Task, Agent: ag.Name, Client: string(client), Mode: sessions.ModeExec,
-		Role: req.Role, Reviews: req.Reviews, BaseRef: req.Commit, BaseCommit: commit, Worktree: wtPath,
-		Host: sessions.Host(), Repo: repoID, Pid: pid, PidStart: pstart, Timeout: int(timeout / time.Second),
-		Grace: int(env.Cfg.Grace / time.Second), Started: time.Now().UTC(), Scope: sessions.Scope{Read: []string{"**"}, Write: []string{}, Exclude: []string{}},
-		Command: cmd.Argv, CommandEnv: cmd.Env, CommandStdin: cmd.Stdin, Log: filepath.Join(logDir, sid+".log")}
+	req := r.req
+	sess := sessions.Session{ID: r.sid, Task: req.Task, Agent: r.ag.Name, Client: string(r.client), Mode: sessions.ModeExec,
+		Role: req.Role, Reviews: req.Reviews, BaseRef: req.Commit, BaseCommit: r.commit, Worktree: r.wtPath,
+		Host: sessions.Host(), Repo: repoID, Pid: pid, PidStart: pstart, Timeout: int(r.timeout / time.Second),
+		Grace: int(r.env.Cfg.Grace / time.Second), Started: time.Now().UTC(), Scope: sessions.Scope{Read: []string{"**"}, Write: []string{}, Exclude: []string{}},
+		Command: r.cmd.Argv, CommandEnv: r.cmd.Env, CommandStdin: r.cmd.Stdin, Log: filepath.Join(logDir, r.sid+".log")}
 	sess, root, err := sessions.Create(ctx, st, sess)
 	if err != nil {
 		return nil, err
 	}
-	rec := sessions.Record{Session: sess, Root: root}
-	infra := func(err error) error { return &InfraError{Role: req.Role, Agent: ag.Name, Session: sid, Err: err} }
-	seal, nonce, err := sessions.NewSeal(sessions.Host(), pid, pstart)
+	r.rec = sessions.Record{Session: sess, Root: root}
+	if r.seal, r.nonce, err = sessions.NewSeal(sessions.Host(), pid, pstart); err != nil {
+		return nil, err
+	}
+	sealed, err := sessions.SealSession(ctx, st, r.sid, r.seal)
 	if err != nil {
 		return nil, err
 	}
-	sealed, err := sessions.SealSession(ctx, st, sid, seal)
-	if err != nil {
-		return nil, err
+	r.rec.Session = sealed.Session
+	return r, nil
+}
+
+// finish records the run's outcome, sealed by this process.
+func (r *roleRun) finish(ctx context.Context, out sessions.Outcome) error {
+	out.By = "agentmine " + r.req.Role
+	out.Supervisor = r.nonce.Proof(r.seal)
+	if out.Finished.IsZero() {
+		out.Finished = time.Now().UTC()
 	}
-	rec.Session = sealed.Session
+	return sessions.RecordOutcome(ctx, r.env.St, r.rec, &out)
+}
+
+// failed records an outcome for a run that could not get its agent going
+// and returns err as an *InfraError joined with any failure to record it.
+func (r *roleRun) failed(ctx context.Context, err error, why error) error {
+	ferr := r.finish(ctx, sessions.Outcome{ExitCode: 127, Reason: firstLine(why.Error())})
+	return errors.Join(r.infra(err), ferr)
+}
+
+// run checks the commit out read-only, runs the agent there, checks that
+// nothing in the worktree changed, records the outcome and reads the
+// answer.
+func (r *roleRun) run(ctx context.Context) (*Result, error) {
+	st := r.env.St
 	jctx := context.WithoutCancel(ctx)
-	finish := func(out sessions.Outcome) error {
-		out.By = "agentmine " + req.Role
-		out.Supervisor = nonce.Proof(seal)
-		if out.Finished.IsZero() {
-			out.Finished = time.Now().UTC()
-		}
-		return sessions.RecordOutcome(jctx, st, rec, &out)
-	}
-	st.RecordWorktree(gitstore.JournalWorktreeAdd, wtPath)
-	if err := worktree.AddDetached(ctx, env.Top, wtPath, commit, nil); err != nil {
-		ferr := finish(sessions.Outcome{ExitCode: 127, Reason: firstLine(err.Error())})
-		return nil, errors.Join(infra(fmt.Errorf("preparing its read-only worktree: %w", err)), ferr)
+	st.RecordWorktree(gitstore.JournalWorktreeAdd, r.wtPath)
+	if err := worktree.AddDetached(ctx, r.env.Top, r.wtPath, r.commit, nil); err != nil {
+		return nil, r.failed(jctx, fmt.Errorf("preparing its read-only worktree: %w", err), err)
 	}
 	defer func() {
-		worktree.MakeWritable(wtPath)
+		worktree.MakeWritable(r.wtPath)
 		// Journaled first, as the add was: a worker running meanwhile
 		// sees the worktree go and its supervisor must know it was ours.
-		end := st.BeginWorktree(gitstore.JournalWorktreeRemove, wtPath)
-		worktree.Remove(jctx, env.Top, wtPath, "", true)
+		end := st.BeginWorktree(gitstore.JournalWorktreeRemove, r.wtPath)
+		worktree.Remove(jctx, r.env.Top, r.wtPath, "", true)
 		end()
 	}()
-	if err := makeReadOnly(wtPath); err != nil {
-		ferr := finish(sessions.Outcome{ExitCode: 127, Reason: firstLine(err.Error())})
-		return nil, errors.Join(infra(fmt.Errorf("making its worktree read-only: %w", err)), ferr)
+	if err := makeReadOnly(r.wtPath); err != nil {
+		return nil, r.failed(jctx, fmt.Errorf("making its worktree read-only: %w", err), err)
 	}
-	before, err := snapshot(wtPath)
+	before, err := snapshot(r.wtPath)
 	if err != nil {
-		ferr := finish(sessions.Outcome{ExitCode: 127, Reason: firstLine(err.Error())})
-		return nil, errors.Join(infra(err), ferr)
+		return nil, r.failed(jctx, err, err)
 	}
-	proc, startErr := launch.Start(ctx, launch.Spec{Argv: cmd.Argv, Dir: wtPath, Env: cmd.Env, Stdin: cmd.Stdin,
-		LogPath: rec.Session.Log, Tee: req.Tee, Timeout: timeout, Grace: env.Cfg.Grace, Stalls: launch.StallPhrases(client), Client: client})
+	proc, startErr := launch.Start(ctx, launch.Spec{Argv: r.cmd.Argv, Dir: r.wtPath, Env: r.cmd.Env, Stdin: r.cmd.Stdin,
+		LogPath: r.rec.Session.Log, Tee: r.req.Tee, Timeout: r.timeout, Grace: r.env.Cfg.Grace, Stalls: launch.StallPhrases(r.client), Client: r.client})
 	if startErr != nil {
-		ferr := finish(sessions.Outcome{ExitCode: 127, Reason: firstLine(startErr.Error())})
-		return nil, errors.Join(infra(fmt.Errorf("could not start: %w", startErr)), ferr)
+		return nil, r.failed(jctx, fmt.Errorf("could not start: %w", startErr), startErr)
 	}
-	say("%s %s started: pid %d, timeout %s, log %s", req.Role, ag.Name, proc.Pid(), timeout, rec.Session.Log)
-	if s, err := sessions.Update(ctx, st, sid, "session: "+req.Role+" started", func(s *sessions.Session) {
+	r.say("%s %s started: pid %d, timeout %s, log %s", r.req.Role, r.ag.Name, proc.Pid(), r.timeout, r.rec.Session.Log)
+	if s, err := sessions.Update(ctx, st, r.sid, "session: "+r.req.Role+" started", func(s *sessions.Session) {
 		s.WorkerPid, s.WorkerStart = proc.Pid(), proc.StartTime()
 	}); err == nil {
-		rec.Session = s
+		r.rec.Session = s
 	}
 	res := proc.Wait()
+	out := r.outcome(res)
+	changed := r.unchanged(jctx, &out, before)
+	answer, rerr := readAnswer(r.outFile)
+	if err := r.finish(jctx, out); err != nil {
+		return nil, err
+	}
+	if got, err := sessions.Get(jctx, st, r.sid); err == nil {
+		r.rec = got
+	}
+	result := &Result{Session: r.rec, Agent: r.ag, Output: answer, OutputFile: r.outFile}
+	r.say("%s %s ended: exit %d%s", r.req.Role, r.ag.Name, out.ExitCode, map[bool]string{true: " (timed out)"}[res.TimedOut])
+	return result, r.judge(out, res.TimedOut, changed, rerr)
+}
+
+// outcome is what the agent's process and its log say: exit, signal,
+// timeout, the client's own verdict and its usage.
+func (r *roleRun) outcome(res launch.Result) sessions.Outcome {
 	out := sessions.Outcome{ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, Finished: res.Finished.UTC()}
-	tail, _ := launch.TailBytes(rec.Session.Log, 1<<20)
-	if v := launch.ReadVerdict(client, res.ExitCode, tail); v.Reason != "" {
+	tail, _ := launch.TailBytes(r.rec.Session.Log, 1<<20)
+	if v := launch.ReadVerdict(r.client, res.ExitCode, tail); v.Reason != "" {
 		out.Reason = v.Reason
 		if v.Failed && out.ExitCode == 0 {
 			out.ExitCode = 1
 		}
 	}
-	u, ok := launch.ReadUsage(client, tail)
+	u, ok := launch.ReadUsage(r.client, tail)
 	if res.Usage != nil {
 		u, ok = *res.Usage, true
 	}
@@ -325,9 +402,16 @@ func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
 		out.Usage = &sessions.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
 	}
-	changed, serr := changes(wtPath, before)
-	if head, err := st.Git().In(wtPath).Output(jctx, "rev-parse", "HEAD"); serr == nil && (err != nil || head != commit) {
-		changed = append(changed, "moved HEAD from "+short(commit)+" to "+short(head))
+	return out
+}
+
+// unchanged checks that the worktree and its HEAD are as they were before
+// the agent ran, records the answer in out.ScopeValid (and the reason) and
+// returns what changed.
+func (r *roleRun) unchanged(ctx context.Context, out *sessions.Outcome, before map[string]fileState) []string {
+	changed, serr := changes(r.wtPath, before)
+	if head, err := r.env.St.Git().In(r.wtPath).Output(ctx, "rev-parse", "HEAD"); serr == nil && (err != nil || head != r.commit) {
+		changed = append(changed, "moved HEAD from "+short(r.commit)+" to "+short(head))
 	}
 	valid := serr == nil && len(changed) == 0
 	out.ScopeValid = &valid
@@ -337,30 +421,27 @@ func Run(ctx context.Context, env *worker.Env, req Request) (*Result, error) {
 		}
 		out.Reason = "changed its read-only worktree: " + strings.Join(changed, ", ")
 	}
-	answer, rerr := readAnswer(outFile)
-	if err := finish(out); err != nil {
-		return nil, err
-	}
-	if r, err := sessions.Get(jctx, st, sid); err == nil {
-		rec = r
-	}
-	result := &Result{Session: rec, Agent: ag, Output: answer, OutputFile: outFile}
-	say("%s %s ended: exit %d%s", req.Role, ag.Name, out.ExitCode, map[bool]string{true: " (timed out)"}[res.TimedOut])
+	return changed
+}
+
+// judge is the error Run returns for a recorded outcome: a changed
+// worktree, a timeout, a failed exit, or an answer that could not be read.
+func (r *roleRun) judge(out sessions.Outcome, timedOut bool, changed []string, rerr error) error {
 	switch {
-	case !valid:
-		return result, &ChangedError{Role: req.Role, Agent: ag.Name, Session: sid, Paths: changed}
-	case res.TimedOut:
-		return result, infra(fmt.Errorf("timed out after %s", timeout))
+	case !*out.ScopeValid:
+		return &ChangedError{Role: r.req.Role, Agent: r.ag.Name, Session: r.sid, Paths: changed}
+	case timedOut:
+		return r.infra(fmt.Errorf("timed out after %s", r.timeout))
 	case out.ExitCode != 0:
 		why := fmt.Sprintf("exited %d", out.ExitCode)
 		if out.Reason != "" {
 			why += ": " + out.Reason
 		}
-		return result, infra(errors.New(why))
+		return r.infra(errors.New(why))
 	case rerr != nil:
-		return result, infra(rerr)
+		return r.infra(rerr)
 	}
-	return result, nil
+	return nil
 }
 
 // Unfence returns an answer without the one Markdown code fence some
