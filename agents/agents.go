@@ -381,34 +381,66 @@ func (p Problem) String() string { return fmt.Sprintf("%s: %s: %s", p.File, p.Ke
 // tree at top, timeout is not negative and DoD commands are not empty. It
 // returns every problem found, nil when there are none.
 func Validate(top string, a Agent) []Problem {
-	var ps []Problem
-	add := func(key, format string, args ...any) {
-		ps = append(ps, Problem{File: a.File, Key: key, Message: fmt.Sprintf(format, args...)})
-	}
+	v := &validation{a: a}
+	v.names()
+	v.command()
+	v.scope()
+	v.numbers()
+	v.ps = append(v.ps, validateWorktree(a)...)
+	v.promptFile(top)
+	return v.ps
+}
+
+// validation collects the problems Validate finds in one agent, one part
+// of the definition at a time.
+type validation struct {
+	a  Agent
+	ps []Problem
+}
+
+// add records a problem with key.
+func (v *validation) add(key, format string, args ...any) {
+	v.ps = append(v.ps, Problem{File: v.a.File, Key: key, Message: fmt.Sprintf(format, args...)})
+}
+
+// names checks the client and role against the known ones.
+func (v *validation) names() {
+	a := v.a
 	if a.Client != "" && !slices.Contains(Clients, a.Client) {
-		add("client", "unknown client %q (known: %s)", a.Client, strings.Join(Clients, ", "))
+		v.add("client", "unknown client %q (known: %s)", a.Client, strings.Join(Clients, ", "))
 	}
 	if a.Role != "" && !slices.Contains(Roles, a.Role) {
-		add("role", "unknown role %q (known: %s)", a.Role, strings.Join(Roles, ", "))
+		v.add("role", "unknown role %q (known: %s)", a.Role, strings.Join(Roles, ", "))
 	}
+}
+
+// command checks the argv and its placeholders.
+func (v *validation) command() {
+	a := v.a
 	if a.Client == "custom" && len(a.Command) == 0 {
-		add("command", "client custom needs a command (argv array)")
+		v.add("command", "client custom needs a command (argv array)")
 	}
 	if len(a.Command) > 0 && strings.TrimSpace(a.Command[0]) == "" {
-		add("command", "the program (first element) is empty")
+		v.add("command", "the program (first element) is empty")
 	}
 	for _, arg := range a.Command {
 		for _, tok := range placeholdersIn(arg) {
 			switch {
 			case !slices.Contains(Placeholders, tok):
-				add("command", "unknown placeholder %s (known: %s)", tok, strings.Join(Placeholders, " "))
+				v.add("command", "unknown placeholder %s (known: %s)", tok, strings.Join(Placeholders, " "))
 			case tok == "{output_file}" && a.RoleOr() == RoleWorker:
-				add("command", "placeholder {output_file} is only for planner and reviewer agents (set role)")
+				v.add("command", "placeholder {output_file} is only for planner and reviewer agents (set role)")
 			}
 		}
 	}
+}
+
+// scope checks that a worker's write scope is explicit and every pattern
+// is a valid glob inside the repository.
+func (v *validation) scope() {
+	a := v.a
 	if len(a.Scope.Write) == 0 && a.RoleOr() == RoleWorker {
-		add("scope.write", "scope write must be explicit (list the paths the agent may change)")
+		v.add("scope.write", "scope write must be explicit (list the paths the agent may change)")
 	}
 	for _, l := range []struct {
 		key  string
@@ -417,42 +449,52 @@ func Validate(top string, a Agent) []Problem {
 		for _, p := range l.pats {
 			switch {
 			case strings.TrimSpace(p) == "":
-				add(l.key, "empty pattern")
+				v.add(l.key, "empty pattern")
 			case !doublestar.ValidatePattern(p):
-				add(l.key, "invalid glob %q", p)
+				v.add(l.key, "invalid glob %q", p)
 			case hasDotDot(p):
-				add(l.key, "pattern %q leaves the repository (..)", p)
+				v.add(l.key, "pattern %q leaves the repository (..)", p)
 			}
 		}
 	}
+}
+
+// numbers checks the isolation level, the timeouts and the DoD commands
+// (in that order, after the scope, as problems have always been listed).
+func (v *validation) numbers() {
+	a := v.a
 	if a.Isolation.Level != "" && !slices.Contains(IsolationLevels, a.Isolation.Level) {
-		add("isolation.level", "unknown isolation level %q (known: %s)", a.Isolation.Level, strings.Join(IsolationLevels, ", "))
+		v.add("isolation.level", "unknown isolation level %q (known: %s)", a.Isolation.Level, strings.Join(IsolationLevels, ", "))
 	}
 	if a.Timeout < 0 {
-		add("timeout", "timeout must be >= 0 seconds, got %d", a.Timeout)
+		v.add("timeout", "timeout must be >= 0 seconds, got %d", a.Timeout)
 	}
 	if a.StallTimeout < 0 {
-		add("stall_timeout", "stall_timeout must be >= 0 seconds, got %d", a.StallTimeout)
+		v.add("stall_timeout", "stall_timeout must be >= 0 seconds, got %d", a.StallTimeout)
 	}
 	for i, c := range a.DoD {
 		if strings.TrimSpace(c) == "" {
-			add("dod", "command %d is empty", i+1)
+			v.add("dod", "command %d is empty", i+1)
 		}
 	}
-	ps = append(ps, validateWorktree(a)...)
-	if a.PromptFile != "" {
-		p := filepath.ToSlash(a.PromptFile)
-		switch {
-		case path.IsAbs(p) || filepath.IsAbs(a.PromptFile) || hasDotDot(p):
-			add("prompt_file", "%q must be a path inside the repository, relative to its top", a.PromptFile)
-		default:
-			fi, err := os.Stat(filepath.Join(top, filepath.FromSlash(path.Clean(p))))
-			if err != nil || !fi.Mode().IsRegular() {
-				add("prompt_file", "prompt file %s does not exist", path.Clean(p))
-			}
+}
+
+// promptFile checks that the prompt file is a regular file inside the
+// repository.
+func (v *validation) promptFile(top string) {
+	if v.a.PromptFile == "" {
+		return
+	}
+	p := filepath.ToSlash(v.a.PromptFile)
+	switch {
+	case path.IsAbs(p) || filepath.IsAbs(v.a.PromptFile) || hasDotDot(p):
+		v.add("prompt_file", "%q must be a path inside the repository, relative to its top", v.a.PromptFile)
+	default:
+		fi, err := os.Stat(filepath.Join(top, filepath.FromSlash(path.Clean(p))))
+		if err != nil || !fi.Mode().IsRegular() {
+			v.add("prompt_file", "prompt file %s does not exist", path.Clean(p))
 		}
 	}
-	return ps
 }
 
 // validateWorktree checks the [worktree] table: setup commands are not
