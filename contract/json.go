@@ -172,6 +172,10 @@ type RunJSON struct {
 	// Isolation is the isolation level the worker runs at (nil for a
 	// manual session).
 	Isolation *sessions.Isolation `json:"isolation,omitempty"`
+	// Hint is the one line saying how to share the session with other
+	// clones, when the repository has a remote but shares nothing through
+	// it (MCP's worker_start; the command line prints it as a hint: line).
+	Hint string `json:"hint,omitempty"`
 }
 
 // MergeJSON is `merge --json`.

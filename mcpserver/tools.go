@@ -408,6 +408,9 @@ func (s *Server) workerStart(c *call, in WorkerStartArgs) (contract.RunJSON, err
 	}
 	j := contract.NewRun(sess, p.PromptFile)
 	j.Pid = pid
+	if p.Claimed == "" && !in.NoClaim {
+		j.Hint = env.ShareHint()
+	}
 	return j, nil
 }
 

@@ -98,6 +98,18 @@ type page struct {
 	Error  string
 	// Warnings name refs that could not be read; the rest is whole.
 	Warnings []string
+	// Hint says how to share the board with other clones, on the pages
+	// that start work, when the repository has a remote but no sync
+	// remote (worker.Env.ShareHint).
+	Hint string
+}
+
+// shareHint sets p.Hint from the repository's settings; settings that do
+// not read leave it empty (the pages that use them say why).
+func (v *view) shareHint(p *page) {
+	if env, err := v.env(); err == nil {
+		p.Hint = env.ShareHint()
+	}
 }
 
 // notices are the messages a redirect after an action may show: a fixed
@@ -405,6 +417,7 @@ func (s *Server) boardWith(w http.ResponseWriter, r *http.Request, code int, err
 		s.fail(w, r, err)
 		return
 	}
+	v.shareHint(&p)
 	x, err := s.snapshot(v.ctx, v.st)
 	if err != nil {
 		s.fail(w, r, err)
@@ -719,6 +732,7 @@ func (s *Server) runsWith(w http.ResponseWriter, r *http.Request, code int, errT
 		s.fail(w, r, err)
 		return
 	}
+	v.shareHint(&p)
 	b, err := v.board(&p)
 	if err != nil {
 		s.fail(w, r, err)

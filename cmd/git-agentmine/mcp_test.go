@@ -248,6 +248,9 @@ func TestMCPServerDrivesWorkers(t *testing.T) {
 	if run["branch"] == "" || run["pid"].(float64) <= 0 {
 		t.Errorf("worker_start: branch %v, pid %v", run["branch"], run["pid"])
 	}
+	if h, ok := run["hint"]; ok {
+		t.Errorf("worker_start in a repository without a remote gives a share hint: %v", h)
+	}
 	st := c.must("session_status", map[string]any{"session": sid[:8]})
 	if st["verdict"] != "running" || st["task_status"] != "in_progress" {
 		t.Errorf("session_status right after worker_start: verdict %v, task %v; want running, in_progress", st["verdict"], st["task_status"])
@@ -474,4 +477,25 @@ func TestMCPOutsideRepository(t *testing.T) {
 	if code != 6 || out != "" || !strings.HasPrefix(errs, "error: ") || !strings.Contains(errs, "not a git repository") {
 		t.Errorf("mcp outside a repository: exit %d, stdout %q, stderr %q; want 6 and one error line", code, out, errs)
 	}
+}
+
+// TestMCPShareHint: in a repository with an origin and no sync remote,
+// worker_start's result says that nothing is shared and how to share (the
+// command line's hint: line, which an MCP client never sees on stderr).
+func TestMCPShareHint(t *testing.T) {
+	gittest.SkipShort(t, "starts a detached worker through git agentmine mcp")
+	repo := mcpRepo(t)
+	gittest.Git(t, repo, "remote", "add", "origin", filepath.Join(t.TempDir(), "elsewhere.git"))
+	release := filepath.Join(t.TempDir(), "release")
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := startMCP(t, repo, "MCP_TEST_RELEASE="+release)
+	id := c.must("task_create", map[string]any{"title": "Share me", "assignee": "scripted"})["id"].(string)
+	run := c.must("worker_start", map[string]any{"task": id})
+	hint, _ := run["hint"].(string)
+	if !strings.Contains(hint, "nothing is shared through origin") || !strings.Contains(hint, "git agentmine init --remote origin") {
+		t.Errorf("worker_start with an unshared origin: hint %q", hint)
+	}
+	c.follow(run["session"].(string))
 }

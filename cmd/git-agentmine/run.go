@@ -192,7 +192,7 @@ func (c *RunStartCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	if h := shareHint(env); h != "" && !a.G.JSON {
+	if h := env.ShareHint(); h != "" && !a.G.JSON {
 		a.P.Notef("hint: %s\n", h)
 	}
 	render.begin(sup.Record())

@@ -33,13 +33,3 @@ func shareOutcome(ctx context.Context, env *worker.Env, s sessions.Session, warn
 			s.ID[:8], s.ClaimRemote, firstLine(err.Error()), s.ClaimRemote)
 	}
 }
-
-// shareHint is the one hint line for a repository that has a remote sync
-// would use (origin) but shares nothing through it, "" otherwise.
-func shareHint(env *worker.Env) string {
-	r := env.UnsharedRemote()
-	if r == "" {
-		return ""
-	}
-	return "nothing is shared through " + r + " (no sync remote configured); to share tasks, claims and outcomes with other clones: git agentmine init --remote " + r
-}

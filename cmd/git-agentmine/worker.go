@@ -75,7 +75,7 @@ func (c *WorkerRunCmd) Run(a *App) error {
 	case p.Claimed != "" && !a.G.Quiet && !a.G.JSON:
 		a.P.Notef("claimed task %s on %s\n", p.Rec.Session.Task[:8], p.Claimed)
 	case p.Claimed == "" && !c.NoClaim && !a.G.JSON:
-		if h := shareHint(env); h != "" {
+		if h := env.ShareHint(); h != "" {
 			a.P.Notef("hint: %s\n", h)
 		}
 	}
