@@ -59,6 +59,21 @@ type Options struct {
 	// the worktree's own configuration sets as its core.excludesFile.
 	// The file need not exist yet.
 	ExcludesFile string
+	// Reader, when not nil, answers in-process what Create would
+	// otherwise ask git (whether the branch exists, the base tree's
+	// listing); whatever it is not sure of, git answers.
+	Reader Reader
+}
+
+// Reader reads refs and trees of the repository in-process, as gitstore's
+// Store does.
+type Reader interface {
+	// RefExists reports whether the ref with the full name exists; sure
+	// is false when git must answer.
+	RefExists(name string) (exists, sure bool)
+	// ListTree returns what `git ls-tree -r -z --full-tree commit`
+	// prints, for a full commit id; ok is false when git must answer.
+	ListTree(commit string) ([]byte, bool)
 }
 
 // Result describes a created worktree.
@@ -149,7 +164,7 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("create worktree: %w", err)
 	}
-	base, verified, err := checkInputs(ctx, git, opts.Branch, opts.Base)
+	base, verified, err := checkInputs(ctx, git, opts.Reader, opts.Branch, opts.Base)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +187,7 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 	planned := make(chan struct{})
 	go func() {
 		defer close(planned)
-		plan = planCheckout(ctx, git, base, opts.Scope)
+		plan = planCheckout(ctx, git, opts.Reader, base, opts.Scope)
 	}()
 	var wtConfigOn bool
 	configRead := make(chan struct{})
@@ -266,14 +281,14 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 // "_", "-" and "/" between non-empty parts (valid by git's rules), nor
 // about a base that is a full object id: verified then says false, and
 // it is taken as a commit until git uses it.
-func checkInputs(ctx context.Context, git gitcmd.Runner, branch, base string) (commit string, verified bool, err error) {
+func checkInputs(ctx context.Context, git gitcmd.Runner, rd Reader, branch, base string) (commit string, verified bool, err error) {
 	var wg sync.WaitGroup
 	var badName, exists bool
 	var baseErr error
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		exists = branchExists(ctx, git, branch)
+		exists = branchExists(ctx, git, rd, branch)
 	}()
 	if !plainBranchName(branch) {
 		wg.Add(1)
@@ -372,8 +387,8 @@ type planResult struct {
 // planCheckout lists commit's tree and classifies every entry by what
 // spec allows, computing the sparse-checkout patterns that keep exactly
 // the present ones and the layout they make.
-func planCheckout(ctx context.Context, git gitcmd.Runner, commit string, spec scope.Spec) planResult {
-	entries, err := listTree(ctx, git, commit)
+func planCheckout(ctx context.Context, git gitcmd.Runner, rd Reader, commit string, spec scope.Spec) planResult {
+	entries, err := listTree(ctx, git, rd, commit)
 	if err != nil {
 		return planResult{err: err}
 	}
@@ -412,15 +427,28 @@ func linkedGitDir(path string) (string, error) {
 	return filepath.Clean(dir), nil
 }
 
-func branchExists(ctx context.Context, git gitcmd.Runner, branch string) bool {
+// branchExists reports whether the branch exists, asking rd first (nil:
+// git alone).
+func branchExists(ctx context.Context, git gitcmd.Runner, rd Reader, branch string) bool {
+	if rd != nil {
+		if exists, sure := rd.RefExists("refs/heads/" + branch); sure {
+			return exists
+		}
+	}
 	_, err := git.Run(ctx, "show-ref", "--verify", "--quiet", "refs/heads/"+branch)
 	return err == nil
 }
 
 // listTree lists every entry of commit's tree, recursively, without
-// descending into submodules. The listing is read as git writes it, and
-// the paths are kept in a few large strings, not one allocation each.
-func listTree(ctx context.Context, git gitcmd.Runner, commit string) (*entryList, error) {
+// descending into submodules: read in-process by rd when it can (nil: by
+// git). The listing is read as git writes it, and the paths are kept in a
+// few large strings, not one allocation each.
+func listTree(ctx context.Context, git gitcmd.Runner, rd Reader, commit string) (*entryList, error) {
+	if rd != nil && fullID(commit) {
+		if data, ok := rd.ListTree(commit); ok {
+			return parseTree(bufio.NewReaderSize(bytes.NewReader(data), 64<<10))
+		}
+	}
 	// Not --format: git 2.39 quotes %(path) even with -z.
 	args := []string{"ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit}
 	s, err := git.Stream(ctx, args...)
@@ -654,7 +682,7 @@ func rollback(ctx context.Context, git gitcmd.Runner, commonDir, path, branch st
 	if _, err := git.Run(ctx, "worktree", "prune"); err != nil {
 		errs = append(errs, err.Error())
 	}
-	if branchExists(ctx, git, branch) {
+	if branchExists(ctx, git, nil, branch) {
 		if _, err := git.Run(ctx, "branch", "-D", "--", branch); err != nil {
 			errs = append(errs, err.Error())
 		}
