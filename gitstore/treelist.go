@@ -6,6 +6,21 @@ import (
 	"strconv"
 )
 
+// ReadsInProcess reports whether the store reads refs and objects
+// in-process (not AGENTMINE_GIT_READS=1): other readers of the
+// repository's files follow it.
+func (s *Store) ReadsInProcess() bool { return s.objects() != nil }
+
+// LookupRef reads the ref with the full name in-process: the object it
+// points at and whether it exists; sure is false when git must answer
+// (reads go to git, a symbolic or odd ref, a reftable repository).
+func (s *Store) LookupRef(name string) (id string, found, sure bool) {
+	if s.objects() == nil {
+		return "", false, false
+	}
+	return s.lookupRef(name)
+}
+
 // RefExists reports in-process whether the ref with the full name exists
 // (loose or packed); sure is false when git must answer (reads go to git,
 // a symbolic or odd ref, a reftable repository).
