@@ -125,7 +125,7 @@ type mainCheckout struct {
 	// can of it in-process (nil: git reads all).
 	g     gitcmd.Runner
 	local *mainLocal
-	top string
+	top   string
 	// skip is the worktree root relative to top ("" when it lies outside).
 	skip     string
 	writable bool
