@@ -21,17 +21,6 @@ func (s *Store) LookupRef(name string) (id string, found, sure bool) {
 	return s.lookupRef(name)
 }
 
-// RefExists reports in-process whether the ref with the full name exists
-// (loose or packed); sure is false when git must answer (reads go to git,
-// a symbolic or odd ref, a reftable repository).
-func (s *Store) RefExists(name string) (exists, sure bool) {
-	if s.objects() == nil {
-		return false, false
-	}
-	_, found, sure := s.lookupRef(name)
-	return found, sure
-}
-
 // ListTree lists the tree of commit (a full commit id) recursively and
 // in-process, exactly as `git ls-tree -r -z --full-tree <commit>` prints it:
 // "<mode> SP <type> SP <id> TAB <path> NUL" for every blob and gitlink,

@@ -106,7 +106,7 @@ func TestRefExistsAndRootMatchGit(t *testing.T) {
 		ref  string
 		want bool
 	}{{"refs/heads/main", true}, {"refs/agentmine/tasks/plain", true}, {"refs/agentmine/tasks/loose", true}, {"refs/heads/none", false}} {
-		exists, sure := s.RefExists(c.ref)
+		_, exists, sure := s.LookupRef(c.ref)
 		if !sure || exists != c.want {
 			t.Errorf("%s: exists %v sure %v, want exists %v", c.ref, exists, sure, c.want)
 		}

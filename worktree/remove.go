@@ -91,7 +91,7 @@ func Remove(ctx context.Context, repo, path, branch string, force bool) error {
 	if _, err := git.Run(ctx, "worktree", "prune"); err != nil {
 		return fmt.Errorf("remove worktree: %w", err)
 	}
-	if branch == "" || !branchExists(ctx, git, nil, branch) {
+	if branch == "" || !branchExists(ctx, git, branch) {
 		return nil
 	}
 	flag := "-d"

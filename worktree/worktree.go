@@ -39,8 +39,14 @@ type Options struct {
 	// Path is the directory of the new worktree; it must not exist yet. A
 	// relative path is taken relative to the current directory.
 	Path string
-	// Branch is the new branch created at Base; it must not exist yet.
+	// Branch is the new branch created at Base; it must not exist yet,
+	// unless BranchMade.
 	Branch string
+	// BranchMade says the caller has created Branch at Base itself (in a
+	// ref transaction of its own): Create checks that it points at Base
+	// and adds the worktree on it. A Create that fails after those checks
+	// deletes it, as it deletes a branch it made.
+	BranchMade bool
 	// Base is the commit (or any revision naming one) to start from.
 	Base string
 	// Scope is applied to the checkout.
@@ -68,9 +74,9 @@ type Options struct {
 // Reader reads refs and trees of the repository in-process, as gitstore's
 // Store does.
 type Reader interface {
-	// RefExists reports whether the ref with the full name exists; sure
-	// is false when git must answer.
-	RefExists(name string) (exists, sure bool)
+	// LookupRef reads the ref with the full name: the object it points
+	// at and whether it exists; sure is false when git must answer.
+	LookupRef(name string) (id string, found, sure bool)
 	// ListTree returns what `git ls-tree -r -z --full-tree commit`
 	// prints, for a full commit id; ok is false when git must answer.
 	ListTree(commit string) ([]byte, bool)
@@ -164,7 +170,7 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("create worktree: %w", err)
 	}
-	base, verified, err := checkInputs(ctx, git, opts.Reader, opts.Branch, opts.Base)
+	base, verified, err := checkInputs(ctx, git, opts.Reader, opts.Branch, opts.Base, opts.BranchMade)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +235,11 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 			err = fmt.Errorf("%w (and rolling back failed: %v)", err, rbErr)
 		}
 	}()
-	if _, err = git.Run(ctx, "worktree", "add", "--quiet", "--no-checkout", "-b", opts.Branch, path, base); err != nil {
+	add := []string{"worktree", "add", "--quiet", "--no-checkout", "-b", opts.Branch, path, base}
+	if opts.BranchMade {
+		add = []string{"worktree", "add", "--quiet", "--no-checkout", path, opts.Branch}
+	}
+	if _, err = git.Run(ctx, add...); err != nil {
 		return nil, baseError(fmt.Errorf("create worktree: %w", err))
 	}
 	created = true
@@ -275,20 +285,22 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 }
 
 // checkInputs checks, with git processes run side by side, that branch is
-// a valid branch name that does not exist yet and that base names a
-// commit, and returns the commit's full id. The errors keep that order.
+// a valid branch name that does not exist yet (or, made, that it points
+// at base) and that base names a commit, and returns the commit's full
+// id. The errors keep that order.
 // Git is not asked about a branch name made only of letters, digits,
 // "_", "-" and "/" between non-empty parts (valid by git's rules), nor
 // about a base that is a full object id: verified then says false, and
 // it is taken as a commit until git uses it.
-func checkInputs(ctx context.Context, git gitcmd.Runner, rd Reader, branch, base string) (commit string, verified bool, err error) {
+func checkInputs(ctx context.Context, git gitcmd.Runner, rd Reader, branch, base string, made bool) (commit string, verified bool, err error) {
 	var wg sync.WaitGroup
 	var badName, exists bool
+	at := ""
 	var baseErr error
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		exists = branchExists(ctx, git, rd, branch)
+		at, exists = branchAt(ctx, git, rd, branch)
 	}()
 	if !plainBranchName(branch) {
 		wg.Add(1)
@@ -312,7 +324,9 @@ func checkInputs(ctx context.Context, git gitcmd.Runner, rd Reader, branch, base
 	switch {
 	case badName:
 		return "", false, exitcode.New(exitcode.Usage, fmt.Errorf("create worktree: %q is not a valid branch name", branch), "")
-	case exists:
+	case made && (!exists || at != commit):
+		return "", false, exitcode.New(exitcode.State, fmt.Errorf("create worktree: branch %s is not at the base %s", branch, base), "")
+	case exists && !made:
 		return "", false, exitcode.New(exitcode.State, fmt.Errorf("create worktree: branch %s already exists", branch), "")
 	case baseErr != nil:
 		return "", false, baseErr
@@ -427,16 +441,21 @@ func linkedGitDir(path string) (string, error) {
 	return filepath.Clean(dir), nil
 }
 
-// branchExists reports whether the branch exists, asking rd first (nil:
-// git alone).
-func branchExists(ctx context.Context, git gitcmd.Runner, rd Reader, branch string) bool {
-	if rd != nil {
-		if exists, sure := rd.RefExists("refs/heads/" + branch); sure {
-			return exists
-		}
-	}
+func branchExists(ctx context.Context, git gitcmd.Runner, branch string) bool {
 	_, err := git.Run(ctx, "show-ref", "--verify", "--quiet", "refs/heads/"+branch)
 	return err == nil
+}
+
+// branchAt returns what the branch points at and whether it exists,
+// asking rd first (nil: git alone).
+func branchAt(ctx context.Context, git gitcmd.Runner, rd Reader, branch string) (string, bool) {
+	if rd != nil {
+		if id, found, sure := rd.LookupRef("refs/heads/" + branch); sure {
+			return id, found
+		}
+	}
+	out, err := git.Output(ctx, "show-ref", "--verify", "--hash", "refs/heads/"+branch)
+	return out, err == nil
 }
 
 // listTree lists every entry of commit's tree, recursively, without
@@ -682,7 +701,7 @@ func rollback(ctx context.Context, git gitcmd.Runner, commonDir, path, branch st
 	if _, err := git.Run(ctx, "worktree", "prune"); err != nil {
 		errs = append(errs, err.Error())
 	}
-	if branchExists(ctx, git, nil, branch) {
+	if branchExists(ctx, git, branch) {
 		if _, err := git.Run(ctx, "branch", "-D", "--", branch); err != nil {
 			errs = append(errs, err.Error())
 		}

@@ -782,3 +782,52 @@ func TestCreateWithReader(t *testing.T) {
 		t.Errorf("worktree holds %q, git's listing made %q", got, want)
 	}
 }
+
+// TestCreateOnBranchMade: a branch the caller made at the base gets the
+// worktree without git making it (worktree add without -b, no branch
+// check by git with a reader); a made branch that is missing or not at
+// the base is refused and left alone.
+func TestCreateOnBranchMade(t *testing.T) {
+	repo := newRepo(t)
+	create(t, repo, "first", fixtureSpec())
+	base := gittest.Git(t, repo, "rev-parse", "main")
+	gittest.Git(t, repo, "commit", "-q", "--allow-empty", "-m", "later")
+	later := gittest.Git(t, repo, "rev-parse", "main")
+	gittest.Git(t, repo, "branch", "elsewhere", later)
+	common := gittest.Git(t, repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	st, err := gitstore.Open(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := func(name, branch string) Options {
+		return Options{Repo: repo, Path: wtPath(repo, name), Branch: branch, BranchMade: true, Base: base, Scope: fixtureSpec(),
+			CommonDir: common, Config: st.Config, Reader: st}
+	}
+	for _, branch := range []string{"elsewhere", "missing"} {
+		_, err := Create(context.Background(), opts("refused-"+branch, branch))
+		if err == nil || !strings.Contains(err.Error(), "is not at the base") {
+			t.Errorf("made branch %s: %v", branch, err)
+		}
+	}
+	if got := gittest.Git(t, repo, "rev-parse", "elsewhere"); got != later {
+		t.Errorf("the refused branch moved to %s", got)
+	}
+	gittest.Git(t, repo, "branch", "made", base)
+	counter := gittest.NewGitCounter(t)
+	t.Setenv("PATH", counter.Dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	res, err := Create(context.Background(), opts("made", "made"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = MakeWritable(res.Path) })
+	calls := strings.TrimSpace(counter.Calls(t))
+	if strings.Contains(calls, " -b ") || strings.Contains(calls, "show-ref") || len(strings.Split(calls, "\n")) != 2 {
+		t.Errorf("Create ran\n%s", calls)
+	}
+	if b := gittest.Git(t, res.Path, "symbolic-ref", "HEAD"); b != "refs/heads/made" {
+		t.Errorf("the worktree is on %s", b)
+	}
+	if got := gittest.Git(t, res.Path, "rev-parse", "HEAD"); got != base {
+		t.Errorf("the worktree is at %s, want the base %s", got, base)
+	}
+}
