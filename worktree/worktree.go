@@ -235,11 +235,7 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 			err = fmt.Errorf("%w (and rolling back failed: %v)", err, rbErr)
 		}
 	}()
-	add := []string{"worktree", "add", "--quiet", "--no-checkout", "-b", opts.Branch, path, base}
-	if opts.BranchMade {
-		add = []string{"worktree", "add", "--quiet", "--no-checkout", path, opts.Branch}
-	}
-	if _, err = git.Run(ctx, add...); err != nil {
+	if _, err = git.Run(ctx, addArgs(opts, path, base)...); err != nil {
 		return nil, baseError(fmt.Errorf("create worktree: %w", err))
 	}
 	created = true
@@ -265,23 +261,42 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 		return nil, fmt.Errorf("create worktree: %w", err)
 	}
 	umask := processUmask()
-	gitUmask := umask
-	if plan.counts.Present > 0 {
-		gitUmask, err = checkOut(ctx, wt, path, gitDir, plan.layout, umask)
-		if err != nil {
-			return nil, fmt.Errorf("create worktree: check out %s: %w", base, err)
-		}
-	} else {
-		// Nothing to check out: git refuses a sparse checkout that leaves
-		// no file, so only fill the index, every entry skip-worktree.
-		if err = fillIndexSkipped(ctx, wt); err != nil {
-			return nil, fmt.Errorf("create worktree: %w", err)
-		}
+	gitUmask, err := populate(ctx, wt, path, gitDir, base, plan, umask)
+	if err != nil {
+		return nil, err
 	}
 	if err = plan.layout.checkAndApply(path, opts.Scope, umask, gitUmask); err != nil {
 		return nil, fmt.Errorf("create worktree: %w", err)
 	}
 	return &Result{Path: path, GitDir: gitDir, Branch: opts.Branch, Base: base, Patterns: plan.patterns, Counts: plan.counts}, nil
+}
+
+// addArgs is the git worktree add that makes the worktree at path
+// without checking anything out: on a new branch at base, or on the
+// branch the caller made.
+func addArgs(opts Options, path, base string) []string {
+	if opts.BranchMade {
+		return []string{"worktree", "add", "--quiet", "--no-checkout", path, opts.Branch}
+	}
+	return []string{"worktree", "add", "--quiet", "--no-checkout", "-b", opts.Branch, path, base}
+}
+
+// populate checks out the planned files of base into the new worktree at
+// path and returns the umask git wrote them with. With nothing to check
+// out it only fills the index, every entry skip-worktree: git refuses a
+// sparse checkout that leaves no file.
+func populate(ctx context.Context, wt gitcmd.Runner, path, gitDir, base string, plan planResult, umask int) (int, error) {
+	if plan.counts.Present == 0 {
+		if err := fillIndexSkipped(ctx, wt); err != nil {
+			return umask, fmt.Errorf("create worktree: %w", err)
+		}
+		return umask, nil
+	}
+	gitUmask, err := checkOut(ctx, wt, path, gitDir, plan.layout, umask)
+	if err != nil {
+		return umask, fmt.Errorf("create worktree: check out %s: %w", base, err)
+	}
+	return gitUmask, nil
 }
 
 // checkInputs checks, with git processes run side by side, that branch is
