@@ -36,6 +36,10 @@ type Change struct {
 	Data    []byte
 	Message string
 	Verify  []RefState
+	// Also lists other refs Create writes in the same transaction as the
+	// entity's (a branch that goes with it): all are written, or none.
+	// Update ignores it.
+	Also []RefOp
 }
 
 // maxAttempts bounds the retries of a contended update.
@@ -51,6 +55,7 @@ func (s *Store) Create(ctx context.Context, k Kind, id string, ch Change) (Doc, 
 		return Doc{}, err
 	}
 	ops := append([]RefOp{{Verb: "create", Ref: k.Ref(id), New: c}}, verifyOps(k.Ref(id), ch.Verify)...)
+	ops = append(ops, ch.Also...)
 	if err := s.Transact(ctx, ops); err != nil {
 		return Doc{}, err
 	}

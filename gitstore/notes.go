@@ -375,6 +375,9 @@ func (s *Store) readNotesTree(cf *catFile, head object) (map[string][]string, er
 
 // Root returns the creation (root) commit of one entity's chain.
 func (s *Store) Root(ctx context.Context, k Kind, id string) (string, error) {
+	if root, ok := s.rootLocal(k.Ref(id)); ok {
+		return root, nil
+	}
 	lines, err := s.git.Lines(ctx, "rev-list", "--max-parents=0", k.Ref(id), "--")
 	if err != nil {
 		return "", fmt.Errorf("finding the first commit of %s %s: %w", k.Noun, id, err)
@@ -430,6 +433,45 @@ func (s *Store) Roots(ctx context.Context, k Kind, tips map[string]string) (map[
 	}
 	s.writeRootsCache(k, keep, gen)
 	return roots, nil
+}
+
+// rootLocal finds the root of the chain at ref in-process when the chain
+// is a plain line of commits (no merge): it then has exactly the one root
+// that `rev-list --max-parents=0` lists. ok is false when git must answer
+// (a merge on the way, a ref or commit that does not read).
+func (s *Store) rootLocal(ref string) (string, bool) {
+	db := s.objects()
+	if db == nil {
+		return "", false
+	}
+	c, found, sure := s.lookupRef(ref)
+	if !found || !sure {
+		return "", false
+	}
+	for steps := 0; steps <= 1<<20; steps++ {
+		typ, data, err := db.read(c)
+		if err != nil || typ != "commit" {
+			return "", false
+		}
+		var parents []string
+		for _, line := range strings.Split(string(data), "\n") {
+			if line == "" {
+				break
+			}
+			if p, ok := strings.CutPrefix(line, "parent "); ok {
+				parents = append(parents, p)
+			}
+		}
+		switch len(parents) {
+		case 0:
+			return c, true
+		case 1:
+			c = parents[0]
+		default:
+			return "", false
+		}
+	}
+	return "", false
 }
 
 // walkRootsLocal finds the root of each chain in tips in-process, following

@@ -298,10 +298,12 @@ func Host() string {
 }
 
 // Create records a new session. id must be fresh (gitstore.NewID). The
-// returned commit is the creation commit outcomes are attached to.
-func Create(ctx context.Context, st *gitstore.Store, s Session) (Session, string, error) {
+// returned commit is the creation commit outcomes are attached to. also
+// are other refs written in the same transaction (the session's branch,
+// made at its base): all are written, or none.
+func Create(ctx context.Context, st *gitstore.Store, s Session, also ...gitstore.RefOp) (Session, string, error) {
 	s.V = SchemaVersion
-	doc, err := st.Create(ctx, Kind, s.ID, gitstore.Change{Data: s.Encode(), Message: "session start: task " + s.Task[:8] + " agent " + s.Agent})
+	doc, err := st.Create(ctx, Kind, s.ID, gitstore.Change{Data: s.Encode(), Message: "session start: task " + s.Task[:8] + " agent " + s.Agent, Also: also})
 	if err != nil {
 		return Session{}, "", fmt.Errorf("recording session: %w", err)
 	}

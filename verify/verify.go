@@ -139,6 +139,16 @@ type Input struct {
 	Permissions bool
 	// Live is the watcher's record of the run, if there was one.
 	Live *Record
+	// Reader, when not nil, lists the base tree in-process; whatever it
+	// cannot answer, git does.
+	Reader Reader
+}
+
+// Reader reads trees in-process, as gitstore's Store does.
+type Reader interface {
+	// ListTree returns what `git ls-tree -r -z --full-tree commit`
+	// prints, for a full commit id; ok is false when git must answer.
+	ListTree(commit string) ([]byte, bool)
 }
 
 // Verdict is the result of Check, recorded in the session's outcome note.
@@ -309,8 +319,9 @@ type reads struct {
 	genFiles             []generatedFile
 }
 
-// read runs the independent reads side by side: the committed diff, the
-// worktree's status, the base tree (whose files bc checks on disk while
+// read runs the independent reads side by side: the committed diff (none
+// when the tip is the base), the worktree's status, the base tree (listed
+// in-process when in.Reader can) (whose files bc checks on disk while
 // git works), the generated files and, with a sparse checkout, its list.
 func read(ctx context.Context, g gitcmd.Runner, in Input, r revs, bc *checker) (reads, error) {
 	var (
@@ -318,19 +329,28 @@ func read(ctx context.Context, g gitcmd.Runner, in Input, r revs, bc *checker) (
 		rd                             reads
 		diffErr, statusErr, lsErr, gen error
 	)
-	wg.Add(4)
-	go func() {
-		defer wg.Done()
-		rd.diff, diffErr = g.Run(ctx, "diff", "--raw", "-z", "-M", "--no-abbrev", "--no-ext-diff", "--no-textconv", r.base, r.tip, "--")
-	}()
+	wg.Add(3)
+	if r.base != r.tip {
+		// A commit judged against itself has no committed change.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rd.diff, diffErr = g.Run(ctx, "diff", "--raw", "-z", "-M", "--no-abbrev", "--no-ext-diff", "--no-textconv", r.base, r.tip, "--")
+		}()
+	}
 	go func() {
 		defer wg.Done()
 		rd.status, statusErr = g.Run(ctx, "status", "--porcelain=v2", "-z", "--untracked-files=all", "--ignored=matching", "--no-ahead-behind")
 	}()
 	go func() {
 		defer wg.Done()
-		var lsTree []byte
-		lsTree, lsErr = g.Run(ctx, "ls-tree", "-r", "-z", "--full-tree", r.base)
+		lsTree, ok := []byte(nil), false
+		if in.Reader != nil {
+			lsTree, ok = in.Reader.ListTree(r.base)
+		}
+		if !ok {
+			lsTree, lsErr = g.Run(ctx, "ls-tree", "-r", "-z", "--full-tree", r.base)
+		}
 		if lsErr == nil {
 			rd.baseFiles = parseLsTree(lsTree)
 			paths := make([]string, len(rd.baseFiles))

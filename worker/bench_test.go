@@ -45,11 +45,11 @@ func BenchmarkMainCheckoutSnapshot(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		before, err := snapshotMain(ctx, g, ".agentmine/worktrees", racyWindow, nil)
+		before, err := snapshotMain(ctx, g, nil, ".agentmine/worktrees", racyWindow, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		after, err := snapshotMain(ctx, g, ".agentmine/worktrees", racyWindow, before)
+		after, err := snapshotMain(ctx, g, nil, ".agentmine/worktrees", racyWindow, before)
 		if err != nil {
 			b.Fatal(err)
 		}

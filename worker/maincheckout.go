@@ -121,9 +121,11 @@ type mainSnapshot struct {
 // before the worker starts, end once it has ended, then findings.
 type mainCheckout struct {
 	env *Env
-	// g runs git in the main checkout (Env.mainGit).
-	g   gitcmd.Runner
-	top string
+	// g runs git in the main checkout (Env.mainGit); local reads what it
+	// can of it in-process (nil: git reads all).
+	g     gitcmd.Runner
+	local *mainLocal
+	top   string
 	// skip is the worktree root relative to top ("" when it lies outside).
 	skip     string
 	writable bool
@@ -138,7 +140,7 @@ type mainCheckout struct {
 
 // startMainCheckout takes the main checkout's snapshot before a run.
 func (e *Env) startMainCheckout(ctx context.Context, s sessions.Session) *mainCheckout {
-	m := &mainCheckout{env: e, g: e.mainGit(), top: e.Top, writable: mainCheckoutWritable(s)}
+	m := &mainCheckout{env: e, g: e.mainGit(), local: e.mainLocalFor(e.Top), top: e.Top, writable: mainCheckoutWritable(s)}
 	if s.Isolation != nil {
 		m.level = s.Isolation.Level
 	}
@@ -146,7 +148,7 @@ func (e *Env) startMainCheckout(ctx context.Context, s sessions.Session) *mainCh
 		m.skip = filepath.ToSlash(rel)
 	}
 	release, _ := e.St.LockCheckout(ctx, e.Top, gitstore.CheckoutLockWait)
-	m.before, m.beforeErr = snapshotMain(ctx, m.g, m.skip, racyWindow, nil)
+	m.before, m.beforeErr = snapshotMain(ctx, m.g, m.local, m.skip, racyWindow, nil)
 	release()
 	return m
 }
@@ -157,7 +159,7 @@ func (m *mainCheckout) end(ctx context.Context) {
 		return
 	}
 	release, _ := m.env.St.LockCheckout(ctx, m.top, gitstore.CheckoutLockWait)
-	m.after, m.afterErr = snapshotMain(ctx, m.g, m.skip, racyWindow, m.before)
+	m.after, m.afterErr = snapshotMain(ctx, m.g, m.local, m.skip, racyWindow, m.before)
 	release()
 }
 
@@ -174,13 +176,20 @@ func (e *Env) mainGit() gitcmd.Runner {
 // whatever their kind. prev, the snapshot before the run, spares reading
 // the index entries again when the index file is the same file, untouched
 // (marking an entry rewrites it). git status and the index are read at the
-// same time, and the listed paths are examined in parallel.
-func snapshotMain(ctx context.Context, g gitcmd.Runner, skip string, racy time.Duration, prev *mainSnapshot) (*mainSnapshot, error) {
+// same time, and the listed paths are examined in parallel. local, when
+// not nil, reads HEAD and the index's flags in-process where it can.
+func snapshotMain(ctx context.Context, g gitcmd.Runner, local *mainLocal, skip string, racy time.Duration, prev *mainSnapshot) (*mainSnapshot, error) {
 	taken := time.Now()
 	snap := &mainSnapshot{top: g.Dir, paths: map[string]pathState{}}
-	index, err := headAndIndex(ctx, g, snap)
-	if err != nil {
-		return nil, fmt.Errorf("reading the main checkout's git directory: %w", err)
+	index, ok := "", false
+	if local != nil {
+		index, ok = local.headAndIndex(snap)
+	}
+	if !ok {
+		var err error
+		if index, err = headAndIndex(ctx, g, snap); err != nil {
+			return nil, fmt.Errorf("reading the main checkout's git directory: %w", err)
+		}
 	}
 	if !filepath.IsAbs(index) {
 		index = filepath.Join(g.Dir, index)
@@ -192,6 +201,8 @@ func snapshotMain(ctx context.Context, g gitcmd.Runner, skip string, racy time.D
 	var wg sync.WaitGroup
 	if prev != nil && snap.index.present && prev.index.sameFile(snap.index) {
 		snap.flags = prev.flags
+	} else if flags, ok := local.flagsOf(index); ok {
+		snap.flags = flags
 	} else {
 		wg.Add(1)
 		go func() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -46,9 +47,27 @@ func snap(t *testing.T, g gitcmd.Runner) *mainSnapshot {
 // entries only when the index file changed since prev.
 func snapAfter(t *testing.T, g gitcmd.Runner, prev *mainSnapshot) *mainSnapshot {
 	t.Helper()
-	s, err := snapshotMain(context.Background(), g, ".agentmine/worktrees", 0, prev)
+	s, err := snapshotMain(context.Background(), g, nil, ".agentmine/worktrees", 0, prev)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The same snapshot read in-process where it can be: HEAD, the index's
+	// path and its flagged entries are git's answers.
+	st, err := gitstore.Open(context.Background(), g.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := (&Env{St: st, Top: g.Dir}).mainLocalFor(g.Dir)
+	if local == nil {
+		t.Fatal("the main checkout is not read in-process")
+	}
+	ls, err := snapshotMain(context.Background(), g, local, ".agentmine/worktrees", 0, prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ls.head != s.head || ls.headRef != s.headRef || !reflect.DeepEqual(ls.flags, s.flags) || ls.index.ino != s.index.ino {
+		t.Fatalf("read in-process: HEAD %s %s, flags %v, index %+v\nread by git: HEAD %s %s, flags %v, index %+v",
+			ls.headRef, ls.head, ls.flags, ls.index, s.headRef, s.head, s.flags, s.index)
 	}
 	return s
 }

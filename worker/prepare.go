@@ -211,12 +211,14 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 			}
 		}
 	}()
-	sess, root, err := sessions.Create(ctx, st, sess)
+	// The session's branch is made at its base in the session's own
+	// transaction: the worktree is added on it.
+	sess, root, err := sessions.Create(ctx, st, sess, gitstore.RefOp{Verb: "create", Ref: "refs/heads/" + sess.Branch, New: baseCommit})
 	if err != nil {
 		return nil, err
 	}
 	created := sessions.Record{Session: sess, Root: root} // sess changes below
-	undo = append(undo, func() { undoSession(ctx, st, created) })
+	undo = append(undo, func() { undoSession(ctx, st, created) }, func() { e.dropBranch(context.WithoutCancel(ctx), sess.Branch, baseCommit) })
 	claimedOn, claimNote, giveBack, err := e.claimFor(ctx, o, sess, root)
 	if err != nil {
 		return nil, err
@@ -234,8 +236,8 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	}()
 	defer func() { <-memRead }()
 	st.RecordWorktree(gitstore.JournalWorktreeAdd, wtPath)
-	wt, err := worktree.Create(ctx, worktree.Options{Repo: e.Top, Path: wtPath, Branch: sess.Branch, Base: baseCommit, Scope: spec,
-		CommonDir: st.Location().CommonDir, Config: st.Config, ExcludesFile: excludeRel})
+	wt, err := worktree.Create(ctx, worktree.Options{Repo: e.Top, Path: wtPath, Branch: sess.Branch, BranchMade: true, Base: baseCommit, Scope: spec,
+		CommonDir: st.Location().CommonDir, Config: st.Config, ExcludesFile: excludeRel, Reader: st})
 	if err != nil {
 		return nil, fmt.Errorf("preparing the worktree for task %s: %w", short, err)
 	}
@@ -281,6 +283,18 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	}
 	return &Prepared{Rec: sessions.Record{Session: sess, Root: root}, Task: task, Agent: ag, Worktree: wtPath,
 		PromptFile: promptFile, Command: cmd, Client: client, Claimed: claimedOn, ClaimNote: claimNote}, nil
+}
+
+// dropBranch deletes the session's branch made with it when preparing
+// fails before its worktree holds it: only while it is still at base, so
+// that nothing committed on it is lost.
+func (e *Env) dropBranch(ctx context.Context, branch, base string) {
+	ref := "refs/heads/" + branch
+	_, at, ok := e.St.ResolveCommit(ctx, ref)
+	if !ok || at != base {
+		return
+	}
+	_ = e.St.Transact(ctx, []gitstore.RefOp{{Verb: "delete", Ref: ref, Old: base}})
 }
 
 // worktreePath is where the task's worktree goes (a best-of attempt's

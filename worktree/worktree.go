@@ -39,8 +39,14 @@ type Options struct {
 	// Path is the directory of the new worktree; it must not exist yet. A
 	// relative path is taken relative to the current directory.
 	Path string
-	// Branch is the new branch created at Base; it must not exist yet.
+	// Branch is the new branch created at Base; it must not exist yet,
+	// unless BranchMade.
 	Branch string
+	// BranchMade says the caller has created Branch at Base itself (in a
+	// ref transaction of its own): Create checks that it points at Base
+	// and adds the worktree on it. A Create that fails after those checks
+	// deletes it, as it deletes a branch it made.
+	BranchMade bool
 	// Base is the commit (or any revision naming one) to start from.
 	Base string
 	// Scope is applied to the checkout.
@@ -59,6 +65,21 @@ type Options struct {
 	// the worktree's own configuration sets as its core.excludesFile.
 	// The file need not exist yet.
 	ExcludesFile string
+	// Reader, when not nil, answers in-process what Create would
+	// otherwise ask git (whether the branch exists, the base tree's
+	// listing); whatever it is not sure of, git answers.
+	Reader Reader
+}
+
+// Reader reads refs and trees of the repository in-process, as gitstore's
+// Store does.
+type Reader interface {
+	// LookupRef reads the ref with the full name: the object it points
+	// at and whether it exists; sure is false when git must answer.
+	LookupRef(name string) (id string, found, sure bool)
+	// ListTree returns what `git ls-tree -r -z --full-tree commit`
+	// prints, for a full commit id; ok is false when git must answer.
+	ListTree(commit string) ([]byte, bool)
 }
 
 // Result describes a created worktree.
@@ -149,7 +170,7 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("create worktree: %w", err)
 	}
-	base, verified, err := checkInputs(ctx, git, opts.Branch, opts.Base)
+	base, verified, err := checkInputs(ctx, git, opts.Reader, opts.Branch, opts.Base, opts.BranchMade)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +193,7 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 	planned := make(chan struct{})
 	go func() {
 		defer close(planned)
-		plan = planCheckout(ctx, git, base, opts.Scope)
+		plan = planCheckout(ctx, git, opts.Reader, base, opts.Scope)
 	}()
 	var wtConfigOn bool
 	configRead := make(chan struct{})
@@ -214,7 +235,7 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 			err = fmt.Errorf("%w (and rolling back failed: %v)", err, rbErr)
 		}
 	}()
-	if _, err = git.Run(ctx, "worktree", "add", "--quiet", "--no-checkout", "-b", opts.Branch, path, base); err != nil {
+	if _, err = git.Run(ctx, addArgs(opts, path, base)...); err != nil {
 		return nil, baseError(fmt.Errorf("create worktree: %w", err))
 	}
 	created = true
@@ -240,18 +261,9 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 		return nil, fmt.Errorf("create worktree: %w", err)
 	}
 	umask := processUmask()
-	gitUmask := umask
-	if plan.counts.Present > 0 {
-		gitUmask, err = checkOut(ctx, wt, path, gitDir, plan.layout, umask)
-		if err != nil {
-			return nil, fmt.Errorf("create worktree: check out %s: %w", base, err)
-		}
-	} else {
-		// Nothing to check out: git refuses a sparse checkout that leaves
-		// no file, so only fill the index, every entry skip-worktree.
-		if err = fillIndexSkipped(ctx, wt); err != nil {
-			return nil, fmt.Errorf("create worktree: %w", err)
-		}
+	gitUmask, err := populate(ctx, wt, path, gitDir, base, plan, umask)
+	if err != nil {
+		return nil, err
 	}
 	if err = plan.layout.checkAndApply(path, opts.Scope, umask, gitUmask); err != nil {
 		return nil, fmt.Errorf("create worktree: %w", err)
@@ -259,21 +271,51 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 	return &Result{Path: path, GitDir: gitDir, Branch: opts.Branch, Base: base, Patterns: plan.patterns, Counts: plan.counts}, nil
 }
 
+// addArgs is the git worktree add that makes the worktree at path
+// without checking anything out: on a new branch at base, or on the
+// branch the caller made.
+func addArgs(opts Options, path, base string) []string {
+	if opts.BranchMade {
+		return []string{"worktree", "add", "--quiet", "--no-checkout", path, opts.Branch}
+	}
+	return []string{"worktree", "add", "--quiet", "--no-checkout", "-b", opts.Branch, path, base}
+}
+
+// populate checks out the planned files of base into the new worktree at
+// path and returns the umask git wrote them with. With nothing to check
+// out it only fills the index, every entry skip-worktree: git refuses a
+// sparse checkout that leaves no file.
+func populate(ctx context.Context, wt gitcmd.Runner, path, gitDir, base string, plan planResult, umask int) (int, error) {
+	if plan.counts.Present == 0 {
+		if err := fillIndexSkipped(ctx, wt); err != nil {
+			return umask, fmt.Errorf("create worktree: %w", err)
+		}
+		return umask, nil
+	}
+	gitUmask, err := checkOut(ctx, wt, path, gitDir, plan.layout, umask)
+	if err != nil {
+		return umask, fmt.Errorf("create worktree: check out %s: %w", base, err)
+	}
+	return gitUmask, nil
+}
+
 // checkInputs checks, with git processes run side by side, that branch is
-// a valid branch name that does not exist yet and that base names a
-// commit, and returns the commit's full id. The errors keep that order.
+// a valid branch name that does not exist yet (or, made, that it points
+// at base) and that base names a commit, and returns the commit's full
+// id. The errors keep that order.
 // Git is not asked about a branch name made only of letters, digits,
 // "_", "-" and "/" between non-empty parts (valid by git's rules), nor
 // about a base that is a full object id: verified then says false, and
 // it is taken as a commit until git uses it.
-func checkInputs(ctx context.Context, git gitcmd.Runner, branch, base string) (commit string, verified bool, err error) {
+func checkInputs(ctx context.Context, git gitcmd.Runner, rd Reader, branch, base string, made bool) (commit string, verified bool, err error) {
 	var wg sync.WaitGroup
 	var badName, exists bool
+	at := ""
 	var baseErr error
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		exists = branchExists(ctx, git, branch)
+		at, exists = branchAt(ctx, git, rd, branch)
 	}()
 	if !plainBranchName(branch) {
 		wg.Add(1)
@@ -297,7 +339,9 @@ func checkInputs(ctx context.Context, git gitcmd.Runner, branch, base string) (c
 	switch {
 	case badName:
 		return "", false, exitcode.New(exitcode.Usage, fmt.Errorf("create worktree: %q is not a valid branch name", branch), "")
-	case exists:
+	case made && (!exists || at != commit):
+		return "", false, exitcode.New(exitcode.State, fmt.Errorf("create worktree: branch %s is not at the base %s", branch, base), "")
+	case exists && !made:
 		return "", false, exitcode.New(exitcode.State, fmt.Errorf("create worktree: branch %s already exists", branch), "")
 	case baseErr != nil:
 		return "", false, baseErr
@@ -372,8 +416,8 @@ type planResult struct {
 // planCheckout lists commit's tree and classifies every entry by what
 // spec allows, computing the sparse-checkout patterns that keep exactly
 // the present ones and the layout they make.
-func planCheckout(ctx context.Context, git gitcmd.Runner, commit string, spec scope.Spec) planResult {
-	entries, err := listTree(ctx, git, commit)
+func planCheckout(ctx context.Context, git gitcmd.Runner, rd Reader, commit string, spec scope.Spec) planResult {
+	entries, err := listTree(ctx, git, rd, commit)
 	if err != nil {
 		return planResult{err: err}
 	}
@@ -417,10 +461,28 @@ func branchExists(ctx context.Context, git gitcmd.Runner, branch string) bool {
 	return err == nil
 }
 
+// branchAt returns what the branch points at and whether it exists,
+// asking rd first (nil: git alone).
+func branchAt(ctx context.Context, git gitcmd.Runner, rd Reader, branch string) (string, bool) {
+	if rd != nil {
+		if id, found, sure := rd.LookupRef("refs/heads/" + branch); sure {
+			return id, found
+		}
+	}
+	out, err := git.Output(ctx, "show-ref", "--verify", "--hash", "refs/heads/"+branch)
+	return out, err == nil
+}
+
 // listTree lists every entry of commit's tree, recursively, without
-// descending into submodules. The listing is read as git writes it, and
-// the paths are kept in a few large strings, not one allocation each.
-func listTree(ctx context.Context, git gitcmd.Runner, commit string) (*entryList, error) {
+// descending into submodules: read in-process by rd when it can (nil: by
+// git). The listing is read as git writes it, and the paths are kept in a
+// few large strings, not one allocation each.
+func listTree(ctx context.Context, git gitcmd.Runner, rd Reader, commit string) (*entryList, error) {
+	if rd != nil && fullID(commit) {
+		if data, ok := rd.ListTree(commit); ok {
+			return parseTree(bufio.NewReaderSize(bytes.NewReader(data), 64<<10))
+		}
+	}
 	// Not --format: git 2.39 quotes %(path) even with -z.
 	args := []string{"ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit}
 	s, err := git.Stream(ctx, args...)

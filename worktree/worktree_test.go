@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitcmd"
+	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
 	"github.com/git-agentmine/git-agentmine/scope"
 	"golang.org/x/sys/unix"
@@ -727,5 +728,106 @@ func TestPlainBranchName(t *testing.T) {
 				t.Errorf("git rejects %q: %v", c.name, err)
 			}
 		}
+	}
+}
+
+// TestCreateWithReader: with an in-process reader (gitstore's Store) the
+// branch check and the base tree's listing start no git process, and the
+// worktree is the one git's answers make; a branch that exists is still
+// refused, and a tree or missing object given as the base is still not a
+// commit.
+func TestCreateWithReader(t *testing.T) {
+	repo := newRepo(t)
+	first := create(t, repo, "first", fixtureSpec())
+	gittest.Git(t, repo, "branch", "taken")
+	base := gittest.Git(t, repo, "rev-parse", "main")
+	common := gittest.Git(t, repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	st, err := gitstore.Open(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := func(name, branch, base string) Options {
+		return Options{Repo: repo, Path: wtPath(repo, name), Branch: branch, Base: base, Scope: fixtureSpec(),
+			CommonDir: common, Config: st.Config, Reader: st}
+	}
+	for _, c := range []struct{ branch, base, want string }{
+		{"taken", base, "branch taken already exists"},
+		{"b1", gittest.Git(t, repo, "rev-parse", "main^{tree}"), "is not a commit"},
+		{"b1", strings.Repeat("0", len(base)), "is not a commit"},
+	} {
+		if _, err := Create(context.Background(), opts("refused", c.branch, c.base)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("branch %s base %s: %v, want %q", c.branch, c.base, err, c.want)
+		}
+	}
+	counter := gittest.NewGitCounter(t)
+	t.Setenv("PATH", counter.Dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	res, err := Create(context.Background(), opts("read", "task-read", base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = MakeWritable(res.Path) })
+	calls := strings.Split(strings.TrimSpace(counter.Calls(t)), "\n")
+	sort.Strings(calls)
+	verbs := make([]string, len(calls))
+	for i, c := range calls {
+		verbs[i] = strings.Fields(c)[0]
+	}
+	if got := strings.Join(verbs, " "); got != "read-tree worktree" {
+		t.Errorf("Create ran\n%s", strings.Join(calls, "\n"))
+	}
+	if !reflect.DeepEqual(res.Patterns, first.Patterns) || res.Counts != first.Counts {
+		t.Errorf("read in-process: %q %+v; by git: %q %+v", res.Patterns, res.Counts, first.Patterns, first.Counts)
+	}
+	if got, want := onDisk(t, res.Path), onDisk(t, first.Path); !reflect.DeepEqual(got, want) {
+		t.Errorf("worktree holds %q, git's listing made %q", got, want)
+	}
+}
+
+// TestCreateOnBranchMade: a branch the caller made at the base gets the
+// worktree without git making it (worktree add without -b, no branch
+// check by git with a reader); a made branch that is missing or not at
+// the base is refused and left alone.
+func TestCreateOnBranchMade(t *testing.T) {
+	repo := newRepo(t)
+	create(t, repo, "first", fixtureSpec())
+	base := gittest.Git(t, repo, "rev-parse", "main")
+	gittest.Git(t, repo, "commit", "-q", "--allow-empty", "-m", "later")
+	later := gittest.Git(t, repo, "rev-parse", "main")
+	gittest.Git(t, repo, "branch", "elsewhere", later)
+	common := gittest.Git(t, repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	st, err := gitstore.Open(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := func(name, branch string) Options {
+		return Options{Repo: repo, Path: wtPath(repo, name), Branch: branch, BranchMade: true, Base: base, Scope: fixtureSpec(),
+			CommonDir: common, Config: st.Config, Reader: st}
+	}
+	for _, branch := range []string{"elsewhere", "missing"} {
+		_, err := Create(context.Background(), opts("refused-"+branch, branch))
+		if err == nil || !strings.Contains(err.Error(), "is not at the base") {
+			t.Errorf("made branch %s: %v", branch, err)
+		}
+	}
+	if got := gittest.Git(t, repo, "rev-parse", "elsewhere"); got != later {
+		t.Errorf("the refused branch moved to %s", got)
+	}
+	gittest.Git(t, repo, "branch", "made", base)
+	counter := gittest.NewGitCounter(t)
+	t.Setenv("PATH", counter.Dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	res, err := Create(context.Background(), opts("made", "made"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = MakeWritable(res.Path) })
+	calls := strings.TrimSpace(counter.Calls(t))
+	if strings.Contains(calls, " -b ") || strings.Contains(calls, "show-ref") || len(strings.Split(calls, "\n")) != 2 {
+		t.Errorf("Create ran\n%s", calls)
+	}
+	if b := gittest.Git(t, res.Path, "symbolic-ref", "HEAD"); b != "refs/heads/made" {
+		t.Errorf("the worktree is on %s", b)
+	}
+	if got := gittest.Git(t, res.Path, "rev-parse", "HEAD"); got != base {
+		t.Errorf("the worktree is at %s, want the base %s", got, base)
 	}
 }

@@ -13,12 +13,13 @@ import (
 )
 
 // TestWorkerRunGitCalls: preparing a worker (worker run without --exec,
-// the task named by its full id) starts at most 9 git processes, however
-// many files the worktree gets: the worktree costs four (branch check,
-// worktree add, tree listing, checkout), finding the repository and its
-// identity two, the base one and the session record two; the board and
-// the Memory Bank are read in-process. The repository's first worktree
-// takes two more, to turn on per-worktree configuration.
+// the task named by its full id) starts at most 5 git processes, however
+// many files the worktree gets: the identity one, the session record two
+// (its creation, which makes its branch too, and the worktree's facts),
+// the worktree two (worktree add, checkout); the repository, the board,
+// the base, the branch check, the base tree and the Memory Bank are read
+// in-process. The repository's first worktree takes two more, to turn on
+// per-worktree configuration.
 func TestWorkerRunGitCalls(t *testing.T) {
 	repo := testRepo(t)
 	run(t, repo, "git", "agentmine", "init")
@@ -30,7 +31,7 @@ func TestWorkerRunGitCalls(t *testing.T) {
 	gittest.Git(t, repo, "add", "-A")
 	gittest.Git(t, repo, "commit", "-qm", "files")
 	counter := gittest.NewGitCounter(t)
-	for i, most := range []int{11, 9} {
+	for i, most := range []int{7, 5} {
 		id := run(t, repo, "git", "agentmine", "task", "add", fmt.Sprintf("counted %d", i), "-q")
 		counter.Reset()
 		cmd := exec.Command("git-agentmine", "worker", "run", id, "--agent", "bench", "--json")
@@ -50,15 +51,16 @@ func TestWorkerRunGitCalls(t *testing.T) {
 }
 
 // TestWorkerRunExecGitProcesses: a whole `worker run --exec` of a no-op
-// agent (prepare, run, verify, record) starts at most 23 git processes,
-// counted by git's own trace (GIT_TRACE2_EVENT), so that the processes git
-// starts for itself (worktree add's branch and symbolic-ref) count too:
-// five ref transactions, six for the worktree, two snapshots of the main
-// checkout before and after (a rev-parse and a status each, and the index
-// flags once), five for the scope check, the identity and the session's
-// root. Only one of them is a rev-parse outside the scope check and the
-// snapshots; there were 35, 12 of them rev-parse. The repository's first
-// worktree takes two more, to turn on per-worktree configuration.
+// agent (prepare, run, verify, record) starts at most 14 git processes
+// (15 under `git agentmine`), counted by git's own trace
+// (GIT_TRACE2_EVENT), so that the processes git starts for itself
+// (worktree add's symbolic-ref) count too: five ref transactions (the
+// first makes the session's branch as well), three for the worktree, a
+// status of the main checkout before and after (its HEAD and index read
+// in-process), three for the scope check (no diff: nothing was
+// committed; the base tree read in-process) and the identity. There were
+// 35, 12 of them rev-parse, then 23. The repository's first worktree
+// takes two more, to turn on per-worktree configuration.
 func TestWorkerRunExecGitProcesses(t *testing.T) {
 	repo := testRepo(t)
 	run(t, repo, "git", "agentmine", "init")
@@ -68,7 +70,7 @@ func TestWorkerRunExecGitProcesses(t *testing.T) {
 	})
 	gittest.Git(t, repo, "add", "-A")
 	gittest.Git(t, repo, "commit", "-qm", "files")
-	for i, most := range []int{25, 23} {
+	for i, most := range []int{16, 14} {
 		id := run(t, repo, "git", "agentmine", "task", "add", fmt.Sprintf("counted %d", i), "-q")
 		trace := filepath.Join(t.TempDir(), "trace")
 		cmd := exec.Command("git-agentmine", "worker", "run", id, "--agent", "noop", "--exec")
