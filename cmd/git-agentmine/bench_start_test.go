@@ -25,6 +25,27 @@ func BenchmarkVersion(b *testing.B) {
 	comparePairs(b, b.TempDir(), []string{"git", "agentmine", "version"}, []string{"git", "--version"})
 }
 
+// BenchmarkGoFloor is BenchmarkVersion's floor: a Go program that only
+// prints a line, built as git-agentmine is (without cgo) and run through
+// the same front door (`git gofloor`), against `git --version`. No Go
+// command can start faster than this ratio.
+func BenchmarkGoFloor(b *testing.B) {
+	src := b.TempDir()
+	gittest.WriteFiles(b, src, map[string]string{
+		"go.mod":  "module gofloor\n\ngo 1.26\n",
+		"main.go": "package main\n\nimport \"os\"\n\nfunc main() { os.Stdout.WriteString(\"floor\\n\") }\n",
+	})
+	bin := b.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "git-gofloor"), ".")
+	build.Dir = src
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v: %s", err, out)
+	}
+	b.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	comparePairs(b, b.TempDir(), []string{"git", "gofloor"}, []string{"git", "--version"})
+}
+
 // BenchmarkTaskShowOneTask reports the fixed start of a command that opens
 // the repository: `git agentmine task show <id> --json` on a board of one
 // task against `git rev-parse --verify` of that task's ref, git's own
