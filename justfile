@@ -73,11 +73,9 @@ lint:
 
 # Install git-agentmine and agentmine-serve (which runs serve and mcp)
 # into GOBIN (or GOPATH/bin), so `git agentmine` works, and the man page
-# beside them (../share/man/man1), so `git agentmine --help` does. Built
-# without cgo, as README says: a process then starts without the dynamic
-# loader and libc's thread start-up.
+# beside them (../share/man/man1), so `git agentmine --help` does.
 install:
-    CGO_ENABLED=0 go install ./cmd/...
+    go install ./cmd/...
     "$(go env GOBIN | grep . || echo "$(go env GOPATH)/bin")/git-agentmine" install-man
 
 # Run the demo: the whole worker lifecycle in a throwaway repository.

@@ -411,16 +411,13 @@ func reportRatio(b *testing.B, ours, raw benchSides) {
 }
 
 // useBuiltBinary builds the real git-agentmine, and agentmine-serve
-// beside it, as README installs them (without cgo), and puts them first on
-// PATH, so benchmarks time the product, not the test binary standing in for
-// it.
+// beside it, and puts them first on PATH, so benchmarks time the product,
+// not the test binary standing in for it.
 func useBuiltBinary(b *testing.B) {
 	b.Helper()
 	bin := b.TempDir()
 	for name, pkg := range map[string]string{"git-agentmine": ".", "agentmine-serve": "../agentmine-serve"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(bin, name), pkg)
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, name), pkg).CombinedOutput(); err != nil {
 			b.Fatalf("go build %s: %v: %s", pkg, err, out)
 		}
 	}

@@ -156,7 +156,7 @@ func readmeInstall(t *testing.T) []string {
 }
 
 // TestReadmeInstall follows README's install on a machine that has nothing
-// of git-agentmine: `go install` (without cgo) into an empty <prefix>/bin, then the rest
+// of git-agentmine: `go install` into an empty <prefix>/bin, then the rest
 // of the section with only that and the system on PATH, a fresh HOME and no
 // MANPATH. Then `git agentmine --help` must open the page through git and
 // man, and `help task` and `version` must answer.
@@ -170,8 +170,8 @@ func TestReadmeInstall(t *testing.T) {
 		}
 	}
 	cmds := readmeInstall(t)
-	if len(cmds) != 2 || cmds[0] != "CGO_ENABLED=0 go install ./cmd/..." || cmds[1] != "git agentmine install-man" {
-		t.Fatalf("README's Install runs %q; this test follows exactly: CGO_ENABLED=0 go install ./cmd/..., git agentmine install-man", cmds)
+	if len(cmds) != 2 || cmds[0] != "go install ./cmd/..." || cmds[1] != "git agentmine install-man" {
+		t.Fatalf("README's Install runs %q; this test follows exactly: go install ./cmd/..., git agentmine install-man", cmds)
 	}
 	prefix := t.TempDir()
 	bin := filepath.Join(prefix, "bin")
@@ -191,11 +191,10 @@ func TestReadmeInstall(t *testing.T) {
 		return cmd.ProcessState.ExitCode(), out.String(), errb.String()
 	}
 
-	// go install, as README says (without cgo), with GOBIN standing for
-	// $GOPATH/bin.
+	// go install, as README says, with GOBIN standing for $GOPATH/bin.
 	build := exec.Command("go", "install", "./cmd/...")
 	build.Dir = "../.."
-	build.Env = append(os.Environ(), "GOBIN="+bin, "CGO_ENABLED=0")
+	build.Env = append(os.Environ(), "GOBIN="+bin)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go install: %v\n%s", err, out)
 	}
