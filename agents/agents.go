@@ -342,13 +342,14 @@ func tomlError(rel string, err error) error {
 	return exitcode.New(exitcode.Config, fmt.Errorf("%s%s", rel, typeError(err)), "")
 }
 
-// typeErrRE matches the decoder's type errors, which are not ParseErrors.
-var typeErrRE = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
-
 // typeError renders a decoding error as ":line: key: message" when the
-// decoder says where it happened, else ": message".
+// decoder says where it happened, else ": message". The pattern matching the
+// decoder's type errors (which are not ParseErrors) is compiled here, on this
+// error's path, not when the package initialises: every command links this
+// package.
 func typeError(err error) string {
 	msg := firstLine(err.Error())
+	typeErrRE := regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
 	if m := typeErrRE.FindStringSubmatch(msg); m != nil {
 		return fmt.Sprintf(":%s: %s: %s", m[1], m[2], m[3])
 	}

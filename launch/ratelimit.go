@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -163,8 +164,12 @@ func rateLimitWords() []string {
 }
 
 // status429 finds an HTTP status 429 in a line ("status 429", "API Error:
-// 429", "last status: 429 Too Many Requests", `"code":429`).
-var status429 = regexp.MustCompile(`(?i)(status|error|code|http)["':\s]{0,4}429\b`)
+// 429", "last status: 429 Too Many Requests", `"code":429`). It is compiled
+// on first use, not when the package initialises: every command links this
+// package, and only a worker's output needs it.
+var status429 = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(status|error|code|http)["':\s]{0,4}429\b`)
+})
 
 // saysRateLimit reports whether a line says a limit refused the client.
 func saysRateLimit(l string) bool {
@@ -180,45 +185,58 @@ func saysRateLimit(l string) bool {
 	if strings.Contains(lower, "limit reached") && strings.Contains(lower, "reset") {
 		return true // Claude Code: "5-hour limit reached ∙ resets 3pm"
 	}
-	return status429.MatchString(l)
+	return status429().MatchString(l)
 }
 
-var (
+// resetPatterns are the ways a client says when its limit resets.
+type resetPatterns struct {
 	// "resets at 2026-11-27T15:00:00Z", "try again at 2026-…"
-	resetAbs = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)`)
+	abs *regexp.Regexp
 	// Claude Code's older "Claude AI usage limit reached|1764255600"
-	resetUnix = regexp.MustCompile(`\|(\d{10})\b`)
+	unix *regexp.Regexp
 	// "try again in 2 hours 3 minutes", "Please retry in 23.4s", "reset in
 	// 5m", "retry after 30 seconds", "retryDelay": "23s"
-	resetIn  = regexp.MustCompile(`(?i)(?:again in|retry in|reset in|resets in|retry after|retry-after|retrydelay"?:\s*"?)\s*((?:\d+(?:\.\d+)?\s*(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?)\b[\s,and]*)+)`)
-	durPart  = regexp.MustCompile(`(?i)(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?)\b`)
-	resetClk = regexp.MustCompile(`(?i)(?:again at|resets? at|resets)\s+(\d{1,2})(?::(\d\d))?\s*(am|pm)?\b`)
-)
+	in      *regexp.Regexp
+	durPart *regexp.Regexp
+	clock   *regexp.Regexp
+}
+
+// resets compiles the reset patterns on first use (see status429).
+var resets = sync.OnceValue(func() resetPatterns {
+	return resetPatterns{
+		abs:     regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)`),
+		unix:    regexp.MustCompile(`\|(\d{10})\b`),
+		in:      regexp.MustCompile(`(?i)(?:again in|retry in|reset in|resets in|retry after|retry-after|retrydelay"?:\s*"?)\s*((?:\d+(?:\.\d+)?\s*(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?)\b[\s,and]*)+)`),
+		durPart: regexp.MustCompile(`(?i)(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?)\b`),
+		clock:   regexp.MustCompile(`(?i)(?:again at|resets? at|resets)\s+(\d{1,2})(?::(\d\d))?\s*(am|pm)?\b`),
+	}
+})
 
 // resetTime reads when the limit a line reports resets; zero when it does
 // not say. A clock time without a date ("Try again at 3:04 PM", "resets
 // 3pm") is the next such time in the local zone.
 func resetTime(l string, now time.Time) time.Time {
-	if m := resetAbs.FindString(l); m != "" {
+	re := resets()
+	if m := re.abs.FindString(l); m != "" {
 		if t, err := time.Parse(time.RFC3339, m); err == nil {
 			return t
 		}
 	}
-	if m := resetUnix.FindStringSubmatch(l); m != nil {
+	if m := re.unix.FindStringSubmatch(l); m != nil {
 		if n, err := strconv.ParseInt(m[1], 10, 64); err == nil {
 			return time.Unix(n, 0)
 		}
 	}
-	if m := resetIn.FindStringSubmatch(l); m != nil {
+	if m := re.in.FindStringSubmatch(l); m != nil {
 		var d time.Duration
-		for _, p := range durPart.FindAllStringSubmatch(m[1], -1) {
+		for _, p := range re.durPart.FindAllStringSubmatch(m[1], -1) {
 			d += durationOf(p[1], p[2])
 		}
 		if d > 0 {
 			return now.Add(d)
 		}
 	}
-	if m := resetClk.FindStringSubmatch(l); m != nil && (m[2] != "" || m[3] != "") {
+	if m := re.clock.FindStringSubmatch(l); m != nil && (m[2] != "" || m[3] != "") {
 		return nextClock(m[1], m[2], m[3], now)
 	}
 	return time.Time{}

@@ -22,25 +22,71 @@ import (
 // time.
 func BenchmarkVersion(b *testing.B) {
 	useBuiltBinary(b)
-	dir := b.TempDir()
-	runTimed(b, dir, "git", "agentmine", "version")
-	runTimed(b, dir, "git", "--version")
-	var ours, raw benchSides
+	comparePairs(b, b.TempDir(), []string{"git", "agentmine", "version"}, []string{"git", "--version"})
+}
+
+// BenchmarkGoFloor is BenchmarkVersion's floor: a Go program that only
+// prints a line, built with the same go build and run through the same
+// front door (`git gofloor`), against `git --version`. No Go
+// command can start faster than this ratio.
+func BenchmarkGoFloor(b *testing.B) {
+	src := b.TempDir()
+	gittest.WriteFiles(b, src, map[string]string{
+		"go.mod":  "module gofloor\n\ngo 1.26\n",
+		"main.go": "package main\n\nimport \"os\"\n\nfunc main() { os.Stdout.WriteString(\"floor\\n\") }\n",
+	})
+	bin := b.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "git-gofloor"), ".")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v: %s", err, out)
+	}
+	b.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	comparePairs(b, b.TempDir(), []string{"git", "gofloor"}, []string{"git", "--version"})
+}
+
+// BenchmarkTaskShowOneTask reports the fixed start of a command that opens
+// the repository: `git agentmine task show <id> --json` on a board of one
+// task against `git rev-parse --verify` of that task's ref, git's own
+// cheapest command that finds the repository and reads a ref, run
+// alternately b.N times each (-benchtime 200x), reported as
+// BenchmarkVersion's are.
+func BenchmarkTaskShowOneTask(b *testing.B) {
+	useBuiltBinary(b)
+	repo := gittest.NewRepo(b)
+	gittest.Git(b, repo, "agentmine", "init")
+	id := strings.TrimSpace(gittest.Git(b, repo, "agentmine", "task", "add", "-q", "the only task"))
+	settleRefs()
+	comparePairs(b, repo, []string{"git", "agentmine", "task", "show", id, "--json"},
+		[]string{"git", "rev-parse", "--verify", "refs/agentmine/tasks/" + id})
+}
+
+// comparePairs runs ours and raw (argv, run directly) alternately b.N
+// times each in dir, after one warming run of each, and reports both
+// sides' times, the ratios ("ratio": the median of the pairs' ratios of
+// wall-clock time, steadier than the ratio of the sums on a shared machine;
+// "cpu-ratio": that of the sums of CPU time) and the git processes one run
+// of each starts, counted by git's trace in an extra, untimed run.
+func comparePairs(b *testing.B, dir string, ours, raw []string) {
+	b.Helper()
+	runTimed(b, dir, ours[0], ours[1:]...)
+	runTimed(b, dir, raw[0], raw[1:]...)
+	var o, r benchSides
 	ratios := make([]float64, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		ow, oc := runTimed(b, dir, "git", "agentmine", "version")
-		rw, rc := runTimed(b, dir, "git", "--version")
-		ours.add(ow, oc)
-		raw.add(rw, rc)
+		ow, oc := runTimed(b, dir, ours[0], ours[1:]...)
+		rw, rc := runTimed(b, dir, raw[0], raw[1:]...)
+		o.add(ow, oc)
+		r.add(rw, rc)
 		ratios = append(ratios, float64(ow)/float64(rw))
 	}
 	b.StopTimer()
-	reportRatio(b, ours, raw)
+	reportRatio(b, o, r)
 	sort.Float64s(ratios)
 	b.ReportMetric(ratios[len(ratios)/2], "ratio")
-	b.ReportMetric(float64(tracedGitProcs(b, dir, nil, "git", "agentmine", "version")), "agentmine-git-procs")
-	b.ReportMetric(float64(tracedGitProcs(b, dir, nil, "git", "--version")), "raw-git-procs")
+	b.ReportMetric(float64(tracedGitProcs(b, dir, nil, ours[0], ours[1:]...)), "agentmine-git-procs")
+	b.ReportMetric(float64(tracedGitProcs(b, dir, nil, raw[0], raw[1:]...)), "raw-git-procs")
 }
 
 // tracedGitProcs runs name args in dir (with env added) and returns the
