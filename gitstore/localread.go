@@ -25,9 +25,9 @@ func (s *Store) objects() *odb {
 }
 
 // ReleaseCaches drops what the in-process object reader holds for speed:
-// the delta bases, the commits and trees kept on the way to paths, and the
-// pages of the packs it reads (mapped files, which count towards the
-// process's resident memory once read). Nothing is lost; later reads are
+// the delta bases, the commits and trees kept on the way to paths, the
+// pages of the packs it reads and packed-refs (mapped files, which count
+// towards the process's resident memory once read). Nothing is lost; later reads are
 // slower until the caches fill again. A command that reads a bounded share
 // of the repository at a time (sync merges a chunk of entities at a time)
 // calls it between shares, so that what it holds does not grow with the
@@ -39,6 +39,9 @@ func (s *Store) ReleaseCaches() {
 	s.keptMu.Lock()
 	s.kept, s.keptSize = nil, 0
 	s.keptMu.Unlock()
+	s.packed.mu.Lock()
+	s.packed.release()
+	s.packed.mu.Unlock()
 }
 
 // readLocal answers a cat-file request in-process: an object id, a full
@@ -181,7 +184,7 @@ func (s *Store) resolveLocal(rev string) (string, bool) {
 	if !strings.HasPrefix(rev, "refs/") {
 		return "", false
 	}
-	refs, ids, err := listRefs(s.loc.CommonDir, hexLen, []string{rev}, nil)
+	refs, ids, err := listRefs(s.loc.CommonDir, hexLen, []string{rev}, nil, &s.packed)
 	if err != nil {
 		return "", false
 	}
@@ -198,7 +201,7 @@ func (s *Store) resolveLocal(rev string) (string, bool) {
 // `git for-each-ref`.
 func (s *Store) listRefs(ctx context.Context, patterns ...string) (refs, ids []string, err error) {
 	if db := s.objects(); db != nil {
-		if refs, ids, err := listRefs(s.loc.CommonDir, 2*s.hashLen(), patterns, db.haveHex); err == nil {
+		if refs, ids, err := listRefs(s.loc.CommonDir, 2*s.hashLen(), patterns, db.haveHex, &s.packed); err == nil {
 			return refs, ids, nil
 		}
 	}
@@ -226,7 +229,7 @@ func (db *odb) haveHex(id string) bool {
 // whether it exists; sure is false when git must answer (a symbolic or
 // odd ref, a reftable repository).
 func (s *Store) lookupRef(name string) (id string, found, sure bool) {
-	refs, ids, err := listRefs(s.loc.CommonDir, 2*s.hashLen(), []string{name}, nil)
+	refs, ids, err := listRefs(s.loc.CommonDir, 2*s.hashLen(), []string{name}, nil, &s.packed)
 	if err != nil {
 		return "", false, false
 	}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 )
 
 // Refs are listed in-process from git's files backend, the way git itself
@@ -90,8 +89,9 @@ func (rp refPattern) dir() string {
 // answer. have, when not nil, tells whether a loose ref's object exists:
 // for-each-ref leaves out a ref whose object is missing, and a loose ref is
 // where a broken or planted value shows up (packed refs were written by
-// git's pack-refs from refs it could read).
-func listRefs(commonDir string, hexLen int, patterns []string, have func(id string) bool) (refs, ids []string, err error) {
+// git's pack-refs from refs it could read). pm, when not nil, keeps
+// packed-refs mapped between listings (packedMap).
+func listRefs(commonDir string, hexLen int, patterns []string, have func(id string) bool, pm *packedMap) (refs, ids []string, err error) {
 	pats := make([]refPattern, 0, len(patterns))
 	for _, p := range patterns {
 		rp, ok := parseRefPattern(p)
@@ -116,7 +116,7 @@ func listRefs(commonDir string, hexLen int, patterns []string, have func(id stri
 			}
 		}
 	}
-	prefs, pids, err := readPackedRefs(commonDir, hexLen, pats)
+	prefs, pids, err := readPackedRefs(commonDir, hexLen, pats, pm)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -257,18 +257,20 @@ func isHexID(id string, n int) bool {
 // found by binary search instead of a scan of every line, and the range is
 // copied into one string that the names and ids are cut from, instead of
 // two allocations per ref.
-func readPackedRefs(commonDir string, hexLen int, pats []refPattern) (refs, ids []string, err error) {
-	data, err := mapFile(filepath.Join(commonDir, "packed-refs"))
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, nil, nil
-		}
-		if fi, serr := os.Stat(filepath.Join(commonDir, "packed-refs")); serr == nil && fi.Size() == 0 {
-			return nil, nil, nil
-		}
-		return nil, nil, errRefsNotHere
+func readPackedRefs(commonDir string, hexLen int, pats []refPattern, pm *packedMap) (refs, ids []string, err error) {
+	err = pm.with(commonDir, func(data []byte) error {
+		refs, ids, err = parsePackedRefs(data, hexLen, pats)
+		return err
+	})
+	return refs, ids, err
+}
+
+// parsePackedRefs is readPackedRefs of the file's contents, data (nil for
+// no file).
+func parsePackedRefs(data []byte, hexLen int, pats []refPattern) (refs, ids []string, err error) {
+	if len(data) == 0 {
+		return nil, nil, nil
 	}
-	defer syscall.Munmap(data)
 	body := data
 	sorted := false
 	if bytes.HasPrefix(body, []byte("# pack-refs with:")) {

@@ -68,7 +68,7 @@ func TestListRefsAsGit(t *testing.T) {
 	check := func(what string) {
 		t.Helper()
 		for _, p := range patterns {
-			refs, ids, err := listRefs(common, 40, p, nil)
+			refs, ids, err := listRefs(common, 40, p, nil, nil)
 			if err != nil {
 				t.Fatalf("%s %v: %v", what, p, err)
 			}
@@ -111,7 +111,7 @@ func TestListRefsLeavesToGit(t *testing.T) {
 	gittest.Git(t, repo, "update-ref", "refs/agentmine/tasks/a", head)
 	common := filepath.Join(repo, ".git")
 	for _, p := range []string{"refs/agentmine/t?sks/", "refs/*/tasks/", "HEAD", "refs/agentmine/[ab]*"} {
-		if _, _, err := listRefs(common, 40, []string{p}, nil); err != errRefsNotHere {
+		if _, _, err := listRefs(common, 40, []string{p}, nil, nil); err != errRefsNotHere {
 			t.Fatalf("pattern %q: %v, want git to answer", p, err)
 		}
 	}
@@ -216,8 +216,11 @@ func TestListRefsUnderConcurrentWriters(t *testing.T) {
 	lists := 0
 	db := newODB(filepath.Join(common, "objects"), 20)
 	defer db.close()
+	// packed-refs kept mapped between listings, as a store does.
+	var pm packedMap
+	defer pm.release()
 	for time.Now().Before(deadline) {
-		refs, ids, err := listRefs(common, 40, []string{"refs/agentmine/tasks/"}, nil)
+		refs, ids, err := listRefs(common, 40, []string{"refs/agentmine/tasks/"}, nil, &pm)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -100,6 +100,8 @@ type Store struct {
 	keptMu   sync.Mutex
 	kept     map[string]object
 	keptSize int
+	// packed keeps packed-refs mapped between ref listings.
+	packed packedMap
 	// behalf is the session this process writes for (onBehalf), worked
 	// out once.
 	behalfOnce sync.Once
