@@ -174,7 +174,7 @@ type RunJSON struct {
 	Isolation *sessions.Isolation `json:"isolation,omitempty"`
 	// Hint is the one line saying how to share the session with other
 	// clones, when the repository has a remote but shares nothing through
-	// it (MCP's worker_start; the command line prints it as a hint: line).
+	// it (MCP's worker_start; the command line prints it as a hint line).
 	Hint string `json:"hint,omitempty"`
 }
 

@@ -35,6 +35,9 @@ type Options struct {
 	// runs a prepared session, given the repository's top and the
 	// session's id: worker_start starts it and returns.
 	Supervisor func(top, session string) []string
+	// ShareHint words the hint worker_start returns when the repository
+	// has a remote (its name given) that shares nothing; nil returns none.
+	ShareHint func(remote string) string
 	// Agentmine returns the command line of git-agentmine run in the
 	// repository at top with args: run_start and run_stop run it, as the
 	// command line's run --detach and run stop. nil refuses them.

@@ -408,8 +408,8 @@ func (s *Server) workerStart(c *call, in WorkerStartArgs) (contract.RunJSON, err
 	}
 	j := contract.NewRun(sess, p.PromptFile)
 	j.Pid = pid
-	if p.Claimed == "" && !in.NoClaim {
-		j.Hint = env.ShareHint()
+	if r := env.UnsharedRemote(); r != "" && p.Claimed == "" && !in.NoClaim && s.opts.ShareHint != nil {
+		j.Hint = s.opts.ShareHint(r)
 	}
 	return j, nil
 }

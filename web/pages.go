@@ -100,15 +100,20 @@ type page struct {
 	Warnings []string
 	// Hint says how to share the board with other clones, on the pages
 	// that start work, when the repository has a remote but no sync
-	// remote (worker.Env.ShareHint).
+	// remote (Options.ShareHint).
 	Hint string
 }
 
 // shareHint sets p.Hint from the repository's settings; settings that do
 // not read leave it empty (the pages that use them say why).
 func (v *view) shareHint(p *page) {
+	if v.s.opts.ShareHint == nil {
+		return
+	}
 	if env, err := v.env(); err == nil {
-		p.Hint = env.ShareHint()
+		if r := env.UnsharedRemote(); r != "" {
+			p.Hint = v.s.opts.ShareHint(r)
+		}
 	}
 }
 

@@ -52,6 +52,10 @@ type Options struct {
 	// runs a prepared session, given the repository's top and the
 	// session's id: starting a worker starts it and returns.
 	Supervisor func(top, session string) []string
+	// ShareHint words the hint the Board and Runs pages show when the
+	// repository has a remote (its name given) that shares nothing; nil
+	// shows none.
+	ShareHint func(remote string) string
 	// Command returns the argv of git agentmine running args in the
 	// repository at top: the board starts runs with `run --detach`. Nil
 	// leaves starting runs out.

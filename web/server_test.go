@@ -142,7 +142,7 @@ func newFixture(t *testing.T) *fixture {
 func serve(t *testing.T, repo string, readOnly bool) (*Server, *httptest.Server) {
 	t.Helper()
 	s, err := New(context.Background(), Options{Dir: repo, Token: testToken, ReadOnly: readOnly, Loopback: true,
-		Supervisor: func(top, session string) []string { return []string{"false"} }})
+		Supervisor: func(top, session string) []string { return []string{"false"} }, ShareHint: testShareHint})
 	if err != nil {
 		t.Fatal(err)
 	}

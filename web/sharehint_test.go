@@ -8,6 +8,12 @@ import (
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
+// testShareHint words the share hint as the command line's would, naming
+// the remote.
+func testShareHint(remote string) string {
+	return "nothing is shared through " + remote + "; share with init --remote " + remote
+}
+
 // TestShareHint: a repository with an origin and no sync remote shares
 // nothing, and the board and Runs pages say so with the command that
 // shares; once a sync remote is configured the hint is gone, and a
@@ -31,7 +37,7 @@ func TestShareHint(t *testing.T) {
 	git("remote", "add", "origin", t.TempDir())
 	for _, u := range []string{"/", "/runs"} {
 		_, body := get(t, c, ts.URL+u)
-		if !strings.Contains(body, words) || !strings.Contains(body, "git agentmine init --remote origin") {
+		if !strings.Contains(body, words) || !strings.Contains(body, "share with init --remote origin") {
 			t.Errorf("%s with an unshared origin does not say how to share:\n%s", u, body)
 		}
 	}

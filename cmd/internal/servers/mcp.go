@@ -17,7 +17,7 @@ func MCP(e *Env) error {
 		e.P.Notef("serving MCP on stdin and stdout: an MCP client starts this command (see docs/mcp-setup.md)\n")
 	}
 	s, err := mcpserver.New(e.Ctx, mcpserver.Options{Dir: e.Dir, Getenv: e.Getenv, Version: e.Version, Log: e.P.Err,
-		Supervisor: e.Supervisor, Agentmine: e.Command})
+		Supervisor: e.Supervisor, Agentmine: e.Command, ShareHint: ShareHint})
 	if err != nil {
 		return err
 	}

@@ -87,7 +87,7 @@ func Serve(e *Env, o ServeOptions) error {
 		return err
 	}
 	s, err := web.New(e.Ctx, web.Options{Dir: e.Dir, Getenv: e.Getenv, Token: token, ReadOnly: o.ReadOnly, Loopback: loopback,
-		Log: e.P.Err, Supervisor: e.Supervisor, Command: e.Command})
+		Log: e.P.Err, Supervisor: e.Supervisor, Command: e.Command, ShareHint: ShareHint})
 	if err != nil {
 		return err
 	}
