@@ -35,6 +35,12 @@ var networkCommands = map[string]bool{"push": true, "fetch": true, "ls-remote": 
 // mayUseNetwork reports whether git args (options such as -c k=v first)
 // run a subcommand that may reach a remote.
 func mayUseNetwork(args []string) bool {
+	return networkCommands[subcommand(args)]
+}
+
+// subcommand returns the git subcommand of args, after git's own options
+// (-c k=v, -C dir, …); "" when there is none.
+func subcommand(args []string) string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -42,10 +48,10 @@ func mayUseNetwork(args []string) bool {
 			i++ // its value follows
 		case strings.HasPrefix(a, "-"):
 		default:
-			return networkCommands[a]
+			return a
 		}
 	}
-	return false
+	return ""
 }
 
 // networkEnv is the environment added to a git process that may reach a
