@@ -164,3 +164,55 @@ func TestIdentityIsOpens(t *testing.T) {
 		t.Errorf("Author() = %q, want the name set at Open", got)
 	}
 }
+
+// TestReadOwn: ReadOwn answers from the repository's own object directory
+// without starting git, present objects with their type and content and
+// absent ones Missing; an object only an alternate holds is Missing to it
+// and found by ReadMany, which asks git. With every read sent to git
+// (AGENTMINE_GIT_READS=1) it asks git as ReadMany does.
+func TestReadOwn(t *testing.T) {
+	ctx := context.Background()
+	src, _ := accessRepo(t)
+	borrowed := commitFile(t, src, "a.txt", "one\n")
+	clone := filepath.Join(t.TempDir(), "clone")
+	gittest.Git(t, "", "clone", "-q", "--shared", src, clone)
+	own := commitFile(t, clone, "b.txt", "two\n")
+	absent := strings.Repeat("1", len(own))
+	counter := gittest.NewGitCounter(t)
+	t.Setenv("PATH", counter.Dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	for _, gitReads := range []bool{false, true} {
+		if gitReads {
+			t.Setenv("AGENTMINE_GIT_READS", "1")
+		}
+		st, err := Open(ctx, clone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := st.OpenBatch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counter.Reset()
+		got, err := b.ReadOwn([]string{own, borrowed, absent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := got[0]; o.Missing || o.Type != "commit" || !strings.HasPrefix(string(o.Data), "tree ") {
+			t.Errorf("git reads %v: own commit read as %+v", gitReads, o)
+		}
+		if got[1].Missing == gitReads {
+			t.Errorf("git reads %v: the alternate's commit read as missing=%v", gitReads, got[1].Missing)
+		}
+		if !got[2].Missing {
+			t.Errorf("git reads %v: an absent object read as %+v", gitReads, got[2])
+		}
+		if n := counter.Count(t); (n == 0) == gitReads {
+			t.Errorf("git reads %v: ReadOwn started %d git processes:\n%s", gitReads, n, counter.Calls(t))
+		}
+		all, err := b.ReadMany([]string{borrowed})
+		if err != nil || all[0].Missing || all[0].Type != "commit" {
+			t.Errorf("git reads %v: ReadMany of the alternate's commit: %+v %v", gitReads, all, err)
+		}
+		b.Close()
+	}
+}
