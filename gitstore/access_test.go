@@ -216,3 +216,45 @@ func TestReadOwn(t *testing.T) {
 		b.Close()
 	}
 }
+
+// TestNetworkKeepsSSHCommandFromVars: the repository's core.sshCommand,
+// as the store's `git var -l` read it, is the ssh command a network git
+// process runs (with batch mode added), and no `git config` is started to
+// read it again.
+func TestNetworkKeepsSSHCommandFromVars(t *testing.T) {
+	ctx := context.Background()
+	dir, git := accessRepo(t)
+	bin := filepath.Join(t.TempDir(), "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(t.TempDir(), "ssh.log")
+	ssh := filepath.Join(bin, "ssh")
+	if err := os.WriteFile(ssh, []byte("#!/bin/sh\necho \"$@\" >> '"+log+"'\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git("config", "core.sshCommand", ssh+" -o User=configured")
+	counter := gittest.NewGitCounter(t)
+	t.Setenv("PATH", counter.Dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	st, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.Config("core.sshcommand"); !ok {
+		t.Fatal("the store did not read core.sshCommand")
+	}
+	counter.Reset()
+	if _, err := st.Git().Run(ctx, "ls-remote", "ssh://example.invalid/repo.git"); err == nil {
+		t.Fatal("ls-remote through a failing ssh succeeded")
+	}
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatalf("the configured ssh command did not run: %v", err)
+	}
+	if s := string(data); !strings.Contains(s, "User=configured") || !strings.Contains(s, "BatchMode=yes") {
+		t.Fatalf("ssh ran with %q, want the configured options and batch mode", s)
+	}
+	if calls := counter.Calls(t); strings.Contains(calls, "config") {
+		t.Fatalf("the network command read the configuration again:\n%s", calls)
+	}
+}

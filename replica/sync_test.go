@@ -872,19 +872,17 @@ func TestSyncGitProcesses(t *testing.T) {
 	if rep.FastForwarded != 1 || rep.Pushed != 1 {
 		t.Fatalf("report: %+v", rep)
 	}
-	// The first git process that may reach the remote is preceded by one
-	// `git config --get core.sshCommand`, so that the user's ssh command
-	// is kept when batch mode is added (gitcmd.offline); the runner
-	// remembers it for the others. The remote's URL is read from the
-	// configuration the store read when it opened: no process.
-	want := "var for-each-ref config ls-remote fetch push update-ref"
+	// The remote's URL, and core.sshCommand (kept when batch mode is
+	// added to ssh, gitcmd.offline), are read from the configuration the
+	// store read when it opened (`git var -l`): no process.
+	want := "var for-each-ref ls-remote fetch push update-ref"
 	got := calls()
 	sorted := func(s string) string { f := strings.Fields(s); sort.Strings(f); return strings.Join(f, " ") }
 	if sorted(got) != sorted(want) {
 		t.Fatalf("git processes of a sync:\n%s\nwant\n%s", got, want)
 	}
 	syncRun(t, syncOpen(t, b, 40), Options{})
-	if got, want := calls(), "var for-each-ref config ls-remote"; sorted(got) != sorted(want) {
+	if got, want := calls(), "var for-each-ref ls-remote"; sorted(got) != sorted(want) {
 		t.Fatalf("git processes of a quiet sync:\n%s\nwant\n%s", got, want)
 	}
 }
