@@ -2,8 +2,10 @@ package gitstore
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -256,5 +258,62 @@ func TestNetworkKeepsSSHCommandFromVars(t *testing.T) {
 	}
 	if calls := counter.Calls(t); strings.Contains(calls, "config") {
 		t.Fatalf("the network command read the configuration again:\n%s", calls)
+	}
+}
+
+// TestReadOwnAfterNewPack: once a pack arrives (a fetch, here fast-import),
+// every one of many objects read at once from it is found in-process: the
+// readers that miss together all look again, not only the one that saw the
+// pack directory change first.
+func TestReadOwnAfterNewPack(t *testing.T) {
+	ctx := context.Background()
+	dir, _ := accessRepo(t)
+	blobs := func(from, n int) []string {
+		t.Helper()
+		var in strings.Builder
+		for i := from; i < from+n; i++ {
+			fmt.Fprintf(&in, "blob\nmark :%d\ndata %d\n%d\n", i+1, len(strconv.Itoa(i))+1, i)
+		}
+		marks := filepath.Join(t.TempDir(), "marks")
+		gittest.GitInput(t, dir, strings.NewReader(in.String()), "fast-import", "--quiet", "--export-marks="+marks)
+		data, err := os.ReadFile(marks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			_, id, _ := strings.Cut(l, " ")
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	first := blobs(0, 1)
+	st, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := st.OpenBatch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if got, err := b.ReadOwn(first); err != nil || got[0].Missing {
+		t.Fatalf("the first pack's blob: %+v %v", got, err)
+	}
+	for round := 0; round < 5; round++ {
+		ids := blobs(1+round*2000, 2000)
+		got, err := b.ReadOwn(ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		missing := 0
+		for _, o := range got {
+			if o.Missing {
+				missing++
+			}
+		}
+		if missing > 0 {
+			t.Fatalf("round %d: %d of %d objects of the new pack not found in-process", round, missing, len(ids))
+		}
 	}
 }
