@@ -83,9 +83,10 @@ func (e *Error) Error() string {
 	if msg == "" && e.Err != nil {
 		msg = e.Err.Error()
 	}
+	// Named by its subcommand: "git update-ref", not "git -c".
 	sub := "git"
-	if len(e.Args) > 0 {
-		sub = "git " + e.Args[0]
+	if c := subcommand(e.Args); c != "" {
+		sub = "git " + c
 	}
 	return fmt.Sprintf("%s: %s", sub, msg)
 }

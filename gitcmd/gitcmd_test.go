@@ -299,3 +299,26 @@ func TestStream(t *testing.T) {
 		t.Fatalf("stream without git in PATH = %v (exit %d)", err, exitcode.Of(err))
 	}
 }
+
+// TestErrorNamesSubcommand: a failed git run with options before its
+// subcommand (-c k=v) is named by the subcommand, as one without them is.
+func TestErrorNamesSubcommand(t *testing.T) {
+	ctx := context.Background()
+	r, err := New(notRepo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(ctx, "init", "-q"); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"update-ref", "refs/heads/x", "no-such-object"},
+		{"-c", "core.warnAmbiguousRefs=false", "update-ref", "refs/heads/x", "no-such-object"},
+		{"-C", ".", "--no-pager", "update-ref", "refs/heads/x", "no-such-object"},
+	} {
+		_, err := r.Run(ctx, args...)
+		if err == nil || !strings.HasPrefix(err.Error(), "git update-ref: ") {
+			t.Errorf("git %v: error %v, want it named git update-ref", args, err)
+		}
+	}
+}

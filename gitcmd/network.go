@@ -35,6 +35,12 @@ var networkCommands = map[string]bool{"push": true, "fetch": true, "ls-remote": 
 // mayUseNetwork reports whether git args (options such as -c k=v first)
 // run a subcommand that may reach a remote.
 func mayUseNetwork(args []string) bool {
+	return networkCommands[subcommand(args)]
+}
+
+// subcommand returns the git subcommand of args, after git's own options
+// (-c k=v, -C dir, …); "" when there is none.
+func subcommand(args []string) string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -42,10 +48,10 @@ func mayUseNetwork(args []string) bool {
 			i++ // its value follows
 		case strings.HasPrefix(a, "-"):
 		default:
-			return networkCommands[a]
+			return a
 		}
 	}
-	return false
+	return ""
 }
 
 // networkEnv is the environment added to a git process that may reach a
@@ -89,7 +95,8 @@ func networkEnv(env []string, configuredSSH string) []string {
 // offline prepares cmd, a git process that may reach a remote, so that it
 // never prompts and never waits unbounded (networkEnv). It reads
 // core.sshCommand in the runner's directory to keep it: once per directory
-// for the copies of a runner New made.
+// for the copies of a runner New made, and not at all where the caller
+// already read it (RememberSSHCommand).
 func (r Runner) offline(ctx context.Context, cmd *exec.Cmd) {
 	cmd.Env = append(cmd.Env, networkEnv(cmd.Env, r.sshCommand(ctx, cmd.Env))...)
 }
@@ -98,6 +105,23 @@ func (r Runner) offline(ctx context.Context, cmd *exec.Cmd) {
 type sshMemo struct {
 	mu    sync.Mutex
 	byDir map[string]string
+}
+
+// RememberSSHCommand records core.sshCommand ("" for none) as the caller
+// read it in the runner's directory with the runner's environment (from
+// `git var -l`, say), so that the network commands of every copy of the
+// runner need not start `git config` to read it. A runner that New did not
+// make remembers nothing.
+func (r Runner) RememberSSHCommand(cmd string) {
+	if r.ssh == nil {
+		return
+	}
+	r.ssh.mu.Lock()
+	defer r.ssh.mu.Unlock()
+	if r.ssh.byDir == nil {
+		r.ssh.byDir = map[string]string{}
+	}
+	r.ssh.byDir[r.Dir] = cmd
 }
 
 // sshCommand returns core.sshCommand as git reads it in the runner's

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/git-agentmine/git-agentmine/gitcmd"
+	"github.com/git-agentmine/git-agentmine/parallel"
 )
 
 // The primitives below let other packages that own part of the state (sync
@@ -79,6 +80,28 @@ func (b *Batch) ReadMany(names []string) ([]Object, error) {
 	for i, o := range objs {
 		out[i] = Object{Type: o.typ, Data: o.data, Missing: o.missing}
 	}
+	return out, nil
+}
+
+// ReadOwn reads the named objects (full ids) from this repository's own
+// object directory, in-process, and never asks git: an object it does not
+// find there is answered Missing, though it may still be in an alternate,
+// in a pack written meanwhile, or in a form the in-process reader does not
+// read. It answers "which of these must be fetched" without starting
+// `git cat-file` to be told, one object at a time, that each new tip is
+// absent (git looks at the pack directory again for every miss): a fetch
+// of an object that turns out to be there costs nothing, and what the
+// fetch left is then read with ReadMany, which asks git about the rest.
+// Where every read goes to git (AGENTMINE_GIT_READS=1), it is ReadMany.
+func (b *Batch) ReadOwn(ids []string) ([]Object, error) {
+	if b.cf.st.objects() == nil {
+		return b.ReadMany(ids)
+	}
+	out := make([]Object, len(ids))
+	parallel.For(len(ids), func(i int) {
+		o, ok := b.cf.st.readLocal(ids[i])
+		out[i] = Object{Type: o.typ, Data: o.data, Missing: !ok || o.missing}
+	})
 	return out, nil
 }
 

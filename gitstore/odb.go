@@ -57,6 +57,10 @@ type odb struct {
 	// seen is the pack directory's modification time when the packs were
 	// listed: a lookup that misses lists them again only when it changed.
 	seen int64
+	// listings counts the listings that changed the packs: a lookup that
+	// missed retries when it moved since the lookup began, whichever
+	// reader did the listing.
+	listings atomic.Int64
 
 	// bases caches delta bases (see baseCache).
 	bases baseCache
@@ -127,8 +131,9 @@ func (db *odb) readRaw(raw []byte) (typ string, data []byte, err error) {
 		db.lookedAt.Store(now)
 		db.relist()
 	}
+	listing := db.listings.Load()
 	for attempt := 0; attempt < 2; attempt++ {
-		if attempt > 0 && !db.relist() {
+		if attempt > 0 && !db.relisted(listing) {
 			break
 		}
 		if t, d, found, err := db.fromPacks(raw); found {
@@ -147,8 +152,9 @@ func (db *odb) readRaw(raw []byte) (typ string, data []byte, err error) {
 // has reports whether the object raw is in a pack or loose, without
 // reading it.
 func (db *odb) has(raw []byte) bool {
+	listing := db.listings.Load()
 	for attempt := 0; attempt < 2; attempt++ {
-		if attempt > 0 && !db.relist() {
+		if attempt > 0 && !db.relisted(listing) {
 			break
 		}
 		db.mu.RLock()
@@ -190,6 +196,16 @@ func (db *odb) fromPacks(raw []byte) (typ int, data []byte, found bool, err erro
 	return 0, nil, false, nil
 }
 
+// relisted lists the packs again if the pack directory changed (relist)
+// and reports whether the packs changed since listing was read from
+// db.listings: by this listing or by another reader's meanwhile. Many
+// readers that miss at once after a fetch wrote a new pack all find it,
+// not only the one whose relist saw the directory change.
+func (db *odb) relisted(listing int64) bool {
+	db.relist()
+	return db.listings.Load() != listing
+}
+
 // relist lists the packs again if the pack directory changed since they
 // were last listed (or never was), mapping new ones and unmapping those
 // gone. It reports whether anything changed.
@@ -207,6 +223,7 @@ func (db *odb) relist() bool {
 		return false
 	}
 	db.listed, db.seen = true, fi.ModTime().UnixNano()
+	defer db.listings.Add(1)
 	names, _ := filepath.Glob(filepath.Join(dir, "pack-*.idx"))
 	now := make(map[string]bool, len(names))
 	for _, idx := range names {

@@ -79,6 +79,13 @@ func (s *Store) zeroID() string {
 	return strings.Repeat("0", 64)
 }
 
+// transact runs one `git update-ref --stdin` transaction of ops. Every
+// value in it is a full object id, which git takes as that id whatever
+// refs exist; its check that the id is not also the name of a ref
+// (core.warnAmbiguousRefs: a dozen stats of candidate ref paths and of
+// packed-refs for each old and each new value) would only add a warning,
+// so it is turned off. It was most of what update-ref cost a sync moving
+// 1,500 refs: 1.3 s of CPU against 0.15 s without it, on a busy machine.
 func transact(ctx context.Context, r gitcmd.Runner, zero string, ops []RefOp) error {
 	for _, op := range ops {
 		switch op.Verb {
@@ -88,7 +95,7 @@ func transact(ctx context.Context, r gitcmd.Runner, zero string, ops []RefOp) er
 		}
 	}
 	in := &transactionInput{ops: ops, zero: zero}
-	_, err := r.RunInput(context.WithoutCancel(ctx), in, "update-ref", "--stdin")
+	_, err := r.RunInput(context.WithoutCancel(ctx), in, "-c", "core.warnAmbiguousRefs=false", "update-ref", "--stdin")
 	if err != nil {
 		var ge *gitcmd.Error
 		if errors.As(err, &ge) && isLockConflict(ge.Stderr) {

@@ -223,6 +223,11 @@ func (s *Store) readVars(ctx context.Context) {
 			s.config[strings.ToLower(k)] = v
 		}
 	}
+	if err == nil {
+		// The network commands (sync's ls-remote, fetch and push) need
+		// not start `git config` to read it again.
+		s.git.RememberSSHCommand(s.config["core.sshcommand"])
+	}
 	if s.author.Name == "" {
 		s.author = fallbackIdent()
 	}

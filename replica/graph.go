@@ -57,6 +57,15 @@ func (g *graph) readAll(names []string) ([]gitstore.Object, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
+	b, err := g.reader()
+	if err != nil {
+		return nil, err
+	}
+	return b.ReadMany(names)
+}
+
+// reader returns the store's batch reader, opening it on first use.
+func (g *graph) reader() (*gitstore.Batch, error) {
 	if g.batch == nil {
 		b, err := g.st.OpenBatch(g.ctx)
 		if err != nil {
@@ -64,7 +73,7 @@ func (g *graph) readAll(names []string) ([]gitstore.Object, error) {
 		}
 		g.batch = b
 	}
-	return g.batch.ReadMany(names)
+	return g.batch, nil
 }
 
 // forget drops the commits, trees, documents and types read so far.
@@ -78,6 +87,27 @@ func (g *graph) forget() {
 // probe looks the named objects up in one round trip: it records the type
 // of each one present and returns the set of those missing.
 func (g *graph) probe(ids []string) (missing map[string]bool, err error) {
+	return g.probeWith(ids, g.readAll)
+}
+
+// probeOwn is probe reading only this repository's own object directory,
+// in-process (gitstore.Batch.ReadOwn): an object missing there may yet be
+// elsewhere, so its answer is what to fetch, not what the repository
+// lacks.
+func (g *graph) probeOwn(ids []string) (missing map[string]bool, err error) {
+	return g.probeWith(ids, func(names []string) ([]gitstore.Object, error) {
+		if len(names) == 0 {
+			return nil, nil
+		}
+		b, err := g.reader()
+		if err != nil {
+			return nil, err
+		}
+		return b.ReadOwn(names)
+	})
+}
+
+func (g *graph) probeWith(ids []string, read func([]string) ([]gitstore.Object, error)) (missing map[string]bool, err error) {
 	missing = map[string]bool{}
 	var want []string
 	for _, id := range ids {
@@ -86,7 +116,7 @@ func (g *graph) probe(ids []string) (missing map[string]bool, err error) {
 			want = append(want, id)
 		}
 	}
-	objs, err := g.readAll(want)
+	objs, err := read(want)
 	if err != nil {
 		return nil, err
 	}

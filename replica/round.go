@@ -138,7 +138,16 @@ func (r *round) fetch(ctx context.Context) (again bool, err error) {
 	if n := r.notes; n.remote != "" && n.remote != n.local {
 		tips = append(tips, n.remote)
 	}
-	missing, err := r.g.probe(tips)
+	// Sync and pull fetch whatever this repository's own object directory
+	// lacks, as read in-process: an object that is there after all (in an
+	// alternate, say) costs the fetch nothing, and what is still missing
+	// after it is asked of git below. Push fetches nothing and counts a
+	// missing tip as the remote's change, so it asks git at once.
+	probe := r.g.probeOwn
+	if r.mode == modePush {
+		probe = r.g.probe
+	}
+	missing, err := probe(tips)
 	if err != nil {
 		return false, fmt.Errorf("reading remote tips: %w", err)
 	}

@@ -147,7 +147,8 @@ type Report struct {
 	Rounds int `json:"rounds"`
 	// Fetched counts entity and notes refs whose remote tip this clone
 	// lacked and fetched in the last round (0 for Push, which fetches
-	// nothing).
+	// nothing). A tip found only in an alternate object store counts as
+	// fetched.
 	Fetched int `json:"fetched"`
 	// Created counts entities that existed only on the remote, now copied.
 	Created int `json:"created"`

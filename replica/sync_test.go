@@ -836,8 +836,10 @@ func TestSyncWritesMergesAsOnePack(t *testing.T) {
 }
 
 // The git processes a sync starts: a quiet one lists both sides and reads
-// nothing; one with changes on both sides adds one cat-file, one fetch, the
-// push (naming its few refs: no staging transaction) and the local update.
+// nothing; one with changes on both sides adds one fetch, the push (naming
+// its few refs: no staging transaction) and the local update. No cat-file:
+// which remote tips to fetch is read in-process, and so is what the fetch
+// brought.
 func TestSyncGitProcesses(t *testing.T) {
 	gittest.SkipShort(t, "two clones syncing through a counting git")
 	gittest.Scrub(t)
@@ -856,8 +858,11 @@ func TestSyncGitProcesses(t *testing.T) {
 	calls := func() string {
 		var subs []string
 		for _, l := range strings.Split(strings.TrimSpace(counter.Calls(t)), "\n") {
-			sub, _, _ := strings.Cut(l, " ")
-			subs = append(subs, sub)
+			f := strings.Fields(l)
+			for len(f) > 2 && f[0] == "-c" {
+				f = f[2:] // git's own options (-c k=v) come before the subcommand
+			}
+			subs = append(subs, f[0])
 		}
 		counter.Reset()
 		return strings.Join(subs, " ")
@@ -867,19 +872,17 @@ func TestSyncGitProcesses(t *testing.T) {
 	if rep.FastForwarded != 1 || rep.Pushed != 1 {
 		t.Fatalf("report: %+v", rep)
 	}
-	// The first git process that may reach the remote is preceded by one
-	// `git config --get core.sshCommand`, so that the user's ssh command
-	// is kept when batch mode is added (gitcmd.offline); the runner
-	// remembers it for the others. The remote's URL is read from the
-	// configuration the store read when it opened: no process.
-	want := "var for-each-ref config ls-remote cat-file fetch push update-ref"
+	// The remote's URL, and core.sshCommand (kept when batch mode is
+	// added to ssh, gitcmd.offline), are read from the configuration the
+	// store read when it opened (`git var -l`): no process.
+	want := "var for-each-ref ls-remote fetch push update-ref"
 	got := calls()
 	sorted := func(s string) string { f := strings.Fields(s); sort.Strings(f); return strings.Join(f, " ") }
 	if sorted(got) != sorted(want) {
 		t.Fatalf("git processes of a sync:\n%s\nwant\n%s", got, want)
 	}
 	syncRun(t, syncOpen(t, b, 40), Options{})
-	if got, want := calls(), "var for-each-ref config ls-remote"; sorted(got) != sorted(want) {
+	if got, want := calls(), "var for-each-ref ls-remote"; sorted(got) != sorted(want) {
 		t.Fatalf("git processes of a quiet sync:\n%s\nwant\n%s", got, want)
 	}
 }
@@ -976,4 +979,35 @@ func TestSyncOnly(t *testing.T) {
 	if docs := syncDocs(t, sa); docs[theirs] != nil || docs[mine] == nil || docs[other] == nil {
 		t.Errorf("the limited sync took in or lost entities: %v", docs)
 	}
+}
+
+// TestSyncSharedClone: a clone that borrows the remote's objects (git clone
+// --shared: an alternate object store) finds none of the remote's tips in
+// its own object directory, so sync asks the fetch for them; the fetch has
+// nothing to bring, git finds them in the alternate, and the sync creates
+// and then fast-forwards the entity as any other clone does.
+func TestSyncSharedClone(t *testing.T) {
+	gittest.SkipShort(t, "a clone borrowing the remote's objects")
+	gittest.Scrub(t)
+	remote := syncRemote(t)
+	a := syncClone(t, remote)
+	sa := syncOpen(t, a, 0)
+	id := syncCreate(t, sa, map[string]any{"title": "x"})
+	syncRun(t, sa, Options{})
+	b := filepath.Join(t.TempDir(), "b")
+	gittest.Git(t, "", "clone", "-q", "--shared", remote, b)
+	sb := syncOpen(t, b, 0)
+	if rep := syncRun(t, sb, Options{}); rep.Created != 1 || rep.Fetched != 1 {
+		t.Fatalf("first sync of the shared clone: %+v", rep)
+	}
+	syncEdit(t, syncOpen(t, a, 10), id, func(d map[string]any) { d["title"] = "a" })
+	syncRun(t, sa, Options{})
+	if rep := syncRun(t, syncOpen(t, b, 20), Options{}); rep.FastForwarded != 1 {
+		t.Fatalf("second sync of the shared clone: %+v", rep)
+	}
+	ref := syncKind.Ref(id)
+	if got, want := gittest.Git(t, b, "rev-parse", ref), gittest.Git(t, a, "rev-parse", ref); got != want {
+		t.Fatalf("shared clone at %s, other clone at %s", got, want)
+	}
+	gittest.Git(t, b, "fsck", "--no-dangling")
 }

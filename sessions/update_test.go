@@ -29,7 +29,7 @@ func TestUpdateAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if calls := counter.Calls(t); calls != "update-ref --stdin\n" {
+	if calls := counter.Calls(t); calls != "-c core.warnAmbiguousRefs=false update-ref --stdin\n" {
 		t.Errorf("UpdateAt ran\n%s", calls)
 	}
 	stored, err := st.Get(ctx, Kind, s.ID)
