@@ -168,20 +168,32 @@ func (s *Store) readNotesCache(tip string) (map[string][]string, bool) {
 	return m, true
 }
 
+// The file is streamed from all (its size counted first): building it in
+// memory held every note twice more.
 func (s *Store) writeNotesCache(tip string, all map[string][]string) {
-	var b strings.Builder
-	b.WriteString(tip + "\n")
+	targets := make([]string, 0, len(all))
+	size := int64(len(tip) + 1)
 	for t, ls := range all {
-		fmt.Fprintf(&b, "%s %d\n", t, len(ls))
+		targets = append(targets, t)
+		size += int64(len(t) + 1 + len(strconv.Itoa(len(ls))) + 1)
 		for _, l := range ls {
 			if strings.Contains(l, "\n") {
 				return // not a line: the cache could not say it
 			}
-			b.WriteString(l)
-			b.WriteByte('\n')
+			size += int64(len(l) + 1)
 		}
 	}
-	writeCacheFile(s.notesCachePath(), notesFormat, []byte(b.String()), nil)
+	writeCacheStream(s.notesCachePath(), notesFormat, size, nil, func(w io.Writer) {
+		io.WriteString(w, tip+"\n")
+		for _, t := range targets {
+			ls := all[t]
+			io.WriteString(w, t+" "+strconv.Itoa(len(ls))+"\n")
+			for _, l := range ls {
+				io.WriteString(w, l)
+				io.WriteString(w, "\n")
+			}
+		}
+	})
 }
 
 // The roots cache maps entity ids to the first commit of their chain, which

@@ -168,6 +168,15 @@ func writeCacheStream(path, format string, size int64, prev os.FileInfo, fill fu
 type countingWriter struct {
 	w io.Writer
 	n int64
+	// scratch carries strings to w: io.WriteString would copy each one
+	// into a new slice (every note line, every digest).
+	scratch []byte
+}
+
+// WriteString writes s through one reused buffer.
+func (c *countingWriter) WriteString(s string) (int, error) {
+	c.scratch = append(c.scratch[:0], s...)
+	return c.Write(c.scratch)
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
@@ -196,4 +205,105 @@ func (s *Store) ReadLocalCache(name, format string) (payload []byte, ok bool) {
 // atomically; failures are ignored (it is only a cache).
 func (s *Store) WriteLocalCache(name, format string, payload []byte) {
 	writeCacheFile(s.localCachePath(name), format, payload, nil)
+}
+
+// cacheWriter writes a cache file whose payload size is not known until
+// its end (documents read from git a chunk at a time): the payload goes
+// straight to a temporary file behind a header whose size field is
+// zero-padded to a fixed width (readers parse the number, leading zeros
+// and all), the header is filled in once the size is known, and the
+// checksum is taken by reading the file back. Nothing is held in memory
+// but a write buffer.
+type cacheWriter struct {
+	path, format string
+	prev         os.FileInfo
+	f            *os.File
+	w            *bufio.Writer
+	n            int64
+	failed       bool
+}
+
+// cacheSizeWidth is the width of a streamed frame's size field: any int64.
+const cacheSizeWidth = 19
+
+// newCacheWriter starts replacing the cache file at path in format (see
+// writeFileAtomic for prev); nil when the temporary file cannot be made
+// (then nothing is written).
+func newCacheWriter(path, format string, prev os.FileInfo) *cacheWriter {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return nil
+	}
+	c := &cacheWriter{path: path, format: format, prev: prev, f: f, w: bufio.NewWriterSize(f, 1<<16)}
+	if _, err := c.w.WriteString(c.head()); err != nil {
+		c.failed = true
+	}
+	return c
+}
+
+// head is the frame's header line for the payload written so far.
+func (c *cacheWriter) head() string {
+	return fmt.Sprintf("%s %0*d\n", c.format, cacheSizeWidth, c.n)
+}
+
+// Write adds p to the payload.
+func (c *cacheWriter) Write(p []byte) (int, error) {
+	if c.failed {
+		return 0, errors.New("the cache file could not be written")
+	}
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	if err != nil {
+		c.failed = true
+	}
+	return n, err
+}
+
+// commit finishes the file and puts it in place, unless a write failed,
+// the payload grew larger than a reader accepts, or the file prev is no
+// longer in place (stillCurrent); failures are ignored (caches only).
+func (c *cacheWriter) commit() {
+	err := c.finish()
+	if cerr := c.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && !stillCurrent(c.path, c.prev) {
+		err = os.ErrExist
+	}
+	if err == nil {
+		err = os.Rename(c.f.Name(), c.path)
+	}
+	if err != nil {
+		os.Remove(c.f.Name())
+	}
+}
+
+// finish writes the header with the payload's size, then the checksum of
+// the header and payload as read back from the file.
+func (c *cacheWriter) finish() error {
+	head := c.head()
+	if c.failed || int64(len(head))+c.n+int64(frameTrailer) > maxCacheFile {
+		return errors.New("the cache file could not be written")
+	}
+	if err := c.w.Flush(); err != nil {
+		return err
+	}
+	if _, err := c.f.WriteAt([]byte(head), 0); err != nil {
+		return err
+	}
+	h := sha256.New()
+	if m, err := io.Copy(h, io.NewSectionReader(c.f, 0, int64(len(head))+c.n)); err != nil || m != int64(len(head))+c.n {
+		return errors.New("the cache file did not read back")
+	}
+	_, err := c.f.WriteAt([]byte("sha256 "+hex.EncodeToString(h.Sum(nil))+"\n"), int64(len(head))+c.n)
+	return err
+}
+
+// abort drops the file being written.
+func (c *cacheWriter) abort() {
+	c.f.Close()
+	os.Remove(c.f.Name())
 }

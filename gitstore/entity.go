@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"sort"
@@ -247,6 +248,119 @@ func (s *Store) List(ctx context.Context, k Kind) ([]Doc, []error, error) {
 	return docs, problems, nil
 }
 
+// ListEach is List for a reader that keeps only what it makes of each
+// document: fn is called with the number of refs listed and the documents
+// a chunk at a time, in id order, and the documents read from git are
+// written to the list cache as they come. A cold read of a hundred
+// thousand documents then holds one chunk of them, not all of them beside
+// what the reader builds. The documents from the cache are served as List
+// serves them (the cache file is read whole). fn may keep the documents
+// but not the slice, which the next chunk reuses.
+func (s *Store) ListEach(ctx context.Context, k Kind, fn func(total int, docs []Doc)) ([]error, error) {
+	var cache map[string]cacheEntry
+	var gen os.FileInfo
+	cacheRead := make(chan struct{})
+	go func() {
+		defer close(cacheRead)
+		cache, gen = s.readCache(k)
+	}()
+	refs, commits, err := s.listRefs(ctx, k.RefPrefix())
+	<-cacheRead
+	if err != nil {
+		return nil, fmt.Errorf("listing %s refs: %w", k.Noun, err)
+	}
+	hit := make([]bool, len(refs))
+	hits := 0
+	for i, ref := range refs {
+		if c, ok := cache[strings.TrimPrefix(ref, k.RefPrefix())]; ok && c.commit == commits[i] {
+			hit[i] = true
+			hits++
+		}
+	}
+	if hits == len(refs) {
+		// As List: every document from the cache.
+		docs := make([]Doc, len(refs))
+		for i, ref := range refs {
+			id := strings.TrimPrefix(ref, k.RefPrefix())
+			docs[i] = Doc{ID: id, Ref: ref, Commit: commits[i], Data: cache[id].data}
+		}
+		if len(docs) != len(cache) {
+			s.writeCache(k, docs, gen)
+		}
+		fn(len(refs), docs)
+		return nil, nil
+	}
+	w := newCacheWriter(s.cachePath(k), listFormat, gen)
+	problems, err := s.listChunks(ctx, k, refs, commits, docChunk, func(i int) (Doc, bool) {
+		if !hit[i] {
+			return Doc{}, false
+		}
+		id := strings.TrimPrefix(refs[i], k.RefPrefix())
+		return Doc{ID: id, Ref: refs[i], Commit: commits[i], Data: cache[id].data}, true
+	}, func(docs []Doc) {
+		if w != nil {
+			for _, d := range docs {
+				io.WriteString(w, listEntryHead(d))
+				w.Write(d.Data)
+			}
+		}
+		fn(len(refs), docs)
+	})
+	if w != nil {
+		if err != nil {
+			w.abort()
+		} else {
+			w.commit()
+		}
+	}
+	return problems, err
+}
+
+// listChunks calls fn with the documents of refs (at commits) chunk refs
+// at a time, in the order listed: the ones cached gives, the others read from
+// git at the listed commit (a ref whose commit holds none is a RefError,
+// returned in the order listed).
+func (s *Store) listChunks(ctx context.Context, k Kind, refs, commits []string, chunk int,
+	cached func(i int) (Doc, bool), fn func(docs []Doc)) ([]error, error) {
+	cf := s.catFile(ctx)
+	defer cf.close()
+	var problems []error
+	docs := make([]Doc, 0, min(len(refs), chunk))
+	var wants []want
+	for start := 0; start < len(refs); start += chunk {
+		end := min(start+chunk, len(refs))
+		wants = wants[:0]
+		for i := start; i < end; i++ {
+			if _, ok := cached(i); !ok {
+				wants = append(wants, want{ref: refs[i], commit: commits[i]})
+			}
+		}
+		read, more, err := s.readDocsWith(cf, k, wants)
+		if err != nil {
+			return nil, err
+		}
+		problems = append(problems, more...)
+		// Merge in the order listed: read holds the wanted refs that
+		// read, in order.
+		docs = docs[:0]
+		for i := start; i < end; i++ {
+			if d, ok := cached(i); ok {
+				docs = append(docs, d)
+				continue
+			}
+			if len(read) > 0 && read[0].Ref == refs[i] {
+				docs = append(docs, read[0])
+				read = read[1:]
+			}
+		}
+		fn(docs)
+		if db := s.objects(); db != nil && end < len(refs) {
+			db.releasePages()
+		}
+	}
+	return problems, nil
+}
+
 // want is a ref to read a document from, at the commit it was listed at.
 type want struct{ ref, commit string }
 
@@ -257,10 +371,36 @@ func (s *Store) readDocs(ctx context.Context, k Kind, wants []want) ([]Doc, []er
 	if len(wants) == 0 {
 		return nil, nil, nil
 	}
-	var docs []Doc
-	var problems []error
 	cf := s.catFile(ctx)
 	defer cf.close()
+	return s.readDocsWith(cf, k, wants)
+}
+
+// EachDoc reads the document of kind k at each listed commit (refs and
+// commits at the same positions, as TipList lists them) a chunk at a time
+// and calls fn with each chunk's readable documents, in the order listed:
+// a reader of tens of thousands of documents that keeps only what it makes
+// of each holds one chunk of them, not all. The refs whose commit holds no
+// document are returned as RefErrors, in the order listed. It neither
+// reads nor writes the list cache, and it lets go of the pages the
+// in-process object reader mapped between chunks (its delta bases kept). fn may
+// keep the documents but not the slice, which the next chunk reuses.
+func (s *Store) EachDoc(ctx context.Context, k Kind, refs, commits []string, fn func(docs []Doc)) ([]error, error) {
+	if len(refs) != len(commits) {
+		return nil, fmt.Errorf("reading %s documents: %d refs, %d commits", k.Noun, len(refs), len(commits))
+	}
+	return s.listChunks(ctx, k, refs, commits, docChunk, func(int) (Doc, bool) { return Doc{}, false }, fn)
+}
+
+// docChunk is how many documents EachDoc reads at a time: enough to keep
+// every core inflating, few enough that a chunk is a small part of a board
+// of tens of thousands.
+const docChunk = 2048
+
+// readDocsWith is readDocs through the object reader cf.
+func (s *Store) readDocsWith(cf *catFile, k Kind, wants []want) ([]Doc, []error, error) {
+	var docs []Doc
+	var problems []error
 	var bad []want
 	names := make([]string, len(wants))
 	for i, w := range wants {

@@ -358,15 +358,22 @@ func (s *Store) readNotesTree(cf *catFile, head object) (map[string][]string, er
 		}
 		level = next
 	}
-	blobs, err := cf.getMany(blobIDs)
-	if err != nil {
-		return nil, err
-	}
-	all := make(map[string][]string, len(blobs))
-	for i, o := range blobs {
-		for _, l := range strings.Split(string(o.data), "\n") {
-			if strings.TrimSpace(l) != "" {
-				all[noteNames[i]] = append(all[noteNames[i]], l)
+	// The blobs are read a chunk at a time, each chunk's bytes let go once
+	// split into lines: with tens of thousands of notes, all the blobs
+	// beside all their lines held every note twice.
+	all := make(map[string][]string, len(blobIDs))
+	for start := 0; start < len(blobIDs); start += docChunk {
+		end := min(start+docChunk, len(blobIDs))
+		blobs, err := cf.getMany(blobIDs[start:end])
+		if err != nil {
+			return nil, err
+		}
+		for i, o := range blobs {
+			name := noteNames[start+i]
+			for _, l := range strings.Split(string(o.data), "\n") {
+				if strings.TrimSpace(l) != "" {
+					all[name] = append(all[name], l)
+				}
 			}
 		}
 	}

@@ -602,6 +602,14 @@ func applyDelta(base, delta []byte) ([]byte, error) {
 // there, shared with git, as it sees fit).
 func (db *odb) release() {
 	db.bases.clear()
+	db.releasePages()
+}
+
+// releasePages lets go of the pages of the packs read so far (they count
+// towards the process's resident memory once read), keeping the delta
+// bases: a reader that goes on through the same packs would inflate the
+// bases of its deltas again without them.
+func (db *odb) releasePages() {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	for _, p := range db.packs {

@@ -2,7 +2,6 @@ package gitstore
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -179,22 +178,53 @@ func (s *Store) WriteSummaries(k Kind, prev Summaries, key string, entries []Doc
 // WriteSummariesOf is WriteSummaries of the summary named name of kind k
 // (see ReadSummariesOf).
 func (s *Store) WriteSummariesOf(k Kind, name string, prev Summaries, key string, entries []Doc) {
+	s.writeSummaries(s.summaryPathOf(k, name), prev, key, len(entries), func(i int) (string, string, []byte, string) {
+		return entries[i].ID, entries[i].Commit, entries[i].Data, ""
+	})
+}
+
+// WriteSummaryList is WriteSummaries of entries as ReadSummaryList returns
+// them (digests as strings): a reader that made the digests keeps one copy
+// of them.
+func (s *Store) WriteSummaryList(k Kind, prev Summaries, key string, entries []SummaryEntry) {
+	s.writeSummaries(s.summaryPathOf(k, ""), prev, key, len(entries), func(i int) (string, string, []byte, string) {
+		return entries[i].ID, entries[i].Commit, nil, entries[i].Data
+	})
+}
+
+// writeSummaries writes the summary file at path from n entries, entry i
+// given by entry (its id, commit, and digest as bytes or as a string). The
+// file is streamed from the entries (its size counted first): a copy of
+// tens of thousands of digests in one buffer cost as much memory again.
+func (s *Store) writeSummaries(path string, prev Summaries, key string, n int, entry func(i int) (id, commit string, data []byte, text string)) {
 	if key == "" || strings.ContainsAny(key, " \n") {
 		return
 	}
 	if !sameFile(prev.drop, statOrNil(s.dropMarkerPath())) {
 		return
 	}
-	var b bytes.Buffer
-	b.WriteString(key + "\n")
-	for _, e := range entries {
-		if e.ID == "" || e.Commit == "" || strings.ContainsAny(e.ID+e.Commit, " \n") {
+	size := int64(len(key) + 1)
+	for i := 0; i < n; i++ {
+		id, commit, data, text := entry(i)
+		if id == "" || commit == "" || strings.ContainsAny(id, " \n") || strings.ContainsAny(commit, " \n") {
 			return
 		}
-		fmt.Fprintf(&b, "%s %s %d\n", e.ID, e.Commit, len(e.Data))
-		b.Write(e.Data)
+		size += int64(len(summaryEntryHead(id, commit, len(data)+len(text))) + len(data) + len(text))
 	}
-	writeCacheFile(s.summaryPathOf(k, name), summaryFormat, b.Bytes(), prev.gen)
+	writeCacheStream(path, summaryFormat, size, prev.gen, func(w io.Writer) {
+		io.WriteString(w, key+"\n")
+		for i := 0; i < n; i++ {
+			id, commit, data, text := entry(i)
+			io.WriteString(w, summaryEntryHead(id, commit, len(data)+len(text)))
+			w.Write(data)
+			io.WriteString(w, text)
+		}
+	})
+}
+
+// summaryEntryHead is the line before an entry's digest in a summary file.
+func summaryEntryHead(id, commit string, size int) string {
+	return id + " " + commit + " " + strconv.Itoa(size) + "\n"
 }
 
 // sameFile reports whether a and b are the same file, or both absent.

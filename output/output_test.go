@@ -26,9 +26,10 @@ func TestMarshalCompact(t *testing.T) {
 
 // TestPrintJSONList: a JSON array, each element on a line of its own
 // between the brackets' lines, that decodes to
-// the elements, also when it is written in several pieces.
+// the elements, also when it is written in several pieces and encoded in
+// several chunks (one, two and three).
 func TestPrintJSONList(t *testing.T) {
-	for _, n := range []int{0, 1, 5000} {
+	for _, n := range []int{0, 1, 5000, jsonListChunk, 2*jsonListChunk + 1} {
 		var out bytes.Buffer
 		p := &Printer{Out: &out, JSON: true}
 		if err := p.PrintJSONList(n, func(i int) any { return map[string]int{"i": i} }); err != nil {

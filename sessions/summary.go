@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -209,11 +210,118 @@ func OpenSummaries(ctx context.Context, st *gitstore.Store) (*SummarySet, []erro
 		st.WriteSummaries(Kind, cached, key, entries)
 		return &SummarySet{recs: nonNilRecords(recs)}, nil, nil
 	}
+	if set, problems, ok, err := streamSummariesFromGit(ctx, st, cached, refs, commits, notesAt, key); ok || err != nil {
+		return set, problems, err
+	}
 	recs, problems, err := loadSummariesFromGit(ctx, st, cached, notesAt, key)
 	if err != nil {
 		return nil, nil, err
 	}
 	return &SummarySet{recs: nonNilRecords(recs)}, problems, nil
+}
+
+// streamSummariesFromGit is loadSummariesFromGit for the session refs
+// listed (refs and commits, sorted by name) without holding every session
+// whole: the documents are read a chunk at a time (gitstore's EachDoc),
+// each one decoded, given its outcome and review and encoded as its
+// summary at once, so that what is kept is one digest per session (the
+// set serves them from that list) rather than every document, every
+// record and every digest side by side. It writes the cache from the
+// digests unless some session did not read. ok is false when the roots of
+// the listed sessions cannot be found in one walk or a summary does not
+// encode: the caller then reads the whole way, which says which session is
+// wrong.
+func streamSummariesFromGit(ctx context.Context, st *gitstore.Store, cached gitstore.Summaries,
+	refs, commits []string, notesAt, key string) (*SummarySet, []error, bool, error) {
+	prefix := Kind.RefPrefix()
+	tips := make(map[string]string, len(refs))
+	for i, ref := range refs {
+		tips[strings.TrimPrefix(ref, prefix)] = commits[i]
+	}
+	roots, err := st.Roots(ctx, Kind, tips)
+	if err != nil {
+		return nil, nil, false, nil
+	}
+	tips = nil
+	targets := make([]string, 0, len(roots))
+	for _, r := range roots {
+		if r != "" {
+			targets = append(targets, r)
+		}
+	}
+	readAt := ""
+	var notes map[string][]string
+	if len(refs) > 0 {
+		if notes, readAt, err = st.ReadNotesAt(ctx, targets); err != nil {
+			return nil, nil, false, err
+		}
+	}
+	targets = nil
+	list := make([]gitstore.SummaryEntry, 0, len(refs))
+	var bad []error
+	failed := false
+	problems, err := st.EachDoc(ctx, Kind, refs, commits, func(docs []gitstore.Doc) {
+		data := make([]string, len(docs))
+		errs := make([]error, len(docs))
+		parallel.For(len(docs), func(i int) {
+			data[i], errs[i] = summaryOfDoc(docs[i], roots, notes)
+		})
+		for i, d := range docs {
+			switch {
+			case errors.Is(errs[i], errNoEncode):
+				failed = true
+			case errs[i] != nil:
+				bad = append(bad, &gitstore.RefError{Ref: d.Ref, Err: errs[i]})
+			default:
+				list = append(list, gitstore.SummaryEntry{ID: d.ID, Commit: d.Commit, Data: data[i]})
+			}
+		}
+	})
+	// What the documents' deltas were resolved with is of no use to the
+	// rest of the board's read.
+	st.ReleaseCaches()
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if failed {
+		return nil, nil, false, nil
+	}
+	problems = append(problems, bad...)
+	if readAt == "" {
+		readAt = notesAt // no session: no outcome depends on the notes
+	}
+	if readAt == notesAt {
+		readAt = key // read at the notes commit the key names
+	}
+	if len(problems) == 0 {
+		st.WriteSummaryList(Kind, cached, readAt, list)
+	}
+	return &SummarySet{list: list, cached: cached, notesAt: notesAt}, problems, true, nil
+}
+
+// errNoEncode is summaryOfDoc's error for a record whose summary does not
+// encode (not a problem of the session's document).
+var errNoEncode = errors.New("the summary does not encode")
+
+// summaryOfDoc decodes the session document d, gives it its outcome and
+// review from the notes of its root (roots: by session id), and returns
+// its encoded summary; an error for a document that does not decode, or
+// errNoEncode.
+func summaryOfDoc(d gitstore.Doc, roots map[string]string, notes map[string][]string) (string, error) {
+	s, err := Decode(d.Data)
+	if err != nil {
+		return "", err
+	}
+	s.ID = d.ID
+	r := Record{Session: s, Commit: d.Commit, Root: roots[d.ID]}
+	lines := notes[r.Root] // none without a root
+	r.Outcome, r.Forged = selectOutcome(s.Seal, lines)
+	reviewOf(&r, lines)
+	data, err := encodeSummary(r.Summary())
+	if err != nil {
+		return "", errNoEncode
+	}
+	return string(data), nil
 }
 
 // stampedKey is the summary cache's key under a stamp of the session refs:

@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"strings"
 
@@ -29,29 +30,49 @@ type Board struct {
 
 // Load reads every task with one batched read.
 func Load(ctx context.Context, st *gitstore.Store) (*Board, error) {
-	docs, problems, err := st.List(ctx, Kind)
+	// The documents come a chunk at a time (gitstore's ListEach), each
+	// chunk decoded on every core and let go: a cold read of a hundred
+	// thousand tasks holds one chunk of documents beside the board, not
+	// all of them.
+	var b *Board
+	var allIDs []string
+	var bad []error
+	var decoded []Task
+	var errs []error
+	problems, err := st.ListEach(ctx, Kind, func(total int, docs []gitstore.Doc) {
+		if b == nil {
+			b = &Board{Tasks: make(map[string]Entry, total), IDs: make([]string, 0, total)}
+			allIDs = make([]string, 0, total)
+		}
+		decoded = slices.Grow(decoded[:0], len(docs))[:len(docs)]
+		errs = slices.Grow(errs[:0], len(docs))[:len(docs)]
+		parallel.For(len(docs), func(i int) { decoded[i], errs[i] = Decode(docs[i].Data) })
+		for i, d := range docs {
+			allIDs = append(allIDs, d.ID)
+			if errs[i] != nil {
+				bad = append(bad, &gitstore.RefError{Ref: d.Ref, Err: errs[i]})
+				continue
+			}
+			t := decoded[i]
+			t.ID = d.ID
+			b.Tasks[d.ID] = Entry{Task: t, Commit: d.Commit}
+			b.IDs = append(b.IDs, d.ID)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	b := &Board{Tasks: make(map[string]Entry, len(docs))}
-	allIDs := make([]string, 0, len(docs)+len(problems))
-	decoded := make([]Task, len(docs))
-	errs := make([]error, len(docs))
-	parallel.For(len(docs), func(i int) { decoded[i], errs[i] = Decode(docs[i].Data) })
-	for i, d := range docs {
-		allIDs = append(allIDs, d.ID)
-		if errs[i] != nil {
-			problems = append(problems, &gitstore.RefError{Ref: d.Ref, Err: errs[i]})
-			continue
-		}
-		t := decoded[i]
-		t.ID = d.ID
-		b.Tasks[d.ID] = Entry{Task: t, Commit: d.Commit}
+	if b == nil {
+		b = &Board{Tasks: map[string]Entry{}}
 	}
-	for id := range b.Tasks {
-		b.IDs = append(b.IDs, id)
+	if len(b.IDs) == 0 {
+		b.IDs = nil
 	}
-	sort.Strings(b.IDs)
+	if allIDs == nil {
+		allIDs = []string{}
+	}
+	problems = append(problems, bad...)
+	sort.Strings(b.IDs) // in id order already, unless the refs were not
 	b.Index = gitstore.NewIndex(Kind, allIDs, problems)
 	return b, nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -107,26 +108,57 @@ func buildStatusFixtureWith(tb testing.TB, repo string, tasks, perTask int, seal
 
 // BenchmarkStatus10kTasks30kSessions reports `git agentmine status --json`
 // (every task's status from every session's outcome and whether its tip
-// reached main) against one `git for-each-ref --merged main` over the same
-// branches, as the ratio agentmine/raw: "warm" with agentmine's local
-// caches in place, "cold" with them removed before each run.
+// reached main) against raw git, as the ratio agentmine/raw: "warm" with
+// agentmine's local caches in place, against one `git for-each-ref --merged
+// main` over the same branches (rawStatus: what the caches leave to git);
+// "cold" with them removed before each run, against raw git reading
+// everything the caches are built from (rawStatusCold).
 func BenchmarkStatus10kTasks30kSessions(b *testing.B) {
 	useBuiltBinary(b)
 	repo := gittest.Init(b)
 	buildStatusFixture(b, repo, 10000, 3)
+	checkRawStatusCold(b, repo, 10000, 30000)
 	cache := filepath.Join(repo, ".git", "agentmine", "cache")
 	for _, mode := range []string{"warm", "cold"} {
 		b.Run(mode, func(b *testing.B) {
 			var prepare func()
+			raw := rawStatus
 			if mode == "cold" {
+				raw = rawStatusCold
 				prepare = func() {
 					if err := os.RemoveAll(cache); err != nil {
 						b.Fatal(err)
 					}
 				}
 			}
-			compareCommands(b, repo, []string{"git", "agentmine", "status", "--json"}, rawStatus, prepare)
+			compareCommands(b, repo, []string{"git", "agentmine", "status", "--json"}, raw, prepare)
 		})
+	}
+}
+
+// rawStatusCold is what a shell script of raw git runs to read what a cold
+// `status` reads: which session branches reached main, then every task
+// document, every session document and every outcome note (the blobs of
+// the notes tree) through one cat-file --batch, as the caches are built
+// from.
+const rawStatusCold = "git for-each-ref --merged main refs/heads/ >/dev/null && " +
+	"{ git for-each-ref --format='%(objectname):task.json' refs/agentmine/tasks; " +
+	"git for-each-ref --format='%(objectname):session.json' refs/agentmine/sessions; " +
+	"git ls-tree -r --format='%(objectname)' refs/notes/agentmine; } | git cat-file --batch"
+
+// checkRawStatusCold fails the benchmark unless rawStatusCold really reads
+// every task and session document and one note per session in repo, none
+// missing: a baseline that answers "missing" would be cheap.
+func checkRawStatusCold(b *testing.B, repo string, tasks, sessions int) {
+	b.Helper()
+	check := exec.Command("sh", "-c", rawStatusCold)
+	check.Dir = repo
+	out, err := check.Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if got, want := bytes.Count(out, []byte(" blob ")), tasks+2*sessions; got != want || bytes.Contains(out, []byte(" missing\n")) {
+		b.Fatalf("raw baseline read %d blobs, want %d (every task and session document and note)", got, want)
 	}
 }
 
