@@ -43,6 +43,9 @@ type fleetStats struct {
 	// claimReads counts looks at a claim on the remote, claimPushes the
 	// pushes that tried to take one (won: the claims on the remote).
 	claimReads, claimPushes, won int
+	// claimLists counts the listings of every claim on the remote (one per
+	// look of a run that has tasks to start).
+	claimLists int
 	// gitProcs counts the git processes the fleet started during the runs.
 	gitProcs int
 	// server is, per program the remote ran (upload-pack, receive-pack,
@@ -324,6 +327,8 @@ func countCalls(tb testing.TB, log string, st *fleetStats) {
 		case len(f) == 3 && f[0] == "ls-remote" && f[1] == "--refs":
 			st.rounds++
 			syncing[proc] = true
+		case len(f) == 4 && f[0] == "ls-remote" && f[3] == "refs/agentmine-claims/*":
+			st.claimLists++
 		case len(f) == 4 && f[0] == "ls-remote" && strings.HasPrefix(f[3], "refs/agentmine-claims/"):
 			st.claimReads++
 		case len(f) > 0 && f[0] == "push" && strings.Contains(args, "--force-with-lease=refs/agentmine-claims/") && strings.Contains(args, "--atomic"):
@@ -429,8 +434,8 @@ func logFleet(tb testing.TB, tr string, st fleetStats) {
 	}
 	rp, up := srv("receive-pack"), srv("upload-pack")
 	tb.Logf("%s: %d clones, %d tasks: %.1f s, %.2f s/task across the fleet (load %s)", tr, st.clones, st.tasks, st.wall.Seconds(), st.wall.Seconds()/float64(st.tasks), st.load)
-	tb.Logf("%s: %d claims won of %d claim pushes after %d claim reads; %d syncs in %d rounds (%.2f rounds/claim, %d retries when the remote moved); %d git processes (%.0f/task)",
-		tr, st.won, st.claimPushes, st.claimReads, st.syncs, st.rounds, float64(st.rounds)/float64(max(st.won, 1)), st.rounds-st.syncs, st.gitProcs, float64(st.gitProcs)/float64(st.tasks))
+	tb.Logf("%s: %d claims won of %d claim pushes after %d listings of all claims and %d reads of one; %d syncs in %d rounds (%.2f rounds/claim, %d retries when the remote moved); %d git processes (%.0f/task)",
+		tr, st.won, st.claimPushes, st.claimLists, st.claimReads, st.syncs, st.rounds, float64(st.rounds)/float64(max(st.won, 1)), st.rounds-st.syncs, st.gitProcs, float64(st.gitProcs)/float64(st.tasks))
 	tb.Logf("%s: remote: receive-pack %d processes, %.1f s (%.0f%% of the wall time); upload-pack %d processes, %.1f s; %d refs at the end",
 		tr, rp.procs, rp.seconds, 100*rp.seconds/st.wall.Seconds(), up.procs, up.seconds, st.refs)
 }
@@ -479,6 +484,8 @@ func BenchmarkFleet(b *testing.B) {
 				b.ReportMetric(st.wall.Seconds()/float64(tasks), "s/task")
 				b.ReportMetric(float64(st.rounds)/float64(max(st.won, 1)), "rounds/claim")
 				b.ReportMetric(float64(st.rounds-st.syncs), "retries")
+				b.ReportMetric(float64(st.claimLists), "claim-lists")
+				b.ReportMetric(float64(st.claimReads), "claim-reads")
 				b.ReportMetric(float64(st.gitProcs)/float64(tasks), "git-procs/task")
 				if c := st.server["receive-pack"]; c != nil {
 					b.ReportMetric(c.seconds, "receive-pack-s")
