@@ -46,6 +46,9 @@ type fleetStats struct {
 	// claimLists counts the listings of every claim on the remote (one per
 	// look of a run that has tasks to start).
 	claimLists int
+	// unclaimed counts the starts that could not reach the remote to claim
+	// and ran locally without a claim (from the runs' logs).
+	unclaimed int
 	// gitProcs counts the git processes the fleet started during the runs.
 	gitProcs int
 	// server is, per program the remote ran (upload-pack, receive-pack,
@@ -206,6 +209,7 @@ func fleetRun(tb testing.TB, tr fleetTransport, clones, tasks int) fleetStats {
 	st := fleetStats{clones: clones, tasks: tasks, wall: time.Since(start), load: loadAverage()}
 	st.server = serverCosts(tb, traces)
 	countCalls(tb, calls, &st)
+	st.unclaimed = countUnclaimed(dirs)
 
 	// Edits from everywhere at once, then two passes one after the other.
 	each(tb, dirs, clones, func(c int, d string) error {
@@ -216,6 +220,9 @@ func fleetRun(tb testing.TB, tr fleetTransport, clones, tasks int) fleetStats {
 	})
 	for pass := 0; pass < 2; pass++ {
 		each(tb, dirs, 1, func(_ int, d string) error { return fleetSync(d) })
+	}
+	if st.unclaimed > 0 {
+		tb.Logf("%d starts ran without a claim: the remote did not answer their claim's push", st.unclaimed)
 	}
 	st.won = checkFleet(tb, root, dirs, ids)
 	st.refs = len(strings.Fields(gittest.Git(tb, filepath.Join(root, "remote.git"), "for-each-ref", "--format=%(refname)")))
@@ -304,6 +311,20 @@ func checkFleet(tb testing.TB, root string, dirs []string, ids []string) int {
 		}
 	}
 	return len(claims)
+}
+
+// countUnclaimed counts, in the run logs of the clones, the starts that
+// could not reach the remote to claim and ran without a claim.
+func countUnclaimed(dirs []string) int {
+	n := 0
+	for _, d := range dirs {
+		logs, _ := filepath.Glob(filepath.Join(d, ".git", "agentmine", "logs", "run-*.log"))
+		for _, l := range logs {
+			data, _ := os.ReadFile(l)
+			n += strings.Count(string(data), "running locally without a claim")
+		}
+	}
+	return n
 }
 
 // countCalls reads the git wrapper's log into st: the syncs (one process's
@@ -436,6 +457,7 @@ func logFleet(tb testing.TB, tr string, st fleetStats) {
 	tb.Logf("%s: %d clones, %d tasks: %.1f s, %.2f s/task across the fleet (load %s)", tr, st.clones, st.tasks, st.wall.Seconds(), st.wall.Seconds()/float64(st.tasks), st.load)
 	tb.Logf("%s: %d claims won of %d claim pushes after %d listings of all claims and %d reads of one; %d syncs in %d rounds (%.2f rounds/claim, %d retries when the remote moved); %d git processes (%.0f/task)",
 		tr, st.won, st.claimPushes, st.claimLists, st.claimReads, st.syncs, st.rounds, float64(st.rounds)/float64(max(st.won, 1)), st.rounds-st.syncs, st.gitProcs, float64(st.gitProcs)/float64(st.tasks))
+	tb.Logf("%s: %d starts ran without a claim (the remote did not answer the claim's push)", tr, st.unclaimed)
 	tb.Logf("%s: remote: receive-pack %d processes, %.1f s (%.0f%% of the wall time); upload-pack %d processes, %.1f s; %d refs at the end",
 		tr, rp.procs, rp.seconds, 100*rp.seconds/st.wall.Seconds(), up.procs, up.seconds, st.refs)
 }
