@@ -113,7 +113,17 @@ func (e *Env) claim(ctx context.Context, remote string, s sessions.Session, root
 		case err == nil:
 			return true, old, nil
 		case errors.As(err, &ue):
-			return false, "", offline(remote, ue.Err)
+			// The push got no answer (a connection cut, a remote too busy
+			// to answer in time): it may have taken the claim all the
+			// same. Read it back: ours, someone else's (looked at by the
+			// next attempt), or still free (pushed again).
+			got, rerr := replica.ListClaims(ctx, e.St, remote, ref)
+			if rerr != nil {
+				return false, "", offline(remote, ue.Err)
+			}
+			if got[""] == root {
+				return true, old, nil
+			}
 		case !errors.Is(err, replica.ErrAlreadyClaimed):
 			return false, "", err
 		}
