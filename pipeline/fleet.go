@@ -67,7 +67,9 @@ func (s *Supervisor) dropClaimed(ctx context.Context, b *board.Board, reqs []sta
 			kept = append(kept, r)
 			continue
 		}
-		why := fmt.Sprintf("task %s is claimed on %s by a session of another clone (claim %s), not synced here yet", short(r.ts.id), s.claimRemote, short(commit))
+		// Worded as a start's lost claim race is, which a reader (and a
+		// script) already knows.
+		why := fmt.Sprintf("task %s is claimed on %s by session of another clone (claim %s), not synced here yet", short(r.ts.id), s.claimRemote, short(commit))
 		fmt.Fprintf(s.log, "%s %s\n", time.Now().Format("15:04:05"), why)
 		s.claimed[r.ts.id] = why
 	}
