@@ -285,6 +285,10 @@ type Supervisor struct {
 	// planFails counts the planner runs on a goal that gave no plan
 	// (plan.go); nil until the first.
 	planFails map[string]int
+	// claimRemote is where this run's starts claim their tasks ("" for
+	// nowhere); spread orders its ties when it claims (fleet.go).
+	claimRemote string
+	spread      string
 }
 
 // mergeWait is why a passing session waits to be merged: the person's
@@ -342,6 +346,8 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 		notBefore: map[string]time.Time{}, conflicts: map[string][]string{}, claimed: map[string]string{},
 		noted: map[string]bool{}, announced: map[string]bool{}, mergeFails: map[string]int{}, waits: map[string]mergeWait{},
 		setupFails: map[string]error{}, starting: map[string]bool{}}
+	s.claimRemote = env.ClaimRemote()
+	s.spread = spreadKey(s.claimRemote, b.Here)
 
 	old, err := Get(ctx, st, o.Name)
 	exists := err == nil
@@ -737,15 +743,27 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// order lists the targets by priority (highest first), then creation.
+// order lists the targets by priority (highest first), then creation; a
+// run that claims on a remote orders the targets of one priority by its
+// own spread instead (fleet.go).
 func (s *Supervisor) order(b *board.Board) []string {
 	rank := func(p string) int { return slices.Index(tasks.Priorities, p) }
 	ids := slices.Clone(s.rec.Targets)
 	ids = slices.DeleteFunc(ids, func(id string) bool { _, ok := b.Tasks.Tasks[id]; return !ok })
+	var spread map[string]uint64
+	if s.spread != "" {
+		spread = make(map[string]uint64, len(ids))
+		for _, id := range ids {
+			spread[id] = spreadRank(s.spread, id)
+		}
+	}
 	sort.SliceStable(ids, func(i, j int) bool {
 		a, c := b.Tasks.Tasks[ids[i]].Task, b.Tasks.Tasks[ids[j]].Task
 		if rank(a.Priority) != rank(c.Priority) {
 			return rank(a.Priority) > rank(c.Priority)
+		}
+		if spread != nil && spread[ids[i]] != spread[ids[j]] {
+			return spread[ids[i]] < spread[ids[j]]
 		}
 		return a.Created.Time.Before(c.Created.Time)
 	})
@@ -759,6 +777,9 @@ type startReq struct {
 	k int
 	// loop is the number of the attempt (or round) being started.
 	loop int
+	// unseen says a listing of the claim remote just now held no claim
+	// on the task (fleet.go).
+	unseen bool
 }
 
 // startResult is what one start gave, handed to the loop's goroutine.
@@ -849,7 +870,7 @@ func (s *Supervisor) takeStarts(ctx context.Context, b *board.Board) {
 // changes nothing of the loop's state (it runs next to other starts).
 func (s *Supervisor) start(ctx context.Context, r startReq, note *string) (sessions.Record, Event, bool, error) {
 	id := r.ts.id
-	o := worker.RunOptions{Task: id, Exec: true, Detach: true, Replace: true}
+	o := worker.RunOptions{Task: id, Exec: true, Detach: true, Replace: true, ClaimUnseen: r.unseen}
 	if r.fb != nil {
 		o.Feedback = r.fb.Text()
 	}

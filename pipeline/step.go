@@ -58,6 +58,8 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 	}
 	started := false
 	if free := s.rec.Parallel - len(running) - s.startingSlots(); free > 0 && len(p.toStart) > 0 && ctx.Err() == nil {
+		// Tasks other clones claimed meanwhile: one listing (fleet.go).
+		p.toStart = s.dropClaimed(jctx, b, p.toStart)
 		// Declared paths that overlap wait (overlap.go); a best-of round
 		// takes K slots (bestof.go).
 		p.toStart = s.fit(s.admit(b, running, p.toStart, len(p.toStart)), free, len(running)+len(s.starting))

@@ -166,3 +166,27 @@ func claimRemote(st Store, remote, ref string) (string, error) {
 	}
 	return remote, nil
 }
+
+// ListClaims lists the remote's claim refs under prefix (a full ref prefix
+// ending in "/") with one listing, and returns each one's name below prefix
+// and the commit it points at. It fetches nothing. A remote that cannot be
+// listed is an *UnreachableError.
+func ListClaims(ctx context.Context, st Store, remote, prefix string) (map[string]string, error) {
+	remote, err := claimRemote(st, remote, prefix)
+	if err != nil {
+		return nil, err
+	}
+	out, err := st.Git().Output(ctx, "ls-remote", "--refs", remote, prefix+"*")
+	if err != nil {
+		return nil, &UnreachableError{Remote: remote, Err: err}
+	}
+	claims := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 || !strings.HasPrefix(f[1], prefix) {
+			continue
+		}
+		claims[strings.TrimPrefix(f[1], prefix)] = f[0]
+	}
+	return claims, nil
+}

@@ -83,6 +83,10 @@ type RunOptions struct {
 	// uses the configured sync remote. NoClaim skips claiming.
 	Claim   string
 	NoClaim bool
+	// ClaimUnseen says the caller listed the claim remote just now and
+	// saw no claim on the task: the claim is pushed expecting none without
+	// reading the remote first (a push that loses reads it, as always).
+	ClaimUnseen bool
 	// Feedback is appended to the prompt: what went wrong in the earlier
 	// attempts (the supervisor's retries), so that a new attempt does not
 	// repeat the identical failure. Empty adds nothing.
@@ -384,7 +388,7 @@ func (e *Env) claimFor(ctx context.Context, o RunOptions, sess sessions.Session,
 	if remote == "" {
 		return "", "", nil, nil
 	}
-	ok, replaced, err := e.claim(ctx, remote, sess, root)
+	ok, replaced, err := e.claim(ctx, remote, sess, root, o.ClaimUnseen)
 	switch {
 	case ok:
 		return remote, "", func() {

@@ -81,34 +81,49 @@ func (e *Env) UnsharedRemote() string {
 }
 
 // claim tries to take the task's claim on remote with the session's creation
-// commit, pushing the session ref with it. On success it returns the claim
+// commit, pushing the session ref with it; unseen skips the first read of
+// the claim (RunOptions.ClaimUnseen). On success it returns the claim
 // it replaced ("" when there was none), for giveBack. It returns
 // (false, "", nil-or-offline-error) when the remote could not be reached:
 // the run goes on locally without a claim. A claim held by a session that
 // may still be running, as far as this clone knows, is a State error naming
 // its host and session.
-func (e *Env) claim(ctx context.Context, remote string, s sessions.Session, root string) (bool, string, error) {
+func (e *Env) claim(ctx context.Context, remote string, s sessions.Session, root string, unseen bool) (bool, string, error) {
 	// A remote that never answers (a host that drops the connection
 	// attempt) costs this long, then the run goes on locally.
 	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	defer cancel()
 	ref := ClaimPrefix + s.Task
 	for attempt := 0; attempt < 3; attempt++ {
-		old, holder, err := e.remoteClaim(ctx, remote, ref)
-		if err != nil {
-			return false, "", err
+		var old string
+		var holder *sessions.Session
+		if attempt > 0 || !unseen {
+			var err error
+			if old, holder, err = e.remoteClaim(ctx, remote, ref); err != nil {
+				return false, "", err
+			}
 		}
 		if holder != nil && !claimStale(*holder, time.Now()) && !e.endedHere(ctx, holder.ID) {
 			return false, "", exitcode.New(exitcode.State, fmt.Errorf("task %s is claimed on %s by session %s on host %s (started %s): %w",
 				s.Task[:8], remote, holder.ID[:8], holder.Host, holder.Started.Format(time.RFC3339), ErrClaimed), "wait for it, or sync to see its outcome")
 		}
-		err = replica.TakeClaim(ctx, e.St, replica.Claim{Remote: remote, Ref: ref, Commit: root, Old: old, Also: []string{sessions.Kind.Ref(s.ID)}})
+		err := replica.TakeClaim(ctx, e.St, replica.Claim{Remote: remote, Ref: ref, Commit: root, Old: old, Also: []string{sessions.Kind.Ref(s.ID)}})
 		var ue *replica.UnreachableError
 		switch {
 		case err == nil:
 			return true, old, nil
 		case errors.As(err, &ue):
-			return false, "", offline(remote, ue.Err)
+			// The push got no answer (a connection cut, a remote too busy
+			// to answer in time): it may have taken the claim all the
+			// same. Read it back: ours, someone else's (looked at by the
+			// next attempt), or still free (pushed again).
+			got, rerr := replica.ListClaims(ctx, e.St, remote, ref)
+			if rerr != nil {
+				return false, "", offline(remote, ue.Err)
+			}
+			if got[""] == root {
+				return true, old, nil
+			}
 		case !errors.Is(err, replica.ErrAlreadyClaimed):
 			return false, "", err
 		}
@@ -177,4 +192,25 @@ func offline(remote string, err error) error { return &offlineError{remote: remo
 func IsOffline(err error) bool {
 	var o *offlineError
 	return errors.As(err, &o)
+}
+
+// ClaimRemote names the remote a start claims its task on when nothing
+// else is asked (the configured sync remote), or "" when starts claim
+// nowhere.
+func (e *Env) ClaimRemote() string { return e.claimRemoteFor(RunOptions{}) }
+
+// RemoteClaims reads every claim on remote with one listing and returns the
+// commit each claimed task's claim points at, by task id. Nothing is
+// fetched: a caller that needs to know who holds a claim starts the task,
+// whose claim reads it. A remote that could not be reached is an error
+// IsOffline accepts.
+func (e *Env) RemoteClaims(ctx context.Context, remote string) (map[string]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	defer cancel()
+	claims, err := replica.ListClaims(ctx, e.St, remote, ClaimPrefix)
+	var ue *replica.UnreachableError
+	if errors.As(err, &ue) {
+		return nil, offline(remote, ue.Err)
+	}
+	return claims, err
 }

@@ -43,6 +43,12 @@ type fleetStats struct {
 	// claimReads counts looks at a claim on the remote, claimPushes the
 	// pushes that tried to take one (won: the claims on the remote).
 	claimReads, claimPushes, won int
+	// claimLists counts the listings of every claim on the remote (one per
+	// look of a run that has tasks to start).
+	claimLists int
+	// unclaimed counts the starts that could not reach the remote to claim
+	// and ran locally without a claim (from the runs' logs).
+	unclaimed int
 	// gitProcs counts the git processes the fleet started during the runs.
 	gitProcs int
 	// server is, per program the remote ran (upload-pack, receive-pack,
@@ -203,6 +209,7 @@ func fleetRun(tb testing.TB, tr fleetTransport, clones, tasks int) fleetStats {
 	st := fleetStats{clones: clones, tasks: tasks, wall: time.Since(start), load: loadAverage()}
 	st.server = serverCosts(tb, traces)
 	countCalls(tb, calls, &st)
+	st.unclaimed = countUnclaimed(tb, dirs)
 
 	// Edits from everywhere at once, then two passes one after the other.
 	each(tb, dirs, clones, func(c int, d string) error {
@@ -214,8 +221,12 @@ func fleetRun(tb testing.TB, tr fleetTransport, clones, tasks int) fleetStats {
 	for pass := 0; pass < 2; pass++ {
 		each(tb, dirs, 1, func(_ int, d string) error { return fleetSync(d) })
 	}
-	st.won = checkFleet(tb, root, dirs, ids)
-	st.refs = len(strings.Fields(gittest.Git(tb, filepath.Join(root, "remote.git"), "for-each-ref", "--format=%(refname)")))
+	remote := filepath.Join(root, "remote.git")
+	st.refs = len(strings.Fields(gittest.Git(tb, remote, "for-each-ref", "--format=%(refname)")))
+	st.won = len(strings.Fields(gittest.Git(tb, remote, "for-each-ref", "--format=%(refname)", "refs/agentmine-claims/")))
+	// The numbers first: a check that fails still shows them.
+	logFleet(tb, tr.name, st)
+	checkFleet(tb, root, dirs, ids)
 	return st
 }
 
@@ -303,6 +314,27 @@ func checkFleet(tb testing.TB, root string, dirs []string, ids []string) int {
 	return len(claims)
 }
 
+// countUnclaimed counts, in the run logs of the clones, the starts that
+// could not reach the remote to claim and ran without a claim, and logs
+// the first few (they say what git answered).
+func countUnclaimed(tb testing.TB, dirs []string) int {
+	n := 0
+	for _, d := range dirs {
+		logs, _ := filepath.Glob(filepath.Join(d, ".git", "agentmine", "logs", "run-*.log"))
+		for _, l := range logs {
+			data, _ := os.ReadFile(l)
+			for _, line := range strings.Split(string(data), "\n") {
+				if strings.Contains(line, "running locally without a claim") {
+					if n++; n <= 3 {
+						tb.Logf("ran without a claim: %s", line)
+					}
+				}
+			}
+		}
+	}
+	return n
+}
+
 // countCalls reads the git wrapper's log into st: the syncs (one process's
 // listings of the remote's whole state, `ls-remote --refs origin`, each the
 // start of a round), the claim reads and the claim pushes.
@@ -324,6 +356,8 @@ func countCalls(tb testing.TB, log string, st *fleetStats) {
 		case len(f) == 3 && f[0] == "ls-remote" && f[1] == "--refs":
 			st.rounds++
 			syncing[proc] = true
+		case len(f) == 4 && f[0] == "ls-remote" && f[3] == "refs/agentmine-claims/*":
+			st.claimLists++
 		case len(f) == 4 && f[0] == "ls-remote" && strings.HasPrefix(f[3], "refs/agentmine-claims/"):
 			st.claimReads++
 		case len(f) > 0 && f[0] == "push" && strings.Contains(args, "--force-with-lease=refs/agentmine-claims/") && strings.Contains(args, "--atomic"):
@@ -429,8 +463,9 @@ func logFleet(tb testing.TB, tr string, st fleetStats) {
 	}
 	rp, up := srv("receive-pack"), srv("upload-pack")
 	tb.Logf("%s: %d clones, %d tasks: %.1f s, %.2f s/task across the fleet (load %s)", tr, st.clones, st.tasks, st.wall.Seconds(), st.wall.Seconds()/float64(st.tasks), st.load)
-	tb.Logf("%s: %d claims won of %d claim pushes after %d claim reads; %d syncs in %d rounds (%.2f rounds/claim, %d retries when the remote moved); %d git processes (%.0f/task)",
-		tr, st.won, st.claimPushes, st.claimReads, st.syncs, st.rounds, float64(st.rounds)/float64(max(st.won, 1)), st.rounds-st.syncs, st.gitProcs, float64(st.gitProcs)/float64(st.tasks))
+	tb.Logf("%s: %d claims won of %d claim pushes after %d listings of all claims and %d reads of one; %d syncs in %d rounds (%.2f rounds/claim, %d retries when the remote moved); %d git processes (%.0f/task)",
+		tr, st.won, st.claimPushes, st.claimLists, st.claimReads, st.syncs, st.rounds, float64(st.rounds)/float64(max(st.won, 1)), st.rounds-st.syncs, st.gitProcs, float64(st.gitProcs)/float64(st.tasks))
+	tb.Logf("%s: %d starts ran without a claim (the remote did not answer the claim's push)", tr, st.unclaimed)
 	tb.Logf("%s: remote: receive-pack %d processes, %.1f s (%.0f%% of the wall time); upload-pack %d processes, %.1f s; %d refs at the end",
 		tr, rp.procs, rp.seconds, 100*rp.seconds/st.wall.Seconds(), up.procs, up.seconds, st.refs)
 }
@@ -444,7 +479,7 @@ func TestFleetOverTransports(t *testing.T) {
 	gittest.SkipShort(t, "four clones running and syncing over two network transports")
 	for _, tr := range fleetTransports {
 		t.Run(tr.name, func(t *testing.T) {
-			logFleet(t, tr.name, fleetRun(t, tr, 4, 20))
+			fleetRun(t, tr, 4, 20)
 		})
 	}
 }
@@ -475,10 +510,11 @@ func BenchmarkFleet(b *testing.B) {
 		b.Run(tr.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				st := fleetRun(b, tr, clones, tasks)
-				logFleet(b, tr.name, st)
 				b.ReportMetric(st.wall.Seconds()/float64(tasks), "s/task")
 				b.ReportMetric(float64(st.rounds)/float64(max(st.won, 1)), "rounds/claim")
 				b.ReportMetric(float64(st.rounds-st.syncs), "retries")
+				b.ReportMetric(float64(st.claimLists), "claim-lists")
+				b.ReportMetric(float64(st.claimReads), "claim-reads")
 				b.ReportMetric(float64(st.gitProcs)/float64(tasks), "git-procs/task")
 				if c := st.server["receive-pack"]; c != nil {
 					b.ReportMetric(c.seconds, "receive-pack-s")

@@ -55,7 +55,11 @@ func daemonRemote(tb testing.TB, root string, env ...string) string {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	cmd := exec.Command("git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
+	// No cap on connections: at its default of 32, git daemon makes room
+	// by killing a live connection from an address that has two, and
+	// every client here is 127.0.0.1, so a fleet's claim pushes were cut
+	// off mid-way (and ran without a claim, as from an unreachable remote).
+	cmd := exec.Command("git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack", "--max-connections=0",
 		"--base-path="+root, "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port), root)
 	cmd.Env = append(os.Environ(), env...)
 	// `git daemon` runs git-daemon as its child, which forks one process a
