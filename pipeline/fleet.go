@@ -63,7 +63,7 @@ func (s *Supervisor) dropClaimed(ctx context.Context, b *board.Board, reqs []sta
 	for _, r := range reqs {
 		commit, ok := claims[r.ts.id]
 		if !ok || len(b.SessionsOf(r.ts.id)) > 0 {
-			r.unseen = !ok
+			r.unseen, r.listed = !ok, true
 			kept = append(kept, r)
 			continue
 		}
@@ -74,4 +74,24 @@ func (s *Supervisor) dropClaimed(ctx context.Context, b *board.Board, reqs []sta
 		s.claimed[r.ts.id] = why
 	}
 	return kept
+}
+
+// maxClaimBusy bounds how often one task's claim may go unanswered by a
+// remote that answers its listings before the run gives the task up: a
+// remote whose pushes hang for good would otherwise be retried for ever.
+const maxClaimBusy = 4 * maxInfraRetries
+
+// claimBusy handles a start refused because the claim remote, which had
+// just answered a listing, did not answer the claim: the task is looked at
+// again after a backoff (doubling, at most 32 times the run's), and is
+// given up only after maxClaimBusy such refusals in a row.
+func (s *Supervisor) claimBusy(ctx context.Context, b *board.Board, ts taskState, err error) {
+	id := ts.id
+	s.busyFails[id]++
+	n := s.busyFails[id]
+	if n >= maxClaimBusy {
+		s.exhaust(context.WithoutCancel(ctx), b, ts, fmt.Sprintf("the claim remote did not answer %d claims: %s", n, firstLine(err.Error())))
+		return
+	}
+	s.notBefore[id] = time.Now().Add(s.o.Backoff << min(n-1, 5))
 }

@@ -250,6 +250,7 @@ type Supervisor struct {
 	// no session behind.
 	live        map[string]sessions.Record // sessions live at the last look
 	prepFails   map[string]int             // task -> failed preparations (no session recorded)
+	busyFails   map[string]int             // task -> claims a listed remote did not answer (claimBusy)
 	reviewFails map[string]int             // session -> reviewer infrastructure errors
 	notBefore   map[string]time.Time       // task -> earliest next start/review (backoff)
 	conflicts   map[string][]string        // session -> paths its merge conflicted in
@@ -342,7 +343,7 @@ func Start(ctx context.Context, env *worker.Env, o Options, hooks Hooks) (*Super
 	now := gitstore.Stamp(st).Time
 	sup := Holder{Host: sessions.Host(), Repo: repo, Pid: pid, PidStart: pstart, Since: now}
 	s := &Supervisor{env: env, st: st, o: o, hooks: hooks, budget: budget,
-		live: map[string]sessions.Record{}, prepFails: map[string]int{}, reviewFails: map[string]int{},
+		live: map[string]sessions.Record{}, prepFails: map[string]int{}, busyFails: map[string]int{}, reviewFails: map[string]int{},
 		notBefore: map[string]time.Time{}, conflicts: map[string][]string{}, claimed: map[string]string{},
 		noted: map[string]bool{}, announced: map[string]bool{}, mergeFails: map[string]int{}, waits: map[string]mergeWait{},
 		setupFails: map[string]error{}, starting: map[string]bool{}}
@@ -780,6 +781,10 @@ type startReq struct {
 	// unseen says a listing of the claim remote just now held no claim
 	// on the task (fleet.go).
 	unseen bool
+	// listed says that listing answered: the claim remote is up, so a
+	// claim it does not answer is a busy remote, never a reason to run
+	// without a claim (worker.RunOptions.ClaimRequired).
+	listed bool
 }
 
 // startResult is what one start gave, handed to the loop's goroutine.
@@ -859,6 +864,7 @@ func (s *Supervisor) takeStarts(ctx context.Context, b *board.Board) {
 		case r.ok:
 			s.started++
 			delete(s.prepFails, r.req.ts.id)
+			delete(s.busyFails, r.req.ts.id)
 			delete(s.setupFails, r.req.ts.id) // it started after all
 			s.live[r.rec.Session.ID] = r.rec
 			s.emit(r.ev)
@@ -870,7 +876,7 @@ func (s *Supervisor) takeStarts(ctx context.Context, b *board.Board) {
 // changes nothing of the loop's state (it runs next to other starts).
 func (s *Supervisor) start(ctx context.Context, r startReq, note *string) (sessions.Record, Event, bool, error) {
 	id := r.ts.id
-	o := worker.RunOptions{Task: id, Exec: true, Detach: true, Replace: true, ClaimUnseen: r.unseen}
+	o := worker.RunOptions{Task: id, Exec: true, Detach: true, Replace: true, ClaimUnseen: r.unseen, ClaimRequired: r.listed}
 	if r.fb != nil {
 		o.Feedback = r.fb.Text()
 	}
@@ -915,6 +921,10 @@ func (s *Supervisor) prepFailed(ctx context.Context, b *board.Board, ts taskStat
 	fmt.Fprintf(s.log, "%s task %s: %v\n", time.Now().Format("15:04:05"), short(id), err)
 	if errors.Is(err, worker.ErrClaimed) {
 		s.claimed[id] = firstLine(err.Error())
+		return
+	}
+	if errors.Is(err, worker.ErrClaimBusy) {
+		s.claimBusy(ctx, b, ts, err)
 		return
 	}
 	var re *worker.RefusedError

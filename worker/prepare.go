@@ -87,6 +87,12 @@ type RunOptions struct {
 	// saw no claim on the task: the claim is pushed expecting none without
 	// reading the remote first (a push that loses reads it, as always).
 	ClaimUnseen bool
+	// ClaimRequired says the caller reached the claim remote just now (its
+	// listing of the claims answered): a claim push or read that then gets
+	// no answer means a busy remote, not an offline one, so the start is
+	// refused with ErrClaimBusy instead of running without a claim, which
+	// another clone could then run too (a fleet's run sets it).
+	ClaimRequired bool
 	// Feedback is appended to the prompt: what went wrong in the earlier
 	// attempts (the supervisor's retries), so that a new attempt does not
 	// repeat the identical failure. Empty adds nothing.
@@ -394,6 +400,14 @@ func (e *Env) claimFor(ctx context.Context, o RunOptions, sess sessions.Session,
 		return remote, "", func() {
 			e.giveBack(context.WithoutCancel(ctx), remote, sess.Task, root, replaced, sess.ID)
 		}, nil
+	case IsOffline(err) && o.ClaimRequired:
+		// The push may have taken the claim after all: put it back if it
+		// is ours (only if still at root), so no claim outlives a session
+		// that never runs.
+		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+		e.giveBack(gctx, remote, sess.Task, root, replaced, sess.ID)
+		cancel()
+		return "", "", nil, exitcode.New(exitcode.State, fmt.Errorf("task %s: %w: %w", sess.Task[:8], ErrClaimBusy, err), "try again")
 	case IsOffline(err):
 		return "", err.Error() + "; running locally without a claim", nil, nil
 	case err != nil:

@@ -38,6 +38,12 @@ const claimTimeout = 4 * gitcmd.NetworkTimeout * time.Second
 // ErrClaimed is returned when another clone holds the task's claim.
 var ErrClaimed = replica.ErrAlreadyClaimed
 
+// ErrClaimBusy is returned, with RunOptions.ClaimRequired, when the claim
+// remote answered a listing but not the claim: whether the task is ours is
+// unknown, so it is not started (without a claim another clone could run
+// it too).
+var ErrClaimBusy = errors.New("the claim remote did not answer the claim")
+
 // claimRemoteFor picks the remote to claim on: an explicit --claim, else the
 // sync remote when one was configured (flag, environment, git config or
 // config.toml). Sharing through a remote is opt-in: a repository that
@@ -88,10 +94,10 @@ func (e *Env) UnsharedRemote() string {
 // the run goes on locally without a claim. A claim held by a session that
 // may still be running, as far as this clone knows, is a State error naming
 // its host and session.
-func (e *Env) claim(ctx context.Context, remote string, s sessions.Session, root string, unseen bool) (bool, string, error) {
+func (e *Env) claim(parent context.Context, remote string, s sessions.Session, root string, unseen bool) (bool, string, error) {
 	// A remote that never answers (a host that drops the connection
 	// attempt) costs this long, then the run goes on locally.
-	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	ctx, cancel := context.WithTimeout(parent, claimTimeout)
 	defer cancel()
 	ref := ClaimPrefix + s.Task
 	for attempt := 0; attempt < 3; attempt++ {
@@ -117,7 +123,10 @@ func (e *Env) claim(ctx context.Context, remote string, s sessions.Session, root
 			// to answer in time): it may have taken the claim all the
 			// same. Read it back: ours, someone else's (looked at by the
 			// next attempt), or still free (pushed again).
-			got, rerr := replica.ListClaims(ctx, e.St, remote, ref)
+			// The push's time may be spent: the read gets its own.
+			rctx, rcancel := context.WithTimeout(parent, claimTimeout)
+			got, rerr := replica.ListClaims(rctx, e.St, remote, ref)
+			rcancel()
 			if rerr != nil {
 				return false, "", offline(remote, ue.Err)
 			}
