@@ -55,6 +55,9 @@ func (s *Supervisor) dropClaimed(ctx context.Context, b *board.Board, reqs []sta
 	if s.claimRemote == "" || len(reqs) == 0 {
 		return reqs
 	}
+	for i := range reqs {
+		reqs[i].waitClaim = s.busyFails[reqs[i].ts.id] < maxClaimBusy
+	}
 	claims, err := s.env.RemoteClaims(ctx, s.claimRemote)
 	if err != nil {
 		return reqs
@@ -63,7 +66,7 @@ func (s *Supervisor) dropClaimed(ctx context.Context, b *board.Board, reqs []sta
 	for _, r := range reqs {
 		commit, ok := claims[r.ts.id]
 		if !ok || len(b.SessionsOf(r.ts.id)) > 0 {
-			r.unseen, r.listed = !ok, true
+			r.unseen = !ok
 			kept = append(kept, r)
 			continue
 		}
@@ -76,22 +79,19 @@ func (s *Supervisor) dropClaimed(ctx context.Context, b *board.Board, reqs []sta
 	return kept
 }
 
-// maxClaimBusy bounds how often one task's claim may go unanswered by a
-// remote that answers its listings before the run gives the task up: a
-// remote whose pushes hang for good would otherwise be retried for ever.
-const maxClaimBusy = 4 * maxInfraRetries
+// maxClaimBusy is how often in a row one task's claim may go unanswered
+// before the run takes the remote for offline: the next start runs the
+// worker locally without a claim, with the warning a worker run gives (the
+// backoffs before it add up to about half a minute at the default 1 s).
+// Until then a remote that does not answer is taken for a busy one, which
+// another clone may be claiming through.
+const maxClaimBusy = 6
 
-// claimBusy handles a start refused because the claim remote, which had
-// just answered a listing, did not answer the claim: the task is looked at
-// again after a backoff (doubling, at most 32 times the run's), and is
-// given up only after maxClaimBusy such refusals in a row.
-func (s *Supervisor) claimBusy(ctx context.Context, b *board.Board, ts taskState, err error) {
+// claimBusy handles a start refused because the claim remote did not
+// answer the claim: the task is looked at again after a backoff (doubling
+// from the run's).
+func (s *Supervisor) claimBusy(ts taskState) {
 	id := ts.id
 	s.busyFails[id]++
-	n := s.busyFails[id]
-	if n >= maxClaimBusy {
-		s.exhaust(context.WithoutCancel(ctx), b, ts, fmt.Sprintf("the claim remote did not answer %d claims: %s", n, firstLine(err.Error())))
-		return
-	}
-	s.notBefore[id] = time.Now().Add(s.o.Backoff << min(n-1, 5))
+	s.notBefore[id] = time.Now().Add(s.o.Backoff << min(s.busyFails[id]-1, 5))
 }

@@ -781,10 +781,11 @@ type startReq struct {
 	// unseen says a listing of the claim remote just now held no claim
 	// on the task (fleet.go).
 	unseen bool
-	// listed says that listing answered: the claim remote is up, so a
-	// claim it does not answer is a busy remote, never a reason to run
-	// without a claim (worker.RunOptions.ClaimRequired).
-	listed bool
+	// waitClaim says a claim the remote does not answer makes the start
+	// wait for a later look instead of running without a claim
+	// (worker.RunOptions.ClaimRequired): set until the task's claims went
+	// unanswered maxClaimBusy times in a row.
+	waitClaim bool
 }
 
 // startResult is what one start gave, handed to the loop's goroutine.
@@ -876,7 +877,7 @@ func (s *Supervisor) takeStarts(ctx context.Context, b *board.Board) {
 // changes nothing of the loop's state (it runs next to other starts).
 func (s *Supervisor) start(ctx context.Context, r startReq, note *string) (sessions.Record, Event, bool, error) {
 	id := r.ts.id
-	o := worker.RunOptions{Task: id, Exec: true, Detach: true, Replace: true, ClaimUnseen: r.unseen, ClaimRequired: r.listed}
+	o := worker.RunOptions{Task: id, Exec: true, Detach: true, Replace: true, ClaimUnseen: r.unseen, ClaimRequired: r.waitClaim}
 	if r.fb != nil {
 		o.Feedback = r.fb.Text()
 	}
@@ -924,7 +925,7 @@ func (s *Supervisor) prepFailed(ctx context.Context, b *board.Board, ts taskStat
 		return
 	}
 	if errors.Is(err, worker.ErrClaimBusy) {
-		s.claimBusy(ctx, b, ts, err)
+		s.claimBusy(ts)
 		return
 	}
 	var re *worker.RefusedError

@@ -87,11 +87,11 @@ type RunOptions struct {
 	// saw no claim on the task: the claim is pushed expecting none without
 	// reading the remote first (a push that loses reads it, as always).
 	ClaimUnseen bool
-	// ClaimRequired says the caller reached the claim remote just now (its
-	// listing of the claims answered): a claim push or read that then gets
-	// no answer means a busy remote, not an offline one, so the start is
-	// refused with ErrClaimBusy instead of running without a claim, which
-	// another clone could then run too (a fleet's run sets it).
+	// ClaimRequired says the caller would rather wait than run without a
+	// claim: a claim the remote does not answer (a push cut off or timed
+	// out, a listing that fails) is refused with ErrClaimBusy instead of
+	// running locally without a claim, which another clone could then run
+	// too. A run sets it until a task's claims went unanswered for a while.
 	ClaimRequired bool
 	// Feedback is appended to the prompt: what went wrong in the earlier
 	// attempts (the supervisor's retries), so that a new attempt does not

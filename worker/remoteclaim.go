@@ -39,9 +39,8 @@ const claimTimeout = 4 * gitcmd.NetworkTimeout * time.Second
 var ErrClaimed = replica.ErrAlreadyClaimed
 
 // ErrClaimBusy is returned, with RunOptions.ClaimRequired, when the claim
-// remote answered a listing but not the claim: whether the task is ours is
-// unknown, so it is not started (without a claim another clone could run
-// it too).
+// remote did not answer the claim: whether the task is ours is unknown, so
+// it is not started (without a claim another clone could run it too).
 var ErrClaimBusy = errors.New("the claim remote did not answer the claim")
 
 // claimRemoteFor picks the remote to claim on: an explicit --claim, else the

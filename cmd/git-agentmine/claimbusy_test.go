@@ -82,3 +82,32 @@ func TestRunClaimBusyWaits(t *testing.T) {
 		t.Errorf("the task after the run is not in review:\n%s", show)
 	}
 }
+
+// TestRunOfflineRemoteRunsUnclaimed: a run whose claim remote does not
+// answer at all waits for it a while (each unanswered claim is tried again
+// after a doubling backoff), then takes it for offline and runs the task
+// locally without a claim, with the warning a worker run gives, as it
+// does with no remote: an unreachable remote never stops the work.
+func TestRunOfflineRemoteRunsUnclaimed(t *testing.T) {
+	gittest.SkipShort(t, "a run waits about half a minute for a remote that never answers")
+	f := newRunFixture(t)
+	gittest.Git(t, f.repo, "remote", "add", "origin", filepath.Join(t.TempDir(), "gone.git"))
+	run(t, f.repo, "git", "agentmine", "init", "--remote", "origin")
+	id := f.add(t, "offline", "done")
+	out, errOut, code := agentmine(t, f.repo, "run", id, "--json")
+	logs, _ := filepath.Glob(filepath.Join(f.repo, ".git", "agentmine", "logs", "run-*.log"))
+	var log string
+	for _, l := range logs {
+		data, _ := os.ReadFile(l)
+		log += string(data)
+	}
+	if code != 0 || !strings.Contains(errOut+log, "running locally without a claim") {
+		t.Fatalf("run exit %d, want 0 and a run without a claim:\n%s\n%s\n%s", code, out, errOut, log)
+	}
+	if n := strings.Count(log, "did not answer the claim"); n != 6 {
+		t.Errorf("the run waited for %d unanswered claims, want 6 (maxClaimBusy):\n%s", n, log)
+	}
+	if show := run(t, f.repo, "git", "agentmine", "task", "show", id, "--json"); !strings.Contains(show, `"status": "review"`) && !strings.Contains(show, `"status":"review"`) {
+		t.Errorf("the task after the run is not in review:\n%s", show)
+	}
+}
