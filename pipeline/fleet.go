@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/board"
+	"github.com/git-agentmine/git-agentmine/replica"
 )
 
 // A fleet of clones (design §8) shares one board through a claim remote:
@@ -55,10 +56,14 @@ func (s *Supervisor) dropClaimed(ctx context.Context, b *board.Board, reqs []sta
 	if s.claimRemote == "" || len(reqs) == 0 {
 		return reqs
 	}
-	for i := range reqs {
-		reqs[i].waitClaim = s.busyFails[reqs[i].ts.id] < maxClaimBusy
-	}
 	claims, err := s.env.RemoteClaims(ctx, s.claimRemote)
+	// A remote that answered the listing, or went quiet in it as a busy
+	// one does, is waited for; one that refused it or is not there is
+	// offline at once (the worker runs without a claim, with a warning).
+	wait := err == nil || replica.Transient(err)
+	for i := range reqs {
+		reqs[i].waitClaim = wait && s.busyFails[reqs[i].ts.id] < maxClaimBusy
+	}
 	if err != nil {
 		return reqs
 	}

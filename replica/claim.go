@@ -36,6 +36,28 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 // ExitCode is the exit code of a failed git invocation.
 func (e *UnreachableError) ExitCode() int { return exitcode.Git }
 
+// Transient reports whether err is a remote that answered and then went
+// quiet — a connection reset or cut off, a transfer that timed out — as a
+// remote too busy to answer does, rather than one that refused (no such
+// repository, no credentials) or that nothing answers at (connection
+// refused, unknown host). Only git's words tell them apart.
+func Transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	msg := strings.ToLower(err.Error())
+	for _, w := range []string{"connection reset", "deadline exceeded", "timed out", "hung up unexpectedly",
+		"early eof", "broken pipe", "killed", "operation too slow"} {
+		if strings.Contains(msg, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // Claim is one claim to take.
 type Claim struct {
 	// Remote is the remote to claim on; empty means DefaultRemote.

@@ -63,12 +63,7 @@ func TestRunClaimBusyWaits(t *testing.T) {
 	if n, _ := os.ReadFile(count); strings.TrimSpace(string(n)) != "2" {
 		t.Fatalf("the remote cut off %q claim pushes, want 2 (the hook did not run as meant)\n%s", n, errOut)
 	}
-	logs, _ := filepath.Glob(filepath.Join(f.repo, ".git", "agentmine", "logs", "run-*.log"))
-	var log string
-	for _, l := range logs {
-		data, _ := os.ReadFile(l)
-		log += string(data)
-	}
+	log := runLog(f.repo)
 	if code != 0 || strings.Contains(errOut+log, "without a claim") {
 		t.Fatalf("run exit %d; a start without a claim or a failure:\n%s\n%s\n%s", code, out, errOut, log)
 	}
@@ -83,31 +78,63 @@ func TestRunClaimBusyWaits(t *testing.T) {
 	}
 }
 
-// TestRunOfflineRemoteRunsUnclaimed: a run whose claim remote does not
-// answer at all waits for it a while (each unanswered claim is tried again
-// after a doubling backoff), then takes it for offline and runs the task
-// locally without a claim, with the warning a worker run gives, as it
-// does with no remote: an unreachable remote never stops the work.
-func TestRunOfflineRemoteRunsUnclaimed(t *testing.T) {
-	gittest.SkipShort(t, "a run waits about half a minute for a remote that never answers")
-	f := newRunFixture(t)
-	gittest.Git(t, f.repo, "remote", "add", "origin", filepath.Join(t.TempDir(), "gone.git"))
-	run(t, f.repo, "git", "agentmine", "init", "--remote", "origin")
-	id := f.add(t, "offline", "done")
-	out, errOut, code := agentmine(t, f.repo, "run", id, "--json")
-	logs, _ := filepath.Glob(filepath.Join(f.repo, ".git", "agentmine", "logs", "run-*.log"))
+// runLog returns the text of the run logs of repo.
+func runLog(repo string) string {
+	logs, _ := filepath.Glob(filepath.Join(repo, ".git", "agentmine", "logs", "run-*.log"))
 	var log string
 	for _, l := range logs {
 		data, _ := os.ReadFile(l)
 		log += string(data)
 	}
-	if code != 0 || !strings.Contains(errOut+log, "running locally without a claim") {
-		t.Fatalf("run exit %d, want 0 and a run without a claim:\n%s\n%s\n%s", code, out, errOut, log)
-	}
-	if n := strings.Count(log, "did not answer the claim"); n != 6 {
-		t.Errorf("the run waited for %d unanswered claims, want 6 (maxClaimBusy):\n%s", n, log)
-	}
-	if show := run(t, f.repo, "git", "agentmine", "task", "show", id, "--json"); !strings.Contains(show, `"status": "review"`) && !strings.Contains(show, `"status":"review"`) {
-		t.Errorf("the task after the run is not in review:\n%s", show)
+	return log
+}
+
+// TestRunOfflineRemoteRunsUnclaimed: a run whose claim remote is not there
+// runs the task locally without a claim at once, with the warning a worker
+// run gives; one that keeps going quiet on every claim (as a busy remote
+// does) is waited for 6 times, with a doubling backoff, then taken for
+// offline the same way: an unreachable remote never stops the work.
+func TestRunOfflineRemoteRunsUnclaimed(t *testing.T) {
+	gittest.SkipShort(t, "a run waits about half a minute for a remote that never answers a claim")
+	for _, tc := range []struct {
+		name  string
+		waits int
+	}{{"gone", 0}, {"always busy", 6}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newRunFixture(t)
+			remote := filepath.Join(t.TempDir(), "remote.git")
+			if tc.waits == 0 {
+				gittest.Git(t, f.repo, "remote", "add", "origin", filepath.Join(t.TempDir(), "gone.git"))
+			} else {
+				gittest.Git(t, f.repo, "init", "-q", "--bare", remote)
+				dir := t.TempDir()
+				t.Setenv("BUSY_COUNT", filepath.Join(dir, "busy-count"))
+				t.Setenv("BUSY_TIMES", "1000")
+				t.Setenv("BUSY_READ", filepath.Join(dir, "busy-read"))
+				if err := os.WriteFile(filepath.Join(remote, "hooks", "pre-receive"), []byte(claimBusyHook), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				upload := filepath.Join(dir, "upload-pack")
+				if err := os.WriteFile(upload, []byte(claimBusyUploadPack), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				gittest.Git(t, f.repo, "remote", "add", "origin", remote)
+				gittest.Git(t, f.repo, "config", "remote.origin.uploadpack", upload)
+				gittest.Git(t, f.repo, "push", "-q", "origin", "main")
+			}
+			run(t, f.repo, "git", "agentmine", "init", "--remote", "origin")
+			id := f.add(t, "offline", "done")
+			out, errOut, code := agentmine(t, f.repo, "run", id, "--json")
+			log := runLog(f.repo)
+			if code != 0 || !strings.Contains(errOut+log, "running locally without a claim") {
+				t.Fatalf("run exit %d, want 0 and a run without a claim:\n%s\n%s\n%s", code, out, errOut, log)
+			}
+			if n := strings.Count(log, "did not answer the claim"); n != tc.waits {
+				t.Errorf("the run waited for %d unanswered claims, want %d:\n%s", n, tc.waits, log)
+			}
+			if show := run(t, f.repo, "git", "agentmine", "task", "show", id, "--json"); !strings.Contains(show, `"status": "review"`) && !strings.Contains(show, `"status":"review"`) {
+				t.Errorf("the task after the run is not in review:\n%s", show)
+			}
+		})
 	}
 }
