@@ -208,17 +208,9 @@ func (s *Store) List(ctx context.Context, k Kind) ([]Doc, []error, error) {
 	// No %(objecttype): it makes for-each-ref read every object. A ref that
 	// does not point at a commit shows up when its document cannot be read.
 	// The cache is read while git lists the refs it is checked against.
-	var cache map[string]cacheEntry
-	var gen os.FileInfo
-	cacheRead := make(chan struct{})
-	go func() {
-		defer close(cacheRead)
-		cache, gen = s.readCache(k)
-	}()
-	refs, commits, err := s.listRefs(ctx, k.RefPrefix())
-	<-cacheRead
+	cache, gen, refs, commits, err := s.refsAndCache(ctx, k)
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing %s refs: %w", k.Noun, err)
+		return nil, nil, err
 	}
 	var wants []want
 	var problems []error
@@ -248,6 +240,22 @@ func (s *Store) List(ctx context.Context, k Kind) ([]Doc, []error, error) {
 	return docs, problems, nil
 }
 
+// refsAndCache lists kind k's refs and reads its list cache meanwhile:
+// the cache is checked against what git lists.
+func (s *Store) refsAndCache(ctx context.Context, k Kind) (cache map[string]cacheEntry, gen os.FileInfo, refs, commits []string, err error) {
+	cacheRead := make(chan struct{})
+	go func() {
+		defer close(cacheRead)
+		cache, gen = s.readCache(k)
+	}()
+	refs, commits, err = s.listRefs(ctx, k.RefPrefix())
+	<-cacheRead
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("listing %s refs: %w", k.Noun, err)
+	}
+	return cache, gen, refs, commits, nil
+}
+
 // ListEach is List for a reader that keeps only what it makes of each
 // document: fn is called with the number of refs listed and the documents
 // a chunk at a time, in id order, and the documents read from git are
@@ -257,17 +265,9 @@ func (s *Store) List(ctx context.Context, k Kind) ([]Doc, []error, error) {
 // serves them (the cache file is read whole). fn may keep the documents
 // but not the slice, which the next chunk reuses.
 func (s *Store) ListEach(ctx context.Context, k Kind, fn func(total int, docs []Doc)) ([]error, error) {
-	var cache map[string]cacheEntry
-	var gen os.FileInfo
-	cacheRead := make(chan struct{})
-	go func() {
-		defer close(cacheRead)
-		cache, gen = s.readCache(k)
-	}()
-	refs, commits, err := s.listRefs(ctx, k.RefPrefix())
-	<-cacheRead
+	cache, gen, refs, commits, err := s.refsAndCache(ctx, k)
 	if err != nil {
-		return nil, fmt.Errorf("listing %s refs: %w", k.Noun, err)
+		return nil, err
 	}
 	hit := make([]bool, len(refs))
 	hits := 0

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -30,6 +31,32 @@ if [ -e "$BUSY_READ" ]; then rm -f "$BUSY_READ"; exit 1; fi
 exec git-upload-pack "$@"
 `
 
+// busyRemote gives repo an origin whose first times claim pushes go
+// unanswered, each with the listing after it (claimBusyHook,
+// claimBusyUploadPack), pushes main there, and returns the remote and the
+// file counting the pushes cut off.
+func busyRemote(t *testing.T, repo string, times int) (remote, count string) {
+	t.Helper()
+	remote = filepath.Join(t.TempDir(), "remote.git")
+	gittest.Git(t, repo, "init", "-q", "--bare", remote)
+	dir := t.TempDir()
+	count = filepath.Join(dir, "busy-count")
+	t.Setenv("BUSY_COUNT", count)
+	t.Setenv("BUSY_TIMES", strconv.Itoa(times))
+	t.Setenv("BUSY_READ", filepath.Join(dir, "busy-read"))
+	if err := os.WriteFile(filepath.Join(remote, "hooks", "pre-receive"), []byte(claimBusyHook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	upload := filepath.Join(dir, "upload-pack")
+	if err := os.WriteFile(upload, []byte(claimBusyUploadPack), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, repo, "remote", "add", "origin", remote)
+	gittest.Git(t, repo, "config", "remote.origin.uploadpack", upload)
+	gittest.Git(t, repo, "push", "-q", "origin", "main")
+	return remote, count
+}
+
 // TestRunClaimBusyWaits: a run whose listing of the claims answered, and
 // whose claim push then got no answer (nor its read-back), does not run
 // the task without a claim, which another clone could run too: it looks
@@ -39,23 +66,7 @@ exec git-upload-pack "$@"
 func TestRunClaimBusyWaits(t *testing.T) {
 	gittest.SkipShort(t, "a run of a real worker against a remote that drops its first claims")
 	f := newRunFixture(t)
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	gittest.Git(t, f.repo, "init", "-q", "--bare", remote)
-	dir := t.TempDir()
-	count := filepath.Join(dir, "busy-count")
-	t.Setenv("BUSY_COUNT", count)
-	t.Setenv("BUSY_TIMES", "2")
-	t.Setenv("BUSY_READ", filepath.Join(dir, "busy-read"))
-	if err := os.WriteFile(filepath.Join(remote, "hooks", "pre-receive"), []byte(claimBusyHook), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	upload := filepath.Join(dir, "upload-pack")
-	if err := os.WriteFile(upload, []byte(claimBusyUploadPack), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	gittest.Git(t, f.repo, "remote", "add", "origin", remote)
-	gittest.Git(t, f.repo, "config", "remote.origin.uploadpack", upload)
-	gittest.Git(t, f.repo, "push", "-q", "origin", "main")
+	remote, count := busyRemote(t, f.repo, 2)
 	run(t, f.repo, "git", "agentmine", "init", "--remote", "origin")
 	id := f.add(t, "claimed once", "done")
 
@@ -102,25 +113,10 @@ func TestRunOfflineRemoteRunsUnclaimed(t *testing.T) {
 	}{{"gone", 0}, {"always busy", 6}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newRunFixture(t)
-			remote := filepath.Join(t.TempDir(), "remote.git")
 			if tc.waits == 0 {
 				gittest.Git(t, f.repo, "remote", "add", "origin", filepath.Join(t.TempDir(), "gone.git"))
 			} else {
-				gittest.Git(t, f.repo, "init", "-q", "--bare", remote)
-				dir := t.TempDir()
-				t.Setenv("BUSY_COUNT", filepath.Join(dir, "busy-count"))
-				t.Setenv("BUSY_TIMES", "1000")
-				t.Setenv("BUSY_READ", filepath.Join(dir, "busy-read"))
-				if err := os.WriteFile(filepath.Join(remote, "hooks", "pre-receive"), []byte(claimBusyHook), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				upload := filepath.Join(dir, "upload-pack")
-				if err := os.WriteFile(upload, []byte(claimBusyUploadPack), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				gittest.Git(t, f.repo, "remote", "add", "origin", remote)
-				gittest.Git(t, f.repo, "config", "remote.origin.uploadpack", upload)
-				gittest.Git(t, f.repo, "push", "-q", "origin", "main")
+				busyRemote(t, f.repo, 1000)
 			}
 			run(t, f.repo, "git", "agentmine", "init", "--remote", "origin")
 			id := f.add(t, "offline", "done")
