@@ -87,7 +87,7 @@ func (s *Supervisor) dropClaimed(ctx context.Context, b *board.Board, reqs []sta
 // maxClaimBusy is how often in a row one task's claim may go unanswered
 // before the run takes the remote for offline: the next start runs the
 // worker locally without a claim, with the warning a worker run gives (the
-// backoffs before it add up to about half a minute at the default 1 s).
+// backoffs before it add up to 63 s at the default 1 s: 1, 2, 4, 8, 16, 32).
 // Until then a remote that does not answer is taken for a busy one, which
 // another clone may be claiming through.
 const maxClaimBusy = 6

@@ -106,7 +106,7 @@ func runLog(repo string) string {
 // does) is waited for 6 times, with a doubling backoff, then taken for
 // offline the same way: an unreachable remote never stops the work.
 func TestRunOfflineRemoteRunsUnclaimed(t *testing.T) {
-	gittest.SkipShort(t, "a run waits about half a minute for a remote that never answers a claim")
+	gittest.SkipShort(t, "a run waits about a minute for a remote that never answers a claim")
 	for _, tc := range []struct {
 		name  string
 		waits int
