@@ -291,33 +291,8 @@ func gate(rec sessions.Record, task string, opts Options) (accepted []string, er
 	if !rest.Scope.Valid {
 		return nil, fail("session %s broke its scope: %s", s.ID[:8], rest.Explain())
 	}
-	switch v.DoD.Status {
-	case "passed":
-	case "":
-		// Judged for its scope, but the DoD never ran: say why when the
-		// outcome recorded it, never an empty reason.
-		reason := o.Reason
-		if reason == "" {
-			reason = verify.NoDoDReason
-		}
-		return nil, fail("session %s has no DoD result: %s", s.ID[:8], reason)
-	case "skipped":
-		if !opts.AllowSkipped {
-			reason := v.DoD.Reason
-			if reason == "" {
-				reason = "no reason recorded"
-			}
-			return nil, exitcode.New(exitcode.Failed, fmt.Errorf("session %s skipped its DoD (%s)", s.ID[:8], reason), "pass --allow-skipped to merge anyway")
-		}
-	default:
-		reason := rest.Explain()
-		if reason == "" && noCommit {
-			reason = verify.NoCommitReason
-		}
-		if reason == "" {
-			reason = "no failing command recorded"
-		}
-		return nil, fail("session %s DoD %s: %s", s.ID[:8], v.DoD.Status, reason)
+	if err := dodGate(v, rest, o.Reason, noCommit, opts.AllowSkipped, task, s.ID[:8]); err != nil {
+		return nil, err
 	}
 	if noCommit {
 		return nil, fail("session %s made no commit: %s", s.ID[:8], verify.NoCommitReason)
@@ -340,6 +315,45 @@ func gate(rec sessions.Record, task string, opts Options) (accepted []string, er
 		return nil, &MainCheckoutError{Task: task, Session: s.ID[:8], Paths: accepted}
 	}
 	return accepted, nil
+}
+
+// dodGate refuses a session whose Definition of Done did not pass: it never
+// ran (with the reason the outcome recorded), it was skipped (unless
+// allowSkipped), or it failed. rest is the verdict without the main
+// checkout's changes; sid is the session's short id.
+func dodGate(v, rest verify.Verdicts, outcomeReason string, noCommit, allowSkipped bool, task, sid string) error {
+	fail := func(format string, a ...any) error {
+		return &VerdictError{Task: task, Err: fmt.Errorf(format, a...)}
+	}
+	switch v.DoD.Status {
+	case "passed":
+	case "":
+		// Judged for its scope, but the DoD never ran: say why when the
+		// outcome recorded it, never an empty reason.
+		reason := outcomeReason
+		if reason == "" {
+			reason = verify.NoDoDReason
+		}
+		return fail("session %s has no DoD result: %s", sid, reason)
+	case "skipped":
+		if !allowSkipped {
+			reason := v.DoD.Reason
+			if reason == "" {
+				reason = "no reason recorded"
+			}
+			return exitcode.New(exitcode.Failed, fmt.Errorf("session %s skipped its DoD (%s)", sid, reason), "pass --allow-skipped to merge anyway")
+		}
+	default:
+		reason := rest.Explain()
+		if reason == "" && noCommit {
+			reason = verify.NoCommitReason
+		}
+		if reason == "" {
+			reason = "no failing command recorded"
+		}
+		return fail("session %s DoD %s: %s", sid, v.DoD.Status, reason)
+	}
+	return nil
 }
 
 // acceptedTrailers are the merge commit's trailer lines recording accepted
