@@ -86,62 +86,15 @@ func (s *Store) AppendNote(ctx context.Context, target string, line []byte) erro
 func (s *Store) appendNoteOnce(ctx context.Context, target string, line []byte) error {
 	cf := s.catFile(ctx)
 	defer cf.close()
-	tip := ""
-	var root []treeEntry
-	head, err := cf.get(NotesRef)
+	tip, root, err := s.readNotesRoot(cf)
 	if err != nil {
 		return err
 	}
-	if !head.missing {
-		if head.typ != "commit" {
-			return fmt.Errorf("%s points at a %s", NotesRef, head.typ)
-		}
-		tip = head.id
-		treeID := strings.TrimPrefix(strings.SplitN(string(head.data), "\n", 2)[0], "tree ")
-		t, err := cf.get(treeID)
-		if err != nil {
-			return err
-		}
-		if root, err = parseTree(t.data, s.hashLen()); err != nil {
-			return fmt.Errorf("%s: %w", NotesRef, err)
-		}
+	at, err := s.findNote(cf, root, target)
+	if err != nil {
+		return err
 	}
-	fanout := len(root) >= 256
-	var existing []byte
-	var sub []treeEntry
-	subIdx := -1
-	for i, e := range root {
-		switch {
-		case e.name == target && e.mode != "40000":
-			o, err := cf.get(e.id)
-			if err != nil {
-				return err
-			}
-			existing = o.data
-		case e.mode == "40000" && len(e.name) == 2:
-			fanout = true
-			if e.name == target[:2] {
-				subIdx = i
-				o, err := cf.get(e.id)
-				if err != nil {
-					return err
-				}
-				if sub, err = parseTree(o.data, s.hashLen()); err != nil {
-					return fmt.Errorf("%s: %w", NotesRef, err)
-				}
-				for _, se := range sub {
-					if se.name == target[2:] {
-						so, err := cf.get(se.id)
-						if err != nil {
-							return err
-						}
-						existing = append(existing, so.data...)
-					}
-				}
-			}
-		}
-	}
-	content := append([]byte{}, existing...)
+	content := append([]byte{}, at.existing...)
 	if len(content) > 0 && content[len(content)-1] != '\n' {
 		content = append(content, '\n')
 	}
@@ -150,39 +103,7 @@ func (s *Store) appendNoteOnce(ctx context.Context, target string, line []byte) 
 	if err != nil {
 		return err
 	}
-	// Drop the flat entry; place the note flat or under its fan-out dir.
-	kept := root[:0:0]
-	for i, e := range root {
-		if e.name == target || i == subIdx {
-			continue
-		}
-		kept = append(kept, e)
-	}
-	if fanout {
-		nsub := sub[:0:0]
-		for _, se := range sub {
-			if se.name != target[2:] {
-				nsub = append(nsub, se)
-			}
-		}
-		nsub = append(nsub, treeEntry{mode: "100644", name: target[2:], id: blob})
-		data, err := encodeTree(nsub)
-		if err != nil {
-			return err
-		}
-		subID, err := s.writeObject(ctx, "tree", data)
-		if err != nil {
-			return err
-		}
-		kept = append(kept, treeEntry{mode: "40000", name: target[:2], id: subID})
-	} else {
-		kept = append(kept, treeEntry{mode: "100644", name: target, id: blob})
-	}
-	data, err := encodeTree(kept)
-	if err != nil {
-		return err
-	}
-	treeID, err := s.writeObject(ctx, "tree", data)
+	treeID, err := s.writeNotesTree(ctx, root, at, target, blob)
 	if err != nil {
 		return err
 	}
@@ -198,6 +119,123 @@ func (s *Store) appendNoteOnce(ctx context.Context, target string, line []byte) 
 		return s.Transact(ctx, []RefOp{{Verb: "create", Ref: NotesRef, New: c}})
 	}
 	return s.Transact(ctx, []RefOp{{Verb: "update", Ref: NotesRef, New: c, Old: tip}})
+}
+
+// readNotesRoot returns the notes commit NotesRef points at ("" when it
+// does not exist) and the entries of its root tree.
+func (s *Store) readNotesRoot(cf *catFile) (tip string, root []treeEntry, err error) {
+	head, err := cf.get(NotesRef)
+	if err != nil || head.missing {
+		return "", nil, err
+	}
+	if head.typ != "commit" {
+		return "", nil, fmt.Errorf("%s points at a %s", NotesRef, head.typ)
+	}
+	treeID := strings.TrimPrefix(strings.SplitN(string(head.data), "\n", 2)[0], "tree ")
+	t, err := cf.get(treeID)
+	if err != nil {
+		return "", nil, err
+	}
+	if root, err = parseTree(t.data, s.hashLen()); err != nil {
+		return "", nil, fmt.Errorf("%s: %w", NotesRef, err)
+	}
+	return head.id, root, nil
+}
+
+// notePlace is where a target's note sits in the notes tree: its content
+// so far (flat and fanned-out entries joined), whether the tree fans out,
+// and the entries of the target's fan-out directory with that directory's
+// index in the root (-1 when there is none).
+type notePlace struct {
+	existing []byte
+	fanout   bool
+	sub      []treeEntry
+	subIdx   int
+}
+
+// findNote reads target's note from the notes tree whose root is root.
+func (s *Store) findNote(cf *catFile, root []treeEntry, target string) (notePlace, error) {
+	at := notePlace{fanout: len(root) >= 256, subIdx: -1}
+	for i, e := range root {
+		switch {
+		case e.name == target && e.mode != "40000":
+			o, err := cf.get(e.id)
+			if err != nil {
+				return at, err
+			}
+			at.existing = o.data
+		case e.mode == "40000" && len(e.name) == 2:
+			at.fanout = true
+			if e.name != target[:2] {
+				continue
+			}
+			at.subIdx = i
+			if err := s.readFanoutNote(cf, e.id, target, &at); err != nil {
+				return at, err
+			}
+		}
+	}
+	return at, nil
+}
+
+// readFanoutNote reads target's fan-out directory, tree id, into at and
+// appends the note it holds for target to at.existing.
+func (s *Store) readFanoutNote(cf *catFile, id, target string, at *notePlace) error {
+	o, err := cf.get(id)
+	if err != nil {
+		return err
+	}
+	if at.sub, err = parseTree(o.data, s.hashLen()); err != nil {
+		return fmt.Errorf("%s: %w", NotesRef, err)
+	}
+	for _, se := range at.sub {
+		if se.name == target[2:] {
+			so, err := cf.get(se.id)
+			if err != nil {
+				return err
+			}
+			at.existing = append(at.existing, so.data...)
+		}
+	}
+	return nil
+}
+
+// writeNotesTree writes the notes tree root with target's note replaced by
+// blob, placed flat or under its fan-out directory as at says, and returns
+// the new root tree's id.
+func (s *Store) writeNotesTree(ctx context.Context, root []treeEntry, at notePlace, target, blob string) (string, error) {
+	kept := root[:0:0]
+	for i, e := range root {
+		if e.name == target || i == at.subIdx {
+			continue
+		}
+		kept = append(kept, e)
+	}
+	if at.fanout {
+		nsub := at.sub[:0:0]
+		for _, se := range at.sub {
+			if se.name != target[2:] {
+				nsub = append(nsub, se)
+			}
+		}
+		nsub = append(nsub, treeEntry{mode: "100644", name: target[2:], id: blob})
+		data, err := encodeTree(nsub)
+		if err != nil {
+			return "", err
+		}
+		subID, err := s.writeObject(ctx, "tree", data)
+		if err != nil {
+			return "", err
+		}
+		kept = append(kept, treeEntry{mode: "40000", name: target[:2], id: subID})
+	} else {
+		kept = append(kept, treeEntry{mode: "100644", name: target, id: blob})
+	}
+	data, err := encodeTree(kept)
+	if err != nil {
+		return "", err
+	}
+	return s.writeObject(ctx, "tree", data)
 }
 
 // ReadNotes returns the note lines attached to each of targets (commit ids)

@@ -138,6 +138,40 @@ func (s *Store) WriteSortedIndex(k Kind, name, stamp string, records []string, t
 	writeFileAtomic(s.summaryPathOf(k, name), nil, b.Bytes())
 }
 
+// readSortedHeader reads the header of the sorted index open in f (size
+// bytes long) and returns where its records begin, their length and count;
+// ok is false unless the header is well formed, was made under stamp, its
+// records are long enough to hold key, and the file is exactly as long as
+// they say.
+func readSortedHeader(f io.ReaderAt, size int64, stamp, key string) (body int64, recLen, count int, ok bool) {
+	head := make([]byte, 128+len(stamp))
+	n, err := f.ReadAt(head, 0)
+	if err != nil && err != io.EOF {
+		return 0, 0, 0, false
+	}
+	head = head[:n]
+	nl := bytes.IndexByte(head, '\n')
+	if nl < 0 {
+		return 0, 0, 0, false
+	}
+	f4 := strings.Fields(string(head[:nl]))
+	if len(f4) != 5 || f4[0]+" "+f4[1] != sortedIndexMagic {
+		return 0, 0, 0, false
+	}
+	var err1, err2 error
+	recLen, err1 = strconv.Atoi(f4[2])
+	count, err2 = strconv.Atoi(f4[3])
+	stampLen, err3 := strconv.Atoi(f4[4])
+	if err1 != nil || err2 != nil || err3 != nil || recLen < 0 || recLen > maxCacheFile || count < 0 || count > maxCacheFile || stampLen != len(stamp) || recLen <= len(key)+1+crcLen && count > 0 {
+		return 0, 0, 0, false
+	}
+	body = int64(nl + 1 + stampLen)
+	if int64(len(head)) < body || string(head[nl+1:body]) != stamp || size != body+int64(count)*int64(recLen) {
+		return 0, 0, 0, false
+	}
+	return body, recLen, count, true
+}
+
 // LookupSortedIndex returns the records of the sorted index name of kind k
 // whose key is key, when the index was made under stamp; ok is false when
 // there is no such index (missing, another stamp, damaged).
@@ -150,28 +184,8 @@ func (s *Store) LookupSortedIndex(k Kind, name, stamp, key string) (records []st
 		return nil, false
 	}
 	defer f.Close()
-	head := make([]byte, 128+len(stamp))
-	n, err := f.ReadAt(head, 0)
-	if err != nil && err != io.EOF {
-		return nil, false
-	}
-	head = head[:n]
-	nl := bytes.IndexByte(head, '\n')
-	if nl < 0 {
-		return nil, false
-	}
-	f4 := strings.Fields(string(head[:nl]))
-	if len(f4) != 5 || f4[0]+" "+f4[1] != sortedIndexMagic {
-		return nil, false
-	}
-	recLen, err1 := strconv.Atoi(f4[2])
-	count, err2 := strconv.Atoi(f4[3])
-	stampLen, err3 := strconv.Atoi(f4[4])
-	if err1 != nil || err2 != nil || err3 != nil || recLen < 0 || recLen > maxCacheFile || count < 0 || count > maxCacheFile || stampLen != len(stamp) || recLen <= len(key)+1+crcLen && count > 0 {
-		return nil, false
-	}
-	body := int64(nl + 1 + stampLen)
-	if int64(len(head)) < body || string(head[nl+1:body]) != stamp || fi.Size() != body+int64(count)*int64(recLen) {
+	body, recLen, count, ok := readSortedHeader(f, fi.Size(), stamp, key)
+	if !ok {
 		return nil, false
 	}
 	if recLen <= crcLen {
