@@ -324,6 +324,9 @@ func (p *packFile) check(hashLen int) error {
 // first byte, then a binary search.
 func (p *packFile) find(raw []byte) (int64, bool) {
 	hl := len(raw)
+	if hl < 8 {
+		return 0, false // no object id
+	}
 	fan := p.idx[8:]
 	lo := 0
 	if raw[0] > 0 {
@@ -334,8 +337,15 @@ func (p *packFile) find(raw []byte) (int64, bool) {
 		return 0, false
 	}
 	names := p.idx[8+256*4:]
+	// The first eight bytes decide almost every comparison: compared as
+	// one number, without a call per probe.
+	head := binary.BigEndian.Uint64(raw)
 	i := lo + sort.Search(hi-lo, func(k int) bool {
-		return bytes.Compare(names[(lo+k)*hl:(lo+k+1)*hl], raw) >= 0
+		name := names[(lo+k)*hl : (lo+k+1)*hl]
+		if h := binary.BigEndian.Uint64(name); h != head {
+			return h > head
+		}
+		return bytes.Compare(name, raw) >= 0
 	})
 	if i >= hi || !bytes.Equal(names[i*hl:(i+1)*hl], raw) {
 		return 0, false

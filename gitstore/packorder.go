@@ -28,8 +28,7 @@ type blobSpot struct {
 }
 
 // locateDocs finds, in-process, the blob of file in the tree of each of
-// commits (the commits and trees are kept by readKept, as the path reads
-// keep them) and where it lies in the packs. A commit whose blob is not
+// commits and where it lies in the packs. A commit whose blob is not
 // found in-process (not a commit, no such entry, loose, or git needed)
 // has a spot with no blob: it is read by path as before.
 // Only the positions idx are located; the spots are indexed by position.
@@ -46,12 +45,14 @@ func (s *Store) locateDocs(file string, commits []string, idx []int) []blobSpot 
 }
 
 func (s *Store) locateDoc(db *odb, file, commit string) blobSpot {
-	typ, data, err := s.readKept(db, commit)
+	// Read past the store's memo of commits and trees: each is read once
+	// here, and the documents are then read by their blobs.
+	typ, data, err := db.read(commit)
 	if err != nil || typ != "commit" || !strings.HasPrefix(string(data[:min(len(data), 5)]), "tree ") {
 		return blobSpot{}
 	}
 	tree, _, _ := strings.Cut(string(data[len("tree "):]), "\n")
-	typ, data, err = s.readKept(db, tree)
+	typ, data, err = db.read(tree)
 	if err != nil || typ != "tree" {
 		return blobSpot{}
 	}
