@@ -261,10 +261,10 @@ func (s *Store) refsAndCache(ctx context.Context, k Kind) (cache map[string]cach
 // document: fn is called with the number of refs listed and the documents
 // a chunk at a time (those from the cache first, in id order, then the
 // others in the order their blobs lie in the packs, which keeps the delta
-// bases the read needs few; problems come in id order), and the documents read from git are
-// written to the list cache as they come. A cold read of a hundred
-// thousand documents then holds one chunk of them, not all of them beside
-// what the reader builds. The documents from the cache are served as List
+// bases the read needs few; problems come in id order), and the documents
+// read from git are written to the list cache as they come. A cold read of
+// a hundred thousand documents then holds one chunk of them, not all of
+// them beside what the reader builds. The documents from the cache are served as List
 // serves them (the cache file is read whole). fn may keep the documents
 // but not the slice, which the next chunk reuses.
 func (s *Store) ListEach(ctx context.Context, k Kind, fn func(total int, docs []Doc)) ([]error, error) {
@@ -402,7 +402,7 @@ func (s *Store) listChunks(ctx context.Context, k Kind, refs, commits []string, 
 }
 
 // inListedOrder sorts the RefErrors among problems by where their refs are
-// listed in refs (the others keep their places relative to each other).
+// listed in refs, after any other problems (kept in their order).
 func inListedOrder(problems []error, refs []string) {
 	if len(problems) < 2 {
 		return
