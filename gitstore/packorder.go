@@ -22,15 +22,16 @@ const orderedBaseBytes = 4 << 20
 // blobSpot is where the document of one listed ref lies: its blob and
 // the blob's place in the packs.
 type blobSpot struct {
-	blob string // hex id; "" when not found in-process
-	pack int    // index of the pack holding it
-	off  int64  // offset in that pack
+	blob   string // hex id; "" when not found in-process
+	packed bool   // found in a pack (else loose)
+	pack   int    // index of the pack holding it
+	off    int64  // offset in that pack
 }
 
 // locateDocs finds, in-process, the blob of file in the tree of each of
 // commits and where it lies in the packs. A commit whose blob is not
-// found in-process (not a commit, no such entry, loose, or git needed)
-// has a spot with no blob: it is read by path as before.
+// found in-process (not a commit, no such entry, or git needed) has a
+// spot with no blob: it is read by path as before.
 // Only the positions idx are located; the spots are indexed by position.
 func (s *Store) locateDocs(file string, commits []string, idx []int) []blobSpot {
 	spots := make([]blobSpot, len(commits))
@@ -66,9 +67,9 @@ func (s *Store) locateDoc(db *odb, file, commit string) blobSpot {
 	}
 	pack, off, ok := db.locate(raw)
 	if !ok {
-		return blobSpot{}
+		return blobSpot{blob: blob} // loose, or not here: read by its id
 	}
-	return blobSpot{blob: blob, pack: pack, off: off}
+	return blobSpot{blob: blob, packed: true, pack: pack, off: off}
 }
 
 // locate returns which of the mapped packs holds the object raw and at
@@ -90,19 +91,25 @@ func (db *odb) locate(raw []byte) (int, int64, bool) {
 }
 
 // packOrder returns the positions idx sorted by where their blobs lie in
-// the packs (spots, indexed by position), the ones not located last in the
-// order given.
+// the packs (spots, indexed by position); then, in the order given, the
+// ones whose blob is loose, then the ones not located.
 func packOrder(idx []int, spots []blobSpot) []int {
+	class := func(s blobSpot) int {
+		switch {
+		case s.packed:
+			return 0
+		case s.blob != "":
+			return 1
+		}
+		return 2
+	}
 	out := slices.Clone(idx)
 	slices.SortStableFunc(out, func(a, b int) int {
 		sa, sb := spots[a], spots[b]
-		switch {
-		case (sa.blob == "") != (sb.blob == ""):
-			if sa.blob == "" {
-				return 1
-			}
-			return -1
-		case sa.blob == "":
+		switch ca, cb := class(sa), class(sb); {
+		case ca != cb:
+			return ca - cb
+		case ca != 0:
 			return 0
 		case sa.pack != sb.pack:
 			return sa.pack - sb.pack
