@@ -23,6 +23,9 @@ type catFile struct {
 	st   *Store
 	ctx  context.Context
 	proc *catProc
+	// bases, when set, keeps the delta bases of the objects read
+	// in-process instead of the object reader's own cache.
+	bases *baseCache
 }
 
 // catProc is a running `git cat-file --batch`.
@@ -136,7 +139,7 @@ func (c *catFile) getMany(names []string) ([]object, error) {
 	// every core.
 	local := make([]bool, len(names))
 	parallel.For(len(names), func(i int) {
-		out[i], local[i] = c.st.readLocal(names[i])
+		out[i], local[i] = c.st.readLocalWith(names[i], c.bases)
 	})
 	var rest []int
 	for i := range names {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -258,10 +259,12 @@ func (s *Store) refsAndCache(ctx context.Context, k Kind) (cache map[string]cach
 
 // ListEach is List for a reader that keeps only what it makes of each
 // document: fn is called with the number of refs listed and the documents
-// a chunk at a time, in id order, and the documents read from git are
-// written to the list cache as they come. A cold read of a hundred
-// thousand documents then holds one chunk of them, not all of them beside
-// what the reader builds. The documents from the cache are served as List
+// a chunk at a time (those from the cache first, in id order, then the
+// others in the order their blobs lie in the packs, which keeps the delta
+// bases the read needs few; problems come in id order), and the documents
+// read from git are written to the list cache as they come. A cold read of
+// a hundred thousand documents then holds one chunk of them, not all of
+// them beside what the reader builds. The documents from the cache are served as List
 // serves them (the cache file is read whole). fn may keep the documents
 // but not the slice, which the next chunk reuses.
 func (s *Store) ListEach(ctx context.Context, k Kind, fn func(total int, docs []Doc)) ([]error, error) {
@@ -291,6 +294,19 @@ func (s *Store) ListEach(ctx context.Context, k Kind, fn func(total int, docs []
 		return nil, nil
 	}
 	w := newCacheWriter(s.cachePath(k), listFormat, gen)
+	// The cached documents first, as listed; then the others in the
+	// order their blobs lie in the packs (packorder.go).
+	order := make([]int, 0, len(refs))
+	var misses []int
+	for i := range refs {
+		if hit[i] {
+			order = append(order, i)
+		} else {
+			misses = append(misses, i)
+		}
+	}
+	spots := s.locateDocs(k.File, commits, misses)
+	order = append(order, packOrder(misses, spots)...)
 	problems, err := s.listChunks(ctx, k, refs, commits, docChunk, func(i int) (Doc, bool) {
 		if !hit[i] {
 			return Doc{}, false
@@ -305,7 +321,7 @@ func (s *Store) ListEach(ctx context.Context, k Kind, fn func(total int, docs []
 			}
 		}
 		fn(len(refs), docs)
-	})
+	}, order, spots)
 	if w != nil {
 		if err != nil {
 			w.abort()
@@ -319,20 +335,40 @@ func (s *Store) ListEach(ctx context.Context, k Kind, fn func(total int, docs []
 // listChunks calls fn with the documents of refs (at commits) chunk refs
 // at a time, in the order listed: the ones cached gives, the others read from
 // git at the listed commit (a ref whose commit holds none is a RefError,
-// returned in the order listed).
+// returned in the order listed). order, when not nil, is the order of the
+// positions to go through instead (every position once), and spots, when
+// not nil, where each position's document lies (locateDocs): a document
+// located is read by its blob.
 func (s *Store) listChunks(ctx context.Context, k Kind, refs, commits []string, chunk int,
-	cached func(i int) (Doc, bool), fn func(docs []Doc)) ([]error, error) {
+	cached func(i int) (Doc, bool), fn func(docs []Doc), order []int, spots []blobSpot) ([]error, error) {
 	cf := s.catFile(ctx)
 	defer cf.close()
+	if order != nil {
+		// In the packs' order a document's delta base is one of the last
+		// few read: a small cache of this read's own holds them, and the
+		// object reader's cache is left to the other reads.
+		cf.bases = &baseCache{limit: orderedBaseBytes}
+	}
 	var problems []error
 	docs := make([]Doc, 0, min(len(refs), chunk))
 	var wants []want
+	at := func(j int) int {
+		if order == nil {
+			return j
+		}
+		return order[j]
+	}
 	for start := 0; start < len(refs); start += chunk {
 		end := min(start+chunk, len(refs))
 		wants = wants[:0]
-		for i := start; i < end; i++ {
+		for j := start; j < end; j++ {
+			i := at(j)
 			if _, ok := cached(i); !ok {
-				wants = append(wants, want{ref: refs[i], commit: commits[i]})
+				w := want{ref: refs[i], commit: commits[i]}
+				if spots != nil {
+					w.blob = spots[i].blob
+				}
+				wants = append(wants, w)
 			}
 		}
 		read, more, err := s.readDocsWith(cf, k, wants)
@@ -340,10 +376,11 @@ func (s *Store) listChunks(ctx context.Context, k Kind, refs, commits []string, 
 			return nil, err
 		}
 		problems = append(problems, more...)
-		// Merge in the order listed: read holds the wanted refs that
-		// read, in order.
+		// Merge in the order gone through: read holds the wanted refs
+		// that read, in that order.
 		docs = docs[:0]
-		for i := start; i < end; i++ {
+		for j := start; j < end; j++ {
+			i := at(j)
 			if d, ok := cached(i); ok {
 				docs = append(docs, d)
 				continue
@@ -358,11 +395,43 @@ func (s *Store) listChunks(ctx context.Context, k Kind, refs, commits []string, 
 			db.releasePages()
 		}
 	}
+	if order != nil {
+		inListedOrder(problems, refs)
+	}
 	return problems, nil
 }
 
-// want is a ref to read a document from, at the commit it was listed at.
-type want struct{ ref, commit string }
+// inListedOrder sorts the RefErrors among problems by where their refs are
+// listed in refs, after any other problems (kept in their order).
+func inListedOrder(problems []error, refs []string) {
+	if len(problems) < 2 {
+		return
+	}
+	pos := make(map[string]int, len(problems))
+	for _, p := range problems {
+		var re *RefError
+		if errors.As(p, &re) {
+			pos[re.Ref] = -1
+		}
+	}
+	for i, r := range refs {
+		if _, ok := pos[r]; ok {
+			pos[r] = i
+		}
+	}
+	rank := func(p error) int {
+		var re *RefError
+		if errors.As(p, &re) {
+			return pos[re.Ref]
+		}
+		return -1
+	}
+	slices.SortStableFunc(problems, func(a, b error) int { return rank(a) - rank(b) })
+}
+
+// want is a ref to read a document from, at the commit it was listed at,
+// and the document's blob when it was located (locateDocs).
+type want struct{ ref, commit, blob string }
 
 // readDocs reads the document of each wanted ref at its listed commit with
 // one cat-file; a ref whose commit holds no document is a problem (a
@@ -389,7 +458,7 @@ func (s *Store) EachDoc(ctx context.Context, k Kind, refs, commits []string, fn 
 	if len(refs) != len(commits) {
 		return nil, fmt.Errorf("reading %s documents: %d refs, %d commits", k.Noun, len(refs), len(commits))
 	}
-	return s.listChunks(ctx, k, refs, commits, docChunk, func(int) (Doc, bool) { return Doc{}, false }, fn)
+	return s.listChunks(ctx, k, refs, commits, docChunk, func(int) (Doc, bool) { return Doc{}, false }, fn, nil, nil)
 }
 
 // docChunk is how many documents EachDoc reads at a time: enough to keep
@@ -406,6 +475,9 @@ func (s *Store) readDocsWith(cf *catFile, k Kind, wants []want) ([]Doc, []error,
 	for i, w := range wants {
 		// ^{commit}: a ref at a tree holding the document is no entity.
 		names[i] = w.commit + "^{commit}:" + k.File
+		if w.blob != "" {
+			names[i] = w.blob // found at that path of that commit already
+		}
 	}
 	objs, err := cf.getMany(names)
 	if err != nil {

@@ -140,7 +140,7 @@ func TestListChunks(t *testing.T) {
 		for _, d := range docs {
 			got = append(got, d.ID+" "+string(d.Data))
 		}
-	})
+	}, nil, nil)
 	if err != nil || len(problems) != 0 {
 		t.Fatal(err, problems)
 	}

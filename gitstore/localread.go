@@ -52,9 +52,18 @@ func (s *Store) ReleaseCaches() {
 // answered missing: that is a fact about the tree, not about the object
 // store.
 func (s *Store) readLocal(name string) (object, bool) {
+	return s.readLocalWith(name, nil)
+}
+
+// readLocalWith is readLocal with the delta bases of the object asked for
+// kept in bases (nil: the object reader's own cache).
+func (s *Store) readLocalWith(name string, bases *baseCache) (object, bool) {
 	db := s.objects()
 	if db == nil {
 		return object{}, false
+	}
+	if bases == nil {
+		bases = &db.bases
 	}
 	rev, path, hasPath := strings.Cut(name, ":")
 	rev, commitOnly := strings.CutSuffix(rev, "^{commit}")
@@ -66,7 +75,7 @@ func (s *Store) readLocal(name string) (object, bool) {
 		return object{}, false
 	}
 	if !hasPath {
-		typ, data, err := db.read(id)
+		typ, data, err := db.readWith(id, bases)
 		if err != nil {
 			return object{}, false
 		}
@@ -117,7 +126,7 @@ func (s *Store) readLocal(name string) (object, bool) {
 		if i < len(parts)-1 {
 			typ, data, err = s.readKept(db, id)
 		} else {
-			typ, data, err = db.read(id)
+			typ, data, err = db.readWith(id, bases)
 		}
 		if err != nil {
 			return object{}, false

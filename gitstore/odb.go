@@ -112,14 +112,20 @@ func newODB(dir string, hashLen int) *odb {
 // read returns the type and content of the object with hex id, or
 // errNotHere.
 func (db *odb) read(id string) (typ string, data []byte, err error) {
+	return db.readWith(id, &db.bases)
+}
+
+// readWith is read with the delta bases kept in bases instead of the
+// reader's own cache.
+func (db *odb) readWith(id string, bases *baseCache) (typ string, data []byte, err error) {
 	raw, err := hex.DecodeString(id)
 	if err != nil || len(raw) != db.hashLen {
 		return "", nil, errNotHere
 	}
-	return db.readRaw(raw)
+	return db.readRaw(raw, bases)
 }
 
-func (db *odb) readRaw(raw []byte) (typ string, data []byte, err error) {
+func (db *odb) readRaw(raw []byte, bases *baseCache) (typ string, data []byte, err error) {
 	defer func() {
 		// A damaged or hostile object directory must never take the
 		// process down: git answers instead.
@@ -136,7 +142,7 @@ func (db *odb) readRaw(raw []byte) (typ string, data []byte, err error) {
 		if attempt > 0 && !db.relisted(listing) {
 			break
 		}
-		if t, d, found, err := db.fromPacks(raw); found {
+		if t, d, found, err := db.fromPacks(raw, bases); found {
 			if err != nil {
 				return "", nil, errNotHere
 			}
@@ -179,7 +185,7 @@ func (db *odb) has(raw []byte) bool {
 }
 
 // fromPacks looks raw up in the mapped packs (listing them on first use).
-func (db *odb) fromPacks(raw []byte) (typ int, data []byte, found bool, err error) {
+func (db *odb) fromPacks(raw []byte, bases *baseCache) (typ int, data []byte, found bool, err error) {
 	db.mu.RLock()
 	if !db.listed {
 		db.mu.RUnlock()
@@ -189,7 +195,7 @@ func (db *odb) fromPacks(raw []byte) (typ int, data []byte, found bool, err erro
 	defer db.mu.RUnlock()
 	for _, p := range db.packs {
 		if off, ok := p.find(raw); ok {
-			t, d, err := db.unpack(p, off, 0)
+			t, d, err := db.unpack(p, off, 0, bases)
 			return t, d, true, err
 		}
 	}
@@ -318,6 +324,9 @@ func (p *packFile) check(hashLen int) error {
 // first byte, then a binary search.
 func (p *packFile) find(raw []byte) (int64, bool) {
 	hl := len(raw)
+	if hl < 8 {
+		return 0, false // no object id
+	}
 	fan := p.idx[8:]
 	lo := 0
 	if raw[0] > 0 {
@@ -328,8 +337,15 @@ func (p *packFile) find(raw []byte) (int64, bool) {
 		return 0, false
 	}
 	names := p.idx[8+256*4:]
+	// The first eight bytes decide almost every comparison: compared as
+	// one number, without a call per probe.
+	head := binary.BigEndian.Uint64(raw)
 	i := lo + sort.Search(hi-lo, func(k int) bool {
-		return bytes.Compare(names[(lo+k)*hl:(lo+k+1)*hl], raw) >= 0
+		name := names[(lo+k)*hl : (lo+k+1)*hl]
+		if h := binary.BigEndian.Uint64(name); h != head {
+			return h > head
+		}
+		return bytes.Compare(name, raw) >= 0
 	})
 	if i >= hi || !bytes.Equal(names[i*hl:(i+1)*hl], raw) {
 		return 0, false
@@ -349,24 +365,24 @@ func (p *packFile) find(raw []byte) (int64, bool) {
 // unpack returns the type and content of the object at offset off of p,
 // resolving deltas against their bases. Bases (depth > 0) go through the
 // delta base cache: the objects of a chain share them.
-func (db *odb) unpack(p *packFile, off int64, depth int) (int, []byte, error) {
+func (db *odb) unpack(p *packFile, off int64, depth int, bases *baseCache) (int, []byte, error) {
 	if depth > maxDeltaDepth {
 		return 0, nil, errNotHere
 	}
 	if depth > 0 {
-		if t, d, ok := db.bases.get(p, off); ok {
+		if t, d, ok := bases.get(p, off); ok {
 			return t, d, nil
 		}
-		t, d, err := db.unpackAt(p, off, depth)
+		t, d, err := db.unpackAt(p, off, depth, bases)
 		if err == nil {
-			db.bases.put(p, off, t, d)
+			bases.put(p, off, t, d)
 		}
 		return t, d, err
 	}
-	return db.unpackAt(p, off, depth)
+	return db.unpackAt(p, off, depth, bases)
 }
 
-func (db *odb) unpackAt(p *packFile, off int64, depth int) (int, []byte, error) {
+func (db *odb) unpackAt(p *packFile, off int64, depth int, bases *baseCache) (int, []byte, error) {
 	if off < 12 || off >= int64(len(p.data)) {
 		return 0, nil, errNotHere
 	}
@@ -408,7 +424,7 @@ func (db *odb) unpackAt(p *packFile, off int64, depth int) (int, []byte, error) 
 		if rel <= 0 || rel > off {
 			return 0, nil, errNotHere
 		}
-		return db.undelta(p, off-rel, pos, size, depth)
+		return db.undelta(p, off-rel, pos, size, depth, bases)
 	case objRefDelta:
 		hl := db.hashLen
 		if pos+hl > len(p.data) {
@@ -422,7 +438,7 @@ func (db *odb) unpackAt(p *packFile, off int64, depth int) (int, []byte, error) 
 		if !ok {
 			return 0, nil, errNotHere
 		}
-		return db.undelta(p, boff, pos, size, depth)
+		return db.undelta(p, boff, pos, size, depth, bases)
 	}
 	return 0, nil, errNotHere
 }
@@ -430,8 +446,8 @@ func (db *odb) unpackAt(p *packFile, off int64, depth int) (int, []byte, error) 
 // undelta applies the delta of size bytes (inflated) whose stream starts at
 // pos of p to the object at base, and returns the result with the type of
 // the base.
-func (db *odb) undelta(p *packFile, base int64, pos int, size uint64, depth int) (int, []byte, error) {
-	bt, b, err := db.unpack(p, base, depth+1)
+func (db *odb) undelta(p *packFile, base int64, pos int, size uint64, depth int, bases *baseCache) (int, []byte, error) {
+	bt, b, err := db.unpack(p, base, depth+1, bases)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -641,6 +657,8 @@ func (db *odb) close() {
 // 2.6-2.8 s with git's own default of 96 MB, at about the same peak
 // memory; 32 MB keeps a long-lived server's share small.
 type baseCache struct {
+	// limit is the most bytes of bases kept; 0 is baseCacheBytes.
+	limit int
 	mu    sync.Mutex
 	m     map[baseKey]baseEntry
 	bytes int
@@ -668,7 +686,11 @@ func (c *baseCache) get(p *packFile, off int64) (int, []byte, bool) {
 }
 
 func (c *baseCache) put(p *packFile, off int64, typ int, data []byte) {
-	if len(data) > baseCacheBytes/4 {
+	limit := c.limit
+	if limit == 0 {
+		limit = baseCacheBytes
+	}
+	if len(data) > limit/4 {
 		return
 	}
 	c.mu.Lock()
@@ -680,7 +702,7 @@ func (c *baseCache) put(p *packFile, off int64, typ int, data []byte) {
 	if _, ok := c.m[k]; ok {
 		return
 	}
-	for c.bytes+len(data) > baseCacheBytes && len(c.order) > 0 {
+	for c.bytes+len(data) > limit && len(c.order) > 0 {
 		old := c.order[0]
 		c.order = c.order[1:]
 		c.bytes -= len(c.m[old].data)

@@ -39,6 +39,7 @@ func Load(ctx context.Context, st *gitstore.Store) (*Board, error) {
 	var bad []error
 	var decoded []Task
 	var errs []error
+	var strs compacter
 	problems, err := st.ListEach(ctx, Kind, func(total int, docs []gitstore.Doc) {
 		if b == nil {
 			b = &Board{Tasks: make(map[string]Entry, total), IDs: make([]string, 0, total)}
@@ -47,6 +48,7 @@ func Load(ctx context.Context, st *gitstore.Store) (*Board, error) {
 		decoded = slices.Grow(decoded[:0], len(docs))[:len(docs)]
 		errs = slices.Grow(errs[:0], len(docs))[:len(docs)]
 		parallel.For(len(docs), func(i int) { decoded[i], errs[i] = Decode(docs[i].Data) })
+		strs.compact(decoded)
 		for i, d := range docs {
 			allIDs = append(allIDs, d.ID)
 			if errs[i] != nil {

@@ -90,6 +90,39 @@ func benchRepo(b *testing.B, n int) string {
 	return repo
 }
 
+// fixtureDirVar names a directory in which the list benchmarks keep their
+// task fixtures between runs (one repository per size), so that profiling
+// at 100,000 tasks does not rebuild the fixture each time. Unset, each run
+// builds its own in a temporary directory.
+const fixtureDirVar = "AGENTMINE_BENCH_FIXTURE_DIR"
+
+// keptTaskRepo is benchRepo for benchmarks that only read the tasks: with
+// fixtureDirVar set it reuses the repository of n tasks built there by an
+// earlier run, or builds it there for the next one.
+func keptTaskRepo(b *testing.B, n int) string {
+	b.Helper()
+	dir := os.Getenv(fixtureDirVar) // read before Scrub unsets AGENTMINE_*
+	if dir == "" {
+		return benchRepo(b, n)
+	}
+	gittest.Scrub(b)
+	repo := filepath.Join(dir, fmt.Sprintf("tasks-%d", n))
+	done := filepath.Join(dir, fmt.Sprintf("tasks-%d.done", n))
+	if _, err := os.Stat(done); err == nil {
+		return repo
+	}
+	if err := os.RemoveAll(repo); err != nil {
+		b.Fatal(err)
+	}
+	gittest.Git(b, "", "init", "-q", "-b", "main", repo)
+	gittest.Git(b, repo, "commit", "-q", "--allow-empty", "-m", "initial")
+	buildTaskFixture(b, repo, n)
+	if err := os.WriteFile(done, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return repo
+}
+
 // countGit runs name args in dir with c's wrapper first on PATH and
 // returns the number of git processes it started through PATH.
 func countGit(b *testing.B, c gittest.GitCounter, dir, name string, args ...string) int {
@@ -125,7 +158,7 @@ func BenchmarkTaskList100k(b *testing.B) {
 
 func benchTaskList(b *testing.B, n int) {
 	useBuiltBinary(b)
-	repo := benchRepo(b, n)
+	repo := keptTaskRepo(b, n)
 	// The baseline must really read every document, not answer "missing".
 	check := exec.Command("sh", "-c", rawTaskList)
 	check.Dir = repo
