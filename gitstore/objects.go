@@ -147,9 +147,9 @@ func writeLooseOnce(z *deflaters, objDir, id, hdr string, data []byte) error {
 // next. A writer carries over a megabyte of compressor state whatever the
 // input's size: one per object made a task add (three objects) allocate
 // about 4 MB, enough to start a garbage collection. With one writer reused
-// no collection runs, and `task add -q` at 10,000 tasks took 18.5 ms of CPU
-// (its git processes included) instead of 22.8 ms (60 alternating runs,
-// load average 6 to 9).
+// no collection runs, and `task add -q` at 10,000 tasks took 19.6 ms of CPU
+// (its git processes included) instead of 22.8 ms (two copies of each
+// build, 60 alternating runs, load average 6 to 7).
 type deflaters struct{ pool sync.Pool }
 
 // get returns a writer deflating into w.
