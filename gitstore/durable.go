@@ -332,7 +332,7 @@ func (s *Store) storeLoose(ctx context.Context, id string, o writtenObject) erro
 		_, err := s.git.RunInput(ctx, bytes.NewReader(o.data), "hash-object", "-w", "-t", o.typ, "--stdin")
 		return err
 	}
-	return writeLoose(s.objDir, id, objectHeader(o.typ, o.data), o.data)
+	return writeLoose(&s.deflaters, s.objDir, id, objectHeader(o.typ, o.data), o.data)
 }
 
 // present reports whether the object id is in the repository's own

@@ -111,6 +111,9 @@ type Store struct {
 	// written keeps the objects written until a transaction secured them
 	// (durable.go).
 	written written
+	// deflaters are the zlib writers loose objects are written with,
+	// reused (deflaters.get).
+	deflaters deflaters
 }
 
 // Open locates the repository containing dir and prepares the store: in

@@ -29,6 +29,15 @@ func main() {
 // with 130 or 143 (128 plus the signal) once it has wound down, whatever it
 // returned; a second signal ends the process at once.
 func processMain() int {
+	if len(os.Args) == 2 && os.Args[1] == "version" {
+		// Prints one line and has nothing to wind down, so it goes without
+		// the signal watcher (a signal ends it with 128 plus its number
+		// all the same): os/signal's loop and the watcher's goroutine
+		// cost a thread, 0.5 ms of CPU in a 4.5 ms run (two copies of
+		// each build, 250 alternating runs, load average 7).
+		launch.Ready(os.Getenv)
+		return Main(context.Background(), os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv)
+	}
 	ctx, stop, caught := watchSignals(context.Background(), func(sig syscall.Signal) {
 		os.Exit(signalExit(sig))
 	})

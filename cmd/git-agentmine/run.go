@@ -15,7 +15,7 @@ import (
 
 	"github.com/git-agentmine/git-agentmine/agents"
 	"github.com/git-agentmine/git-agentmine/board"
-	"github.com/git-agentmine/git-agentmine/cmd/internal/servers"
+	"github.com/git-agentmine/git-agentmine/cmd/internal/serverargs"
 	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/launch"
@@ -193,7 +193,7 @@ func (c *RunStartCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	if h := servers.ShareHint(env.UnsharedRemote()); h != "" && !a.G.JSON {
+	if h := serverargs.ShareHint(env.UnsharedRemote()); h != "" && !a.G.JSON {
 		a.P.Notef("hint: %s\n", h)
 	}
 	render.begin(sup.Record())

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/git-agentmine/git-agentmine/cmd/internal/servers"
+	"github.com/git-agentmine/git-agentmine/cmd/internal/serverargs"
 	"github.com/git-agentmine/git-agentmine/contract"
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/launch"
@@ -76,7 +76,7 @@ func (c *WorkerRunCmd) Run(a *App) error {
 	case p.Claimed != "" && !a.G.Quiet && !a.G.JSON:
 		a.P.Notef("claimed task %s on %s\n", p.Rec.Session.Task[:8], p.Claimed)
 	case p.Claimed == "" && !c.NoClaim && !a.G.JSON:
-		if h := servers.ShareHint(env.UnsharedRemote()); h != "" {
+		if h := serverargs.ShareHint(env.UnsharedRemote()); h != "" {
 			a.P.Notef("hint: %s\n", h)
 		}
 	}

@@ -114,13 +114,5 @@ func Sibling(name string) string {
 	return name
 }
 
-// ShareHint is the one hint for a repository that has a remote (named
-// remote) which sync would use but shares nothing through it: the command
-// line prints it as a hint: line, MCP's worker_start returns it and the web
-// board shows it. "" for no remote.
-func ShareHint(remote string) string {
-	if remote == "" {
-		return ""
-	}
-	return "nothing is shared through " + remote + " (no sync remote configured); to share tasks, claims and outcomes with other clones: git agentmine init --remote " + remote
-}
+// ShareHint is serverargs.ShareHint, the hint MCP and the web board give.
+func ShareHint(remote string) string { return serverargs.ShareHint(remote) }
