@@ -1,14 +1,14 @@
 package tasks
 
 import (
-	"reflect"
-
 	"bytes"
 	"encoding/json"
-	fastjson "github.com/goccy/go-json"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
+
+	fastjson "github.com/goccy/go-json"
 
 	"github.com/git-agentmine/git-agentmine/internal/jsonscan/jsonscantest"
 )
