@@ -186,3 +186,63 @@ func FuzzOutcomeDecodeCanonical(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { jsonscantest.Check(t, data, decodeOutcome) })
 }
+
+// TestParseReviewSkipsOutcomes: ParseReview, which passes over lines
+// without a key that could be "review", answers as the full decode does,
+// for reviews, their edits (the key in other cases, escaped, twice,
+// replaced) and outcome lines.
+func TestParseReviewSkipsOutcomes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	var lines []string
+	for range 300 {
+		r := Review{Review: 1 + rng.IntN(ReviewVersion), Session: "s", Verdict: []string{VerdictOK, VerdictNG, "x"}[rng.IntN(3)],
+			Reasons: jsonscantest.RandomStrings(rng, 2), Agent: "a", By: "b", Finished: randomTime(rng)}
+		b, _ := json.Marshal(r)
+		l := string(b)
+		lines = append(lines, l, strings.Replace(l, `"review":`, `"Review":`, 1), strings.Replace(l, `"review":`, `"REVIEW":`, 1),
+			strings.Replace(l, `"review":`, `"\u0072eview":`, 1), strings.Replace(l, `"review":`, `"reviews":`, 1),
+			strings.Replace(l, `"review":`, `"rev\u0131ew":`, 1), strings.Replace(l, `{`, `{"review":0,`, 1), l[:len(l)-1]+`,"review":1}`)
+		o, _ := json.Marshal(randomOutcome(rng))
+		lines = append(lines, string(o), `[1]`, `"review"`, `{"a":{"review":1}}`)
+	}
+	reviews := 0
+	for _, l := range lines {
+		got, gok := ParseReview(l)
+		want, wok := parseReviewFull(l)
+		if gok != wok || !reflect.DeepEqual(got, want) {
+			t.Fatalf("ParseReview differs from the full decode on %s: %v %v", l, gok, wok)
+		}
+		if gok {
+			reviews++
+		}
+	}
+	if reviews == 0 {
+		t.Fatal("no line read as a review: the test checks nothing")
+	}
+}
+
+// parseReviewFull is ParseReview without passing over any line.
+func parseReviewFull(l string) (Review, bool) {
+	var r Review
+	if !json.Valid([]byte(l)) || json.Unmarshal([]byte(l), &r) != nil || r.Review == 0 || r.Review > ReviewVersion {
+		return Review{}, false
+	}
+	if r.Verdict != VerdictOK && r.Verdict != VerdictNG {
+		return Review{}, false
+	}
+	return r, true
+}
+
+// FuzzParseReview: on any line, ParseReview answers as the full decode.
+func FuzzParseReview(f *testing.F) {
+	f.Add(`{"review":1,"verdict":"ok"}`)
+	f.Add(`{"REVIEW":1,"verdict":"ng","x":[1,{"y":null}]}`)
+	f.Add(`{"v":1,"session":"s","exit_code":0}`)
+	f.Fuzz(func(t *testing.T, l string) {
+		got, gok := ParseReview(l)
+		want, wok := parseReviewFull(l)
+		if gok != wok || !reflect.DeepEqual(got, want) {
+			t.Fatalf("ParseReview differs from the full decode on %q: %v %v", l, gok, wok)
+		}
+	})
+}

@@ -570,3 +570,31 @@ func (s *Scanner) closes(end byte) bool {
 	s.bad = true
 	return false
 }
+
+// TopKeys returns the keys of the object data, escapes decoded, in order;
+// false when data is not an object it can read (a key with a lone
+// surrogate, say).
+func TopKeys(data []byte) ([]string, bool) {
+	s := New(data)
+	if !s.expect('{') {
+		return nil, false
+	}
+	var keys []string
+	if s.peek() == '}' {
+		s.pos++
+		return keys, s.OK()
+	}
+	for !s.bad {
+		k, ok := s.str()
+		if !ok {
+			return nil, false
+		}
+		keys = append(keys, k)
+		s.expect(':')
+		s.skip(0)
+		if !s.closes('}') {
+			break
+		}
+	}
+	return keys, s.OK()
+}
