@@ -51,6 +51,18 @@ type Document interface {
 	DocVersion() int
 }
 
+// CanonicalDecoder is implemented (on the pointer) by document types that
+// decode their canonical form (exact keys, each once) without the
+// reflective decoder, whose first use in a process compiles a decoder for
+// the type: a cost a one-document command pays in full. DecodeCanonical
+// decodes into the zero value and reports false for anything it is not
+// sure of; Decode then reads the document with the reflective decoder
+// instead, which must give the same value whenever DecodeCanonical
+// succeeds.
+type CanonicalDecoder interface {
+	DecodeCanonical(data []byte) bool
+}
+
 // Decode parses a stored document of kind k into a T, refusing one whose
 // schema version (the "v" field) is missing or newer than k's. A newer
 // document is refused as such (ErrNewerVersion) even when its fields no
@@ -59,7 +71,8 @@ type Document interface {
 // reason, not the entity, which callers name by its ref or id.
 //
 // The usual case costs a validation by encoding/json and one decode by the
-// fast decoder; the document is parsed again only to explain a refusal.
+// type's canonical decoder (CanonicalDecoder) or the fast decoder; the
+// document is parsed again only to explain a refusal.
 func Decode[T any, P interface {
 	*T
 	Document
@@ -73,6 +86,13 @@ func Decode[T any, P interface {
 		// makes it read past the end of the input and panic.
 		err = errors.New("not JSON")
 	case utf8.Valid(data):
+		if c, ok := any(P(&doc)).(CanonicalDecoder); ok {
+			if c.DecodeCanonical(data) {
+				break
+			}
+			var zero T
+			doc = zero
+		}
 		err = fastjson.Unmarshal(data, &doc)
 	default:
 		// The fast decoder keeps the bytes of invalid UTF-8 in strings,

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
+	"github.com/git-agentmine/git-agentmine/internal/jsonscan"
 )
 
 // Review lines. A reviewer's verdict on a session is one more JSON line in
@@ -84,13 +87,36 @@ func (r *Review) OK() bool { return r != nil && r.Verdict == VerdictOK }
 // broken JSON, unknown versions, unknown verdicts) are not reviews.
 func ParseReview(l string) (Review, bool) {
 	var r Review
-	if !json.Valid([]byte(l)) || json.Unmarshal([]byte(l), &r) != nil || r.Review == 0 || r.Review > ReviewVersion {
+	if !json.Valid([]byte(l)) || !mayBeReview(l) || json.Unmarshal([]byte(l), &r) != nil || r.Review == 0 || r.Review > ReviewVersion {
 		return Review{}, false
 	}
 	if r.Verdict != VerdictOK && r.Verdict != VerdictNG {
 		return Review{}, false
 	}
 	return r, true
+}
+
+// mayBeReview reports whether the valid JSON line l has a key that
+// encoding/json could read into Review.Review: one equal to "review" in
+// any case, or any key it cannot be sure of (non-ASCII, unreadable). Every
+// outcome line on a session's note has none, and is passed over without
+// the decode (whose first use costs a reflective walk of Review).
+func mayBeReview(l string) bool {
+	keys, ok := jsonscan.TopKeys([]byte(l))
+	if !ok {
+		return true
+	}
+	for _, k := range keys {
+		if strings.EqualFold(k, "review") {
+			return true
+		}
+		for i := 0; i < len(k); i++ {
+			if k[i] >= utf8.RuneSelf {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // SelectReview chooses a session's review among its note lines: the latest

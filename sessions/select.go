@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	fastjson "github.com/goccy/go-json"
 )
@@ -37,7 +38,18 @@ func ParseLine(l string) (Outcome, bool) {
 	// The fast decoder must never see broken JSON: a key ending in a lone
 	// backslash makes it read past the end of the line and panic, and any
 	// worker can append such a line to its note.
-	if !json.Valid([]byte(l)) || fastjson.Unmarshal([]byte(l), &o) != nil || o.V == 0 || o.V > SchemaVersion {
+	if !json.Valid([]byte(l)) {
+		return Outcome{}, false
+	}
+	// The canonical decoder reads the lines as recorders write them; it
+	// leaves anything else (and invalid UTF-8) to the fast decoder.
+	if !utf8.ValidString(l) || !o.decodeCanonical([]byte(l)) {
+		o = Outcome{}
+		if fastjson.Unmarshal([]byte(l), &o) != nil {
+			return Outcome{}, false
+		}
+	}
+	if o.V == 0 || o.V > SchemaVersion {
 		return Outcome{}, false
 	}
 	return o, true
