@@ -2,17 +2,21 @@ package gitstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/parallel"
 )
 
 // Doc is one entity as stored: its id, ref, the commit the ref points at and
@@ -378,18 +382,54 @@ func (s *Store) readDocs(ctx context.Context, k Kind, wants []want) ([]Doc, []er
 
 // EachDoc reads the document of kind k at each listed commit (refs and
 // commits at the same positions, as TipList lists them) a chunk at a time
-// and calls fn with each chunk's readable documents, in the order listed:
-// a reader of tens of thousands of documents that keeps only what it makes
-// of each holds one chunk of them, not all. The refs whose commit holds no
-// document are returned as RefErrors, in the order listed. It neither
-// reads nor writes the list cache, and it lets go of the pages the
-// in-process object reader mapped between chunks (its delta bases kept). fn may
-// keep the documents but not the slice, which the next chunk reuses.
+// and calls fn with each chunk's readable documents: a reader of tens of
+// thousands of documents that keeps only what it makes of each holds one
+// chunk of them, not all. The documents come in the order their commits
+// lie in the packs, not in the order listed (the caller sorts what it keeps
+// if it needs to): documents written together are stored as chains of
+// deltas against each other, and a chunk of them read together inflates
+// each chain once (readInPackOrder) instead of holding most chains in the
+// delta base cache. The refs whose commit holds no document are returned
+// as RefErrors. It neither reads nor writes the list cache, and it lets go
+// of the pages the in-process object reader mapped between chunks (its
+// delta bases kept). fn may keep the documents but not the slice, which
+// the next chunk reuses.
 func (s *Store) EachDoc(ctx context.Context, k Kind, refs, commits []string, fn func(docs []Doc)) ([]error, error) {
 	if len(refs) != len(commits) {
 		return nil, fmt.Errorf("reading %s documents: %d refs, %d commits", k.Noun, len(refs), len(commits))
 	}
+	if db := s.objects(); db != nil && len(refs) > docChunk {
+		refs, commits = inPackOrder(db, refs, commits)
+	}
 	return s.listChunks(ctx, k, refs, commits, docChunk, func(int) (Doc, bool) { return Doc{}, false }, fn)
+}
+
+// inPackOrder returns refs and their commits (new slices) in the order the
+// commits lie in the packs, those in no pack last in the order listed.
+func inPackOrder(db *odb, refs, commits []string) ([]string, []string) {
+	type at struct {
+		pack int
+		off  int64
+		i    int
+	}
+	where := make([]at, len(refs))
+	parallel.For(len(refs), func(i int) {
+		where[i] = at{pack: math.MaxInt, i: i}
+		if p, off, ok := db.locate(commits[i]); ok {
+			where[i] = at{pack: p, off: off, i: i}
+		}
+	})
+	slices.SortStableFunc(where, func(a, b at) int {
+		if a.pack != b.pack {
+			return cmp.Compare(a.pack, b.pack)
+		}
+		return cmp.Compare(a.off, b.off)
+	})
+	r, c := make([]string, len(refs)), make([]string, len(refs))
+	for j, w := range where {
+		r[j], c[j] = refs[w.i], commits[w.i]
+	}
+	return r, c
 }
 
 // docChunk is how many documents EachDoc reads at a time: enough to keep

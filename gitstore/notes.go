@@ -360,7 +360,12 @@ func (s *Store) readNotesTree(cf *catFile, head object) (map[string][]string, er
 	}
 	// The blobs are read a chunk at a time, each chunk's bytes let go once
 	// split into lines: with tens of thousands of notes, all the blobs
-	// beside all their lines held every note twice.
+	// beside all their lines held every note twice. They are read in the
+	// order they lie in the packs, where the notes written together are
+	// chains of deltas against each other (readInPackOrder).
+	if db := s.objects(); db != nil && len(blobIDs) > docChunk {
+		noteNames, blobIDs = inPackOrder(db, noteNames, blobIDs)
+	}
 	all := make(map[string][]string, len(blobIDs))
 	for start := 0; start < len(blobIDs); start += docChunk {
 		end := min(start+docChunk, len(blobIDs))

@@ -112,14 +112,20 @@ func newODB(dir string, hashLen int) *odb {
 // read returns the type and content of the object with hex id, or
 // errNotHere.
 func (db *odb) read(id string) (typ string, data []byte, err error) {
+	return db.readVia(id, nil)
+}
+
+// readVia is read through rc, the memo of one reader that reads objects in
+// pack order (nil: none).
+func (db *odb) readVia(id string, rc *recent) (typ string, data []byte, err error) {
 	raw, err := hex.DecodeString(id)
 	if err != nil || len(raw) != db.hashLen {
 		return "", nil, errNotHere
 	}
-	return db.readRaw(raw)
+	return db.readRaw(raw, rc)
 }
 
-func (db *odb) readRaw(raw []byte) (typ string, data []byte, err error) {
+func (db *odb) readRaw(raw []byte, rc *recent) (typ string, data []byte, err error) {
 	defer func() {
 		// A damaged or hostile object directory must never take the
 		// process down: git answers instead.
@@ -136,7 +142,7 @@ func (db *odb) readRaw(raw []byte) (typ string, data []byte, err error) {
 		if attempt > 0 && !db.relisted(listing) {
 			break
 		}
-		if t, d, found, err := db.fromPacks(raw); found {
+		if t, d, found, err := db.fromPacks(raw, rc); found {
 			if err != nil {
 				return "", nil, errNotHere
 			}
@@ -179,7 +185,7 @@ func (db *odb) has(raw []byte) bool {
 }
 
 // fromPacks looks raw up in the mapped packs (listing them on first use).
-func (db *odb) fromPacks(raw []byte) (typ int, data []byte, found bool, err error) {
+func (db *odb) fromPacks(raw []byte, rc *recent) (typ int, data []byte, found bool, err error) {
 	db.mu.RLock()
 	if !db.listed {
 		db.mu.RUnlock()
@@ -189,11 +195,38 @@ func (db *odb) fromPacks(raw []byte) (typ int, data []byte, found bool, err erro
 	defer db.mu.RUnlock()
 	for _, p := range db.packs {
 		if off, ok := p.find(raw); ok {
-			t, d, err := db.unpack(p, off, 0)
+			t, d, err := db.unpack(p, off, 0, rc)
 			return t, d, true, err
 		}
 	}
 	return 0, nil, false, nil
+}
+
+// locate returns where the object with hex id lies in the packs as listed
+// now: the pack's position in the listing and the object's offset in it.
+// ok is false for an object in no mapped pack (loose, elsewhere, or a bad
+// id). It only orders reads: a read looks the object up again.
+func (db *odb) locate(id string) (pack int, off int64, ok bool) {
+	var raw [64]byte
+	if len(id) != 2*db.hashLen || db.hashLen > len(raw) {
+		return 0, 0, false
+	}
+	if _, err := hex.Decode(raw[:db.hashLen], []byte(id)); err != nil {
+		return 0, 0, false
+	}
+	db.mu.RLock()
+	if !db.listed {
+		db.mu.RUnlock()
+		db.relist()
+		db.mu.RLock()
+	}
+	defer db.mu.RUnlock()
+	for i, p := range db.packs {
+		if off, ok := p.find(raw[:db.hashLen]); ok {
+			return i, off, true
+		}
+	}
+	return 0, 0, false
 }
 
 // relisted lists the packs again if the pack directory changed (relist)
@@ -328,10 +361,8 @@ func (p *packFile) find(raw []byte) (int64, bool) {
 		return 0, false
 	}
 	names := p.idx[8+256*4:]
-	i := lo + sort.Search(hi-lo, func(k int) bool {
-		return bytes.Compare(names[(lo+k)*hl:(lo+k+1)*hl], raw) >= 0
-	})
-	if i >= hi || !bytes.Equal(names[i*hl:(i+1)*hl], raw) {
+	i, found := searchNames(names, raw, lo, hi)
+	if !found {
 		return 0, false
 	}
 	offs := 8 + 256*4 + p.n*(hl+4)
@@ -346,27 +377,100 @@ func (p *packFile) find(raw []byte) (int64, bool) {
 	return int64(binary.BigEndian.Uint64(p.idx[large:])), true
 }
 
+// searchNames finds raw among the sorted names (each len(raw) bytes) at
+// positions lo to hi: a binary search that compares the first eight bytes
+// as one number and the rest only when those are equal (bytes.Compare
+// through a closure for every step was a tenth of a cold status's CPU).
+func searchNames(names, raw []byte, lo, hi int) (int, bool) {
+	hl := len(raw)
+	if hl < 8 {
+		i := lo + sort.Search(hi-lo, func(k int) bool {
+			return bytes.Compare(names[(lo+k)*hl:(lo+k+1)*hl], raw) >= 0
+		})
+		return i, i < hi && bytes.Equal(names[i*hl:(i+1)*hl], raw)
+	}
+	key := binary.BigEndian.Uint64(raw)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		name := names[mid*hl : (mid+1)*hl]
+		v := binary.BigEndian.Uint64(name)
+		c := 0
+		switch {
+		case v < key:
+			c = -1
+		case v > key:
+			c = 1
+		default:
+			c = bytes.Compare(name[8:], raw[8:])
+		}
+		if c == 0 {
+			return mid, true
+		}
+		if c < 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo, false
+}
+
 // unpack returns the type and content of the object at offset off of p,
-// resolving deltas against their bases. Bases (depth > 0) go through the
-// delta base cache: the objects of a chain share them.
-func (db *odb) unpack(p *packFile, off int64, depth int) (int, []byte, error) {
+// resolving deltas against their bases. Bases (depth > 0) come from rc,
+// the memo of a reader reading in pack order, when it has them, else go
+// through the delta base cache: the objects of a chain share them. Every
+// object read through rc is remembered there, the one asked for too: in
+// pack order the next object's base is most often one just read.
+func (db *odb) unpack(p *packFile, off int64, depth int, rc *recent) (int, []byte, error) {
 	if depth > maxDeltaDepth {
 		return 0, nil, errNotHere
+	}
+	if rc != nil {
+		return db.unpackVia(p, off, depth, rc)
 	}
 	if depth > 0 {
 		if t, d, ok := db.bases.get(p, off); ok {
 			return t, d, nil
 		}
-		t, d, err := db.unpackAt(p, off, depth)
+		t, d, err := db.unpackAt(p, off, depth, nil)
 		if err == nil {
 			db.bases.put(p, off, t, d)
 		}
 		return t, d, err
 	}
-	return db.unpackAt(p, off, depth)
+	return db.unpackAt(p, off, depth, nil)
 }
 
-func (db *odb) unpackAt(p *packFile, off int64, depth int) (int, []byte, error) {
+// unpackVia is unpack for a reader with the memo rc: the memo first, then
+// (for a base) the delta base cache, and what is unpacked is remembered in
+// both (a base) or in the memo (the object asked for, as a copy: the
+// caller's to keep, the memo's a base that must not change).
+func (db *odb) unpackVia(p *packFile, off int64, depth int, rc *recent) (int, []byte, error) {
+	if t, d, ok := rc.get(p, off); ok {
+		if depth == 0 {
+			d = bytes.Clone(d)
+		}
+		return t, d, nil
+	}
+	if depth > 0 {
+		if t, d, ok := db.bases.get(p, off); ok {
+			rc.put(p, off, t, d)
+			return t, d, nil
+		}
+	}
+	t, d, err := db.unpackAt(p, off, depth, rc)
+	switch {
+	case err != nil:
+	case depth == 0:
+		rc.put(p, off, t, bytes.Clone(d))
+	default:
+		rc.put(p, off, t, d)
+		db.bases.put(p, off, t, d)
+	}
+	return t, d, err
+}
+
+func (db *odb) unpackAt(p *packFile, off int64, depth int, rc *recent) (int, []byte, error) {
 	if off < 12 || off >= int64(len(p.data)) {
 		return 0, nil, errNotHere
 	}
@@ -408,7 +512,7 @@ func (db *odb) unpackAt(p *packFile, off int64, depth int) (int, []byte, error) 
 		if rel <= 0 || rel > off {
 			return 0, nil, errNotHere
 		}
-		return db.undelta(p, off-rel, pos, size, depth)
+		return db.undelta(p, off-rel, pos, size, depth, rc)
 	case objRefDelta:
 		hl := db.hashLen
 		if pos+hl > len(p.data) {
@@ -422,7 +526,7 @@ func (db *odb) unpackAt(p *packFile, off int64, depth int) (int, []byte, error) 
 		if !ok {
 			return 0, nil, errNotHere
 		}
-		return db.undelta(p, boff, pos, size, depth)
+		return db.undelta(p, boff, pos, size, depth, rc)
 	}
 	return 0, nil, errNotHere
 }
@@ -430,8 +534,8 @@ func (db *odb) unpackAt(p *packFile, off int64, depth int) (int, []byte, error) 
 // undelta applies the delta of size bytes (inflated) whose stream starts at
 // pos of p to the object at base, and returns the result with the type of
 // the base.
-func (db *odb) undelta(p *packFile, base int64, pos int, size uint64, depth int) (int, []byte, error) {
-	bt, b, err := db.unpack(p, base, depth+1)
+func (db *odb) undelta(p *packFile, base int64, pos int, size uint64, depth int, rc *recent) (int, []byte, error) {
+	bt, b, err := db.unpack(p, base, depth+1, rc)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -695,4 +799,45 @@ func (c *baseCache) clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.m, c.order, c.bytes = nil, nil, 0
+}
+
+// recent is the memo of one reader that reads objects in the order they
+// lie in a pack (each reader its own; not safe for concurrent use): the
+// last objects it unpacked, whatever their depth in a chain. git stores a
+// delta after its base, and its chains run through objects written
+// together (fast-import deltas each blob against the one before it), so in
+// pack order the base of an object is most often among the last few read:
+// a chain is inflated once, in order, while the shared delta base cache
+// stays small. A base it does not hold goes through that cache as before.
+type recent struct {
+	keys [recentObjects]baseKey
+	typs [recentObjects]int
+	data [recentObjects][]byte
+	next int
+}
+
+// recentObjects is how many objects a recent memo holds; recentBytes
+// bounds their size together.
+const (
+	recentObjects = 16
+	recentBytes   = 4 << 20
+)
+
+func (rc *recent) get(p *packFile, off int64) (int, []byte, bool) {
+	k := baseKey{p, off}
+	for i := range rc.keys {
+		if rc.keys[i] == k && rc.data[i] != nil {
+			return rc.typs[i], rc.data[i], true
+		}
+	}
+	return 0, nil, false
+}
+
+func (rc *recent) put(p *packFile, off int64, typ int, data []byte) {
+	if len(data) > recentBytes/recentObjects {
+		return
+	}
+	i := rc.next
+	rc.next = (rc.next + 1) % recentObjects
+	rc.keys[i], rc.typs[i], rc.data[i] = baseKey{p, off}, typ, data
 }

@@ -286,6 +286,13 @@ func streamSummariesFromGit(ctx context.Context, st *gitstore.Store, cached gits
 	if failed {
 		return nil, nil, false, nil
 	}
+	// The documents came in pack order: the set and the cache are by id.
+	slices.SortFunc(list, func(a, b gitstore.SummaryEntry) int { return strings.Compare(a.ID, b.ID) })
+	// So did the problems: by ref, those of reading before those of
+	// decoding, as reading every session whole gives them.
+	byRef := func(a, b error) int { return strings.Compare(refOf(a), refOf(b)) }
+	slices.SortStableFunc(problems, byRef)
+	slices.SortStableFunc(bad, byRef)
 	problems = append(problems, bad...)
 	if readAt == "" {
 		readAt = notesAt // no session: no outcome depends on the notes
@@ -297,6 +304,15 @@ func streamSummariesFromGit(ctx context.Context, st *gitstore.Store, cached gits
 		st.WriteSummaryList(Kind, cached, readAt, list)
 	}
 	return &SummarySet{list: list, cached: cached, notesAt: notesAt}, problems, true, nil
+}
+
+// refOf is the ref a problem is about ("" for another error).
+func refOf(err error) string {
+	var re *gitstore.RefError
+	if errors.As(err, &re) {
+		return re.Ref
+	}
+	return ""
 }
 
 // errNoEncode is summaryOfDoc's error for a record whose summary does not
