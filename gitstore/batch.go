@@ -180,6 +180,7 @@ func readInPackOrder(st *Store, db *odb, names []string, out []object, local []b
 	ids := make([]string, len(names))
 	type at struct {
 		pack int
+		p    *packFile
 		off  int64
 		i    int
 	}
@@ -193,8 +194,8 @@ func readInPackOrder(st *Store, db *odb, names []string, out []object, local []b
 			out[i], local[i] = o, true
 		default:
 			ids[i] = id
-			if p, off, found := db.locate(id); found {
-				where[i] = at{pack: p, off: off, i: i}
+			if n, p, off, found := db.locate(id); found {
+				where[i] = at{pack: n, p: p, off: off, i: i}
 			}
 		}
 	})
@@ -216,9 +217,17 @@ func readInPackOrder(st *Store, db *odb, names []string, out []object, local []b
 			defer wg.Done()
 			var rc recent
 			for _, w := range part {
-				if i := w.i; ids[i] != "" {
-					out[i], local[i] = readID(db, ids[i], &rc)
+				i := w.i
+				if ids[i] == "" {
+					continue
 				}
+				if w.p != nil {
+					if typ, data, ok := db.readAt(w.p, w.off, &rc); ok {
+						out[i], local[i] = object{id: ids[i], typ: typ, data: data}, true
+						continue
+					}
+				}
+				out[i], local[i] = readID(db, ids[i], &rc)
 			}
 		}(where[lo:min(lo+per, len(where))])
 	}

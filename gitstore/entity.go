@@ -415,8 +415,8 @@ func inPackOrder(db *odb, refs, commits []string) ([]string, []string) {
 	where := make([]at, len(refs))
 	parallel.For(len(refs), func(i int) {
 		where[i] = at{pack: math.MaxInt, i: i}
-		if p, off, ok := db.locate(commits[i]); ok {
-			where[i] = at{pack: p, off: off, i: i}
+		if n, _, off, ok := db.locate(commits[i]); ok {
+			where[i] = at{pack: n, off: off, i: i}
 		}
 	})
 	slices.SortStableFunc(where, func(a, b at) int {

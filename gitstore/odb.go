@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -203,16 +204,16 @@ func (db *odb) fromPacks(raw []byte, rc *recent) (typ int, data []byte, found bo
 }
 
 // locate returns where the object with hex id lies in the packs as listed
-// now: the pack's position in the listing and the object's offset in it.
-// ok is false for an object in no mapped pack (loose, elsewhere, or a bad
-// id). It only orders reads: a read looks the object up again.
-func (db *odb) locate(id string) (pack int, off int64, ok bool) {
+// now: the pack's position in the listing, the pack and the object's offset
+// in it. ok is false for an object in no mapped pack (loose, elsewhere, or
+// a bad id).
+func (db *odb) locate(id string) (pack int, p *packFile, off int64, ok bool) {
 	var raw [64]byte
 	if len(id) != 2*db.hashLen || db.hashLen > len(raw) {
-		return 0, 0, false
+		return 0, nil, 0, false
 	}
 	if _, err := hex.Decode(raw[:db.hashLen], []byte(id)); err != nil {
-		return 0, 0, false
+		return 0, nil, 0, false
 	}
 	db.mu.RLock()
 	if !db.listed {
@@ -223,10 +224,34 @@ func (db *odb) locate(id string) (pack int, off int64, ok bool) {
 	defer db.mu.RUnlock()
 	for i, p := range db.packs {
 		if off, ok := p.find(raw[:db.hashLen]); ok {
-			return i, off, true
+			return i, p, off, true
 		}
 	}
-	return 0, 0, false
+	return 0, nil, 0, false
+}
+
+// readAt reads the object at offset off of pack p, as locate found it,
+// through rc; ok is false when p is no longer mapped (the packs were
+// listed again since) or the object does not read: the caller reads it by
+// id instead.
+func (db *odb) readAt(p *packFile, off int64, rc *recent) (typ string, data []byte, ok bool) {
+	defer func() {
+		// A damaged or hostile object directory must never take the
+		// process down: the read by id, then git, answers instead.
+		if r := recover(); r != nil {
+			typ, data, ok = "", nil, false
+		}
+	}()
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if !slices.Contains(db.packs, p) {
+		return "", nil, false
+	}
+	t, d, err := db.unpack(p, off, 0, rc)
+	if err != nil || t <= 0 || t >= len(typeNames) || typeNames[t] == "" {
+		return "", nil, false
+	}
+	return typeNames[t], d, true
 }
 
 // relisted lists the packs again if the pack directory changed (relist)
