@@ -236,12 +236,31 @@ func (s *Store) ReadNotesAt(ctx context.Context, targets []string) (map[string][
 		}
 		s.writeNotesCache(head.id, all)
 	}
-	for _, t := range targets {
-		if lines, ok := all[t]; ok {
-			out[t] = lines
+	return onlyTargets(all, targets), head.id, nil
+}
+
+// onlyTargets returns the notes of all (a map of its own, read for this
+// call) attached to targets. With tens of thousands of targets, as many as
+// there are notes, a second map of them all was a tenth of a cold status's
+// live memory: the others are deleted from all instead.
+func onlyTargets(all map[string][]string, targets []string) map[string][]string {
+	if len(targets) < len(all)/2 {
+		out := make(map[string][]string, len(targets))
+		for _, t := range targets {
+			if lines, ok := all[t]; ok {
+				out[t] = lines
+			}
+		}
+		return out
+	}
+	sorted := slices.Clone(targets)
+	slices.Sort(sorted)
+	for t := range all {
+		if _, found := slices.BinarySearch(sorted, t); !found {
+			delete(all, t)
 		}
 	}
-	return out, head.id, nil
+	return all
 }
 
 // NotesOf returns the note lines attached to one target (a commit id) in
@@ -512,6 +531,9 @@ func walkRootsLocal(db *odb, tipOf map[string]string) (map[string]string, bool) 
 	out := make(map[string]string, len(ids))
 	for i, id := range ids {
 		out[id] = roots[i]
+	}
+	if len(ids) >= bulkRead {
+		db.releasePages()
 	}
 	return out, true
 }

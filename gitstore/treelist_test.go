@@ -190,3 +190,33 @@ func TestRootsOfManyChainsMatchGit(t *testing.T) {
 		t.Error("a chain whose tip does not read was walked")
 	}
 }
+
+// TestOnlyTargets: the notes kept for a few targets and for most of them
+// (when the notes map is filtered in place) are exactly those of the
+// targets that have notes.
+func TestOnlyTargets(t *testing.T) {
+	fresh := func() map[string][]string {
+		m := map[string][]string{}
+		for i := 0; i < 100; i++ {
+			m[fmt.Sprintf("%040x", i)] = []string{fmt.Sprint(i)}
+		}
+		return m
+	}
+	for _, n := range []int{3, 90} {
+		var targets []string
+		for i := 0; i < n; i++ {
+			targets = append(targets, fmt.Sprintf("%040x", i*7%130)) // some have no note
+		}
+		want := map[string][]string{}
+		all := fresh()
+		for _, tg := range targets {
+			if l, ok := all[tg]; ok {
+				want[tg] = l
+			}
+		}
+		got := onlyTargets(fresh(), targets)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%d targets: kept %v, want %v", n, got, want)
+		}
+	}
+}
