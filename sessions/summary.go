@@ -257,6 +257,10 @@ func streamSummariesFromGit(ctx context.Context, st *gitstore.Store, cached gits
 		}
 	}
 	targets = nil
+	// Each note is let go once its session's summary is made (unless
+	// another session has the same root), so that the notes do not stay
+	// whole beside the summaries made from them.
+	shared := sharedRoots(roots)
 	list := make([]gitstore.SummaryEntry, 0, len(refs))
 	var bad []error
 	failed := false
@@ -274,6 +278,9 @@ func streamSummariesFromGit(ctx context.Context, st *gitstore.Store, cached gits
 				bad = append(bad, &gitstore.RefError{Ref: d.Ref, Err: errs[i]})
 			default:
 				list = append(list, gitstore.SummaryEntry{ID: d.ID, Commit: d.Commit, Data: data[i]})
+			}
+			if r := roots[d.ID]; !shared[r] {
+				delete(notes, r)
 			}
 		}
 	})
@@ -304,6 +311,23 @@ func streamSummariesFromGit(ctx context.Context, st *gitstore.Store, cached gits
 		st.WriteSummaryList(Kind, cached, readAt, list)
 	}
 	return &SummarySet{list: list, cached: cached, notesAt: notesAt}, problems, true, nil
+}
+
+// sharedRoots returns the roots (by session id) that more than one session
+// has.
+func sharedRoots(roots map[string]string) map[string]bool {
+	all := make([]string, 0, len(roots))
+	for _, r := range roots {
+		all = append(all, r)
+	}
+	slices.Sort(all)
+	shared := map[string]bool{}
+	for i := 1; i < len(all); i++ {
+		if all[i] == all[i-1] {
+			shared[all[i]] = true
+		}
+	}
+	return shared
 }
 
 // refOf is the ref a problem is about ("" for another error).
