@@ -763,12 +763,15 @@ func (db *odb) close() {
 // baseCache keeps recently used delta bases, by pack and offset, up to
 // baseCacheBytes: the blobs of one kind of document are stored as chains of
 // deltas against each other, and without it reading every object of a chain
-// would inflate every base below it again. Documents are read in the order
-// of their refs, not of the pack, so the cache must hold a good part of
-// the chains at once: a cold task list of 100,000 tasks (one run each,
-// twice, alternating) took 6.2-7.4 s with 8 MB, 2.8-3.3 s with 32 MB and
-// 2.6-2.8 s with git's own default of 96 MB, at about the same peak
-// memory; 32 MB keeps a long-lived server's share small.
+// would inflate every base below it again. When documents were read in
+// the order of their refs, not of the pack, the cache had to hold a good
+// part of the chains at once: a cold task list of 100,000 tasks (one run
+// each, twice, alternating) took 6.2-7.4 s with 8 MB, 2.8-3.3 s with 32 MB
+// and 2.6-2.8 s with git's own default of 96 MB, at about the same peak
+// memory; 32 MB keeps a long-lived server's share small. Bulk reads now go
+// in pack order, each reader with its own memo of what it just read
+// (recent), and reach this cache only for a base outside what they read
+// (or at the edge of a chunk); reads one at a time still rely on it.
 type baseCache struct {
 	mu    sync.Mutex
 	m     map[baseKey]baseEntry
