@@ -487,7 +487,9 @@ func (db *odb) unpackVia(p *packFile, off int64, depth int, rc *recent) (int, []
 	switch {
 	case err != nil:
 	case depth == 0:
-		rc.put(p, off, t, bytes.Clone(d))
+		if rc.fits(d) {
+			rc.put(p, off, t, bytes.Clone(d))
+		}
 	default:
 		rc.put(p, off, t, d)
 		db.bases.put(p, off, t, d)
@@ -861,8 +863,11 @@ func (rc *recent) get(p *packFile, off int64) (int, []byte, bool) {
 	return 0, nil, false
 }
 
+// fits reports whether data is small enough for the memo to hold.
+func (rc *recent) fits(data []byte) bool { return len(data) <= recentBytes/recentObjects }
+
 func (rc *recent) put(p *packFile, off int64, typ int, data []byte) {
-	if len(data) > recentBytes/recentObjects {
+	if !rc.fits(data) {
 		return
 	}
 	i := rc.next
