@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/gitstore"
@@ -84,13 +85,32 @@ func (r *Review) OK() bool { return r != nil && r.Verdict == VerdictOK }
 // broken JSON, unknown versions, unknown verdicts) are not reviews.
 func ParseReview(l string) (Review, bool) {
 	var r Review
-	if !json.Valid([]byte(l)) || json.Unmarshal([]byte(l), &r) != nil || r.Review == 0 || r.Review > ReviewVersion {
+	// Unmarshal checks the whole line is valid JSON before it decodes any
+	// of it.
+	if !mayBeReview(l) || json.Unmarshal([]byte(l), &r) != nil || r.Review == 0 || r.Review > ReviewVersion {
 		return Review{}, false
 	}
 	if r.Verdict != VerdictOK && r.Verdict != VerdictNG {
 		return Review{}, false
 	}
 	return r, true
+}
+
+// mayBeReview reports whether the line l can decode as a review at all: it
+// must hold the key "review", which encoding/json matches whatever its
+// case, or an escape that could spell it. Every outcome line is also read
+// as a possible review, and most hold neither: they are not decoded twice.
+func mayBeReview(l string) bool {
+	if strings.IndexByte(l, '\\') >= 0 {
+		return true
+	}
+	const key = "review"
+	for i := 0; i+len(key) <= len(l); i++ {
+		if c := l[i] | 0x20; c == 'r' && strings.EqualFold(l[i:i+len(key)], key) {
+			return true
+		}
+	}
+	return false
 }
 
 // SelectReview chooses a session's review among its note lines: the latest
