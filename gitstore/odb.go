@@ -857,9 +857,9 @@ type recent struct {
 	// cache to the reads one at a time.
 	bases *baseCache
 	keys  [recentObjects]baseKey
-	typs [recentObjects]int
-	data [recentObjects][]byte
-	next int
+	typs  [recentObjects]int
+	data  [recentObjects][]byte
+	next  int
 }
 
 // recentObjects is how many objects a recent memo holds; recentBytes
