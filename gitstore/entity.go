@@ -344,9 +344,11 @@ func (s *Store) listChunks(ctx context.Context, k Kind, refs, commits []string, 
 	cf := s.catFile(ctx)
 	defer cf.close()
 	if order != nil {
-		// In the packs' order a document's delta base is one of the last
-		// few read: a small cache of this read's own holds them, and the
-		// object reader's cache is left to the other reads.
+		// In the packs' order a document's delta base is most often one
+		// of the last few read, in the memo of the core reading
+		// (readInPackOrder): the few others go through a small cache of
+		// this read's own, and the object reader's cache is left to the
+		// other reads.
 		cf.bases = &baseCache{limit: orderedBaseBytes}
 	}
 	var problems []error
@@ -447,18 +449,28 @@ func (s *Store) readDocs(ctx context.Context, k Kind, wants []want) ([]Doc, []er
 
 // EachDoc reads the document of kind k at each listed commit (refs and
 // commits at the same positions, as TipList lists them) a chunk at a time
-// and calls fn with each chunk's readable documents, in the order listed:
-// a reader of tens of thousands of documents that keeps only what it makes
-// of each holds one chunk of them, not all. The refs whose commit holds no
-// document are returned as RefErrors, in the order listed. It neither
-// reads nor writes the list cache, and it lets go of the pages the
-// in-process object reader mapped between chunks (its delta bases kept). fn may
-// keep the documents but not the slice, which the next chunk reuses.
+// and calls fn with each chunk's readable documents: a reader of tens of
+// thousands of documents that keeps only what it makes of each holds one
+// chunk of them, not all. The documents come in the order their blobs lie
+// in the packs, not in the order listed (the caller sorts what it keeps if
+// it needs to): documents written together are stored as chains of deltas
+// against each other, and read in that order each chain is inflated once
+// (packorder.go, readInPackOrder) instead of held in the delta base cache.
+// The refs whose commit holds no document are returned as RefErrors, in
+// the order listed. It neither reads nor writes the list cache, and it
+// lets go of the pages the in-process object reader mapped between chunks.
+// fn may keep the documents but not the slice, which the next chunk reuses.
 func (s *Store) EachDoc(ctx context.Context, k Kind, refs, commits []string, fn func(docs []Doc)) ([]error, error) {
 	if len(refs) != len(commits) {
 		return nil, fmt.Errorf("reading %s documents: %d refs, %d commits", k.Noun, len(refs), len(commits))
 	}
-	return s.listChunks(ctx, k, refs, commits, docChunk, func(int) (Doc, bool) { return Doc{}, false }, fn, nil, nil)
+	all := make([]int, len(refs))
+	for i := range all {
+		all[i] = i
+	}
+	spots := s.locateDocs(k.File, commits, all)
+	return s.listChunks(ctx, k, refs, commits, docChunk, func(int) (Doc, bool) { return Doc{}, false }, fn,
+		packOrder(all, spots), spots)
 }
 
 // docChunk is how many documents EachDoc reads at a time: enough to keep

@@ -52,87 +52,92 @@ func (s *Store) ReleaseCaches() {
 // answered missing: that is a fact about the tree, not about the object
 // store.
 func (s *Store) readLocal(name string) (object, bool) {
-	return s.readLocalWith(name, nil)
-}
-
-// readLocalWith is readLocal with the delta bases of the object asked for
-// kept in bases (nil: the object reader's own cache).
-func (s *Store) readLocalWith(name string, bases *baseCache) (object, bool) {
 	db := s.objects()
 	if db == nil {
 		return object{}, false
 	}
-	if bases == nil {
-		bases = &db.bases
+	id, o, done, ok := s.resolveName(db, name)
+	if !ok || done {
+		return o, ok
 	}
+	return readID(db, id, nil)
+}
+
+// readID reads the object id through the reader memo rc (nil: none) as
+// readLocal's answer.
+func readID(db *odb, id string, rc *recent) (object, bool) {
+	typ, data, err := db.readVia(id, rc)
+	if err != nil {
+		return object{}, false
+	}
+	return object{id: id, typ: typ, data: data}, true
+}
+
+// resolveName is readLocal up to the object a name names: its id, read
+// through the commits and trees on the way to a path but not read itself.
+// done is set when the answer (o) is known without reading it (a path
+// that is not there is missing); ok is false when git must answer.
+func (s *Store) resolveName(db *odb, name string) (id string, o object, done, ok bool) {
 	rev, path, hasPath := strings.Cut(name, ":")
 	rev, commitOnly := strings.CutSuffix(rev, "^{commit}")
 	if commitOnly && !hasPath {
-		return object{}, false
+		return "", object{}, false, false
 	}
-	id, ok := s.resolveLocal(rev)
+	id, ok = s.resolveLocal(rev)
 	if !ok {
-		return object{}, false
+		return "", object{}, false, false
 	}
 	if !hasPath {
-		typ, data, err := db.readWith(id, bases)
-		if err != nil {
-			return object{}, false
-		}
-		return object{id: id, typ: typ, data: data}, true
+		return id, object{}, false, true
 	}
 	// The commits and trees on the way to a path are read again and again
 	// (every note lookup goes through the notes commit and its root tree):
 	// they are kept for the store's life (objects never change).
 	typ, data, err := s.readKept(db, id)
 	if err != nil {
-		return object{}, false
+		return "", object{}, false, false
 	}
 	if commitOnly && typ != "commit" {
 		if typ == "tag" {
-			return object{}, false // git peels tags
+			return "", object{}, false, false // git peels tags
 		}
-		return object{missing: true}, true
+		return "", object{missing: true}, true, true
 	}
 	if typ == "commit" {
 		// "tree <id>" is a commit's first line.
 		if !bytes.HasPrefix(data, []byte("tree ")) {
-			return object{}, false
+			return "", object{}, false, false
 		}
 		tree, _, _ := strings.Cut(string(data[len("tree "):]), "\n")
 		if typ, data, err = s.readKept(db, tree); err != nil {
-			return object{}, false
+			return "", object{}, false, false
 		}
-		id = tree
 	}
 	if path == "" {
-		return object{}, false // "<rev>:" is the root tree; not asked for here
+		return "", object{}, false, false // "<rev>:" is the root tree; not asked for here
 	}
 	parts := strings.Split(path, "/")
 	for i, part := range parts {
 		if typ != "tree" || part == "" {
-			return object{}, false
+			return "", object{}, false, false
 		}
 		entry, found, ok := findTreeEntry(data, part, db.hashLen)
 		if !ok {
-			return object{}, false
+			return "", object{}, false, false
 		}
 		if !found {
 			// The tree, read whole, has no such entry: git would answer
 			// "missing" too.
-			return object{missing: true}, true
+			return "", object{missing: true}, true, true
 		}
 		id = entry
 		if i < len(parts)-1 {
-			typ, data, err = s.readKept(db, id)
-		} else {
-			typ, data, err = db.readWith(id, bases)
-		}
-		if err != nil {
-			return object{}, false
+			if typ, data, err = s.readKept(db, id); err != nil {
+				return "", object{}, false, false
+			}
 		}
 	}
-	return object{id: id, typ: typ, data: data}, true
+	return id, object{}, false, true
 }
 
 // keptLimit bounds the objects readKept keeps: the commits and trees on

@@ -6,8 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/git-agentmine/git-agentmine/parallel"
 )
 
 // Run outcomes are git notes on refs/notes/agentmine (NotesRef), one JSON
@@ -271,12 +274,31 @@ func (s *Store) ReadNotesAt(ctx context.Context, targets []string) (map[string][
 		}
 		s.writeNotesCache(head.id, all)
 	}
-	for _, t := range targets {
-		if lines, ok := all[t]; ok {
-			out[t] = lines
+	return onlyTargets(all, targets), head.id, nil
+}
+
+// onlyTargets returns the notes of all (a map of its own, read for this
+// call) attached to targets. With tens of thousands of targets, as many as
+// there are notes, a second map of them all was a tenth of a cold status's
+// live memory: the others are deleted from all instead.
+func onlyTargets(all map[string][]string, targets []string) map[string][]string {
+	if len(targets) < len(all)/2 {
+		out := make(map[string][]string, len(targets))
+		for _, t := range targets {
+			if lines, ok := all[t]; ok {
+				out[t] = lines
+			}
+		}
+		return out
+	}
+	sorted := slices.Clone(targets)
+	slices.Sort(sorted)
+	for t := range all {
+		if _, found := slices.BinarySearch(sorted, t); !found {
+			delete(all, t)
 		}
 	}
-	return out, head.id, nil
+	return all
 }
 
 // NotesOf returns the note lines attached to one target (a commit id) in
@@ -398,7 +420,12 @@ func (s *Store) readNotesTree(cf *catFile, head object) (map[string][]string, er
 	}
 	// The blobs are read a chunk at a time, each chunk's bytes let go once
 	// split into lines: with tens of thousands of notes, all the blobs
-	// beside all their lines held every note twice.
+	// beside all their lines held every note twice. They are read in the
+	// order they lie in the packs, where the notes written together are
+	// chains of deltas against each other (readInPackOrder).
+	if db := s.objects(); db != nil && len(blobIDs) > docChunk {
+		noteNames, blobIDs = inPackOrder(db, noteNames, blobIDs)
+	}
 	all := make(map[string][]string, len(blobIDs))
 	for start := 0; start < len(blobIDs); start += docChunk {
 		end := min(start+docChunk, len(blobIDs))
@@ -521,32 +548,62 @@ func (s *Store) rootLocal(ref string) (string, bool) {
 
 // walkRootsLocal finds the root of each chain in tips in-process, following
 // the smallest parent as walkRoots does; ok is false when a commit does not
-// read (git walks then).
+// read (git walks then). The chains are walked on every core: tens of
+// thousands of sessions are as many commits to inflate.
 func walkRootsLocal(db *odb, tipOf map[string]string) (map[string]string, bool) {
-	out := make(map[string]string, len(tipOf))
-	for id, c := range tipOf {
-		for steps := 0; ; steps++ {
-			typ, data, err := db.read(c)
-			if err != nil || typ != "commit" || steps > 1<<20 {
-				return nil, false
-			}
-			next := ""
-			for _, line := range strings.Split(string(data), "\n") {
-				if line == "" {
-					break
-				}
-				if p, ok := strings.CutPrefix(line, "parent "); ok && (next == "" || p < next) {
-					next = p
-				}
-			}
-			if next == "" {
-				break
-			}
-			c = next
+	ids := make([]string, 0, len(tipOf))
+	for id := range tipOf {
+		ids = append(ids, id)
+	}
+	roots := make([]string, len(ids))
+	failed := make([]bool, len(ids))
+	parallel.For(len(ids), func(i int) {
+		roots[i], failed[i] = "", true
+		if r, ok := rootLocal(db, tipOf[ids[i]]); ok {
+			roots[i], failed[i] = r, false
 		}
-		out[id] = c
+	})
+	if slices.Contains(failed, true) {
+		return nil, false
+	}
+	out := make(map[string]string, len(ids))
+	for i, id := range ids {
+		out[id] = roots[i]
+	}
+	if len(ids) >= bulkRead {
+		db.releasePages()
 	}
 	return out, true
+}
+
+// rootLocal walks from commit c to its chain's root in-process, following
+// the smallest parent; ok is false when a commit does not read.
+func rootLocal(db *odb, c string) (string, bool) {
+	for steps := 0; ; steps++ {
+		typ, data, err := db.read(c)
+		if err != nil || typ != "commit" || steps > 1<<20 {
+			return "", false
+		}
+		next := ""
+		for rest := data; len(rest) > 0; {
+			line := rest
+			if nl := bytes.IndexByte(rest, '\n'); nl >= 0 {
+				line, rest = rest[:nl], rest[nl+1:]
+			} else {
+				rest = nil
+			}
+			if len(line) == 0 {
+				break
+			}
+			if p, ok := bytes.CutPrefix(line, []byte("parent ")); ok && (next == "" || string(p) < next) {
+				next = string(p)
+			}
+		}
+		if next == "" {
+			return c, true
+		}
+		c = next
+	}
 }
 
 // fewRoots is how many chains Roots walks without its cache.

@@ -318,3 +318,76 @@ func TestReleaseCachesKeepsReadsRight(t *testing.T) {
 	}
 	readAll()
 }
+
+// TestReadManyInPackOrder: many objects asked for at once in an order that
+// is not the pack's (by id, with paths through commits among them, some of
+// them not there) read exactly as git reads them, from the pack
+// fast-import wrote (each blob a delta of the one written before it) and
+// from a repacked one. And reading the fast-import pack's blobs at once,
+// in pack order, leaves the shared delta base cache a fraction of what
+// reading them one at a time in id order leaves there.
+func TestReadManyInPackOrder(t *testing.T) {
+	for _, repack := range []bool{false, true} {
+		t.Run(fmt.Sprintf("repacked=%v", repack), func(t *testing.T) {
+			repo := deltaRepo(t)
+			if repack {
+				gittest.Git(t, repo, "repack", "-a", "-d", "-f", "-q", "--depth=50", "--window=50")
+			}
+			want := allObjects(t, repo)
+			var names, blobs []string
+			for id, o := range want {
+				names = append(names, id)
+				switch o.Type {
+				case "commit":
+					names = append(names, id+"^{commit}:doc.json", id+"^{commit}:dir/f3", id+"^{commit}:nothere")
+				case "blob":
+					blobs = append(blobs, id)
+				}
+			}
+			slices.Sort(names)
+			slices.Sort(blobs)
+			s := objOpen(t, repo)
+			cf := s.catFile(t.Context())
+			defer cf.close()
+			got, err := cf.getMany(names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, name := range names {
+				id, _, hasPath := strings.Cut(name, "^{commit}:")
+				if hasPath {
+					out, err := exec.Command("git", "-C", repo, "rev-parse", "--verify", "-q", name).Output()
+					if err != nil {
+						if !got[i].missing {
+							t.Fatalf("%s: git has none, read %s %q", name, got[i].typ, got[i].data)
+						}
+						continue
+					}
+					id = strings.TrimSpace(string(out))
+				}
+				o := want[id]
+				if got[i].missing || got[i].typ != o.Type || !bytes.Equal(got[i].data, o.Data) {
+					t.Fatalf("%s reads as %s %q (missing %v), git reads %s %q", name, got[i].typ, got[i].data, got[i].missing, o.Type, o.Data)
+				}
+			}
+			if repack {
+				return
+			}
+			inOrder := objOpen(t, repo)
+			cf2 := inOrder.catFile(t.Context())
+			defer cf2.close()
+			if _, err := cf2.getMany(blobs); err != nil {
+				t.Fatal(err)
+			}
+			oneByOne := objOpen(t, repo)
+			for _, id := range blobs {
+				if _, ok := oneByOne.readLocal(id); !ok {
+					t.Fatalf("%s does not read in-process", id)
+				}
+			}
+			if a, b := inOrder.odb.bases.bytes, oneByOne.odb.bases.bytes; b == 0 || a > b/4 {
+				t.Errorf("reading the blobs in pack order cached %d bytes of delta bases, one at a time %d", a, b)
+			}
+		})
+	}
+}

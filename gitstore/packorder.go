@@ -1,7 +1,6 @@
 package gitstore
 
 import (
-	"encoding/hex"
 	"slices"
 	"strings"
 
@@ -13,10 +12,14 @@ import (
 // from wherever the delta base cache last left it, so a cold read of a
 // hundred thousand tasks needed most of the packs' chains held at once.
 // Read in the order the blobs lie in the packs, each document's base is
-// one of the last few read, and the cache can stay small.
+// most often one of the last few read. This file finds that order for a
+// whole read (every chunk of a list, every note); getMany
+// (readInPackOrder) then reads each chunk in it, every core a contiguous
+// run with its own memo of the objects it just read (recent), and the few
+// bases outside the memos go through a small cache of the read's own.
 
 // orderedBaseBytes bounds the delta bases a read in the packs' order keeps
-// (listChunks with an order).
+// beside its cores' memos (listChunks with an order).
 const orderedBaseBytes = 4 << 20
 
 // blobSpot is where the document of one listed ref lies: its blob and
@@ -61,33 +64,33 @@ func (s *Store) locateDoc(db *odb, file, commit string) blobSpot {
 	if !ok || !found {
 		return blobSpot{}
 	}
-	raw, err := hex.DecodeString(blob)
-	if err != nil {
-		return blobSpot{}
-	}
-	pack, off, ok := db.locate(raw)
-	if !ok {
-		return blobSpot{blob: blob} // loose, or not here: read by its id
-	}
-	return blobSpot{blob: blob, packed: true, pack: pack, off: off}
+	return db.spotOf(blob)
 }
 
-// locate returns which of the mapped packs holds the object raw and at
-// which offset; false when none does (loose, or not here).
-func (db *odb) locate(raw []byte) (int, int64, bool) {
-	db.mu.RLock()
-	if !db.listed {
-		db.mu.RUnlock()
-		db.relist()
-		db.mu.RLock()
+// spotOf returns where the object with hex id lies in the packs; a spot
+// not packed when it is in none (loose, or not here: read by its id).
+func (db *odb) spotOf(id string) blobSpot {
+	pack, _, off, ok := db.locate(id)
+	if !ok {
+		return blobSpot{blob: id}
 	}
-	defer db.mu.RUnlock()
-	for i, p := range db.packs {
-		if off, ok := p.find(raw); ok {
-			return i, off, true
-		}
+	return blobSpot{blob: id, packed: true, pack: pack, off: off}
+}
+
+// inPackOrder returns names and ids (at the same positions; new slices)
+// in the order the objects ids lie in the packs, those in no pack last in
+// the order given.
+func inPackOrder(db *odb, names, ids []string) ([]string, []string) {
+	spots := make([]blobSpot, len(ids))
+	all := make([]int, len(ids))
+	parallel.For(len(ids), func(i int) {
+		all[i], spots[i] = i, db.spotOf(ids[i])
+	})
+	n, d := make([]string, len(ids)), make([]string, len(ids))
+	for j, i := range packOrder(all, spots) {
+		n[j], d[j] = names[i], ids[i]
 	}
-	return 0, 0, false
+	return n, d
 }
 
 // packOrder returns the positions idx sorted by where their blobs lie in

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -138,4 +140,83 @@ func gitRaw(t *testing.T, dir string, args ...string) []byte {
 		t.Fatalf("git %v: %v", args, err)
 	}
 	return out
+}
+
+// TestRootsOfManyChainsMatchGit: the roots of hundreds of chains (enough
+// that they are walked on every core), each one to four commits long and
+// some with a merge of two branches of its own history, are the commits git
+// finds with rev-list --max-parents=0.
+func TestRootsOfManyChainsMatchGit(t *testing.T) {
+	repo := objRepo(t)
+	var in bytes.Buffer
+	mark := 0
+	tips := map[string]int{}
+	for c := 0; c < 300; c++ {
+		mark++
+		root := mark
+		fmt.Fprintf(&in, "commit refs/chains/%d\nmark :%d\ncommitter A <a@example.com> 1700000000 +0000\ndata 4\nroot\nM 100644 inline f\ndata %d\n%s\n", c, mark, len(strconv.Itoa(c)), strconv.Itoa(c))
+		prev := root
+		for k := 0; k < c%4; k++ {
+			mark++
+			fmt.Fprintf(&in, "commit refs/chains/%d\nmark :%d\ncommitter A <a@example.com> 1700000000 +0000\ndata 4\nnext\nfrom :%d\n", c, mark, prev)
+			if c%5 == 0 && k > 0 {
+				fmt.Fprintf(&in, "merge :%d\n", root)
+			}
+			body := fmt.Sprintf("%d.%d", c, k)
+			fmt.Fprintf(&in, "M 100644 inline f\ndata %d\n%s\n", len(body), body)
+			prev = mark
+		}
+		tips[strconv.Itoa(c)] = prev
+	}
+	gittest.GitInput(t, repo, &in, "fast-import", "--quiet")
+	db := newODB(filepath.Join(repo, ".git", "objects"), 20)
+	defer db.close()
+	tipOf := map[string]string{}
+	for id := range tips {
+		tipOf[id] = strings.TrimSpace(gittest.Git(t, repo, "rev-parse", "refs/chains/"+id))
+	}
+	got, ok := walkRootsLocal(db, tipOf)
+	if !ok || len(got) != len(tipOf) {
+		t.Fatalf("walked %d of %d chains (ok %v)", len(got), len(tipOf), ok)
+	}
+	for id, tip := range tipOf {
+		want := strings.TrimSpace(gittest.Git(t, repo, "rev-list", "--max-parents=0", tip))
+		if got[id] != want {
+			t.Errorf("chain %s: root %s, git says %s", id, got[id], want)
+		}
+	}
+	tipOf["broken"] = strings.Repeat("ab", 20)
+	if _, ok := walkRootsLocal(db, tipOf); ok {
+		t.Error("a chain whose tip does not read was walked")
+	}
+}
+
+// TestOnlyTargets: the notes kept for a few targets and for most of them
+// (when the notes map is filtered in place) are exactly those of the
+// targets that have notes.
+func TestOnlyTargets(t *testing.T) {
+	fresh := func() map[string][]string {
+		m := map[string][]string{}
+		for i := 0; i < 100; i++ {
+			m[fmt.Sprintf("%040x", i)] = []string{fmt.Sprint(i)}
+		}
+		return m
+	}
+	for _, n := range []int{3, 90} {
+		var targets []string
+		for i := 0; i < n; i++ {
+			targets = append(targets, fmt.Sprintf("%040x", i*7%130)) // some have no note
+		}
+		want := map[string][]string{}
+		all := fresh()
+		for _, tg := range targets {
+			if l, ok := all[tg]; ok {
+				want[tg] = l
+			}
+		}
+		got := onlyTargets(fresh(), targets)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%d targets: kept %v, want %v", n, got, want)
+		}
+	}
 }

@@ -78,4 +78,14 @@ func TestSelectReview(t *testing.T) {
 			}
 		}
 	})
+	t.Run("the review key is found as JSON finds it", func(t *testing.T) {
+		// encoding/json matches keys whatever their case and reads escapes
+		// in them: a line the shortcut passes over must not be a review.
+		for _, l := range []string{`{"Review":1,"verdict":"OK"}`, `{"REVIEW":1,"verdict":"NG"}`,
+			`{"\u0072eview":1,"verdict":"OK"}`, `{"verdict":"OK","reVieW":1}`} {
+			if _, isReview := ParseReview(l); !isReview {
+				t.Errorf("%s is a review to encoding/json but did not parse as one", l)
+			}
+		}
+	})
 }

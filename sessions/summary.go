@@ -257,6 +257,10 @@ func streamSummariesFromGit(ctx context.Context, st *gitstore.Store, cached gits
 		}
 	}
 	targets = nil
+	// Each note is let go once its session's summary is made (unless
+	// another session has the same root), so that the notes do not stay
+	// whole beside the summaries made from them.
+	shared := sharedRoots(roots)
 	list := make([]gitstore.SummaryEntry, 0, len(refs))
 	var bad []error
 	failed := false
@@ -275,6 +279,9 @@ func streamSummariesFromGit(ctx context.Context, st *gitstore.Store, cached gits
 			default:
 				list = append(list, gitstore.SummaryEntry{ID: d.ID, Commit: d.Commit, Data: data[i]})
 			}
+			if r := roots[d.ID]; !shared[r] {
+				delete(notes, r)
+			}
 		}
 	})
 	// What the documents' deltas were resolved with is of no use to the
@@ -286,6 +293,13 @@ func streamSummariesFromGit(ctx context.Context, st *gitstore.Store, cached gits
 	if failed {
 		return nil, nil, false, nil
 	}
+	// The documents came in pack order: the set and the cache are by id.
+	slices.SortFunc(list, func(a, b gitstore.SummaryEntry) int { return strings.Compare(a.ID, b.ID) })
+	// So did the problems: by ref, those of reading before those of
+	// decoding, as reading every session whole gives them.
+	byRef := func(a, b error) int { return strings.Compare(refOf(a), refOf(b)) }
+	slices.SortStableFunc(problems, byRef)
+	slices.SortStableFunc(bad, byRef)
 	problems = append(problems, bad...)
 	if readAt == "" {
 		readAt = notesAt // no session: no outcome depends on the notes
@@ -297,6 +311,32 @@ func streamSummariesFromGit(ctx context.Context, st *gitstore.Store, cached gits
 		st.WriteSummaryList(Kind, cached, readAt, list)
 	}
 	return &SummarySet{list: list, cached: cached, notesAt: notesAt}, problems, true, nil
+}
+
+// sharedRoots returns the roots (by session id) that more than one session
+// has.
+func sharedRoots(roots map[string]string) map[string]bool {
+	all := make([]string, 0, len(roots))
+	for _, r := range roots {
+		all = append(all, r)
+	}
+	slices.Sort(all)
+	shared := map[string]bool{}
+	for i := 1; i < len(all); i++ {
+		if all[i] == all[i-1] {
+			shared[all[i]] = true
+		}
+	}
+	return shared
+}
+
+// refOf is the ref a problem is about ("" for another error).
+func refOf(err error) string {
+	var re *gitstore.RefError
+	if errors.As(err, &re) {
+		return re.Ref
+	}
+	return ""
 }
 
 // errNoEncode is summaryOfDoc's error for a record whose summary does not

@@ -68,3 +68,57 @@ func TestColdSummariesWithUnreadableSession(t *testing.T) {
 		t.Error("a summary cache was written although a session did not read")
 	}
 }
+
+// TestColdSummariesWithSharedRoot: read cold, a board where two session
+// refs share their first commit (one ref copied onto another's commit)
+// gives both sessions the outcome in that commit's note, as reading every
+// session whole does; and sharedRoots names that commit, whose note is
+// then kept until the end (the two may be read in different chunks).
+func TestColdSummariesWithSharedRoot(t *testing.T) {
+	ctx := context.Background()
+	dir := gittest.NewRepo(t)
+	st := open(t, dir)
+	ok := passed("bench", tRun, "")
+	var first Record
+	for n := 1; n <= 3; n++ {
+		r := addSession(t, st, n, &ok)
+		if n == 1 {
+			first = r
+		}
+	}
+	gittest.Git(t, dir, "update-ref", Kind.Ref("5e55ffffffffffffff03"), first.Commit)
+	cache := filepath.Join(dir, ".git", "agentmine", "cache")
+	if err := os.RemoveAll(cache); err != nil {
+		t.Fatal(err)
+	}
+	whole, problems, err := LoadAll(ctx, open(t, dir))
+	if err != nil || len(problems) != 0 {
+		t.Fatal(err, problems)
+	}
+	withOutcome := 0
+	for _, r := range whole {
+		if r.Outcome != nil {
+			withOutcome++
+		}
+	}
+	if len(whole) != 4 || withOutcome != 4 {
+		t.Fatalf("read %d sessions whole, %d with an outcome; want 4 and 4", len(whole), withOutcome)
+	}
+	if err := os.RemoveAll(cache); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := LoadSummaries(ctx, open(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := summaryOf(t, recs), summaryOf(t, whole); got != want {
+		t.Errorf("cold summaries:\n got %s\nwant %s", got, want)
+	}
+	roots := map[string]string{}
+	for _, r := range whole {
+		roots[r.Session.ID] = r.Root
+	}
+	if shared := sharedRoots(roots); len(shared) != 1 || !shared[first.Root] {
+		t.Errorf("shared roots %v, want only %s", shared, first.Root)
+	}
+}
