@@ -41,8 +41,7 @@ func (s *Store) SetConfig(ctx context.Context, key, value string) error {
 	if _, err := s.git.Run(ctx, "config", key, value); err != nil {
 		return fmt.Errorf("setting %s: %w", key, err)
 	}
-	s.vars()
-	s.config[strings.ToLower(key)] = value
+	s.NoteConfig(key, value)
 	return nil
 }
 

@@ -89,7 +89,11 @@ type Store struct {
 	identEnv  map[string]string
 	author    Ident
 	committer Ident
-	config    map[string]string
+	// configMu guards config after varsOnce: lookups run on many
+	// goroutines (run's workers) while a setting the store made or saw
+	// made is recorded.
+	configMu sync.RWMutex
+	config   map[string]string
 	// gitReads sends every read to git (AGENTMINE_GIT_READS=1 at Open);
 	// otherwise odb, opened on first use, reads objects in-process.
 	gitReads bool
@@ -288,8 +292,21 @@ func (s *Store) Now() time.Time {
 // "agentmine.base") and whether it is set.
 func (s *Store) Config(key string) (string, bool) {
 	s.vars()
+	s.configMu.RLock()
+	defer s.configMu.RUnlock()
 	v, ok := s.config[strings.ToLower(key)]
 	return v, ok
+}
+
+// NoteConfig records that git itself set key to value in this repository's
+// configuration since the store read it (as `git sparse-checkout set` turns
+// on extensions.worktreeConfig), so that the store's later lookups, such as
+// the next worktree's in a long run, see it without starting git again.
+func (s *Store) NoteConfig(key, value string) {
+	s.vars()
+	s.configMu.Lock()
+	defer s.configMu.Unlock()
+	s.config[strings.ToLower(key)] = value
 }
 
 // HasCommits reports whether HEAD points at a commit.

@@ -247,7 +247,7 @@ func (e *Env) Prepare(ctx context.Context, o RunOptions) (p *Prepared, err error
 	defer func() { <-memRead }()
 	st.RecordWorktree(gitstore.JournalWorktreeAdd, wtPath)
 	wt, err := worktree.Create(ctx, worktree.Options{Repo: e.Top, Path: wtPath, Branch: sess.Branch, BranchMade: true, Base: baseCommit, Scope: spec,
-		CommonDir: st.Location().CommonDir, Config: st.Config, ExcludesFile: excludeRel, Reader: st})
+		CommonDir: st.Location().CommonDir, Config: st.Config, NoteConfig: st.NoteConfig, ExcludesFile: excludeRel, Reader: st})
 	if err != nil {
 		return nil, fmt.Errorf("preparing the worktree for task %s: %w", short, err)
 	}

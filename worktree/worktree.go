@@ -60,6 +60,11 @@ type Options struct {
 	// Create need not run git to learn whether extensions.worktreeConfig
 	// is on; nil asks git.
 	Config func(key string) (string, bool)
+	// NoteConfig, when not nil, is told what Create had git set in the
+	// repository's shared configuration (extensions.worktreeConfig, the
+	// first time), so that the view Config reads stays current for the
+	// next Create in the same process.
+	NoteConfig func(key, value string)
 	// ExcludesFile, when not empty, names a file under the new worktree's
 	// git directory (slash-separated, such as "info/exclude-more") that
 	// the worktree's own configuration sets as its core.excludesFile.
@@ -249,7 +254,10 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 	if opts.ExcludesFile != "" {
 		excludes = filepath.Join(gitDir, filepath.FromSlash(opts.ExcludesFile))
 	}
-	if err = enableSparse(ctx, wt, gitDir, wtConfigOn, excludes); err != nil {
+	if err = enableSparse(ctx, wt, gitDir, wtConfigOn, excludes); err == nil && !wtConfigOn && opts.NoteConfig != nil {
+		opts.NoteConfig("extensions.worktreeConfig", "true")
+	}
+	if err != nil {
 		return nil, fmt.Errorf("create worktree: enable sparse-checkout: %w", err)
 	}
 	lock.unlock()

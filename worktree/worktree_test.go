@@ -831,3 +831,43 @@ func TestCreateOnBranchMade(t *testing.T) {
 		t.Errorf("the worktree is at %s, want the base %s", got, base)
 	}
 }
+
+// TestCreateNotesWorktreeConfig: in a repository where no worktree was made
+// yet, the first Create lets git turn extensions.worktreeConfig on and says
+// so through NoteConfig, so a second Create in the same process, reading
+// the same store's view of the configuration, writes the worktree's
+// config.worktree itself instead of starting `git sparse-checkout` again
+// (as every worker of a long run did).
+func TestCreateNotesWorktreeConfig(t *testing.T) {
+	repo := newRepo(t)
+	base := gittest.Git(t, repo, "rev-parse", "main")
+	common := gittest.Git(t, repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	st, err := gitstore.Open(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := st.Config("extensions.worktreeConfig"); v == "true" {
+		t.Fatal("the fixture has extensions.worktreeConfig on already")
+	}
+	counter := gittest.NewGitCounter(t)
+	t.Setenv("PATH", counter.Dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	for _, name := range []string{"first", "second"} {
+		counter.Reset()
+		res, err := Create(context.Background(), Options{Repo: repo, Path: wtPath(repo, name), Branch: "task-" + name,
+			Base: base, Scope: fixtureSpec(), CommonDir: common, Config: st.Config, NoteConfig: st.NoteConfig, Reader: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = MakeWritable(res.Path) })
+		sparse := strings.Contains(counter.Calls(t), "sparse-checkout")
+		if want := name == "first"; sparse != want {
+			t.Errorf("%s worktree: started git sparse-checkout %v, want %v:\n%s", name, sparse, want, counter.Calls(t))
+		}
+		if got := gittest.Git(t, res.Path, "config", "core.sparseCheckout"); got != "true" {
+			t.Errorf("%s worktree: core.sparseCheckout = %q", name, got)
+		}
+	}
+	if got := gittest.Git(t, repo, "config", "extensions.worktreeConfig"); got != "true" {
+		t.Errorf("extensions.worktreeConfig = %q", got)
+	}
+}
