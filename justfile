@@ -25,10 +25,11 @@ bench:
 bench-scale pick="100k|10k|Status":
     AGENTMINE_BENCH_SCALE=1 go test -run '^$' -bench '{{pick}}' -benchtime 3x -timeout 60m ./cmd/git-agentmine
 
-# Run the benchmarks behind the Scale section's goals table (docs/scale.md)
-# and print one row each: ratio to raw git, git processes, peak memory and
-# the load average. pick selects rows by label (grep -E); the 100,000-task
-# rows take minutes.
+# Run the benchmarks behind the goals table of README's Scale section (how
+# each is measured: docs/scale.md) and print one row each: goal, ratio to
+# raw git, git processes, peak memory and the load average. pick selects
+# rows by label (grep -E); the 100,000-task rows take minutes;
+# `scripts/bench-table -w` also writes the table into README.
 bench-table pick=".":
     scripts/bench-table '{{pick}}'
 
