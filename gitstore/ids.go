@@ -46,15 +46,17 @@ func ValidID(s string) bool {
 	return true
 }
 
-// IDs lists the canonical ids of every entity of kind k, sorted.
+// IDs lists the canonical ids of every entity of kind k, sorted: read
+// in-process where the refs can be (every resolution of an id given on the
+// command line or by a run's worker lists them), else by for-each-ref.
 func (s *Store) IDs(ctx context.Context, k Kind) ([]string, error) {
-	lines, err := s.git.Lines(ctx, "for-each-ref", "--format=%(refname)", k.RefPrefix())
+	refs, _, err := s.listRefs(ctx, k.RefPrefix())
 	if err != nil {
 		return nil, fmt.Errorf("listing %s refs: %w", k.Noun, err)
 	}
-	ids := make([]string, 0, len(lines))
-	for _, l := range lines {
-		ids = append(ids, strings.TrimPrefix(l, k.RefPrefix()))
+	ids := make([]string, 0, len(refs))
+	for _, r := range refs {
+		ids = append(ids, strings.TrimPrefix(r, k.RefPrefix()))
 	}
 	sort.Strings(ids)
 	return ids, nil

@@ -292,3 +292,35 @@ func TestSeekPacked(t *testing.T) {
 		}
 	}
 }
+
+// TestIDsWithoutGit: listing the ids of a kind (which resolving an id a
+// user or a run's worker gives does) reads packed and loose refs
+// in-process, starts no git process, and lists what for-each-ref lists.
+func TestIDsWithoutGit(t *testing.T) {
+	ctx := context.Background()
+	repo := objRepo(t)
+	head := gittest.Git(t, repo, "rev-parse", "HEAD")
+	for _, id := range []string{"0123456789abcdef0123", "0123aaaaaaaaaaaaaaaa", "fedcba98765432100000"} {
+		gittest.Git(t, repo, "update-ref", "refs/agentmine/tasks/"+id, head)
+	}
+	gittest.Git(t, repo, "pack-refs", "--all")
+	gittest.Git(t, repo, "update-ref", "refs/agentmine/tasks/77777777777777777777", head)
+	s := objOpen(t, repo)
+	counter := gittest.NewGitCounter(t)
+	t.Setenv("PATH", counter.Dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	ids, err := s.IDs(ctx, Kind{Noun: "task", Dir: "tasks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := counter.Count(t); n != 0 {
+		t.Errorf("IDs started %d git processes:\n%s", n, counter.Calls(t))
+	}
+	refs, _ := gitListing(t, repo, "refs/agentmine/tasks/")
+	want := make([]string, len(refs))
+	for i, r := range refs {
+		want[i] = strings.TrimPrefix(r, "refs/agentmine/tasks/")
+	}
+	if !slices.Equal(ids, want) || len(ids) != 4 {
+		t.Errorf("IDs = %v, git lists %v", ids, want)
+	}
+}
