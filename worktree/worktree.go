@@ -254,10 +254,7 @@ func Create(ctx context.Context, opts Options) (res *Result, err error) {
 	if opts.ExcludesFile != "" {
 		excludes = filepath.Join(gitDir, filepath.FromSlash(opts.ExcludesFile))
 	}
-	if err = enableSparse(ctx, wt, gitDir, wtConfigOn, excludes); err == nil && !wtConfigOn && opts.NoteConfig != nil {
-		opts.NoteConfig("extensions.worktreeConfig", "true")
-	}
-	if err != nil {
+	if err = enableSparseNoting(ctx, wt, gitDir, wtConfigOn, excludes, opts.NoteConfig); err != nil {
 		return nil, fmt.Errorf("create worktree: enable sparse-checkout: %w", err)
 	}
 	lock.unlock()
@@ -622,6 +619,18 @@ func fillIndexSkipped(ctx context.Context, wt gitcmd.Runner) error {
 	}
 	if _, err := wt.RunInput(ctx, strings.NewReader(string(files)), "update-index", "-z", "--skip-worktree", "--stdin"); err != nil {
 		return fmt.Errorf("mark the index skip-worktree: %w", err)
+	}
+	return nil
+}
+
+// enableSparseNoting is enableSparse, telling note (when not nil) that
+// git turned extensions.worktreeConfig on when it was not on before.
+func enableSparseNoting(ctx context.Context, wt gitcmd.Runner, gitDir string, worktreeConfig bool, excludes string, note func(key, value string)) error {
+	if err := enableSparse(ctx, wt, gitDir, worktreeConfig, excludes); err != nil {
+		return err
+	}
+	if !worktreeConfig && note != nil {
+		note("extensions.worktreeConfig", "true")
 	}
 	return nil
 }
