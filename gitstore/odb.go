@@ -164,12 +164,7 @@ func (db *odb) has(raw []byte) bool {
 		if attempt > 0 && !db.relisted(listing) {
 			break
 		}
-		db.mu.RLock()
-		if !db.listed {
-			db.mu.RUnlock()
-			db.relist()
-			db.mu.RLock()
-		}
+		db.rlockListed()
 		for _, p := range db.packs {
 			if _, ok := p.find(raw); ok {
 				db.mu.RUnlock()
@@ -185,14 +180,20 @@ func (db *odb) has(raw []byte) bool {
 	return false
 }
 
-// fromPacks looks raw up in the mapped packs (listing them on first use).
-func (db *odb) fromPacks(raw []byte, rc *recent) (typ int, data []byte, found bool, err error) {
+// rlockListed read-locks the reader with its packs listed, listing them
+// first if they never were; the caller unlocks db.mu.
+func (db *odb) rlockListed() {
 	db.mu.RLock()
 	if !db.listed {
 		db.mu.RUnlock()
 		db.relist()
 		db.mu.RLock()
 	}
+}
+
+// fromPacks looks raw up in the mapped packs (listing them on first use).
+func (db *odb) fromPacks(raw []byte, rc *recent) (typ int, data []byte, found bool, err error) {
+	db.rlockListed()
 	defer db.mu.RUnlock()
 	for _, p := range db.packs {
 		if off, ok := p.find(raw); ok {
@@ -215,12 +216,7 @@ func (db *odb) locate(id string) (pack int, p *packFile, off int64, ok bool) {
 	if _, err := hex.Decode(raw[:db.hashLen], []byte(id)); err != nil {
 		return 0, nil, 0, false
 	}
-	db.mu.RLock()
-	if !db.listed {
-		db.mu.RUnlock()
-		db.relist()
-		db.mu.RLock()
-	}
+	db.rlockListed()
 	defer db.mu.RUnlock()
 	for i, p := range db.packs {
 		if off, ok := p.find(raw[:db.hashLen]); ok {
