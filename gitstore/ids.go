@@ -64,18 +64,18 @@ func (s *Store) IDs(ctx context.Context, k Kind) ([]string, error) {
 
 // ShortID returns the shortest unique prefix (at least ShowPrefix) of the
 // canonical id of kind k, listing only the refs that share its first
-// MinPrefix digits: the only ones that can make it longer. It costs one
-// for-each-ref whatever the number of entities.
+// MinPrefix digits: the only ones that can make it longer. It reads them
+// as IDs does, whatever the number of entities.
 func (s *Store) ShortID(ctx context.Context, k Kind, id string) (string, error) {
 	if !ValidID(id) {
 		return "", fmt.Errorf("internal error: %q is not a %s id", id, k.Noun)
 	}
-	lines, err := s.git.Lines(ctx, "for-each-ref", "--format=%(refname)", k.RefPrefix()+id[:MinPrefix]+"*")
+	refs, _, err := s.listRefs(ctx, k.RefPrefix()+id[:MinPrefix]+"*")
 	if err != nil {
 		return "", fmt.Errorf("listing %s refs: %w", k.Noun, err)
 	}
 	ids := []string{id}
-	for _, l := range lines {
+	for _, l := range refs {
 		if other := strings.TrimPrefix(l, k.RefPrefix()); other != id {
 			ids = append(ids, other)
 		}
