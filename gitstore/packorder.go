@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -117,17 +118,7 @@ func packOrder(idx []int, spots []blobSpot) []int {
 		case sa.pack != sb.pack:
 			return sa.pack - sb.pack
 		}
-		return cmpInt64(sa.off, sb.off)
+		return cmp.Compare(sa.off, sb.off)
 	})
 	return out
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
