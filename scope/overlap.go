@@ -70,6 +70,12 @@ func alternatives(glob string) ([][]string, bool) {
 	if !ok {
 		return nil, false
 	}
+	if (len(alts) > 1 || alts[0] != glob) && !utf8.ValidString(glob) {
+		// The matcher reads an invalid byte as U+FFFD where it stands,
+		// but joining around a brace can make two such bytes one valid
+		// character ("\xd1{}\xa8" matches "\x81\x81", "\xd1\xa8" does not).
+		return nil, false
+	}
 	out := make([][]string, 0, len(alts))
 	for _, a := range alts {
 		segs, ok := globSegments(a)
