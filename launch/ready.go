@@ -4,6 +4,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 )
 
@@ -33,23 +35,40 @@ const readyWait = 10 * time.Second
 // from the environment so that no child inherits it. Call it once, after
 // signal.Notify; it does nothing otherwise.
 func Ready(getenv func(string) string) {
+	ReadyLater(getenv)()
+}
+
+// ReadyLater is Ready for a process that tells its detacher later than
+// when its signal handling is in place: it removes ReadyEnv from the
+// environment and keeps the descriptor from this process's children at
+// once, and returns what tells the detacher (once; nothing when this
+// process was not started by Detach). A detached supervisor calls it once
+// its session records its pid (the seal): until then no one signals it by
+// pid, and the detacher need not record the pid itself.
+func ReadyLater(getenv func(string) string) func() {
 	v := getenv(ReadyEnv)
 	if v == "" {
-		return
+		return func() {}
 	}
 	os.Unsetenv(ReadyEnv)
 	fdText, ppidText, ok := strings.Cut(v, ":")
 	fd, err1 := strconv.Atoi(fdText)
 	ppid, err2 := strconv.Atoi(ppidText)
 	if !ok || err1 != nil || err2 != nil || fd < 3 || ppid != os.Getppid() {
-		return
+		return func() {}
 	}
+	syscall.CloseOnExec(fd)
 	f := os.NewFile(uintptr(fd), "ready")
 	if f == nil {
-		return
+		return func() {}
 	}
-	f.Write([]byte{'\n'})
-	f.Close()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.Write([]byte{'\n'})
+			f.Close()
+		})
+	}
 }
 
 // waitReady waits until r yields a byte or its end (the process said it

@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -51,6 +52,49 @@ func TestDetachWaitsForReady(t *testing.T) {
 	// The descriptor is closed in the process: its fd 3 is not the pipe.
 	if target, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "fd", "3")); err == nil && strings.HasPrefix(target, "pipe:") {
 		t.Errorf("the detached process still holds the readiness pipe at fd 3")
+	}
+}
+
+// readyLaterHelperEnv makes this test binary, run by
+// TestDetachWaitsForReadyLater, say it is ready only after a while, as a
+// detached supervisor does once its session records its pid.
+const readyLaterHelperEnv = "LAUNCH_TEST_READY_LATER_HELPER"
+
+func TestReadyLaterHelper(t *testing.T) {
+	dir := os.Getenv(readyLaterHelperEnv)
+	if dir == "" {
+		t.Skip("run by TestDetachWaitsForReadyLater as a detached process")
+	}
+	ready := ReadyLater(os.Getenv)
+	os.WriteFile(filepath.Join(dir, "env-at-start"), []byte(os.Getenv(ReadyEnv)), 0o644)
+	// A child started before the process is ready does not hold the
+	// descriptor.
+	out, _ := exec.Command("sh", "-c", "readlink /proc/$$/fd/3 || true").Output()
+	os.WriteFile(filepath.Join(dir, "child-fd3"), out, 0o644)
+	time.Sleep(300 * time.Millisecond)
+	os.WriteFile(filepath.Join(dir, "before-ready"), nil, 0o644)
+	ready()
+	ready() // once only
+	time.Sleep(1000 * time.Second)
+}
+
+func TestDetachWaitsForReadyLater(t *testing.T) {
+	scrubEnv(t)
+	dir := t.TempDir()
+	pid, _, err := Detach(context.Background(), []string{os.Args[0], "-test.run=^TestReadyLaterHelper$"}, dir,
+		[]string{readyLaterHelperEnv + "=" + dir}, filepath.Join(dir, "helper.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
+	if _, err := os.Stat(filepath.Join(dir, "before-ready")); err != nil {
+		t.Fatalf("Detach returned before the process said it was ready: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "env-at-start")); len(b) != 0 {
+		t.Errorf("after ReadyLater the process still has %s=%s", ReadyEnv, b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "child-fd3")); strings.HasPrefix(string(b), "pipe:") {
+		t.Errorf("a child of the process inherited the readiness pipe: %s", b)
 	}
 }
 

@@ -618,6 +618,8 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 	s.startDone = make(chan startResult, max(s.rec.Parallel, 1)+1)
 	var b *board.Board
 	for {
+		// An exit until now is seen by this look.
+		w.takeExited()
 		// The starts that ended are taken before the board is read, so
 		// that the board shows every session they recorded.
 		s.takeStarts(context.WithoutCancel(ctx), b)
@@ -664,7 +666,27 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 		if s.stopReason != "" {
 			cancelled = nil // stopping already: wait for the workers to end
 		}
-		w.sleep(nextWake(next, s.o.Poll), cancelled)
+		s.sleep(context.WithoutCancel(ctx), w, b, nextWake(next, s.o.Poll), cancelled)
+	}
+}
+
+// sleep waits for the next look: until a watched supervisor exits, a
+// backoff ends, the poll (d) passes or cancelled is closed. A start that
+// ends meanwhile and got its session started changes nothing a look acts
+// on (the session takes the slot its start held), so it is taken here and
+// its supervisor watched, without reading the board again; a start that
+// failed, an exit, and any start while the run stops (the look after it
+// stops the new session) end the sleep.
+func (s *Supervisor) sleep(ctx context.Context, w *waker, b *board.Board, d time.Duration, cancelled <-chan struct{}) {
+	until := time.Now().Add(d)
+	if dl := s.rec.Deadline; dl != nil && dl.Before(until) {
+		until = *dl
+	}
+	for w.sleep(time.Until(until), cancelled) && !w.takeExited() && s.stopReason == "" {
+		if !s.takeStarts(ctx, b) {
+			return
+		}
+		s.watchLive(w, b)
 	}
 }
 
@@ -832,15 +854,20 @@ func (s *Supervisor) startAll(ctx context.Context, b *board.Board, reqs []startR
 
 // takeStarts applies the results of the starts that ended since the last
 // look, in the loop's goroutine. b is the board of the look that started
-// them (prepFailed reads nothing else from it).
-func (s *Supervisor) takeStarts(ctx context.Context, b *board.Board) {
+// them (prepFailed reads nothing else from it). It reports whether every
+// start it took got its session started (a best-of round never counts).
+func (s *Supervisor) takeStarts(ctx context.Context, b *board.Board) bool {
+	all := true
 	for {
 		var r startResult
 		select {
 		case r = <-s.startDone:
 		default:
-			return
+			return all
 		}
+		// A best-of round held K slots while it started, which its
+		// sessions may not all fill: a look follows it.
+		all = all && r.ok && r.req.k <= 1
 		delete(s.starting, r.req.ts.id)
 		delete(s.bo.k, r.req.ts.id)
 		if r.round != nil {

@@ -57,7 +57,7 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 		p.toStart = nil
 	}
 	started := false
-	if free := s.rec.Parallel - len(running) - s.startingSlots(); free > 0 && len(p.toStart) > 0 && ctx.Err() == nil {
+	if free := s.rec.Parallel - s.busySlots(running); free > 0 && len(p.toStart) > 0 && ctx.Err() == nil {
 		// Tasks other clones claimed meanwhile: one listing (fleet.go).
 		p.toStart = s.dropClaimed(jctx, b, p.toStart)
 		// Declared paths that overlap wait (overlap.go); a best-of round
@@ -96,6 +96,21 @@ func (s *Supervisor) step(ctx context.Context, b *board.Board) (next time.Time, 
 		return now, running, false
 	}
 	return p.next, running, false
+}
+
+// busySlots is how many of the run's slots are taken: one by each running
+// session and K by each start under way (startingSlots). The session a
+// start under way recorded is already on the board, running: it counts as
+// its start's, once. Counted twice, it kept a slot empty until the next
+// worker's end, as no look follows a start that got its session started.
+func (s *Supervisor) busySlots(running []sessions.Record) int {
+	n := s.startingSlots()
+	for _, r := range running {
+		if !s.starting[r.Session.Task] {
+			n++
+		}
+	}
+	return n
 }
 
 // noteEnded tells which sessions ended since the last look and returns

@@ -20,6 +20,8 @@ type waker struct {
 	// ends the watches when the loop ends (-1: no pipe).
 	quit, quitW int
 	closed      bool
+	// exited is set when a watched process exits, until takeExited.
+	exited bool
 }
 
 func newWaker() *waker {
@@ -79,6 +81,9 @@ func (w *waker) watch(pid int, start uint64) {
 		exited := waitPid(pid, start, quit)
 		w.mu.Lock()
 		delete(w.watched, pid)
+		if exited {
+			w.exited = true
+		}
 		if w.closed && len(w.watched) == 0 && w.quit >= 0 {
 			unix.Close(w.quit) // the last watch after close
 			w.quit = -1
@@ -90,16 +95,29 @@ func (w *waker) watch(pid int, start uint64) {
 	}()
 }
 
+// takeExited reports whether a watched process exited since the last
+// call.
+func (w *waker) takeExited() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.exited
+	w.exited = false
+	return e
+}
+
 // sleep returns after d, when a watched process exits (or was poked), or
-// when done is closed (nil: never).
-func (w *waker) sleep(d time.Duration, done <-chan struct{}) {
+// when done is closed (nil: never). It reports whether it was woken by a
+// poke (an exit included), not by d passing or done.
+func (w *waker) sleep(d time.Duration, done <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-w.ch:
+		return true
 	case <-t.C:
 	case <-done:
 	}
+	return false
 }
 
 // nextWake is how long the loop sleeps after a look: until the earliest

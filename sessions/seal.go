@@ -129,8 +129,9 @@ type Sealed struct {
 var ErrAlreadySealed = errors.New("the session is already sealed by another supervisor")
 
 // SealSession records seal in the session document before its worker
-// starts, and the supervisor's pid and start time with it (for a detached
-// run the preparing CLI records the same pid afterwards: nothing changes).
+// starts, and the supervisor's pid and start time with it (a detached
+// supervisor says it is ready only after this, so the process that
+// detached it records nothing more: worker.StartDetached).
 // A session that already carries a seal is refused: it has a supervisor.
 func SealSession(ctx context.Context, st *gitstore.Store, id string, seal Seal) (Sealed, error) {
 	var out Session

@@ -30,6 +30,10 @@ type ExecOptions struct {
 	Tee io.Writer
 	// Progress receives one-line progress messages (stderr), or nil.
 	Progress io.Writer
+	// Sealed, when set, is called once the session records its seal (and
+	// with it this process's pid): a detached supervisor tells the process
+	// that started it (StartDetached) so.
+	Sealed func()
 }
 
 // Execute runs a prepared session's client under supervision (timeout,
@@ -58,6 +62,9 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	nonce, sealed, err := e.sealRun(pctx, rec, say)
 	if err != nil {
 		return e.sealFailed(pctx, rec, err)
+	}
+	if opts.Sealed != nil {
+		opts.Sealed()
 	}
 	rec.Session, rec.Root = sealed.Session, sealed.Root
 	s = rec.Session

@@ -42,8 +42,15 @@ func processMain() int {
 		os.Exit(signalExit(sig))
 	})
 	defer stop()
-	// A detached supervisor may be signalled by pid from now on.
-	launch.Ready(os.Getenv)
+	// A detached process may be signalled by pid from now on; a detached
+	// supervisor says so once its session records its pid (its seal), so
+	// that the process that detached it need not record it too.
+	ready := launch.ReadyLater(os.Getenv)
+	if isSupervisorArgv(os.Args[1:]) {
+		ctx = context.WithValue(ctx, sealedKey{}, ready)
+	} else {
+		ready()
+	}
 	code := Main(ctx, os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, os.Getenv)
 	if sig := caught(); sig != 0 {
 		return signalExit(sig)

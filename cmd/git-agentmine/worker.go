@@ -145,6 +145,16 @@ func supervisorArgv(self, top, session string) []string {
 	return []string{self, "-C", top, "worker", "supervise", session}
 }
 
+// isSupervisorArgv reports whether args (without the program) are a
+// detached supervisor's, as supervisorArgv makes them.
+func isSupervisorArgv(args []string) bool {
+	return len(args) == 5 && args[0] == "-C" && args[2] == "worker" && args[3] == "supervise"
+}
+
+// sealedKey is the context key of what tells a detached supervisor's
+// detacher that the session records the supervisor's pid (a func()).
+type sealedKey struct{}
+
 // reportOutcome prints a finished run and maps it to the exit code: 0 when
 // the run can go to review, 124 on timeout, 130 when interrupted, else 1.
 func reportOutcome(a *App, env *worker.Env, j runJSON, out sessions.Outcome) error {
@@ -256,7 +266,8 @@ func (c *WorkerSuperviseCmd) Run(a *App) error {
 	}
 	ctx, stop := signalContext(signalled)
 	defer stop()
-	_, err = env.Execute(ctx, rec, worker.ExecOptions{Progress: os.Stderr})
+	sealed, _ := a.Ctx.Value(sealedKey{}).(func())
+	_, err = env.Execute(ctx, rec, worker.ExecOptions{Progress: os.Stderr, Sealed: sealed})
 	shareOutcome(ctx, env, rec.Session, func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "warning: "+format+"\n", args...)
 	})
