@@ -245,20 +245,21 @@ type tipSource interface {
 }
 
 // listWith is list with the remote's refs from open, which also returns
-// the function that ends the listing.
+// the function that ends the listing. The local refs are listed
+// in-process (gitstore's TipList) while the remote's listing runs; what
+// each differing local tip points at is checked when the plan reads it.
 func (r *round) listWith(ctx context.Context, open func(context.Context) (tipSource, func() error, error)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	local, err := startStream(ctx, r.st, "for-each-ref", "--format=%(objectname) %(objecttype) %(refname)",
-		gitstore.RefRoot, gitstore.NotesRef, stagingPrefix(r.remote), stagingNotes(r.remote))
-	if err != nil {
-		return fmt.Errorf("listing agentmine refs: %w", err)
-	}
 	remote, end, err := open(ctx)
 	if err != nil {
-		cancel()
-		local.wait()
 		return remoteError(r.remote, err)
+	}
+	names, ids, lerr := r.st.TipList(ctx, gitstore.RefRoot, gitstore.NotesRef, stagingPrefix(r.remote), stagingNotes(r.remote))
+	if lerr != nil {
+		cancel()
+		end()
+		return fmt.Errorf("listing agentmine refs: %w", lerr)
 	}
 	r.staging = map[string]string{}
 	r.plans = nil
@@ -266,53 +267,39 @@ func (r *round) listWith(ctx context.Context, open func(context.Context) (tipSou
 	rref, rid, rok := remote.next()
 	// remoteOnly adds the plans of the remote's entities sorting before ref
 	// (all of the rest when all is set).
-	remoteOnly := func(ref []byte, all bool) {
-		for ; rok && (all || rref < string(ref)); rref, rid, rok = remote.next() {
+	remoteOnly := func(ref string, all bool) {
+		for ; rok && (all || rref < ref); rref, rid, rok = remote.next() {
 			r.plans = append(r.plans, &entityPlan{ref: rref, remote: rid})
 		}
 	}
-	root, staging, stagingN := []byte(gitstore.RefRoot), []byte(stagingPrefix(r.remote)), stagingNotes(r.remote)
-	for {
-		line, ok := local.next()
-		if !ok {
-			break
-		}
-		// No string is made for a local entity whose sides agree.
-		id, rest, _ := bytes.Cut(line, []byte(" "))
-		typ, name, _ := bytes.Cut(rest, []byte(" "))
+	staging, stagingN := stagingPrefix(r.remote), stagingNotes(r.remote)
+	for i, name := range names {
+		id := ids[i]
 		switch {
-		case string(name) == gitstore.NotesRef:
-			r.notes.local = string(id)
-		case string(name) == stagingN || bytes.HasPrefix(name, staging):
-			r.staging[string(name)] = string(id)
-		case bytes.HasPrefix(name, root):
+		case name == gitstore.NotesRef:
+			r.notes.local = id
+		case name == stagingN || strings.HasPrefix(name, staging):
+			r.staging[name] = id
+		case strings.HasPrefix(name, gitstore.RefRoot):
 			remoteOnly(name, false)
 			remoteID := ""
-			if rok && rref == string(name) {
+			if rok && rref == name {
 				remoteID = rid
 				rref, rid, rok = remote.next()
 			}
-			if remoteID == string(id) && string(typ) == "commit" {
+			if remoteID == id {
 				r.upToDate++
 				continue
 			}
-			p := &entityPlan{ref: string(name), local: string(id), remote: remoteID}
-			if string(typ) != "commit" {
-				r.skip(p, fmt.Sprintf("points at a %s, not a commit", typ))
-			}
-			r.plans = append(r.plans, p)
+			r.plans = append(r.plans, &entityPlan{ref: name, local: id, remote: remoteID})
 		}
 	}
-	lerr := local.wait()
-	remoteOnly(nil, true)
+	remoteOnly("", true)
 	if err := end(); err != nil {
 		if errors.Is(err, errUnsorted) {
 			return err
 		}
 		return remoteError(r.remote, err)
-	}
-	if lerr != nil {
-		return fmt.Errorf("listing agentmine refs: %w", lerr)
 	}
 	r.notes.remote = remote.notesTip()
 	if r.opts.Only != nil {
@@ -486,6 +473,9 @@ func (r *round) merge(ctx context.Context) error {
 // diverging refs load in batches) and loads the documents mergeOne reads.
 func (r *round) plan(part []*entityPlan) error {
 	g := r.g
+	if err := r.readLocalTips(part); err != nil {
+		return err
+	}
 	var hist []string
 	for _, p := range part {
 		if p.action == "" && p.local != "" && p.remote != "" && p.local != p.remote && !p.remoteMissing {
@@ -513,6 +503,43 @@ func (r *round) plan(part []*entityPlan) error {
 	}
 	if err := g.loadDocs(docCommits); err != nil {
 		return fmt.Errorf("reading entity documents: %w", err)
+	}
+	return nil
+}
+
+// readLocalTips reads the local tips of the chunk's unclassified entities
+// into the graph, skipping an entity whose local ref points at something
+// other than a commit. The refs were listed without reading any object, so
+// this is where a local tip is checked, with the read the history needs
+// anyway.
+func (r *round) readLocalTips(part []*entityPlan) error {
+	var want []string
+	var plans []*entityPlan
+	for _, p := range part {
+		if p.action == "" && p.local != "" && r.g.commits[p.local] == nil {
+			want = append(want, p.local)
+			plans = append(plans, p)
+		}
+	}
+	objs, err := r.g.readAll(want)
+	if err != nil {
+		return fmt.Errorf("reading local tips: %w", err)
+	}
+	for i, o := range objs {
+		p := plans[i]
+		switch {
+		case r.g.commits[want[i]] != nil: // the same tip twice
+		case o.Missing:
+			r.skip(p, "points at a missing object")
+		case o.Type != "commit":
+			r.skip(p, fmt.Sprintf("points at a %s, not a commit", o.Type))
+		default:
+			c, err := parseCommit(o.Data)
+			if err != nil {
+				return fmt.Errorf("reading commit %s: %w", want[i], err)
+			}
+			r.g.commits[want[i]] = c
+		}
 	}
 	return nil
 }
