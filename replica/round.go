@@ -614,7 +614,7 @@ func (r *round) mergeOne(p *entityPlan) error {
 	case "create", "ff":
 		_, data, err := r.g.doc(p.remote)
 		if err == nil {
-			_, err = checkDoc(data, rules)
+			err = checkTip(data, rules)
 		}
 		if err != nil {
 			r.skip(p, fmt.Sprintf("on %s: %v", r.remote, err))
