@@ -127,8 +127,7 @@ func (r *round) fetch(ctx context.Context) (again bool, err error) {
 	}
 
 	// The remote tips to look for: every one that differs from the local
-	// tip. Those present are read into the graph now (the plan reads them
-	// anyway); the others are fetched.
+	// tip. Those this repository lacks are fetched.
 	var tips []string
 	for _, p := range r.plans {
 		if p.remote != "" && p.action != "skip" {
@@ -139,19 +138,20 @@ func (r *round) fetch(ctx context.Context) (again bool, err error) {
 		tips = append(tips, n.remote)
 	}
 	// Sync and pull fetch whatever this repository's own object directory
-	// lacks, as read in-process: an object that is there after all (in an
-	// alternate, say) costs the fetch nothing, and what is still missing
-	// after it is asked of git below. Push fetches nothing and counts a
-	// missing tip as the remote's change, so it asks git at once.
-	probe := r.g.probeOwn
+	// lacks, looked up in-process without reading the objects: an object
+	// that is there after all (in an alternate, say) costs the fetch
+	// nothing, and what is still missing after it is asked of git below.
+	// The tips' types are checked where the plan reads them. Push fetches
+	// nothing and counts a missing tip as the remote's change, so it asks
+	// git at once and checks the types here.
 	if r.mode == modePush {
-		probe = r.g.probe
+		return false, r.probeForPush(tips)
 	}
-	missing, err := probe(tips)
+	missing, err := r.g.absent(tips)
 	if err != nil {
 		return false, fmt.Errorf("reading remote tips: %w", err)
 	}
-	if len(missing) > 0 && r.mode != modePush {
+	if len(missing) > 0 {
 		ids := make([]string, 0, len(missing))
 		for id := range missing {
 			ids = append(ids, id)
@@ -160,40 +160,72 @@ func (r *round) fetch(ctx context.Context) (again bool, err error) {
 		if moved, err := fetchObjects(ctx, r.st, r.remote, ids); moved || err != nil {
 			return moved, err
 		}
-		still, err := r.g.probe(ids)
-		if err != nil {
-			return false, fmt.Errorf("reading fetched tips: %w", err)
+		if err := r.checkArrived(ids); err != nil {
+			return false, err
 		}
-		if len(still) > 0 {
-			return false, exitcode.New(exitcode.Git, fmt.Errorf("fetching agentmine state from %s: %d objects were not sent", r.remote, len(still)), "")
+	}
+	for _, p := range r.plans {
+		if p.remote != "" && p.action != "skip" && missing[p.remote] {
+			r.rep.Fetched++
 		}
+	}
+	if n := r.notes; n.remote != "" && n.remote != n.local && missing[n.remote] {
+		r.rep.Fetched++
+	}
+	return false, nil
+}
+
+// checkArrived checks that the fetched objects are all in the repository:
+// in its own object directory as read in-process, else as git reads them.
+func (r *round) checkArrived(ids []string) error {
+	still, err := r.g.absent(ids)
+	if err != nil {
+		return fmt.Errorf("reading fetched tips: %w", err)
+	}
+	if len(still) > 0 {
+		ids := make([]string, 0, len(still))
+		for id := range still {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		if still, err = r.g.probe(ids); err != nil {
+			return fmt.Errorf("reading fetched tips: %w", err)
+		}
+	}
+	r.g.forget()
+	if len(still) > 0 {
+		return exitcode.New(exitcode.Git, fmt.Errorf("fetching agentmine state from %s: %d objects were not sent", r.remote, len(still)), "")
+	}
+	return nil
+}
+
+// probeForPush looks the remote tips up as git reads them: one missing is
+// the remote's change this clone lacks (push fetches nothing), one present
+// must be a commit.
+func (r *round) probeForPush(tips []string) error {
+	missing, err := r.g.probe(tips)
+	if err != nil {
+		return fmt.Errorf("reading remote tips: %w", err)
 	}
 	for _, p := range r.plans {
 		if p.remote == "" || p.action == "skip" {
 			continue
 		}
 		if missing[p.remote] {
-			if r.mode == modePush {
-				p.remoteMissing = true
-				continue
-			}
-			r.rep.Fetched++
+			p.remoteMissing = true
+			continue
 		}
 		if typ := r.g.types[p.remote]; typ != "commit" {
 			r.skip(p, fmt.Sprintf("on %s it points at a %s, not a commit", r.remote, typ))
 		}
 	}
 	if n := r.notes; n.remote != "" && n.remote != n.local && missing[n.remote] {
-		if r.mode == modePush {
-			r.notes.remoteMissing = true
-		} else {
-			r.rep.Fetched++
-		}
+		r.notes.remoteMissing = true
 	}
 	// What was read to learn the tips' types is not needed again.
 	r.g.forget()
 	r.st.ReleaseCaches()
-	return false, nil
+	return nil
 }
 
 // list compares both sides' tips and sets r.plans to one plan per entity
@@ -473,7 +505,7 @@ func (r *round) merge(ctx context.Context) error {
 // diverging refs load in batches) and loads the documents mergeOne reads.
 func (r *round) plan(part []*entityPlan) error {
 	g := r.g
-	if err := r.readLocalTips(part); err != nil {
+	if err := r.readTips(part); err != nil {
 		return err
 	}
 	var hist []string
@@ -507,38 +539,47 @@ func (r *round) plan(part []*entityPlan) error {
 	return nil
 }
 
-// readLocalTips reads the local tips of the chunk's unclassified entities
-// into the graph, skipping an entity whose local ref points at something
-// other than a commit. The refs were listed without reading any object, so
-// this is where a local tip is checked, with the read the history needs
-// anyway.
-func (r *round) readLocalTips(part []*entityPlan) error {
+// readTips reads both tips of the chunk's unclassified entities into the
+// graph, with the read their histories need anyway, and skips an entity
+// whose ref points at something other than a commit on either side: the
+// refs were listed, and the fetched tips looked up, without reading any
+// object, so this is where what they point at is checked.
+func (r *round) readTips(part []*entityPlan) error {
 	var want []string
 	var plans []*entityPlan
 	for _, p := range part {
-		if p.action == "" && p.local != "" && r.g.commits[p.local] == nil {
-			want = append(want, p.local)
-			plans = append(plans, p)
+		if p.action != "" {
+			continue
+		}
+		if p.local != "" && r.g.commits[p.local] == nil {
+			want, plans = append(want, p.local), append(plans, p)
+		}
+		if p.remote != "" && !p.remoteMissing && r.g.commits[p.remote] == nil {
+			want, plans = append(want, p.remote), append(plans, p)
 		}
 	}
 	objs, err := r.g.readAll(want)
 	if err != nil {
-		return fmt.Errorf("reading local tips: %w", err)
+		return fmt.Errorf("reading entity tips: %w", err)
 	}
 	for i, o := range objs {
-		p := plans[i]
+		p, id := plans[i], want[i]
+		where := ""
+		if id != p.local {
+			where = "on " + r.remote + " it "
+		}
 		switch {
-		case r.g.commits[want[i]] != nil: // the same tip twice
+		case p.action == "skip" || r.g.commits[id] != nil: // skipped already, or the same tip twice
 		case o.Missing:
-			r.skip(p, "points at a missing object")
+			r.skip(p, where+"points at a missing object")
 		case o.Type != "commit":
-			r.skip(p, fmt.Sprintf("points at a %s, not a commit", o.Type))
+			r.skip(p, fmt.Sprintf("%spoints at a %s, not a commit", where, o.Type))
 		default:
 			c, err := parseCommit(o.Data)
 			if err != nil {
-				return fmt.Errorf("reading commit %s: %w", want[i], err)
+				return fmt.Errorf("reading commit %s: %w", id, err)
 			}
-			r.g.commits[want[i]] = c
+			r.g.commits[id] = c
 		}
 	}
 	return nil
