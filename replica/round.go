@@ -116,7 +116,7 @@ func (r *round) run(ctx context.Context) (again bool, err error) {
 // The remote's refs are listed with `git ls-remote` and its objects fetched
 // by id: no ref is written for them, so a clone that never synced does not
 // write (and later pack) a staging ref for every entity, only the objects
-// it lacks arrive, and one for-each-ref of the local refs remains. A fetched
+// it lacks arrive, and the local refs are read in-process. A fetched
 // object is unreferenced until the update step points a local ref at it;
 // like the objects sync writes, it is in the repository from the moment it
 // arrives and only a prune with no expiry could drop it.
@@ -230,12 +230,13 @@ func (r *round) probeForPush(tips []string) error {
 
 // list compares both sides' tips and sets r.plans to one plan per entity
 // whose sides differ (sorted by ref), r.upToDate to the number of the
-// others, the notes tips, and r.staging. `git ls-remote` and for-each-ref
-// run at once and their outputs, both in ref order, are joined line by
-// line: neither side is ever held whole, and only the plans of the
-// entities that differ outlive the listing, so what a sync holds does not
-// grow with the number of entities. Git servers list refs in order; should
-// one not, the listing is read again, the remote's held and sorted.
+// others, the notes tips, and r.staging. The local refs are listed
+// in-process (gitstore's TipList, no git process) while `git ls-remote`
+// runs, and the two, both in ref order, are joined ref by ref: the
+// remote's listing is never held whole, the local one only while it is
+// joined (about 100 bytes a ref), and only the plans of the entities that
+// differ outlive the listing. Git servers list refs in order; should one
+// not, the listing is read again, the remote's held and sorted.
 func (r *round) list(ctx context.Context) error {
 	err := r.listWith(ctx, func(ctx context.Context) (tipSource, func() error, error) {
 		ls, err := startStream(ctx, r.st, "ls-remote", "--refs", r.remote)
