@@ -104,6 +104,31 @@ func (b *Batch) ReadOwn(ids []string) ([]Object, error) {
 	return out, nil
 }
 
+// HaveOwn reports for each full id whether this repository's own object
+// directory holds it (a pack index lists it, or its loose file is there),
+// in-process and without reading it. As with ReadOwn, false means "not
+// found here", not "absent": sync asks it which tips to fetch, and which
+// arrived, without inflating each one to be told. Where every read goes to
+// git (AGENTMINE_GIT_READS=1), it asks ReadMany.
+func (b *Batch) HaveOwn(ids []string) ([]bool, error) {
+	out := make([]bool, len(ids))
+	db := b.cf.st.objects()
+	if db == nil {
+		objs, err := b.ReadMany(ids)
+		if err != nil {
+			return nil, err
+		}
+		for i, o := range objs {
+			out[i] = !o.Missing
+		}
+		return out, nil
+	}
+	for i, id := range ids {
+		out[i] = db.haveHex(id)
+	}
+	return out, nil
+}
+
 // Close ends the cat-file process.
 func (b *Batch) Close() { b.cf.close() }
 

@@ -169,7 +169,7 @@ func TestIdentityIsOpens(t *testing.T) {
 
 // TestReadOwn: ReadOwn answers from the repository's own object directory
 // without starting git, present objects with their type and content and
-// absent ones Missing; an object only an alternate holds is Missing to it
+// absent ones Missing (and HaveOwn, without reading them, the same); an object only an alternate holds is Missing to it
 // and found by ReadMany, which asks git. With every read sent to git
 // (AGENTMINE_GIT_READS=1) it asks git as ReadMany does.
 func TestReadOwn(t *testing.T) {
@@ -208,8 +208,12 @@ func TestReadOwn(t *testing.T) {
 		if !got[2].Missing {
 			t.Errorf("git reads %v: an absent object read as %+v", gitReads, got[2])
 		}
+		have, err := b.HaveOwn([]string{own, borrowed, absent})
+		if err != nil || !have[0] || have[1] != gitReads || have[2] {
+			t.Errorf("git reads %v: HaveOwn of own, borrowed, absent = %v %v", gitReads, have, err)
+		}
 		if n := counter.Count(t); (n == 0) == gitReads {
-			t.Errorf("git reads %v: ReadOwn started %d git processes:\n%s", gitReads, n, counter.Calls(t))
+			t.Errorf("git reads %v: ReadOwn and HaveOwn started %d git processes:\n%s", gitReads, n, counter.Calls(t))
 		}
 		all, err := b.ReadMany([]string{borrowed})
 		if err != nil || all[0].Missing || all[0].Type != "commit" {

@@ -90,21 +90,29 @@ func (g *graph) probe(ids []string) (missing map[string]bool, err error) {
 	return g.probeWith(ids, g.readAll)
 }
 
-// probeOwn is probe reading only this repository's own object directory,
-// in-process (gitstore.Batch.ReadOwn): an object missing there may yet be
-// elsewhere, so its answer is what to fetch, not what the repository
-// lacks.
-func (g *graph) probeOwn(ids []string) (missing map[string]bool, err error) {
-	return g.probeWith(ids, func(names []string) ([]gitstore.Object, error) {
-		if len(names) == 0 {
-			return nil, nil
+// absent returns the named objects this repository's own object directory
+// does not hold, looked up in-process without reading any (an object
+// found nowhere else may yet be in an alternate): what a sync must fetch,
+// and then whether it all arrived.
+func (g *graph) absent(ids []string) (map[string]bool, error) {
+	missing := map[string]bool{}
+	if len(ids) == 0 {
+		return missing, nil
+	}
+	b, err := g.reader()
+	if err != nil {
+		return nil, err
+	}
+	have, err := b.HaveOwn(ids)
+	if err != nil {
+		return nil, err
+	}
+	for i, ok := range have {
+		if !ok {
+			missing[ids[i]] = true
 		}
-		b, err := g.reader()
-		if err != nil {
-			return nil, err
-		}
-		return b.ReadOwn(names)
-	})
+	}
+	return missing, nil
 }
 
 func (g *graph) probeWith(ids []string, read func([]string) ([]gitstore.Object, error)) (missing map[string]bool, err error) {

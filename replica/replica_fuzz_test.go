@@ -241,3 +241,42 @@ func FuzzNoteUnion(f *testing.F) {
 		}
 	})
 }
+
+// checkTipCases are documents whose fast check (checkTip) must agree with
+// checkDoc: a version in every place and form, escaped keys, nesting that
+// holds a "v" of its own, white space, trailing data.
+var checkTipCases = []string{
+	`{"v":1}`, `{"v":2}`, `{"v":0}`, `{"v":-1}`, `{"v":1.0}`, `{"v":1e0}`, `{"v":"1"}`, `{"v":null}`,
+	`{"v":1,"v":2}`, `{"v":2,"v":1}`, `{"\u0076":2}`, `{"v":1,"\u0076":2}`, `{"V":1}`, `{"a":{"v":1}}`,
+	`{"a":{"v":2},"v":1}`, `{"a":["v",{"v":3}],"v":1,"b":"}\"v\":9"}`, " {\n  \"v\" : 1 ,\n\"x\":[ ]\n}\n ",
+	`{"v":1} {}`, `{"v":1`, `[1]`, `{}`, `{"v":99999999999999999999}`, `{"v":123456789}`, `{"v":1,"x":tru}`,
+	"{\"v\":1,\"s\":\"\xff\"}", `{"x":"\\","v":1}`,
+}
+
+// TestCheckTipAsCheckDoc: the fast check accepts exactly what checkDoc
+// accepts, and refuses with checkDoc's words.
+func TestCheckTipAsCheckDoc(t *testing.T) {
+	for _, doc := range checkTipCases {
+		for _, max := range []int{1, 2} {
+			checkTipAgrees(t, doc, MergeRules{MaxVersion: max})
+		}
+	}
+}
+
+func checkTipAgrees(t *testing.T, doc string, rules MergeRules) {
+	t.Helper()
+	_, want := checkDoc([]byte(doc), rules)
+	got := checkTip([]byte(doc), rules)
+	if (got == nil) != (want == nil) || got != nil && got.Error() != want.Error() {
+		t.Errorf("checkTip(%q, max %d) = %v, checkDoc says %v", doc, rules.MaxVersion, got, want)
+	}
+}
+
+func FuzzCheckTip(f *testing.F) {
+	for _, doc := range checkTipCases {
+		f.Add(doc, 1)
+	}
+	f.Fuzz(func(t *testing.T, doc string, max int) {
+		checkTipAgrees(t, doc, MergeRules{MaxVersion: max})
+	})
+}

@@ -116,7 +116,7 @@ func (r *round) run(ctx context.Context) (again bool, err error) {
 // The remote's refs are listed with `git ls-remote` and its objects fetched
 // by id: no ref is written for them, so a clone that never synced does not
 // write (and later pack) a staging ref for every entity, only the objects
-// it lacks arrive, and one for-each-ref of the local refs remains. A fetched
+// it lacks arrive, and the local refs are read in-process. A fetched
 // object is unreferenced until the update step points a local ref at it;
 // like the objects sync writes, it is in the repository from the moment it
 // arrives and only a prune with no expiry could drop it.
@@ -127,8 +127,7 @@ func (r *round) fetch(ctx context.Context) (again bool, err error) {
 	}
 
 	// The remote tips to look for: every one that differs from the local
-	// tip. Those present are read into the graph now (the plan reads them
-	// anyway); the others are fetched.
+	// tip. Those this repository lacks are fetched.
 	var tips []string
 	for _, p := range r.plans {
 		if p.remote != "" && p.action != "skip" {
@@ -139,19 +138,20 @@ func (r *round) fetch(ctx context.Context) (again bool, err error) {
 		tips = append(tips, n.remote)
 	}
 	// Sync and pull fetch whatever this repository's own object directory
-	// lacks, as read in-process: an object that is there after all (in an
-	// alternate, say) costs the fetch nothing, and what is still missing
-	// after it is asked of git below. Push fetches nothing and counts a
-	// missing tip as the remote's change, so it asks git at once.
-	probe := r.g.probeOwn
+	// lacks, looked up in-process without reading the objects: an object
+	// that is there after all (in an alternate, say) costs the fetch
+	// nothing, and what is still missing after it is asked of git below.
+	// The tips' types are checked where the plan reads them. Push fetches
+	// nothing and counts a missing tip as the remote's change, so it asks
+	// git at once and checks the types here.
 	if r.mode == modePush {
-		probe = r.g.probe
+		return false, r.probeForPush(tips)
 	}
-	missing, err := probe(tips)
+	missing, err := r.g.absent(tips)
 	if err != nil {
 		return false, fmt.Errorf("reading remote tips: %w", err)
 	}
-	if len(missing) > 0 && r.mode != modePush {
+	if len(missing) > 0 {
 		ids := make([]string, 0, len(missing))
 		for id := range missing {
 			ids = append(ids, id)
@@ -160,50 +160,83 @@ func (r *round) fetch(ctx context.Context) (again bool, err error) {
 		if moved, err := fetchObjects(ctx, r.st, r.remote, ids); moved || err != nil {
 			return moved, err
 		}
-		still, err := r.g.probe(ids)
-		if err != nil {
-			return false, fmt.Errorf("reading fetched tips: %w", err)
+		if err := r.checkArrived(ids); err != nil {
+			return false, err
 		}
-		if len(still) > 0 {
-			return false, exitcode.New(exitcode.Git, fmt.Errorf("fetching agentmine state from %s: %d objects were not sent", r.remote, len(still)), "")
+	}
+	for _, p := range r.plans {
+		if p.remote != "" && p.action != "skip" && missing[p.remote] {
+			r.rep.Fetched++
 		}
+	}
+	if n := r.notes; n.remote != "" && n.remote != n.local && missing[n.remote] {
+		r.rep.Fetched++
+	}
+	return false, nil
+}
+
+// checkArrived checks that the fetched objects are all in the repository:
+// in its own object directory as read in-process, else as git reads them.
+func (r *round) checkArrived(ids []string) error {
+	still, err := r.g.absent(ids)
+	if err != nil {
+		return fmt.Errorf("reading fetched tips: %w", err)
+	}
+	if len(still) > 0 {
+		ids := make([]string, 0, len(still))
+		for id := range still {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		if still, err = r.g.probe(ids); err != nil {
+			return fmt.Errorf("reading fetched tips: %w", err)
+		}
+	}
+	r.g.forget()
+	if len(still) > 0 {
+		return exitcode.New(exitcode.Git, fmt.Errorf("fetching agentmine state from %s: %d objects were not sent", r.remote, len(still)), "")
+	}
+	return nil
+}
+
+// probeForPush looks the remote tips up as git reads them: one missing is
+// the remote's change this clone lacks (push fetches nothing), one present
+// must be a commit.
+func (r *round) probeForPush(tips []string) error {
+	missing, err := r.g.probe(tips)
+	if err != nil {
+		return fmt.Errorf("reading remote tips: %w", err)
 	}
 	for _, p := range r.plans {
 		if p.remote == "" || p.action == "skip" {
 			continue
 		}
 		if missing[p.remote] {
-			if r.mode == modePush {
-				p.remoteMissing = true
-				continue
-			}
-			r.rep.Fetched++
+			p.remoteMissing = true
+			continue
 		}
 		if typ := r.g.types[p.remote]; typ != "commit" {
 			r.skip(p, fmt.Sprintf("on %s it points at a %s, not a commit", r.remote, typ))
 		}
 	}
 	if n := r.notes; n.remote != "" && n.remote != n.local && missing[n.remote] {
-		if r.mode == modePush {
-			r.notes.remoteMissing = true
-		} else {
-			r.rep.Fetched++
-		}
+		r.notes.remoteMissing = true
 	}
 	// What was read to learn the tips' types is not needed again.
 	r.g.forget()
 	r.st.ReleaseCaches()
-	return false, nil
+	return nil
 }
 
 // list compares both sides' tips and sets r.plans to one plan per entity
 // whose sides differ (sorted by ref), r.upToDate to the number of the
-// others, the notes tips, and r.staging. `git ls-remote` and for-each-ref
-// run at once and their outputs, both in ref order, are joined line by
-// line: neither side is ever held whole, and only the plans of the
-// entities that differ outlive the listing, so what a sync holds does not
-// grow with the number of entities. Git servers list refs in order; should
-// one not, the listing is read again, the remote's held and sorted.
+// others, the notes tips, and r.staging. The local refs are listed
+// in-process (gitstore's TipList, no git process) while `git ls-remote`
+// runs, and the two, both in ref order, are joined ref by ref: the
+// remote's listing is never held whole, the local one only while it is
+// joined (about 100 bytes a ref), and only the plans of the entities that
+// differ outlive the listing. Git servers list refs in order; should one
+// not, the listing is read again, the remote's held and sorted.
 func (r *round) list(ctx context.Context) error {
 	err := r.listWith(ctx, func(ctx context.Context) (tipSource, func() error, error) {
 		ls, err := startStream(ctx, r.st, "ls-remote", "--refs", r.remote)
@@ -245,20 +278,21 @@ type tipSource interface {
 }
 
 // listWith is list with the remote's refs from open, which also returns
-// the function that ends the listing.
+// the function that ends the listing. The local refs are listed
+// in-process (gitstore's TipList) while the remote's listing runs; what
+// each differing local tip points at is checked when the plan reads it.
 func (r *round) listWith(ctx context.Context, open func(context.Context) (tipSource, func() error, error)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	local, err := startStream(ctx, r.st, "for-each-ref", "--format=%(objectname) %(objecttype) %(refname)",
-		gitstore.RefRoot, gitstore.NotesRef, stagingPrefix(r.remote), stagingNotes(r.remote))
-	if err != nil {
-		return fmt.Errorf("listing agentmine refs: %w", err)
-	}
 	remote, end, err := open(ctx)
 	if err != nil {
-		cancel()
-		local.wait()
 		return remoteError(r.remote, err)
+	}
+	names, ids, lerr := r.st.TipList(ctx, gitstore.RefRoot, gitstore.NotesRef, stagingPrefix(r.remote), stagingNotes(r.remote))
+	if lerr != nil {
+		cancel()
+		end()
+		return fmt.Errorf("listing agentmine refs: %w", lerr)
 	}
 	r.staging = map[string]string{}
 	r.plans = nil
@@ -266,53 +300,39 @@ func (r *round) listWith(ctx context.Context, open func(context.Context) (tipSou
 	rref, rid, rok := remote.next()
 	// remoteOnly adds the plans of the remote's entities sorting before ref
 	// (all of the rest when all is set).
-	remoteOnly := func(ref []byte, all bool) {
-		for ; rok && (all || rref < string(ref)); rref, rid, rok = remote.next() {
+	remoteOnly := func(ref string, all bool) {
+		for ; rok && (all || rref < ref); rref, rid, rok = remote.next() {
 			r.plans = append(r.plans, &entityPlan{ref: rref, remote: rid})
 		}
 	}
-	root, staging, stagingN := []byte(gitstore.RefRoot), []byte(stagingPrefix(r.remote)), stagingNotes(r.remote)
-	for {
-		line, ok := local.next()
-		if !ok {
-			break
-		}
-		// No string is made for a local entity whose sides agree.
-		id, rest, _ := bytes.Cut(line, []byte(" "))
-		typ, name, _ := bytes.Cut(rest, []byte(" "))
+	staging, stagingN := stagingPrefix(r.remote), stagingNotes(r.remote)
+	for i, name := range names {
+		id := ids[i]
 		switch {
-		case string(name) == gitstore.NotesRef:
-			r.notes.local = string(id)
-		case string(name) == stagingN || bytes.HasPrefix(name, staging):
-			r.staging[string(name)] = string(id)
-		case bytes.HasPrefix(name, root):
+		case name == gitstore.NotesRef:
+			r.notes.local = id
+		case name == stagingN || strings.HasPrefix(name, staging):
+			r.staging[name] = id
+		case strings.HasPrefix(name, gitstore.RefRoot):
 			remoteOnly(name, false)
 			remoteID := ""
-			if rok && rref == string(name) {
+			if rok && rref == name {
 				remoteID = rid
 				rref, rid, rok = remote.next()
 			}
-			if remoteID == string(id) && string(typ) == "commit" {
+			if remoteID == id {
 				r.upToDate++
 				continue
 			}
-			p := &entityPlan{ref: string(name), local: string(id), remote: remoteID}
-			if string(typ) != "commit" {
-				r.skip(p, fmt.Sprintf("points at a %s, not a commit", typ))
-			}
-			r.plans = append(r.plans, p)
+			r.plans = append(r.plans, &entityPlan{ref: name, local: id, remote: remoteID})
 		}
 	}
-	lerr := local.wait()
-	remoteOnly(nil, true)
+	remoteOnly("", true)
 	if err := end(); err != nil {
 		if errors.Is(err, errUnsorted) {
 			return err
 		}
 		return remoteError(r.remote, err)
-	}
-	if lerr != nil {
-		return fmt.Errorf("listing agentmine refs: %w", lerr)
 	}
 	r.notes.remote = remote.notesTip()
 	if r.opts.Only != nil {
@@ -486,6 +506,9 @@ func (r *round) merge(ctx context.Context) error {
 // diverging refs load in batches) and loads the documents mergeOne reads.
 func (r *round) plan(part []*entityPlan) error {
 	g := r.g
+	if err := r.readTips(part); err != nil {
+		return err
+	}
 	var hist []string
 	for _, p := range part {
 		if p.action == "" && p.local != "" && p.remote != "" && p.local != p.remote && !p.remoteMissing {
@@ -513,6 +536,52 @@ func (r *round) plan(part []*entityPlan) error {
 	}
 	if err := g.loadDocs(docCommits); err != nil {
 		return fmt.Errorf("reading entity documents: %w", err)
+	}
+	return nil
+}
+
+// readTips reads both tips of the chunk's unclassified entities into the
+// graph, with the read their histories need anyway, and skips an entity
+// whose ref points at something other than a commit on either side: the
+// refs were listed, and the fetched tips looked up, without reading any
+// object, so this is where what they point at is checked.
+func (r *round) readTips(part []*entityPlan) error {
+	var want []string
+	var plans []*entityPlan
+	for _, p := range part {
+		if p.action != "" {
+			continue
+		}
+		if p.local != "" && r.g.commits[p.local] == nil {
+			want, plans = append(want, p.local), append(plans, p)
+		}
+		if p.remote != "" && !p.remoteMissing && r.g.commits[p.remote] == nil {
+			want, plans = append(want, p.remote), append(plans, p)
+		}
+	}
+	objs, err := r.g.readAll(want)
+	if err != nil {
+		return fmt.Errorf("reading entity tips: %w", err)
+	}
+	for i, o := range objs {
+		p, id := plans[i], want[i]
+		where := ""
+		if id != p.local {
+			where = "on " + r.remote + " it "
+		}
+		switch {
+		case p.action == "skip" || r.g.commits[id] != nil: // skipped already, or the same tip twice
+		case o.Missing:
+			r.skip(p, where+"points at a missing object")
+		case o.Type != "commit":
+			r.skip(p, fmt.Sprintf("%spoints at a %s, not a commit", where, o.Type))
+		default:
+			c, err := parseCommit(o.Data)
+			if err != nil {
+				return fmt.Errorf("reading commit %s: %w", id, err)
+			}
+			r.g.commits[id] = c
+		}
 	}
 	return nil
 }
@@ -587,7 +656,7 @@ func (r *round) mergeOne(p *entityPlan) error {
 	case "create", "ff":
 		_, data, err := r.g.doc(p.remote)
 		if err == nil {
-			_, err = checkDoc(data, rules)
+			err = checkTip(data, rules)
 		}
 		if err != nil {
 			r.skip(p, fmt.Sprintf("on %s: %v", r.remote, err))

@@ -98,6 +98,9 @@ type Store interface {
 	Transact(ctx context.Context, ops []gitstore.RefOp) error
 	// PackRefs packs loose refs.
 	PackRefs(ctx context.Context) error
+	// TipList lists the refs matching for-each-ref patterns, sorted by
+	// name, with the object each points at: in-process where it can.
+	TipList(ctx context.Context, patterns ...string) (refs, ids []string, err error)
 	// ReleaseCaches drops the object reader's caches and the pack pages it
 	// holds: merge calls it between chunks.
 	ReleaseCaches()

@@ -875,14 +875,14 @@ func TestSyncGitProcesses(t *testing.T) {
 	// The remote's URL, and core.sshCommand (kept when batch mode is
 	// added to ssh, gitcmd.offline), are read from the configuration the
 	// store read when it opened (`git var -l`): no process.
-	want := "var for-each-ref ls-remote fetch push update-ref"
+	want := "var ls-remote fetch push update-ref"
 	got := calls()
 	sorted := func(s string) string { f := strings.Fields(s); sort.Strings(f); return strings.Join(f, " ") }
 	if sorted(got) != sorted(want) {
 		t.Fatalf("git processes of a sync:\n%s\nwant\n%s", got, want)
 	}
 	syncRun(t, syncOpen(t, b, 40), Options{})
-	if got, want := calls(), "var for-each-ref ls-remote"; sorted(got) != sorted(want) {
+	if got, want := calls(), "var ls-remote"; sorted(got) != sorted(want) {
 		t.Fatalf("git processes of a quiet sync:\n%s\nwant\n%s", got, want)
 	}
 }
@@ -1010,4 +1010,55 @@ func TestSyncSharedClone(t *testing.T) {
 		t.Fatalf("shared clone at %s, other clone at %s", got, want)
 	}
 	gittest.Git(t, b, "fsck", "--no-dangling")
+}
+
+// TestSyncSkipsRefsNotAtCommits: refs are listed without reading what they
+// point at; an entity whose ref points at something other than a commit,
+// on either side, is skipped and left alone, and the rest syncs.
+func TestSyncSkipsRefsNotAtCommits(t *testing.T) {
+	gittest.SkipShort(t, "two clones with refs at blobs and trees")
+	gittest.Scrub(t)
+	remote := syncRemote(t)
+	a, b := syncClone(t, remote), syncClone(t, remote)
+	sa := syncOpen(t, a, 0)
+	good := syncCreate(t, sa, map[string]any{"title": "fine"})
+	bent := syncCreate(t, sa, map[string]any{"title": "bent"})
+	syncRun(t, sa, Options{})
+	syncRun(t, syncOpen(t, b, 0), Options{})
+	syncEdit(t, syncOpen(t, a, 10), good, func(d map[string]any) { d["title"] = "fine, edited" })
+	syncEdit(t, syncOpen(t, a, 10), bent, func(d map[string]any) { d["title"] = "bent, edited" })
+	syncRun(t, syncOpen(t, a, 10), Options{})
+
+	blob := gittest.GitInput(t, remote, strings.NewReader("not a commit\n"), "hash-object", "-w", "--stdin")
+	remoteBlob := syncKind.Ref(gitstore.NewID())
+	gittest.Git(t, remote, "update-ref", remoteBlob, blob)
+	tree := gittest.GitInput(t, b, strings.NewReader(""), "mktree")
+	localTree := syncKind.Ref(gitstore.NewID())
+	gittest.Git(t, b, "update-ref", localTree, tree)
+	gittest.Git(t, b, "update-ref", syncKind.Ref(bent), tree)
+
+	rep, err := Sync(context.Background(), syncOpen(t, b, 20), Options{})
+	if !errors.Is(err, ErrSkipped) {
+		t.Fatalf("want a skipped error, got %v (%+v)", err, rep)
+	}
+	msgs := map[string]string{}
+	for _, s := range rep.Skipped {
+		msgs[s.Ref] = s.Error
+	}
+	if len(msgs) != 3 || msgs[remoteBlob] != "on origin it points at a blob, not a commit" ||
+		msgs[localTree] != "points at a tree, not a commit" || msgs[syncKind.Ref(bent)] != "points at a tree, not a commit" {
+		t.Fatalf("skipped: %+v", rep.Skipped)
+	}
+	if rep.FastForwarded != 1 || rep.Pushed != 0 {
+		t.Fatalf("report: %+v", rep)
+	}
+	if got := gittest.Git(t, b, "rev-parse", syncKind.Ref(bent)); got != tree {
+		t.Fatalf("the skipped local ref moved to %s", got)
+	}
+	if out := gittest.Git(t, b, "for-each-ref", remoteBlob); out != "" {
+		t.Fatalf("the remote's blob ref was copied: %s", out)
+	}
+	if out := gittest.Git(t, remote, "for-each-ref", localTree); out != "" {
+		t.Fatalf("the local tree ref was pushed: %s", out)
+	}
 }
