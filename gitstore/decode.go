@@ -78,6 +78,20 @@ func Decode[T any, P interface {
 	Document
 }](k Kind, data []byte) (T, error) {
 	var doc T
+	err := DecodeTo[T, P](k, data, &doc)
+	return doc, err
+}
+
+// DecodeTo is Decode into *dst, for a reader of many documents that keeps
+// them in a slice of its own: the document is decoded in place instead of
+// in a value of Decode's that escapes to the heap and is then copied. *dst
+// is overwritten; on an error it is the zero value.
+func DecodeTo[T any, P interface {
+	*T
+	Document
+}](k Kind, data []byte, dst *T) error {
+	var zero T
+	*dst = zero
 	var err error
 	switch {
 	case !json.Valid(data):
@@ -86,36 +100,35 @@ func Decode[T any, P interface {
 		// makes it read past the end of the input and panic.
 		err = errors.New("not JSON")
 	case utf8.Valid(data):
-		if c, ok := any(P(&doc)).(CanonicalDecoder); ok {
+		if c, ok := any(P(dst)).(CanonicalDecoder); ok {
 			if c.DecodeCanonical(data) {
 				break
 			}
-			var zero T
-			doc = zero
+			*dst = zero
 		}
-		err = fastjson.Unmarshal(data, &doc)
+		err = fastjson.Unmarshal(data, dst)
 	default:
 		// The fast decoder keeps the bytes of invalid UTF-8 in strings,
 		// where encoding/json (which Encode and the merge of diverged
 		// documents use) reads U+FFFD: only the standard reading makes
 		// decode(encode(doc)) == doc.
-		err = json.Unmarshal(data, &doc)
+		err = json.Unmarshal(data, dst)
 	}
 	if err == nil {
-		if v := P(&doc).DocVersion(); v >= 1 && v <= k.SchemaVersion() {
-			return doc, nil
+		if v := P(dst).DocVersion(); v >= 1 && v <= k.SchemaVersion() {
+			return nil
 		}
 	}
-	var zero T
+	*dst = zero
 	if verr := checkVersion(k, data); verr != nil {
-		return zero, verr
+		return verr
 	}
 	if err == nil {
 		// The "v" field is fine but T did not report it: a T whose
 		// DocVersion does not return its "v" field.
-		err = fmt.Errorf("internal error: %T does not report its schema version", doc)
+		err = fmt.Errorf("internal error: %T does not report its schema version", zero)
 	}
-	return zero, Corrupt(k, err)
+	return Corrupt(k, err)
 }
 
 // checkVersion reads only the "v" field of data and says what is wrong
