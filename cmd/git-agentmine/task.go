@@ -84,8 +84,11 @@ type TaskListCmd struct {
 // printed it: at Go's default of 100 the heap runs up to twice the board
 // between collections. 100,000 tasks, cold cache, task list --json, three
 // runs each, alternating (load 14): at 100 a peak of 157-162 MB and
-// 4.2-4.4 s of CPU, at 50 136-148 MB and 4.4-5.0 s.
-const listGCPercent = 50
+// 4.2-4.4 s of CPU, at 50 136-148 MB and 4.4-5.0 s; in sixteen more runs
+// at 50 (load 11-14) three peaked above 150 MB (152-153). Three runs each
+// alternating (load 8-12): at 50 135-153 MB and 4.3-4.6 s, at 40 130-135
+// MB and 4.1-4.8 s.
+const listGCPercent = 40
 
 // Run lists tasks.
 func (c *TaskListCmd) Run(a *App) error {
