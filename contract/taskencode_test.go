@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/git-agentmine/git-agentmine/bestof"
+	"github.com/git-agentmine/git-agentmine/output"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/status"
 	"github.com/git-agentmine/git-agentmine/tasks"
@@ -114,5 +115,23 @@ func TestAppendTaskJSON(t *testing.T) {
 	}
 	if refused == 0 || refused == 3000 {
 		t.Fatalf("%d of 3000 refused: the test must try both", refused)
+	}
+}
+
+// TestAppendTaskJSONCompact: AppendTaskJSON's bytes are exactly those
+// task list --json printed with output.MarshalCompact (compact, no HTML
+// escaping), for every task encoding/json encodes.
+func TestAppendTaskJSONCompact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 3000 {
+		j := randomTaskJSON(rng)
+		want, werr := output.MarshalCompact(j)
+		got, gerr := AppendTaskJSON([]byte("x"), &j)
+		if (werr != nil) != (gerr != nil) {
+			t.Fatalf("errors differ: %v, %v for %#v", werr, gerr, j)
+		}
+		if werr == nil && !bytes.Equal(got[1:], want) || got != nil && got[0] != 'x' {
+			t.Fatalf("differs:\n%s\nwant:\n%s", got, want)
+		}
 	}
 }

@@ -58,7 +58,8 @@ type Document interface {
 // decodes into the zero value and reports false for anything it is not
 // sure of; Decode then reads the document with the reflective decoder
 // instead, which must give the same value whenever DecodeCanonical
-// succeeds.
+// succeeds. It reports true only for valid JSON: Decode does not validate
+// a document it read.
 type CanonicalDecoder interface {
 	DecodeCanonical(data []byte) bool
 }
@@ -70,52 +71,70 @@ type CanonicalDecoder interface {
 // failure has exit code State, and its message names the kind and the
 // reason, not the entity, which callers name by its ref or id.
 //
-// The usual case costs a validation by encoding/json and one decode by the
-// type's canonical decoder (CanonicalDecoder) or the fast decoder; the
-// document is parsed again only to explain a refusal.
+// The usual case costs one decode by the type's canonical decoder
+// (CanonicalDecoder), whose scan validates as it goes; a document it does
+// not read costs a validation by encoding/json and a decode by the fast
+// decoder. The document is parsed again only to explain a refusal.
 func Decode[T any, P interface {
 	*T
 	Document
 }](k Kind, data []byte) (T, error) {
 	var doc T
+	err := DecodeTo[T, P](k, data, &doc)
+	return doc, err
+}
+
+// DecodeTo is Decode into *dst, for a reader of many documents that keeps
+// them in a slice of its own: the document is decoded in place instead of
+// in a value of Decode's that escapes to the heap and is then copied. *dst
+// is overwritten; on an error it is the zero value.
+func DecodeTo[T any, P interface {
+	*T
+	Document
+}](k Kind, data []byte, dst *T) error {
+	var zero T
+	*dst = zero
 	var err error
+	valid := utf8.Valid(data)
+	canonical := false
+	if c, ok := any(P(dst)).(CanonicalDecoder); ok && valid {
+		// A document the canonical decoder reads is valid JSON
+		// (jsonscan's scans follow JSON's grammar): no validation first.
+		if canonical = c.DecodeCanonical(data); !canonical {
+			*dst = zero
+		}
+	}
 	switch {
+	case canonical:
 	case !json.Valid(data):
 		// checkVersion says why. The fast decoder must never see broken
 		// JSON: it accepts some, and a key that ends in a lone backslash
 		// makes it read past the end of the input and panic.
 		err = errors.New("not JSON")
-	case utf8.Valid(data):
-		if c, ok := any(P(&doc)).(CanonicalDecoder); ok {
-			if c.DecodeCanonical(data) {
-				break
-			}
-			var zero T
-			doc = zero
-		}
-		err = fastjson.Unmarshal(data, &doc)
+	case valid:
+		err = fastjson.Unmarshal(data, dst)
 	default:
 		// The fast decoder keeps the bytes of invalid UTF-8 in strings,
 		// where encoding/json (which Encode and the merge of diverged
 		// documents use) reads U+FFFD: only the standard reading makes
 		// decode(encode(doc)) == doc.
-		err = json.Unmarshal(data, &doc)
+		err = json.Unmarshal(data, dst)
 	}
 	if err == nil {
-		if v := P(&doc).DocVersion(); v >= 1 && v <= k.SchemaVersion() {
-			return doc, nil
+		if v := P(dst).DocVersion(); v >= 1 && v <= k.SchemaVersion() {
+			return nil
 		}
 	}
-	var zero T
+	*dst = zero
 	if verr := checkVersion(k, data); verr != nil {
-		return zero, verr
+		return verr
 	}
 	if err == nil {
 		// The "v" field is fine but T did not report it: a T whose
 		// DocVersion does not return its "v" field.
-		err = fmt.Errorf("internal error: %T does not report its schema version", doc)
+		err = fmt.Errorf("internal error: %T does not report its schema version", zero)
 	}
-	return zero, Corrupt(k, err)
+	return Corrupt(k, err)
 }
 
 // checkVersion reads only the "v" field of data and says what is wrong

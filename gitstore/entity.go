@@ -480,16 +480,17 @@ const docChunk = 2048
 
 // readDocsWith is readDocs through the object reader cf.
 func (s *Store) readDocsWith(cf *catFile, k Kind, wants []want) ([]Doc, []error, error) {
-	var docs []Doc
+	docs := make([]Doc, 0, len(wants))
 	var problems []error
 	var bad []want
 	names := make([]string, len(wants))
 	for i, w := range wants {
-		// ^{commit}: a ref at a tree holding the document is no entity.
-		names[i] = w.commit + "^{commit}:" + k.File
 		if w.blob != "" {
 			names[i] = w.blob // found at that path of that commit already
+			continue
 		}
+		// ^{commit}: a ref at a tree holding the document is no entity.
+		names[i] = w.commit + "^{commit}:" + k.File
 	}
 	objs, err := cf.getMany(names)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -132,6 +133,19 @@ func FuzzResolveIn(f *testing.F) {
 			if got, err := ResolveIn(k, ids, s); err != nil || got != id {
 				t.Fatalf("short id %q of %q resolves to %q, %v", s, id, got, err)
 			}
+		}
+		// An index of the ids (shuffled, some twice) gives each the same
+		// short form, without a map of them.
+		mixed := append(slices.Clone(ids), ids[:len(ids)/2]...)
+		slices.Reverse(mixed)
+		x := NewIndex(k, mixed, nil)
+		for _, id := range ids {
+			if got := x.ShortID(id); got != short[id] || !x.Has(id) {
+				t.Fatalf("index of %q: ShortID(%q) = %q, want %q (listed %v)", ids, id, got, short[id], x.Has(id))
+			}
+		}
+		if x.Has(extra) != slices.Contains(ids, extra) || len(x.All) != len(ids) {
+			t.Fatalf("index of %q: Has(%q) = %v, %d ids", ids, extra, x.Has(extra), len(x.All))
 		}
 		// Ref names under refs/agentmine/tasks/ are not always canonical
 		// ids: a remote can push any name. Resolution must stay safe.

@@ -110,14 +110,14 @@ func ResolveIn(k Kind, ids []string, prefix string) (string, error) {
 	case 1:
 		return matches[0], nil
 	}
-	short := ShortIDs(ids)
 	e := &AmbiguousError{Noun: k.Noun, Prefix: p}
-	for _, m := range matches {
+	first := i - len(matches)
+	for j := range matches {
 		if len(e.Candidates) == 8 {
 			e.More = len(matches) - 8
 			break
 		}
-		e.Candidates = append(e.Candidates, short[m])
+		e.Candidates = append(e.Candidates, shortAt(ids, first+j))
 	}
 	return "", e
 }
@@ -127,16 +127,23 @@ func ResolveIn(k Kind, ids []string, prefix string) (string, error) {
 func ShortIDs(ids []string) map[string]string {
 	m := make(map[string]string, len(ids))
 	for i, id := range ids {
-		n := ShowPrefix
-		if i > 0 {
-			n = max(n, commonPrefix(id, ids[i-1])+1)
-		}
-		if i+1 < len(ids) {
-			n = max(n, commonPrefix(id, ids[i+1])+1)
-		}
-		m[id] = id[:min(n, len(id))]
+		m[id] = shortAt(ids, i)
 	}
 	return m
+}
+
+// shortAt is the shortest unique prefix (at least ShowPrefix) of ids[i]
+// among the sorted ids: long enough to differ from both its neighbours.
+func shortAt(ids []string, i int) string {
+	id := ids[i]
+	n := ShowPrefix
+	if i > 0 {
+		n = max(n, commonPrefix(id, ids[i-1])+1)
+	}
+	if i+1 < len(ids) {
+		n = max(n, commonPrefix(id, ids[i+1])+1)
+	}
+	return id[:min(n, len(id))]
 }
 
 func commonPrefix(a, b string) int {

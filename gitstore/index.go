@@ -2,7 +2,7 @@ package gitstore
 
 import (
 	"errors"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
@@ -14,8 +14,6 @@ import (
 type Index struct {
 	// All holds every listed id, sorted.
 	All []string
-	// Short maps each id to its shortest unique prefix (at least ShowPrefix).
-	Short map[string]string
 	// Problems are refs that could not be read (each a *RefError); the
 	// other entities still list.
 	Problems []error
@@ -25,36 +23,39 @@ type Index struct {
 // (any order) and the problems met while reading; the ids of refs that could
 // not be read are indexed too, so they can be named and resolved.
 func NewIndex(k Kind, ids []string, problems []error) Index {
-	seen := make(map[string]bool, len(ids)+len(problems))
+	// Sorted, then each id once: no set of every id beside the list.
 	all := make([]string, 0, len(ids)+len(problems))
-	add := func(id string) {
-		if !seen[id] {
-			seen[id] = true
-			all = append(all, id)
-		}
-	}
-	for _, id := range ids {
-		add(id)
-	}
+	all = append(all, ids...)
 	for _, p := range problems {
 		var re *RefError
 		if errors.As(p, &re) && strings.HasPrefix(re.Ref, k.RefPrefix()) {
-			add(strings.TrimPrefix(re.Ref, k.RefPrefix()))
+			all = append(all, strings.TrimPrefix(re.Ref, k.RefPrefix()))
 		}
 	}
-	sort.Strings(all)
-	return Index{All: all, Short: ShortIDs(all), Problems: problems}
+	if !slices.IsSorted(all) {
+		slices.Sort(all)
+	}
+	all = slices.Compact(all)
+	return Index{All: all, Problems: problems}
 }
 
-// ShortID returns the display form of id.
+// ShortID returns the display form of id: for a listed id its shortest
+// unique prefix among All (at least ShowPrefix), found by a binary search
+// of All rather than kept in a map of every id.
 func (x Index) ShortID(id string) string {
-	if s, ok := x.Short[id]; ok {
-		return s
+	if i, ok := slices.BinarySearch(x.All, id); ok {
+		return shortAt(x.All, i)
 	}
 	if len(id) > ShowPrefix {
 		return id[:ShowPrefix]
 	}
 	return id
+}
+
+// Has reports whether id is listed (readable or not).
+func (x Index) Has(id string) bool {
+	_, ok := slices.BinarySearch(x.All, id)
+	return ok
 }
 
 // Resolve turns an id or unique prefix into a canonical id of kind k whose

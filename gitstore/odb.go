@@ -612,25 +612,35 @@ func (db *odb) readLoose(raw []byte) (string, []byte, error) {
 // state that would otherwise be allocated for every object.
 var inflaters sync.Pool
 
+// inflater is what inflaters holds: a zlib reader and its input.
+type inflater struct {
+	br bytes.Reader
+	zr io.ReadCloser
+}
+
 // inflate decompresses the zlib stream at the start of z. With size >= 0
 // the result must be exactly size bytes long; with size < 0 (a loose
 // object) it is whatever the stream holds, up to maxObject.
 func inflate(z []byte, size int) ([]byte, error) {
-	br := bytes.NewReader(z)
-	var zr io.ReadCloser
-	if r, ok := inflaters.Get().(io.ReadCloser); ok {
-		if err := r.(zlib.Resetter).Reset(br, nil); err != nil {
-			return nil, errNotHere
-		}
-		zr = r
-	} else {
-		r, err := zlib.NewReader(br)
+	// The zlib reader and the bytes.Reader it reads from are reused
+	// together: a new bytes.Reader for every object was a tenth of what a
+	// cold read of the task list allocated.
+	in, ok := inflaters.Get().(*inflater)
+	if !ok {
+		in = &inflater{}
+	}
+	in.br.Reset(z)
+	if in.zr == nil {
+		r, err := zlib.NewReader(&in.br)
 		if err != nil {
 			return nil, errNotHere
 		}
-		zr = r
+		in.zr = r
+	} else if err := in.zr.(zlib.Resetter).Reset(&in.br, nil); err != nil {
+		return nil, errNotHere
 	}
-	defer inflaters.Put(zr)
+	defer inflaters.Put(in)
+	zr := in.zr
 	if size >= 0 {
 		out := make([]byte, size)
 		if _, err := io.ReadFull(zr, out); err != nil {

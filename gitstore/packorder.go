@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"bytes"
 	"cmp"
 	"slices"
 	"strings"
@@ -53,10 +54,11 @@ func (s *Store) locateDoc(db *odb, file, commit string) blobSpot {
 	// Read past the store's memo of commits and trees: each is read once
 	// here, and the documents are then read by their blobs.
 	typ, data, err := db.read(commit)
-	if err != nil || typ != "commit" || !strings.HasPrefix(string(data[:min(len(data), 5)]), "tree ") {
+	if err != nil || typ != "commit" || !bytes.HasPrefix(data, []byte("tree ")) {
 		return blobSpot{}
 	}
-	tree, _, _ := strings.Cut(string(data[len("tree "):]), "\n")
+	line, _, _ := bytes.Cut(data[len("tree "):], []byte("\n"))
+	tree := string(line) // the tree's id, not a copy of the whole commit
 	typ, data, err = db.read(tree)
 	if err != nil || typ != "tree" {
 		return blobSpot{}

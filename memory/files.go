@@ -370,7 +370,7 @@ func (im *importer) plan(dir, rel string) (planned, error) {
 			return planned{}, bad("id %s is also used by %s", m.ID, other)
 		}
 		im.seen[m.ID] = rel
-		if _, ok := im.bank.Short[m.ID]; ok {
+		if im.bank.Has(m.ID) {
 			if _, readable := im.bank.Memories[m.ID]; !readable {
 				return planned{}, exitcode.New(exitcode.State, fmt.Errorf("%s: %w", rel, &gitstore.UnreadableError{Noun: Kind.Noun, ID: m.ID, Err: im.bank.ProblemFor(Kind, m.ID)}), "")
 			}

@@ -278,6 +278,46 @@ func (p *Printer) PrintJSONList(n int, elem func(i int) any) error {
 	return err
 }
 
+// PrintJSONListAppend is PrintJSONList for elements that encode
+// themselves: appendElem appends element i as compact JSON (the bytes
+// MarshalCompact gives for it) to dst and returns the result. Each element
+// of a chunk is encoded into a buffer of its own that the next chunk
+// reuses, so a long list allocates about one chunk's bytes, not one value
+// per element.
+func (p *Printer) PrintJSONListAppend(n int, appendElem func(dst []byte, i int) ([]byte, error)) error {
+	chunk := min(n, jsonListChunk)
+	parts := make([][]byte, chunk)
+	errs := make([]error, chunk)
+	b := make([]byte, 0, 1<<16+1<<12)
+	b = append(b, '[')
+	for start := 0; start < n; start += chunk {
+		m := min(chunk, n-start)
+		parallel.For(m, func(i int) { parts[i], errs[i] = appendElem(parts[i][:0], start+i) })
+		for i := 0; i < m; i++ {
+			if errs[i] != nil {
+				return errs[i]
+			}
+			if start+i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '\n')
+			b = append(b, parts[i]...)
+			if len(b) > 1<<16 {
+				if _, err := p.Out.Write(b); err != nil {
+					return err
+				}
+				b = b[:0]
+			}
+		}
+	}
+	if n > 0 {
+		b = append(b, '\n')
+	}
+	b = append(b, "]\n"...)
+	_, err := p.Out.Write(b)
+	return err
+}
+
 // jsonListChunk is how many elements PrintJSONList encodes at a time.
 const jsonListChunk = 4096
 

@@ -3,6 +3,7 @@ package output
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -50,6 +51,38 @@ func TestPrintJSONList(t *testing.T) {
 		if lines := bytes.Count(out.Bytes(), []byte("\n")); n > 0 && lines != n+2 {
 			t.Fatalf("%d elements on %d lines", n, lines)
 		}
+	}
+}
+
+// TestPrintJSONListAppend: the same bytes as PrintJSONList for the same
+// elements, in one chunk and in several, and an element's error stops it.
+func TestPrintJSONListAppend(t *testing.T) {
+	elem := func(i int) any { return map[string]any{"i": i, "s": strings.Repeat("<é\u2028", i%4)} }
+	for _, n := range []int{0, 1, 5000, jsonListChunk, 2*jsonListChunk + 1} {
+		var want, got bytes.Buffer
+		if err := (&Printer{Out: &want, JSON: true}).PrintJSONList(n, elem); err != nil {
+			t.Fatal(err)
+		}
+		err := (&Printer{Out: &got, JSON: true}).PrintJSONListAppend(n, func(dst []byte, i int) ([]byte, error) {
+			b, err := MarshalCompact(elem(i))
+			return append(dst, b...), err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("%d elements differ", n)
+		}
+	}
+	var out bytes.Buffer
+	err := (&Printer{Out: &out, JSON: true}).PrintJSONListAppend(3, func(dst []byte, i int) ([]byte, error) {
+		if i == 2 {
+			return nil, errors.New("bad element")
+		}
+		return append(dst, '1'), nil
+	})
+	if err == nil {
+		t.Fatal("an element's error was not returned")
 	}
 }
 

@@ -47,7 +47,7 @@ func Load(ctx context.Context, st *gitstore.Store) (*Board, error) {
 		}
 		decoded = slices.Grow(decoded[:0], len(docs))[:len(docs)]
 		errs = slices.Grow(errs[:0], len(docs))[:len(docs)]
-		parallel.For(len(docs), func(i int) { decoded[i], errs[i] = Decode(docs[i].Data) })
+		parallel.For(len(docs), func(i int) { errs[i] = decodeTo(&decoded[i], docs[i].Data) })
 		strs.compact(decoded)
 		for i, d := range docs {
 			allIDs = append(allIDs, d.ID)

@@ -95,6 +95,16 @@ func Decode(data []byte) (Task, error) {
 	return t, nil
 }
 
+// decodeTo is Decode into *t (overwritten; the zero value on an error):
+// a board read whole decodes each task in place in its batch.
+func decodeTo(t *Task, data []byte) error {
+	if err := gitstore.DecodeTo[Task](Kind, data, t); err != nil {
+		return err
+	}
+	t.normalize()
+	return nil
+}
+
 // DocVersion reports the schema version the document was stored with.
 func (t *Task) DocVersion() int { return t.V }
 

@@ -11,8 +11,11 @@
 // the document means. So whatever it decodes, it decodes as that decoder
 // does; the tests that use it compare the two on many inputs.
 //
-// Its input must already be valid JSON and valid UTF-8 (json.Valid,
-// utf8.Valid): it does not report every syntax error.
+// Its input must be valid UTF-8 (utf8.Valid). It need not be valid JSON:
+// a scan that succeeds has read valid JSON (every key, string, number and
+// literal by JSON's grammar, nothing after the value but whitespace), so
+// a caller that scanned a document successfully need not also validate
+// it; one that did not must, before giving it to another decoder.
 package jsonscan
 
 import (
@@ -143,10 +146,10 @@ func (s *Scanner) key() (string, bool) {
 	}
 	start := s.pos + 1
 	for i := start; i < len(s.data); i++ {
-		switch s.data[i] {
-		case '\\':
+		switch c := s.data[i]; {
+		case c == '\\', c < 0x20:
 			return "", false
-		case '"':
+		case c == '"':
 			s.pos = i + 1
 			return string(s.data[start:i]), true
 		}
@@ -292,7 +295,8 @@ func (s *Scanner) integer() string {
 	for i < len(s.data) && s.data[i] >= '0' && s.data[i] <= '9' {
 		i++
 	}
-	if i == digits || (i < len(s.data) && (s.data[i] == '.' || s.data[i] == 'e' || s.data[i] == 'E')) {
+	if i == digits || (i < len(s.data) && (s.data[i] == '.' || s.data[i] == 'e' || s.data[i] == 'E')) ||
+		(s.data[digits] == '0' && i > digits+1) { // a leading zero is no JSON
 		s.bad = true
 		return ""
 	}
@@ -387,9 +391,10 @@ func (s *Scanner) Float64(dst *float64) {
 		return
 	}
 	start := s.pos
-	i := start
-	for i < len(s.data) && (s.data[i] >= '0' && s.data[i] <= '9' || s.data[i] == '-' || s.data[i] == '+' || s.data[i] == '.' || s.data[i] == 'e' || s.data[i] == 'E') {
-		i++
+	i := numberEnd(s.data, start)
+	if i < 0 {
+		s.bad = true
+		return
 	}
 	v, err := strconv.ParseFloat(string(s.data[start:i]), 64)
 	if err != nil {
@@ -398,6 +403,47 @@ func (s *Scanner) Float64(dst *float64) {
 	}
 	s.pos = i
 	*dst = v
+}
+
+// numberEnd returns where the JSON number starting at data[i] ends, -1
+// when none starts there: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?.
+func numberEnd(data []byte, i int) int {
+	digits := func(i int) int {
+		for i < len(data) && data[i] >= '0' && data[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	if i < len(data) && data[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(data) && data[i] == '0':
+		i++
+	case i < len(data) && data[i] >= '1' && data[i] <= '9':
+		i = digits(i)
+	default:
+		return -1
+	}
+	if i < len(data) && data[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return -1
+		}
+		i = j
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return -1
+		}
+		i = j
+	}
+	return i
 }
 
 // Strings reads an array of strings into *dst: null sets nil, [] an empty

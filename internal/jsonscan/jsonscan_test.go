@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"unicode/utf8"
 )
 
 type small struct {
@@ -63,10 +64,33 @@ func TestScanner(t *testing.T) {
 		{`{"list":[null]}`, false},
 		{`{"other":1}`, false},
 		{`{"name":"a"} x`, false},
+		// not JSON: what a scan accepts is valid JSON
+		{`{"n":01}`, false},
+		{`{"n":-01}`, false},
+		{`{"n":-}`, false},
+		{`{"float":01.5}`, false},
+		{`{"float":1.}`, false},
+		{`{"float":-.5}`, false},
+		{`{"float":1e}`, false},
+		{`{"float":1e+}`, false},
+		{`{"float":+1}`, false},
+		{`{"float":1.5e-3}`, true},
+		{`{"float":-0}`, true},
+		{`{"raw":[01]}`, false},
+		{`{"raw":{"a":1.}}`, false},
+		{"{\"map\":{\"a\x01\":\"v\"}}", false},
+		{"{\"name\":\"a\x01\"}", false},
+		{"{\"name\"\v:\"a\"}", false},
+		{`{"name":"a",}`, false},
+		{`{"list":["a",]}`, false},
+		{`{"name":"a"`, false},
 	} {
 		got, ok := scanSmall([]byte(tc.in))
 		if ok != tc.ok {
 			t.Fatalf("%s: ok %v, want %v", tc.in, ok, tc.ok)
+		}
+		if ok && !json.Valid([]byte(tc.in)) {
+			t.Fatalf("%s: read, but not JSON", tc.in)
 		}
 		if !ok {
 			continue
@@ -93,4 +117,32 @@ func TestTopKeys(t *testing.T) {
 			t.Fatalf("%s: read as an object", in)
 		}
 	}
+}
+
+// FuzzScanner: on any input, what the scanner reads is valid JSON, which
+// encoding/json decodes to the same value.
+func FuzzScanner(f *testing.F) {
+	for _, s := range []string{`{"name":"a\"b","n":-12,"list":["x"],"map":{"k":"v"},"raw":{"a":[1,null,1.5e3]},"flag":true,"float":-0.5}`,
+		`{"n":01}`, `{"float":1.}`, `{"raw":[01]}`, "{\"map\":{\"a\x01\":\"v\"}}", ` { } `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !utf8.Valid(data) {
+			return
+		}
+		got, ok := scanSmall(data)
+		if !ok {
+			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("read, but not JSON: %q", data)
+		}
+		var want small
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatalf("%q: %v", data, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q:\n%#v\n%#v", data, got, want)
+		}
+	})
 }

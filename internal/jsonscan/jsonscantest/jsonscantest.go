@@ -17,18 +17,21 @@ import (
 )
 
 // Check decodes data with canon (into a new T) and with the reflective
-// decoder; when canon succeeds, the other must succeed too, with a value
+// decoder; when canon succeeds, data must be valid JSON (callers skip the
+// validation when it does) and the other must succeed too, with a value
 // deeply equal to canon's. It reports whether canon succeeded. Input that
-// is not valid JSON or not valid UTF-8 is not checked (callers never pass
-// it to canon).
+// is not valid UTF-8 is not checked (callers never pass it to canon).
 func Check[T any](t testing.TB, data []byte, canon func(*T, []byte) bool) bool {
 	t.Helper()
-	if !json.Valid(data) || !utf8.Valid(data) {
+	if !utf8.Valid(data) {
 		return false
 	}
 	var got T
 	if !canon(&got, data) {
 		return false
+	}
+	if !json.Valid(data) {
+		t.Fatalf("canonical decoder accepted what is not JSON:\n%s", data)
 	}
 	var want T
 	if err := fastjson.Unmarshal(data, &want); err != nil {
