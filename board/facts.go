@@ -331,7 +331,8 @@ func tipOf(r *sessions.Record) (tipFact, bool) {
 // mergedTips reports, per session id, whether the session's recorded tip
 // has at least one commit beyond its base commit and is an ancestor of the
 // base branch: a member of the set of commits reachable from the base
-// (gitstore's Reachable, kept up to date incrementally). A base that does
+// (gitstore's Reachable, kept up to date incrementally; ReachableHas
+// looks a few tips up without reading the set whole). A base that does
 // not exist here is judged by the sync remote's remote-tracking branch of
 // it; one that exists nowhere has nothing merged into it.
 func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, tips []tipFact, defaultBase string) (map[string]bool, error) {
@@ -357,12 +358,16 @@ func mergedTips(ctx context.Context, st *gitstore.Store, tb *tasks.Board, tips [
 				continue // the base ref is gone: nothing is merged into it
 			}
 		}
-		reach, err := st.Reachable(ctx, ref, commit)
+		ids := make([]string, len(rs))
+		for j, i := range rs {
+			ids[j] = tips[i].tip
+		}
+		in, err := st.ReachableHas(ctx, ref, commit, ids)
 		if err != nil {
 			return nil, fmt.Errorf("checking which sessions reached %s: %w", base, err)
 		}
-		for _, i := range rs {
-			if reach.Has(tips[i].tip) {
+		for j, i := range rs {
+			if in[j] {
 				out[tips[i].session] = true
 			}
 		}

@@ -3,18 +3,21 @@ package contract
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/tasks"
 )
 
 // AppendTaskJSON appends j as compact JSON to dst, the same tokens
 // encoding/json writes for it without HTML escaping, written by hand: a
 // command that prints one task (task show) no longer pays encoding/json's
-// first walk of every type TaskJSON can hold. The nested values only some
-// tasks carry (children, latest session, usage, review, best-of rounds)
-// are still encoded by encoding/json when present.
+// first walk of every type TaskJSON can hold. The latest session is written
+// by hand too (appendSessionJSON); the other nested values only some tasks
+// carry (children, usage, review, best-of rounds) are still encoded by
+// encoding/json when present.
 func AppendTaskJSON(dst []byte, j *TaskJSON) ([]byte, error) {
 	b := append(dst, `{"v":`...)
 	b = strconv.AppendInt(b, int64(j.V), 10)
@@ -93,12 +96,16 @@ func appendTaskTail(b []byte, j *TaskJSON) ([]byte, error) {
 	if j.Session != "" {
 		b = appendKeyString(b, "session", j.Session)
 	}
+	if j.Extra != nil {
+		if b, err = appendSessionJSON(append(b, `,"latest_session":`...), j.Extra); err != nil {
+			return nil, err
+		}
+	}
 	for _, f := range []struct {
 		key  string
 		v    any
 		omit bool
 	}{
-		{"latest_session", j.Extra, j.Extra == nil},
 		{"usage", j.Usage, j.Usage == nil},
 		{"review", j.Review, j.Review == nil},
 		{"best_of_rounds", j.Rounds, len(j.Rounds) == 0},
@@ -144,14 +151,181 @@ func appendFact(b []byte, f *tasks.Fact) ([]byte, error) {
 // appendKeyValue appends ,"key": and v as encoding/json writes it without
 // HTML escaping.
 func appendKeyValue(b []byte, key string, v any) ([]byte, error) {
+	return appendValue(append(append(append(b, ",\""...), key...), "\":"...), v)
+}
+
+// appendValue appends v as encoding/json writes it without HTML escaping.
+func appendValue(b []byte, v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	b = append(append(append(b, ",\""...), key...), "\":"...)
 	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...), nil
+}
+
+// appendSessionJSON appends a session (task show's latest session) as
+// encoding/json writes it without HTML escaping, by hand: encoding/json's
+// first walk of the session's and its outcome's types was a twentieth of
+// task show. What only some sessions carry (forgeries, isolation, review,
+// usage, rate limit, supervisor) is still encoded by encoding/json.
+func appendSessionJSON(b []byte, s *SessionJSON) ([]byte, error) {
+	orig := b
+	if math.IsNaN(s.Elapsed) || math.IsInf(s.Elapsed, 0) {
+		return appendValue(b, s) // encoding/json's error
+	}
+	b = strconv.AppendInt(append(b, `{"v":`...), int64(s.V), 10)
+	b = appendKeyString(b, "id", s.ID)
+	b = appendKeyString(b, "short_id", s.ShortID)
+	b = appendKeyString(b, "task", s.Task)
+	b = appendKeyString(b, "agent", s.Agent)
+	b = appendKeyString(b, "client", s.Client)
+	if s.Version != "" {
+		b = appendKeyString(b, "client_version", s.Version)
+	}
+	b = appendKeyString(b, "mode", s.Mode)
+	b = appendKeyString(b, "branch", s.Branch)
+	b = appendKeyString(b, "base_ref", s.BaseRef)
+	b = appendKeyString(b, "base_commit", s.Base)
+	b = appendKeyString(b, "worktree", s.Worktree)
+	b = appendKeyString(b, "host", s.Host)
+	if s.Pid != 0 {
+		b = strconv.AppendInt(append(b, `,"pid":`...), int64(s.Pid), 10)
+	}
+	t, err := s.Started.MarshalJSON()
+	if err != nil {
+		return appendValue(orig, s) // encoding/json's error
+	}
+	b = append(append(b, `,"started":`...), t...)
+	b = strconv.AppendInt(append(b, `,"timeout":`...), int64(s.Timeout), 10)
+	b = appendKeyString(b, "state", s.State)
+	b = appendFloat(append(b, `,"elapsed_seconds":`...), s.Elapsed)
+	b = appendKeyString(b, "log", s.Log)
+	if len(s.Tail) > 0 {
+		b = appendKeyStrings(b, "log_tail", s.Tail)
+	}
+	if b, err = appendOutcome(append(b, `,"outcome":`...), s.Outcome); err != nil {
+		return appendValue(orig, s) // encoding/json's error
+	}
+	b = strconv.AppendBool(append(b, `,"sealed":`...), s.Sealed)
+	if len(s.Forged) > 0 {
+		if b, err = appendKeyValue(b, "forged", s.Forged); err != nil {
+			return nil, err
+		}
+	}
+	if s.WorkerPid != 0 {
+		b = strconv.AppendInt(append(b, `,"worker_pid":`...), int64(s.WorkerPid), 10)
+	}
+	if s.Isolation != nil {
+		if b, err = appendKeyValue(b, "isolation", s.Isolation); err != nil {
+			return nil, err
+		}
+	}
+	if s.Role != "" {
+		b = appendKeyString(b, "role", s.Role)
+	}
+	if s.Reviews != "" {
+		b = appendKeyString(b, "reviews", s.Reviews)
+	}
+	if s.Review != nil {
+		if b, err = appendKeyValue(b, "review", s.Review); err != nil {
+			return nil, err
+		}
+	}
+	if len(s.ForgedReviews) > 0 {
+		if b, err = appendKeyValue(b, "forged_reviews", s.ForgedReviews); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendOutcome appends a session's outcome (null when nil) as
+// encoding/json writes it without HTML escaping.
+func appendOutcome(b []byte, o *sessions.Outcome) ([]byte, error) {
+	if o == nil {
+		return append(b, "null"...), nil
+	}
+	orig := b
+	t, err := o.Finished.MarshalJSON()
+	if err != nil {
+		return appendValue(b, o) // encoding/json's error
+	}
+	b = strconv.AppendInt(append(b, `{"v":`...), int64(o.V), 10)
+	b = appendKeyString(b, "session", o.Session)
+	b = strconv.AppendInt(append(b, `,"exit_code":`...), int64(o.ExitCode), 10)
+	if o.Signal != "" {
+		b = appendKeyString(b, "signal", o.Signal)
+	}
+	b = strconv.AppendBool(append(b, `,"timed_out":`...), o.TimedOut)
+	b = append(append(b, `,"finished":`...), t...)
+	if o.Tip != "" {
+		b = appendKeyString(b, "tip", o.Tip)
+	}
+	if o.Reason != "" {
+		b = appendKeyString(b, "reason", o.Reason)
+	}
+	b = appendKeyStrings(b, "artifacts", o.Artifacts)
+	if len(o.Claimed) > 0 {
+		b = appendKeyStrings(b, "claimed_artifacts", o.Claimed)
+	}
+	b = appendKeyString(b, "recorded_by", o.By)
+	if o.ScopeValid != nil {
+		b = strconv.AppendBool(append(b, `,"scope_valid":`...), *o.ScopeValid)
+	}
+	if o.DoDStatus != "" {
+		b = appendKeyString(b, "dod_status", o.DoDStatus)
+	}
+	for _, raw := range []struct {
+		key string
+		v   json.RawMessage
+	}{{"scope", o.Scope}, {"dod", o.DoD}} {
+		if len(raw.v) == 0 {
+			continue
+		}
+		b = append(append(append(b, ",\""...), raw.key...), "\":"...)
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, raw.v); err != nil {
+			return appendValue(orig, o) // encoding/json's error
+		}
+		b = append(b, buf.Bytes()...)
+	}
+	b = strconv.AppendInt(append(b, `,"commits":`...), int64(o.Commits), 10)
+	for _, f := range []struct {
+		key  string
+		v    any
+		omit bool
+	}{
+		{"usage", o.Usage, o.Usage == nil},
+		{"rate_limited", o.RateLimit, o.RateLimit == nil},
+		{"supervisor", o.Supervisor, o.Supervisor == nil},
+	} {
+		if f.omit {
+			continue
+		}
+		if b, err = appendKeyValue(b, f.key, f.v); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendFloat appends f as encoding/json writes a float64 (f finite).
+func appendFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 as e-9, as encoding/json writes it.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 func appendKeyString(b []byte, key, s string) []byte {

@@ -3,6 +3,7 @@ package contract
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -72,8 +73,7 @@ func randomTaskJSON(rng *rand.Rand) TaskJSON {
 		j.Children = &status.Progress{Done: 1, Total: 2, Failed: strs()}
 	}
 	if rng.IntN(2) == 0 {
-		j.Extra = &SessionJSON{ID: str(), Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Elapsed: rng.Float64() * 1e6,
-			Outcome: &sessions.Outcome{V: 1, Scope: json.RawMessage(`{"valid": true}`), Reason: str()}}
+		j.Extra = randomSessionJSON(rng, str, strs, when)
 	}
 	if rng.IntN(2) == 0 {
 		j.Usage = &sessions.Usage{InputTokens: 5, CostUSD: 0.25}
@@ -87,6 +87,51 @@ func randomTaskJSON(rng *rand.Rand) TaskJSON {
 	return j
 }
 
+// randomSessionJSON is a latest session with any field set or not.
+func randomSessionJSON(rng *rand.Rand, str func() string, strs func() []string, when func() time.Time) *SessionJSON {
+	maybe := func() string { return []string{"", str()}[rng.IntN(2)] }
+	floats := []float64{0, 1, -2.5, 1e-7, 1.5e-9, 1e21, 123456789.125, rng.Float64() * 1e6, math.NaN(), math.Inf(1), 5e-324}
+	raws := []json.RawMessage{nil, {}, json.RawMessage(`{"valid": true, "v" : [1, 2 ]}`), json.RawMessage(`"<&>"`), json.RawMessage(`{bad`)}
+	s := &SessionJSON{V: rng.IntN(3), ID: str(), ShortID: str(), Task: str(), Agent: str(), Client: str(), Version: maybe(),
+		Mode: str(), Branch: str(), BaseRef: str(), Base: str(), Worktree: str(), Host: str(), Pid: rng.IntN(3) - 1,
+		Started: when(), Timeout: rng.IntN(3), State: str(), Elapsed: floats[rng.IntN(len(floats))], Log: str(),
+		Tail: strs(), Sealed: rng.IntN(2) == 0, WorkerPid: rng.IntN(2), Role: maybe(), Reviews: maybe()}
+	if rng.IntN(4) > 0 {
+		valid := rng.IntN(2) == 0
+		o := &sessions.Outcome{V: rng.IntN(2), Session: str(), ExitCode: rng.IntN(3) - 1, Signal: maybe(),
+			TimedOut: rng.IntN(2) == 0, Finished: when(), Tip: maybe(), Reason: maybe(), Artifacts: strs(),
+			Claimed: strs(), By: str(), DoDStatus: maybe(), Scope: raws[rng.IntN(len(raws))], DoD: raws[rng.IntN(len(raws))],
+			Commits: rng.IntN(3)}
+		if rng.IntN(2) == 0 {
+			o.ScopeValid = &valid
+		}
+		if rng.IntN(4) == 0 {
+			o.Usage = &sessions.Usage{InputTokens: 5, CostUSD: 0.25}
+		}
+		if rng.IntN(4) == 0 {
+			until := when()
+			o.RateLimit = &sessions.RateLimit{Until: []*time.Time{nil, &until}[rng.IntN(2)]}
+		}
+		if rng.IntN(4) == 0 {
+			o.Supervisor = &sessions.Supervisor{Host: str(), Pid: 3, Nonce: str()}
+		}
+		s.Outcome = o
+	}
+	if rng.IntN(4) == 0 {
+		s.Forged = []sessions.Forgery{{By: str(), Finished: when(), Reason: str()}}
+	}
+	if rng.IntN(4) == 0 {
+		s.Isolation = &sessions.Isolation{Requested: str(), Level: str()}
+	}
+	if rng.IntN(4) == 0 {
+		s.Review = &sessions.Review{Review: 1, Verdict: str(), Reasons: strs()}
+	}
+	if rng.IntN(4) == 0 {
+		s.ForgedReviews = []sessions.Forgery{{By: str(), Finished: when(), Reason: str()}}
+	}
+	return s
+}
+
 // TestAppendTaskJSON: printed from AppendTaskJSON's bytes, a task reads
 // byte for byte as printed by encoding/json from the value, for tasks with
 // every field set or not, strings with every character JSON escapes (and
@@ -94,7 +139,7 @@ func randomTaskJSON(rng *rand.Rand) TaskJSON {
 func TestAppendTaskJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	refused := 0
-	for range 3000 {
+	for range 20000 {
 		j := randomTaskJSON(rng)
 		want, werr := printed(j)
 		raw, gerr := AppendTaskJSON(nil, &j)
@@ -113,8 +158,8 @@ func TestAppendTaskJSON(t *testing.T) {
 			t.Fatalf("differs:\n%s\nwant:\n%s", got, want)
 		}
 	}
-	if refused == 0 || refused == 3000 {
-		t.Fatalf("%d of 3000 refused: the test must try both", refused)
+	if refused == 0 || refused == 20000 {
+		t.Fatalf("%d of 20000 refused: the test must try both", refused)
 	}
 }
 

@@ -28,9 +28,10 @@ import (
 // its header announces and at most maxCacheFile bytes, and its checksum
 // must match, before anything of it is used. Anything else reads as no
 // cache at all (and is rebuilt from git), so a damaged cache costs time,
-// never a wrong answer. The sorted indexes (stamp.go) are the exception
-// that reads only a few records of a file: each record carries its own
-// checksum, checked for every record read.
+// never a wrong answer. The sorted indexes (stamp.go) and lookups in a
+// reach set (reach.go) are the exceptions that read only a few records or
+// blocks of a file: each carries its own checksum, checked for every one
+// read.
 
 // maxCacheFile bounds a cache file: at 30,000 sessions the largest is tens
 // of megabytes; one larger than this is treated as damaged (and a cache

@@ -338,6 +338,7 @@ func (b *Batch) NotesAt(notes string, targets []string) (map[string][]string, er
 // note at every fan-out depth git uses (none, ab/…, ab/cd/…), and keeps the
 // lines of every depth, shallowest first, as readNotesTree does.
 func notesIn(cf *catFile, head string, targets []string) (map[string][]string, error) {
+	cf.st.warmNotesTrees(head, targets)
 	names := make([]string, 0, 3*len(targets))
 	for _, t := range targets {
 		names = append(names, head+":"+t, head+":"+t[:2]+"/"+t[2:], head+":"+t[:2]+"/"+t[2:4]+"/"+t[4:])

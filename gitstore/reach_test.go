@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -133,12 +134,12 @@ func TestReachableAsGit(t *testing.T) {
 // hexIDs turns sorted-or-not hex ids into a sorted raw run.
 func hexIDs(t *testing.T, ids []string) ([]byte, int) {
 	t.Helper()
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	var raw []byte
 	for _, id := range ids {
 		raw = append(raw, rawID(t, id)...)
 	}
-	sortIDs(raw, 20)
-	return slices.Clip(slices.Compact(raw)), len(ids)
+	return raw, len(ids)
 }
 
 // TestResolveCommit: base names resolve in-process to the ref and commit
@@ -277,4 +278,70 @@ func TestReachableUnderConcurrentWriters(t *testing.T) {
 	if n < 3 {
 		t.Fatalf("only %d merges: too little to show anything", n)
 	}
+}
+
+// TestReachableHasAsGit: looking a few commits up in the cached reach set
+// block by block answers as git does (merge-base --is-ancestor) for
+// commits on main, on side branches and at the edges of blocks, for a set
+// of several blocks; a damaged block, table or line, a set of another
+// commit, or a file planted with a wrong checksum is not used (the set is
+// read whole and walked again), and the answers stay git's.
+func TestReachableHasAsGit(t *testing.T) {
+	ctx := context.Background()
+	repo := objRepo(t)
+	var in bytes.Buffer
+	const who = "A <a@example.com> 1700000000 +0000"
+	// main: 3 blocks and a bit; side: commits off main that it never reaches.
+	fmt.Fprintf(&in, "reset refs/heads/main\nfrom refs/heads/main^0\n\n")
+	for i := 0; i < 3*reachBlock+17; i++ {
+		fmt.Fprintf(&in, "commit refs/heads/main\ncommitter %s\ndata 2\nm\n\n", who)
+		if i%40 == 0 {
+			fmt.Fprintf(&in, "commit refs/heads/side-%d\ncommitter %s\ndata 2\ns\nfrom refs/heads/main^0\n\n", i, who)
+		}
+	}
+	gittest.GitInput(t, repo, &in, "fast-import", "--quiet")
+	s := objOpen(t, repo)
+	head := gittest.Git(t, repo, "rev-parse", "main")
+	onMain := gitReach(t, repo, head)
+	asked := []string{onMain[0], onMain[reachBlock-1], onMain[reachBlock], onMain[len(onMain)-1], onMain[len(onMain)/2],
+		strings.Repeat("0", 40), strings.Repeat("f", 40), "not hex"}
+	asked = append(asked, strings.Fields(gittest.Git(t, repo, "for-each-ref", "--format=%(objectname)", "refs/heads/side-*"))...)
+	want := make([]bool, len(asked))
+	for i, id := range asked {
+		want[i] = slices.Contains(onMain, id)
+	}
+	check := func(what string, lookedUp bool) {
+		t.Helper()
+		_, used := lookupReach(s.reachPath("refs/heads/main"), 20, head, asked)
+		got, err := s.ReachableHas(ctx, "refs/heads/main", head, asked)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: %v, git says %v", what, got, want)
+		}
+		if used != lookedUp {
+			t.Fatalf("%s: looked up in the file: %v, want %v", what, used, lookedUp)
+		}
+	}
+	check("no cache yet", false)
+	check("cached", true)
+	cache := s.reachPath("refs/heads/main")
+	good, err := os.ReadFile(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head0 := len(reachFormat) + 1 + len(fmt.Sprint(len(good))) // at most the frame's header
+	for _, at := range []int{len(good) - frameTrailer - 5, len(good) / 2, head0 + 45, head0 + 3} {
+		bad := slices.Clone(good)
+		bad[at] ^= 1
+		if err := os.WriteFile(cache, bad, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("byte %d damaged", at), false)
+		check(fmt.Sprintf("byte %d damaged, then rewritten", at), true)
+	}
+	ids, _ := hexIDs(t, onMain)
+	writeReach(cache, gittest.Git(t, repo, "rev-parse", "main~1"), ids, nil)
+	check("a set of another commit", false)
 }

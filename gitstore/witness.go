@@ -329,7 +329,7 @@ func (r *Registration) hear(c *net.UnixConn) {
 // registration file can be deleted by the worker; the live supervisor's
 // socket cannot.
 func (s *Store) witnessSession(pid int, start uint64) string {
-	c, err := net.DialTimeout("unix", witnessAddr(s.loc.CommonDir, pid, start), witnessTimeout)
+	c, err := dialWitness(witnessAddr(s.loc.CommonDir, pid, start))
 	if err != nil {
 		return ""
 	}

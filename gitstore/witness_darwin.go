@@ -1,6 +1,7 @@
 package gitstore
 
 import (
+	"net"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -15,4 +16,9 @@ func peerPid(raw syscall.RawConn) (int, error) {
 		return 0, cerr
 	}
 	return pid, err
+}
+
+// dialWitness connects to the witness listening at addr.
+func dialWitness(addr string) (net.Conn, error) {
+	return net.DialTimeout("unix", addr, witnessTimeout)
 }

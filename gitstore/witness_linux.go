@@ -1,6 +1,9 @@
 package gitstore
 
 import (
+	"errors"
+	"net"
+	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -21,4 +24,30 @@ func peerPid(raw syscall.RawConn) (int, error) {
 		return 0, unix.EINVAL
 	}
 	return int(cred.Pid), nil
+}
+
+// dialWitness connects to the witness listening at the abstract address
+// addr. Every ancestor of a process that writes is asked (onBehalf), and
+// almost none has a witness: a refused connection is found with a plain
+// socket and connect, without the net package's dialer and poller, and a
+// connection made is handed to net as it is. Only a connect that would
+// wait (the witness's backlog is full) goes through net's dialer and its
+// timeout.
+func dialWitness(addr string) (net.Conn, error) {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return net.DialTimeout("unix", addr, witnessTimeout)
+	}
+	switch err := unix.Connect(fd, &unix.SockaddrUnix{Name: addr}); {
+	case err == nil:
+		f := os.NewFile(uintptr(fd), "witness")
+		defer f.Close()
+		return net.FileConn(f)
+	case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINPROGRESS) || errors.Is(err, unix.EINTR):
+		unix.Close(fd)
+		return net.DialTimeout("unix", addr, witnessTimeout)
+	default:
+		unix.Close(fd)
+		return nil, err
+	}
 }
