@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/git-agentmine/git-agentmine/gitcmd"
 	"github.com/git-agentmine/git-agentmine/scope"
@@ -53,44 +52,27 @@ func ExtrasAt(ctx context.Context, loc gitcmd.Location, worktree string) []Extra
 	self := filepath.Base(top)
 	// Siblings are skipped only if git has them registered as worktrees
 	// (other sessions'): a directory the worker makes and puts a .git in is
-	// still reported. The list is read when the watch stops, and read again
-	// (at most twice more, a little later) for a name it lacks: another
-	// session's `git worktree add` makes the directory before it registers
-	// it, and a stop in between must not count that directory as this
-	// worker's.
-	var mu sync.Mutex
-	reads := 0
+	// still reported. The list is read once, when the watch stops.
+	var once sync.Once
 	registered := map[string]bool{}
 	extras = append(extras, Extra{Path: parent, Kind: KindOutside, Skip: func(name string) bool {
 		if name == self {
 			return true
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		for !registered[name] && reads < 3 {
-			if reads > 0 {
-				time.Sleep(time.Duration(reads) * 150 * time.Millisecond)
+		once.Do(func() {
+			out, err := (gitcmd.Runner{Dir: top}).Run(context.WithoutCancel(ctx), "worktree", "list", "--porcelain")
+			if err != nil {
+				return
 			}
-			reads++
-			listSiblings(ctx, top, parent, registered)
-		}
+			for _, l := range strings.Split(string(out), "\n") {
+				if p, ok := strings.CutPrefix(l, "worktree "); ok && filepath.Dir(p) == parent {
+					registered[filepath.Base(p)] = true
+				}
+			}
+		})
 		return registered[name]
 	}})
 	return extras
-}
-
-// listSiblings adds to registered the names of the worktrees git has
-// registered directly in parent.
-func listSiblings(ctx context.Context, top, parent string, registered map[string]bool) {
-	out, err := (gitcmd.Runner{Dir: top}).Run(context.WithoutCancel(ctx), "worktree", "list", "--porcelain")
-	if err != nil {
-		return
-	}
-	for _, l := range strings.Split(string(out), "\n") {
-		if p, ok := strings.CutPrefix(l, "worktree "); ok && filepath.Dir(p) == parent {
-			registered[filepath.Base(p)] = true
-		}
-	}
 }
 
 // IgnoreGenerated returns an Ignore function for WatchOptions that matches
