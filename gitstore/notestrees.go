@@ -2,11 +2,7 @@ package gitstore
 
 import (
 	"bytes"
-	"crypto/sha1"
-	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
-	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -33,21 +29,6 @@ func (s *Store) notesTreesDir() string {
 	return filepath.Join(s.loc.CommonDir, "agentmine", "cache", "notes-trees")
 }
 
-// objectHash returns the id of an object of type typ whose content is
-// data, in the repository's object format (hashLen bytes: SHA-1 or
-// SHA-256).
-func objectHash(hashLen int, typ string, data []byte) string {
-	var h hash.Hash
-	if hashLen == sha256.Size {
-		h = sha256.New()
-	} else {
-		h = sha1.New()
-	}
-	fmt.Fprintf(h, "%s %d\x00", typ, len(data))
-	h.Write(data)
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 // cachedNotesTree returns the tree id from the notes-trees cache when its
 // file holds exactly that tree; nil otherwise.
 func (s *Store) cachedNotesTree(id string) []byte {
@@ -57,7 +38,7 @@ func (s *Store) cachedNotesTree(id string) []byte {
 	}
 	defer f.Close()
 	data := make([]byte, fi.Size())
-	if _, err := io.ReadFull(f, data); err != nil || objectHash(s.hashLen(), "tree", data) != id {
+	if _, err := io.ReadFull(f, data); err != nil || hex.EncodeToString(s.objectSum(objectHeader("tree", data), data)) != id {
 		return nil
 	}
 	return data
