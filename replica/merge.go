@@ -8,6 +8,9 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/git-agentmine/git-agentmine/internal/jsonscan"
 )
 
 // MergeRules say how concurrent versions of one kind's documents merge.
@@ -136,7 +139,7 @@ func checkDoc(data []byte, rules MergeRules) (*jsonDoc, error) {
 
 // checkTip checks a document a fast-forward or a new entity takes as it
 // is: what checkDoc accepts, without building the parsed document. Valid
-// JSON whose last top-level "v" is a plain integer within the rules is
+// JSON whose top-level "v" is a plain integer within the rules is
 // accepted from one scan of the bytes; anything else (an escaped key, a
 // version written otherwise, an error) is left to checkDoc, whose verdict
 // and words stand.
@@ -148,105 +151,33 @@ func checkTip(data []byte, rules MergeRules) error {
 	return err
 }
 
-// plainVersion returns the value of the last top-level "v" field of a
-// valid JSON object when it is written as at most nine decimal digits, no
-// top-level key holds an escape, and the object is all of data but white
-// space; ok is false otherwise.
+// plainVersion returns the value of the top-level "v" field of a JSON
+// object (valid UTF-8) when it is written as at most nine decimal digits
+// and jsonscan reads the object (no key twice, none with an escape); ok is
+// false otherwise.
 func plainVersion(data []byte) (v int, ok bool) {
-	if !json.Valid(data) {
+	if !utf8.Valid(data) {
 		return 0, false
 	}
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
+	sc := jsonscan.New(data)
+	var lit json.RawMessage
+	sc.Object(func(key string) {
+		if key == "v" {
+			sc.Raw(&lit)
+		} else {
+			sc.Skip()
+		}
+	})
+	if !sc.OK() || len(lit) == 0 || len(lit) > 9 {
 		return 0, false
 	}
-	i++
-	found := false
-	for {
-		i = skipSpace(data, i)
-		if data[i] == '}' {
-			return v, found
-		}
-		if data[i] == ',' {
-			i = skipSpace(data, i+1)
-		}
-		end := stringEnd(data, i)
-		key := data[i+1 : end-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
+	for _, c := range lit {
+		if c < '0' || c > '9' {
 			return 0, false
 		}
-		i = skipSpace(data, end)
-		i = skipSpace(data, i+1) // the colon
-		vend := valueEnd(data, i)
-		if string(key) == "v" {
-			lit := data[i:vend]
-			if len(lit) == 0 || len(lit) > 9 {
-				return 0, false
-			}
-			n := 0
-			for _, c := range lit {
-				if c < '0' || c > '9' {
-					return 0, false
-				}
-				n = n*10 + int(c-'0')
-			}
-			v, found = n, true
-		}
-		i = vend
+		v = v*10 + int(c-'0')
 	}
-}
-
-// skipSpace returns the index of the first byte at or after i that is not
-// JSON white space.
-func skipSpace(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index just past the JSON string starting at i
-// (data is valid JSON).
-func stringEnd(data []byte, i int) int {
-	for j := i + 1; j < len(data); j++ {
-		switch data[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return len(data)
-}
-
-// valueEnd returns the index just past the JSON value starting at i (data
-// is valid JSON).
-func valueEnd(data []byte, i int) int {
-	depth := 0
-	for j := i; j < len(data); j++ {
-		switch c := data[j]; c {
-		case '"':
-			j = stringEnd(data, j) - 1
-			if depth == 0 {
-				return j + 1
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return j
-			}
-			depth--
-			if depth == 0 {
-				return j + 1
-			}
-		case ',', ' ', '\t', '\n', '\r':
-			if depth == 0 {
-				return j
-			}
-		}
-	}
-	return len(data)
+	return v, true
 }
 
 // encode writes the fields keys (in that order) of vals in the layout of d.

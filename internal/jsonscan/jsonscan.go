@@ -550,6 +550,9 @@ func (s *Scanner) Raw(dst *json.RawMessage) {
 	*dst = append(json.RawMessage(nil), s.data[start:s.pos]...)
 }
 
+// Skip passes over one value of any kind, checking it as JSON.
+func (s *Scanner) Skip() { s.skip(0) }
+
 // skip passes over one value of any kind; depth bounds nesting.
 func (s *Scanner) skip(depth int) {
 	if depth > 100 {
