@@ -240,42 +240,12 @@ func (t *Table) Flush() {
 
 // PrintJSONList writes a JSON array with one compact element per line:
 // valid JSON, easy to grep, and much cheaper than indenting large lists.
+// Each element is encoded by MarshalCompact (PrintJSONListAppend).
 func (p *Printer) PrintJSONList(n int, elem func(i int) any) error {
-	// Encode in parallel chunks: large lists are CPU-bound here. One chunk
-	// is encoded at a time, not the whole list: at 100,000 tasks every
-	// element's bytes held at once were tens of megabytes.
-	chunk := min(n, jsonListChunk)
-	parts := make([][]byte, chunk)
-	errs := make([]error, chunk)
-	var b bytes.Buffer
-	b.WriteString("[")
-	for start := 0; start < n; start += chunk {
-		m := min(chunk, n-start)
-		parallel.For(m, func(i int) { parts[i], errs[i] = MarshalCompact(elem(start + i)) })
-		for i := 0; i < m; i++ {
-			if errs[i] != nil {
-				return errs[i]
-			}
-			if start+i > 0 {
-				b.WriteString(",")
-			}
-			b.WriteString("\n")
-			b.Write(parts[i])
-			parts[i] = nil
-			if b.Len() > 1<<16 {
-				if _, err := p.Out.Write(b.Bytes()); err != nil {
-					return err
-				}
-				b.Reset()
-			}
-		}
-	}
-	if n > 0 {
-		b.WriteString("\n")
-	}
-	b.WriteString("]\n")
-	_, err := p.Out.Write(b.Bytes())
-	return err
+	return p.PrintJSONListAppend(n, func(dst []byte, i int) ([]byte, error) {
+		b, err := MarshalCompact(elem(i))
+		return append(dst, b...), err
+	})
 }
 
 // PrintJSONListAppend is PrintJSONList for elements that encode
@@ -285,6 +255,9 @@ func (p *Printer) PrintJSONList(n int, elem func(i int) any) error {
 // reuses, so a long list allocates about one chunk's bytes, not one value
 // per element.
 func (p *Printer) PrintJSONListAppend(n int, appendElem func(dst []byte, i int) ([]byte, error)) error {
+	// Encode in parallel chunks: large lists are CPU-bound here. One chunk
+	// is encoded at a time, not the whole list: at 100,000 tasks every
+	// element's bytes held at once were tens of megabytes.
 	chunk := min(n, jsonListChunk)
 	parts := make([][]byte, chunk)
 	errs := make([]error, chunk)
@@ -318,7 +291,7 @@ func (p *Printer) PrintJSONListAppend(n int, appendElem func(dst []byte, i int) 
 	return err
 }
 
-// jsonListChunk is how many elements PrintJSONList encodes at a time.
+// jsonListChunk is how many elements PrintJSONListAppend encodes at a time.
 const jsonListChunk = 4096
 
 // MarshalCompact is v as compact JSON without HTML escaping. It uses
