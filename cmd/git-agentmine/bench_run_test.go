@@ -37,6 +37,16 @@ func benchRunRepo(b *testing.B, n int) (string, []string) {
 // returns its wall-clock time.
 func timeRun(b *testing.B, repo string, p int) time.Duration {
 	b.Helper()
+	d, _ := timeRunCPU(b, repo, p)
+	return d
+}
+
+// timeRunCPU is timeRun that also returns the CPU time (user and system)
+// of the run and of every process it waited for: its git processes and
+// its workers' detached supervisors (their agents and git processes
+// included).
+func timeRunCPU(b *testing.B, repo string, p int) (time.Duration, time.Duration) {
+	b.Helper()
 	start := time.Now()
 	cmd := exec.Command("git", "agentmine", "run", "--parallel", strconv.Itoa(p), "--json")
 	cmd.Dir = repo
@@ -48,7 +58,16 @@ func timeRun(b *testing.B, repo string, p int) time.Duration {
 	if !strings.Contains(string(out), `"event":"finished"`) {
 		b.Fatalf("run did not finish:\n%s", out)
 	}
-	return d
+	return d, cpuOf(cmd.ProcessState)
+}
+
+// cpuOf is the user and system time of an ended process and of the
+// processes it waited for (zero for nil).
+func cpuOf(ps *os.ProcessState) time.Duration {
+	if ps == nil {
+		return 0
+	}
+	return ps.UserTime() + ps.SystemTime()
 }
 
 // BenchmarkRunPipeline measures the supervisor against plain `worker run
