@@ -23,7 +23,10 @@ func (s Spec) SparsePatterns(files []string) []string {
 // repository-relative paths: for each write glob, the literal directories
 // it starts with ("src" for "src/**/*.go", "" for "*.go"), or the whole
 // path when the glob is literal. Roots the exclude list covers entirely
-// are left out. A root beneath another one is left out too. Sparse
+// are left out, except the top level (""), which stays even when every
+// path is excluded: nothing there is writable then, and the diff check
+// still judges what a worker adds. A root beneath another one is left out
+// too. Sparse
 // patterns must keep every root open, or `git add` refuses a new file in
 // a directory the base does not hold yet.
 func (s Spec) WriteRoots() []string {
