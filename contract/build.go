@@ -2,6 +2,7 @@ package contract
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -247,15 +248,20 @@ func NewMemory(b *memory.Bank, id string) MemoryJSON {
 // Ready returns the ids task ready lists: open tasks whose blockers are
 // all done, highest priority first (ties keep id order).
 func Ready(b *board.Board) []string {
-	var ids []string
+	// Grouped by priority, highest first, each group in id order: what a
+	// stable sort by priority gives, without two map lookups for every
+	// comparison (100,000 ready tasks: over three million lookups).
+	groups := make([][]string, len(tasks.Priorities)+1) // by rank + 1
 	for _, id := range b.Tasks.IDs {
 		if b.Status[id].Ready {
-			ids = append(ids, id)
+			r := priorityRank(b.Tasks.Tasks[id].Task.Priority) + 1
+			groups[r] = append(groups[r], id)
 		}
 	}
-	sort.SliceStable(ids, func(i, j int) bool {
-		return priorityRank(b.Tasks.Tasks[ids[i]].Task.Priority) > priorityRank(b.Tasks.Tasks[ids[j]].Task.Priority)
-	})
+	var ids []string
+	for r := len(groups) - 1; r >= 0; r-- {
+		ids = append(ids, groups[r]...)
+	}
 	return ids
 }
 
@@ -317,6 +323,11 @@ func StatusNames() []string {
 func (f TaskFilter) Select(b *board.Board) ([]string, error) {
 	if err := f.Check(); err != nil {
 		return nil, err
+	}
+	if f == (TaskFilter{}) {
+		// Every task: no map lookups (two for each of 100,000 tasks
+		// were a tenth of a second, on one core, before the output).
+		return slices.Clone(b.Tasks.IDs), nil
 	}
 	parent := ""
 	if f.Parent != "" {
