@@ -248,21 +248,35 @@ func NewMemory(b *memory.Bank, id string) MemoryJSON {
 // Ready returns the ids task ready lists: open tasks whose blockers are
 // all done, highest priority first (ties keep id order).
 func Ready(b *board.Board) []string {
-	// Grouped by priority, highest first, each group in id order: what a
-	// stable sort by priority gives, without two map lookups for every
-	// comparison (100,000 ready tasks: over three million lookups).
-	groups := make([][]string, len(tasks.Priorities)+1) // by rank + 1
+	// Each task's priority is looked up once: a stable sort looking up
+	// both tasks' for every comparison was over three million map lookups
+	// for 100,000 ready tasks. When they differ, the ids are regrouped by
+	// priority, highest first, each group in id order (what that sort
+	// gave); when they are all the same, as they often are, the ids are
+	// in order already and no second array is made.
+	var ids []string
+	var ranks []int
+	mixed := false
 	for _, id := range b.Tasks.IDs {
 		if b.Status[id].Ready {
-			r := priorityRank(b.Tasks.Tasks[id].Task.Priority) + 1
-			groups[r] = append(groups[r], id)
+			r := priorityRank(b.Tasks.Tasks[id].Task.Priority)
+			mixed = mixed || len(ranks) > 0 && r != ranks[0]
+			ids = append(ids, id)
+			ranks = append(ranks, r)
 		}
 	}
-	var ids []string
-	for r := len(groups) - 1; r >= 0; r-- {
-		ids = append(ids, groups[r]...)
+	if !mixed {
+		return ids
 	}
-	return ids
+	out := make([]string, 0, len(ids))
+	for r := len(tasks.Priorities) - 1; r >= -1; r-- {
+		for i, id := range ids {
+			if ranks[i] == r {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
 }
 
 func priorityRank(p string) int {
