@@ -255,11 +255,11 @@ func Ready(b *board.Board) []string {
 	// gave); when they are all the same, as they often are, the ids are
 	// in order already and no second array is made.
 	var ids []string
-	var ranks []int
+	var ranks []int8 // a byte each: what is live while the list prints
 	mixed := false
 	for _, id := range b.Tasks.IDs {
 		if b.Status[id].Ready {
-			r := priorityRank(b.Tasks.Tasks[id].Task.Priority)
+			r := int8(priorityRank(b.Tasks.Tasks[id].Task.Priority))
 			mixed = mixed || len(ranks) > 0 && r != ranks[0]
 			ids = append(ids, id)
 			ranks = append(ranks, r)
@@ -269,7 +269,7 @@ func Ready(b *board.Board) []string {
 		return ids
 	}
 	out := make([]string, 0, len(ids))
-	for r := len(tasks.Priorities) - 1; r >= -1; r-- {
+	for r := int8(len(tasks.Priorities) - 1); r >= -1; r-- {
 		for i, id := range ids {
 			if ranks[i] == r {
 				out = append(out, id)
