@@ -2,6 +2,7 @@ package contract
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -62,5 +63,33 @@ func TestBoardUsageIsEachTasks(t *testing.T) {
 		if tj.ID == tb.IDs[2] && (tj.Usage == nil || tj.Usage.InputTokens != 401 || tj.Usage.CostUSD != 1) {
 			t.Fatalf("task 2: usage %+v, want 200+201 input tokens and $1", tj.Usage)
 		}
+	}
+}
+
+// TestReadyOrder: task ready lists the ready tasks highest priority first,
+// each priority in id order (an unknown priority last), the tasks that are
+// not ready left out; with one priority throughout, in id order.
+func TestReadyOrder(t *testing.T) {
+	prios := []string{"low", "critical", "medium", "", "high", "critical", "low", "medium", "high", "low"}
+	board2 := func(prio func(i int) string) (*board.Board, []string) {
+		tb := &tasks.Board{Tasks: map[string]tasks.Entry{}}
+		st := map[string]status.Result{}
+		for i := range prios {
+			id := fmt.Sprintf("7a5c%016x", i)
+			tb.Tasks[id] = tasks.Entry{Task: tasks.Task{ID: id, Title: "t", Priority: prio(i)}}
+			tb.IDs = append(tb.IDs, id)
+			st[id] = status.Result{Status: status.Open, Ready: i != 2 && i != 7}
+		}
+		return &board.Board{Tasks: tb, Status: st}, tb.IDs
+	}
+	b, ids := board2(func(i int) string { return prios[i] })
+	want := []string{ids[1], ids[5], ids[4], ids[8], ids[0], ids[6], ids[9], ids[3]}
+	if got := Ready(b); !slices.Equal(got, want) {
+		t.Errorf("Ready = %q, want %q", got, want)
+	}
+	b, ids = board2(func(int) string { return "medium" })
+	want = []string{ids[0], ids[1], ids[3], ids[4], ids[5], ids[6], ids[8], ids[9]}
+	if got := Ready(b); !slices.Equal(got, want) {
+		t.Errorf("one priority: Ready = %q, want %q", got, want)
 	}
 }

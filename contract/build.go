@@ -2,6 +2,7 @@ package contract
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -247,16 +248,35 @@ func NewMemory(b *memory.Bank, id string) MemoryJSON {
 // Ready returns the ids task ready lists: open tasks whose blockers are
 // all done, highest priority first (ties keep id order).
 func Ready(b *board.Board) []string {
+	// Each task's priority is looked up once: a stable sort looking up
+	// both tasks' for every comparison was over three million map lookups
+	// for 100,000 ready tasks. When they differ, the ids are regrouped by
+	// priority, highest first, each group in id order (what that sort
+	// gave); when they are all the same, as they often are, the ids are
+	// in order already and no second array is made.
 	var ids []string
+	var ranks []int8 // a byte each: what is live while the list prints
+	mixed := false
 	for _, id := range b.Tasks.IDs {
 		if b.Status[id].Ready {
+			r := int8(priorityRank(b.Tasks.Tasks[id].Task.Priority))
+			mixed = mixed || len(ranks) > 0 && r != ranks[0]
 			ids = append(ids, id)
+			ranks = append(ranks, r)
 		}
 	}
-	sort.SliceStable(ids, func(i, j int) bool {
-		return priorityRank(b.Tasks.Tasks[ids[i]].Task.Priority) > priorityRank(b.Tasks.Tasks[ids[j]].Task.Priority)
-	})
-	return ids
+	if !mixed {
+		return ids
+	}
+	out := make([]string, 0, len(ids))
+	for r := int8(len(tasks.Priorities) - 1); r >= -1; r-- {
+		for i, id := range ids {
+			if ranks[i] == r {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
 }
 
 func priorityRank(p string) int {
@@ -317,6 +337,11 @@ func StatusNames() []string {
 func (f TaskFilter) Select(b *board.Board) ([]string, error) {
 	if err := f.Check(); err != nil {
 		return nil, err
+	}
+	if f == (TaskFilter{}) {
+		// Every task: no map lookups (two for each of 100,000 tasks
+		// were a tenth of a second, on one core, before the output).
+		return slices.Clone(b.Tasks.IDs), nil
 	}
 	parent := ""
 	if f.Parent != "" {

@@ -321,7 +321,7 @@ func (s *Store) ListEach(ctx context.Context, k Kind, fn func(total int, docs []
 			}
 		}
 		fn(len(refs), docs)
-	}, order, spots)
+	}, order, spots, true)
 	if w != nil {
 		if err != nil {
 			w.abort()
@@ -338,11 +338,26 @@ func (s *Store) ListEach(ctx context.Context, k Kind, fn func(total int, docs []
 // returned in the order listed). order, when not nil, is the order of the
 // positions to go through instead (every position once), and spots, when
 // not nil, where each position's document lies (locateDocs): a document
-// located is read by its blob.
+// located is read by its blob. With overlap, fn takes each chunk on a
+// goroutine of its own while the next chunk is read (one call at a time,
+// in order, the last one returned before listChunks returns).
 func (s *Store) listChunks(ctx context.Context, k Kind, refs, commits []string, chunk int,
-	cached func(i int) (Doc, bool), fn func(docs []Doc), order []int, spots []blobSpot) ([]error, error) {
+	cached func(i int) (Doc, bool), fn func(docs []Doc), order []int, spots []blobSpot, overlap bool) ([]error, error) {
 	cf := s.catFile(ctx)
 	defer cf.close()
+	// While fn takes one chunk the next is read into the other buffer:
+	// what fn does alone (a cold task list: inserting into the board,
+	// writing the cache) is no longer a stretch where the read waits.
+	var bufs [2][]Doc
+	var took chan struct{} // closed when fn has taken the chunk before
+	wait := func() {
+		if took != nil {
+			<-took
+			took = nil
+		}
+	}
+	defer wait()
+	cur := 0
 	if order != nil {
 		// In the packs' order a document's delta base is most often one
 		// of the last few read, in the memo of the core reading
@@ -352,7 +367,6 @@ func (s *Store) listChunks(ctx context.Context, k Kind, refs, commits []string, 
 		cf.bases = &baseCache{limit: orderedBaseBytes}
 	}
 	var problems []error
-	docs := make([]Doc, 0, min(len(refs), chunk))
 	var wants []want
 	at := func(j int) int {
 		if order == nil {
@@ -380,7 +394,7 @@ func (s *Store) listChunks(ctx context.Context, k Kind, refs, commits []string, 
 		problems = append(problems, more...)
 		// Merge in the order gone through: read holds the wanted refs
 		// that read, in that order.
-		docs = docs[:0]
+		docs := bufs[cur][:0]
 		for j := start; j < end; j++ {
 			i := at(j)
 			if d, ok := cached(i); ok {
@@ -392,7 +406,19 @@ func (s *Store) listChunks(ctx context.Context, k Kind, refs, commits []string, 
 				read = read[1:]
 			}
 		}
-		fn(docs)
+		bufs[cur] = docs
+		if overlap {
+			wait()
+			done := make(chan struct{})
+			took = done
+			go func() {
+				defer close(done)
+				fn(docs)
+			}()
+			cur ^= 1
+		} else {
+			fn(docs)
+		}
 		if db := s.objects(); db != nil && end < len(refs) {
 			db.releasePages()
 		}
@@ -470,7 +496,7 @@ func (s *Store) EachDoc(ctx context.Context, k Kind, refs, commits []string, fn 
 	}
 	spots := s.locateDocs(k.File, commits, all)
 	return s.listChunks(ctx, k, refs, commits, docChunk, func(int) (Doc, bool) { return Doc{}, false }, fn,
-		packOrder(all, spots), spots)
+		packOrder(all, spots), spots, false)
 }
 
 // docChunk is how many documents EachDoc reads at a time: enough to keep

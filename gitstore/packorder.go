@@ -100,27 +100,42 @@ func inPackOrder(db *odb, names, ids []string) ([]string, []string) {
 // the packs (spots, indexed by position); then, in the order given, the
 // ones whose blob is loose, then the ones not located.
 func packOrder(idx []int, spots []blobSpot) []int {
-	class := func(s blobSpot) int {
+	// Each position's key is made once and sorted by value, with its place
+	// in idx last (what a stable sort keeps): a stable sort comparing the
+	// spots themselves took a tenth of a second, on one core, for 100,000
+	// documents.
+	type key struct {
+		class, pack int
+		off         int64
+		j, pos      int
+	}
+	keys := make([]key, len(idx))
+	for j, i := range idx {
+		s := spots[i]
+		k := key{class: 2, j: j, pos: i}
 		switch {
 		case s.packed:
-			return 0
+			k.class, k.pack, k.off = 0, s.pack, s.off
 		case s.blob != "":
-			return 1
+			k.class = 1
 		}
-		return 2
+		keys[j] = k
 	}
-	out := slices.Clone(idx)
-	slices.SortStableFunc(out, func(a, b int) int {
-		sa, sb := spots[a], spots[b]
-		switch ca, cb := class(sa), class(sb); {
-		case ca != cb:
-			return ca - cb
-		case ca != 0:
-			return 0
-		case sa.pack != sb.pack:
-			return sa.pack - sb.pack
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmp.Compare(a.class, b.class); c != 0 {
+			return c
 		}
-		return cmp.Compare(sa.off, sb.off)
+		if c := cmp.Compare(a.pack, b.pack); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.off, b.off); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.j, b.j)
 	})
+	out := make([]int, len(keys))
+	for j, k := range keys {
+		out[j] = k.pos
+	}
 	return out
 }

@@ -35,7 +35,6 @@ func Load(ctx context.Context, st *gitstore.Store) (*Board, error) {
 	// thousand tasks holds one chunk of documents beside the board, not
 	// all of them.
 	var b *Board
-	var allIDs []string
 	var bad []error
 	var decoded []Task
 	var errs []error
@@ -43,14 +42,12 @@ func Load(ctx context.Context, st *gitstore.Store) (*Board, error) {
 	problems, err := st.ListEach(ctx, Kind, func(total int, docs []gitstore.Doc) {
 		if b == nil {
 			b = &Board{Tasks: make(map[string]Entry, total), IDs: make([]string, 0, total)}
-			allIDs = make([]string, 0, total)
 		}
 		decoded = slices.Grow(decoded[:0], len(docs))[:len(docs)]
 		errs = slices.Grow(errs[:0], len(docs))[:len(docs)]
 		parallel.For(len(docs), func(i int) { errs[i] = decodeTo(&decoded[i], docs[i].Data) })
 		strs.compact(decoded)
 		for i, d := range docs {
-			allIDs = append(allIDs, d.ID)
 			if errs[i] != nil {
 				bad = append(bad, &gitstore.RefError{Ref: d.Ref, Err: errs[i]})
 				continue
@@ -70,12 +67,13 @@ func Load(ctx context.Context, st *gitstore.Store) (*Board, error) {
 	if len(b.IDs) == 0 {
 		b.IDs = nil
 	}
-	if allIDs == nil {
-		allIDs = []string{}
-	}
 	problems = append(problems, bad...)
-	sort.Strings(b.IDs) // in id order already, unless the refs were not
-	b.Index = gitstore.NewIndex(Kind, allIDs, problems)
+	// The documents come in the packs' order: sorted once here, and the
+	// index lists the same ids (a task that could not be decoded is a
+	// RefError among problems, which the index adds), so it need not sort
+	// them again.
+	slices.Sort(b.IDs)
+	b.Index = gitstore.NewIndex(Kind, b.IDs, problems)
 	return b, nil
 }
 

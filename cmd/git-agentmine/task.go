@@ -87,8 +87,12 @@ type TaskListCmd struct {
 // 4.2-4.4 s of CPU, at 50 136-148 MB and 4.4-5.0 s; in sixteen more runs
 // at 50 (load 11-14) three peaked above 150 MB (152-153). Three runs each
 // alternating (load 8-12): at 50 135-153 MB and 4.3-4.6 s, at 40 130-135
-// MB and 4.1-4.8 s.
-const listGCPercent = 40
+// MB and 4.1-4.8 s. Once the next chunk was read while the board took the
+// last (gitstore's ListEach), task ready at 40 peaked at 133-151 MB in
+// eleven runs; three runs each of list and ready, alternating (load 1.4):
+// at 40 131-146 MB, at 33 126-136 MB, the same 2.3-2.6 s and 3.7-4.3 s of
+// CPU.
+const listGCPercent = 33
 
 // Run lists tasks.
 func (c *TaskListCmd) Run(a *App) error {
