@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -345,7 +344,7 @@ func BenchmarkSyncPull10k(b *testing.B) {
 	// The ratio is the median of the runs' ratios, as the issue measured
 	// it: one run in a few takes far longer on either side when the disk
 	// is busy, and would decide a ratio of the sums.
-	b.ReportMetric(medianOf(ratios), "ratio")
+	b.ReportMetric(gittest.Median(ratios), "ratio")
 	b.ReportMetric(float64(ours.wall)/float64(raw.wall), "ratio-of-sums")
 	b.ReportMetric(ms(ours.cpu), "sync-cpu-ms/op")
 	b.ReportMetric(ms(raw.cpu), "git-cpu-ms/op")
@@ -395,15 +394,4 @@ func pulledUpdates(b *testing.B, dir string) io.Reader {
 	}
 	gittest.GitInput(b, dir, strings.NewReader(ids.String()), "fetch", "-q", "--no-tags", "--no-write-fetch-head", "--stdin", "origin")
 	return strings.NewReader(cmds.String())
-}
-
-// medianOf is the middle value of xs (the mean of the two middle ones for
-// an even count).
-func medianOf(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

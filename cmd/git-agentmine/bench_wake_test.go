@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/git-agentmine/git-agentmine/internal/gittest"
 )
 
 // plainLoops runs the tasks with `worker run --exec` in n loops side by
@@ -114,15 +115,15 @@ func BenchmarkRunOverhead(b *testing.B) {
 				b.Logf("N=%d pair %d: loops %.2f s, run %.2f s; CPU ms a task: loops %.0f, run %.0f; load %.2f",
 					n, k, loops.Seconds(), run.Seconds(), loopCPU[k], runCPU[k], loadAvg())
 			}
-			b.ReportMetric(median(loopTP), fmt.Sprintf("loops-tasks/s-p%d", n))
-			b.ReportMetric(median(runTP), fmt.Sprintf("run-tasks/s-p%d", n))
-			b.ReportMetric(median(ratio), fmt.Sprintf("ratio-p%d", n))
-			b.ReportMetric(median(loopCPU), fmt.Sprintf("loops-cpu-ms/task-p%d", n))
-			b.ReportMetric(median(runCPU), fmt.Sprintf("run-cpu-ms/task-p%d", n))
-			b.ReportMetric(median(cpuRatio), fmt.Sprintf("cpu-ratio-p%d", n))
+			b.ReportMetric(gittest.Median(loopTP), fmt.Sprintf("loops-tasks/s-p%d", n))
+			b.ReportMetric(gittest.Median(runTP), fmt.Sprintf("run-tasks/s-p%d", n))
+			b.ReportMetric(gittest.Median(ratio), fmt.Sprintf("ratio-p%d", n))
+			b.ReportMetric(gittest.Median(loopCPU), fmt.Sprintf("loops-cpu-ms/task-p%d", n))
+			b.ReportMetric(gittest.Median(runCPU), fmt.Sprintf("run-cpu-ms/task-p%d", n))
+			b.ReportMetric(gittest.Median(cpuRatio), fmt.Sprintf("cpu-ratio-p%d", n))
 			b.Logf("N=%d: ratios %v, run's attempts per task %v", n, ratio, attempts)
 			if n == 1 {
-				b.ReportMetric(median(over), "overhead-ms/task")
+				b.ReportMetric(gittest.Median(over), "overhead-ms/task")
 				b.Logf("N=1: overhead ms/task %v", over)
 			}
 		}
@@ -173,15 +174,4 @@ func runAttempts(b *testing.B, repo string) int {
 		return one.Attempts
 	}
 	return st[0].Attempts
-}
-
-// median is the middle value of xs (the mean of the two middle ones for
-// an even count).
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
