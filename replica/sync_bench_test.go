@@ -296,8 +296,8 @@ func BenchmarkSyncPull10k(b *testing.B) {
 	// The two sides take turns going first, and the copies' writes reach
 	// the disk before either starts: on a disk where creating a file costs
 	// about a millisecond of kernel time, each side's 1,500 ref files are
-	// most of its time, and whichever side ran first used to pay for the
-	// copies' metadata being written back too.
+	// most of its time, and a side that always ran first could pay for
+	// the copies' metadata being written back too.
 	var ours, raw, refs sideCost
 	var ratios []float64
 	b.ResetTimer()
