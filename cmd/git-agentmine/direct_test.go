@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -162,8 +163,38 @@ func TestDirectParseDeclines(t *testing.T) {
 func TestGrammarHasNoRootHooks(t *testing.T) {
 	pt := reflect.PointerTo(reflect.TypeOf(CLI{}))
 	for i := 0; i < pt.NumMethod(); i++ {
-		if name := pt.Method(i).Name; kongHooks[name] || strings.HasPrefix(name, "Provide") || name == "Run" {
+		if name := pt.Method(i).Name; slices.Contains(kongHooks, name) || strings.HasPrefix(name, "Provide") || name == "Run" {
 			t.Errorf("CLI has method %s, which kong calls: the direct parser would not", name)
 		}
+	}
+}
+
+// TestDirectCommandsHaveNoProviders: kong binds what a command's Provide…
+// methods return before it calls Run; the direct parser, which does not
+// look for them, must take no command that has one.
+func TestDirectCommandsHaveNoProviders(t *testing.T) {
+	var walk func(t reflect.Type)
+	seen := 0
+	walk = func(typ reflect.Type) {
+		for i := 0; i < typ.NumField(); i++ {
+			f := typ.Field(i)
+			if _, ok := f.Tag.Lookup("cmd"); !ok || f.Type.Kind() != reflect.Struct {
+				continue
+			}
+			seen++
+			pt := reflect.PointerTo(f.Type)
+			for j := 0; j < pt.NumMethod(); j++ {
+				if name := pt.Method(j).Name; strings.HasPrefix(name, "Provide") {
+					if _, ok := directFields(f.Type); ok {
+						t.Errorf("%s has %s, and the direct parser takes it", f.Type, name)
+					}
+				}
+			}
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeOf(CLI{}))
+	if seen < 40 {
+		t.Fatalf("only %d commands seen: the walk is broken", seen)
 	}
 }
