@@ -3,8 +3,6 @@ package plan
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -106,36 +104,6 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 	for _, m := range made {
 		if n := gittest.Git(t, dir, "rev-list", "--count", tasks.Kind.Ref(m.ID)); n != "1" {
 			t.Fatalf("%s has %s commits", m.Title, n)
-		}
-	}
-}
-
-func TestParseTaskYAML(t *testing.T) {
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "docs"), 0o755)
-	os.WriteFile(filepath.Join(dir, "docs", "prd.md"), []byte("# PRD\n\nDo it.\n"), 0o644)
-	file := filepath.Join(dir, "task.yaml")
-	y := "version: 1\ntask:\n  id: T-1\n  title: Do it\n  prd:\n    path: docs/prd.md\nrunner:\n  meta:\n    max_loops: 3\n  worker:\n    kind: codex-cli\n"
-	p, err := ParseTaskYAML(file, []byte(y), map[string]string{"cx": "codex", "cc": "claude-code"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := p.Tasks[0]
-	if c.Title != "Do it" || !strings.Contains(c.Description, "Do it.") || c.Agent != "cx" ||
-		strings.Join(c.Labels, ",") != "agentrunner:T-1" || c.MaxLoops != 3 {
-		t.Fatalf("%+v", c)
-	}
-	for _, bad := range []struct{ in, want string }{
-		{"version: 2\ntask:\n  title: x\n", "version 2 is not supported"},
-		{"task:\n  title: x\n", "version 0 is not supported"},
-		{"version: 1\ntask:\n  title: ''\n", "task.title is missing"},
-		{"version: 1\ntask: [\n", "malformed YAML"},
-		{"version: 1\ntask:\n  title: x\n  id: a b\n", `task.id "a b" must be one word`},
-		{"version: 1\ntask:\n  title: x\nrunner:\n  meta:\n    max_loops: -1\n", "max_loops must be 0 to 1000, got -1"},
-	} {
-		_, err := ParseTaskYAML(file, []byte(bad.in), nil)
-		if err == nil || !strings.Contains(err.Error(), bad.want) || strings.Contains(err.Error(), "\n") || exitcode.Of(err) != exitcode.Usage {
-			t.Errorf("%q: %v, want %q", bad.in, err, bad.want)
 		}
 	}
 }

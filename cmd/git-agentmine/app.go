@@ -117,6 +117,15 @@ func Main(ctx context.Context, args []string, io Stdio, getenv func(string) stri
 		return exitcode.OK
 	}
 	args = helpOfDefault(args)
+	if d, ok := directParse(args); ok {
+		return runCommand(ctx, d.g, d.path, func(app *App) error {
+			// As kong's Run returns it: joined with the hooks' errors (none).
+			if err := d.run(app); !isNilError(err) {
+				return errors.Join(err)
+			}
+			return errors.Join()
+		}, io, getenv)
+	}
 	var kctx *kong.Context
 	parser, g, err := commandParser(args, io)
 	if err == nil && parser != nil {
@@ -150,12 +159,18 @@ func Main(ctx context.Context, args []string, io Stdio, getenv func(string) stri
 		}
 		return exitcode.Usage
 	}
+	return runCommand(ctx, g, commandPath(kctx), func(app *App) error { return kctx.Run(app) }, io, getenv)
+}
+
+// runCommand runs a parsed command (its path, as "task show", and its
+// Run) with the global flags g and prints its error, for both parsers.
+func runCommand(ctx context.Context, g *Globals, path string, run func(*App) error, io Stdio, getenv func(string) string) int {
 	if g.JSON && g.Quiet {
 		fmt.Fprintln(io.Err, "error: --json and -q cannot be used together")
 		fmt.Fprintln(io.Err, "hint: --json prints whole records and -q only their ids; choose one")
 		return exitcode.Usage
 	}
-	if path := commandPath(kctx); g.JSON && noJSON(path) {
+	if g.JSON && noJSON(path) {
 		fmt.Fprintf(io.Err, "error: %s has no JSON output\n", path)
 		fmt.Fprintln(io.Err, "hint: leave out --json (docs/json.md lists the commands that have it)")
 		return exitcode.Usage
@@ -164,7 +179,7 @@ func Main(ctx context.Context, args []string, io Stdio, getenv func(string) stri
 		Color: output.ColorWanted(io.Out, g.NoColor, getenv), Width: output.Width(io.Out, getenv)}
 	exe, _ := os.Executable()
 	app := &App{Ctx: ctx, G: g, P: p, In: io.In, Getenv: getenv, Args0: exe}
-	err = kctx.Run(app)
+	err := run(app)
 	if err == nil {
 		return exitcode.OK
 	}
@@ -177,6 +192,16 @@ func Main(ctx context.Context, args []string, io Stdio, getenv func(string) stri
 		fmt.Fprintf(io.Err, "hint: %s\n", h)
 	}
 	return exitcode.Of(err)
+}
+
+// isNilError reports whether err is nil, or a nil pointer in an error (which
+// kong's Run takes for no error too).
+func isNilError(err error) bool {
+	if err == nil {
+		return true
+	}
+	v := reflect.ValueOf(err)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // silentError ends a command with an exit code after it already reported

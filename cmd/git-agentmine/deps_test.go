@@ -30,6 +30,7 @@ func TestStartDependencies(t *testing.T) {
 		"github.com/yuin/goldmark",
 		"github.com/modelcontextprotocol/go-sdk/mcp",
 		"net/http",
+		"gopkg.in/yaml.v3",
 	} {
 		if deps[heavy] {
 			t.Errorf("git-agentmine links %s: it belongs in agentmine-serve", heavy)

@@ -156,7 +156,7 @@ func (c *TaskImportCmd) Run(a *App) error {
 				clients[d.Name] = d.Client
 			}
 		}
-		p, err = plan.ParseTaskYAML(c.File, data, clients)
+		p, err = parseTaskYAML(a, c.File, data, clients)
 		if err != nil {
 			return err
 		}

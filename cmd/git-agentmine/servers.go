@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/git-agentmine/git-agentmine/cmd/internal/serverargs"
 	"github.com/git-agentmine/git-agentmine/exitcode"
+	"github.com/git-agentmine/git-agentmine/plan"
 )
 
 // runServer runs agentmine-serve (found beside this executable, else
@@ -71,4 +75,33 @@ func serverPath(self string) (string, error) {
 	return "", exitcode.New(exitcode.NotFound,
 		fmt.Errorf("%s is not installed: it serves git agentmine serve and git agentmine mcp", serverargs.Name),
 		"install it beside git-agentmine: go install ./cmd/agentmine-serve (just install installs both)")
+}
+
+// parseTaskYAML reads AgentRunner's task.yaml (file, its data) as a plan
+// of one task, as plan.TaskYAMLPlan does, with agentmine-serve decoding
+// the YAML (serverargs.DecodeTaskYAML): the decoder is not linked here.
+func parseTaskYAML(a *App, file string, data []byte, clients map[string]string) (plan.Plan, error) {
+	path, err := serverPath(a.Args0)
+	if err != nil {
+		return plan.Plan{}, err
+	}
+	cmd := exec.CommandContext(a.Ctx, path, serverargs.DecodeTaskYAML)
+	cmd.Stdin = bytes.NewReader(data)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return plan.Plan{}, fmt.Errorf("running %s to read %s: %w: %s", serverargs.Name, filepath.Base(file), err, firstLine(stderr.String()))
+	}
+	var r serverargs.TaskYAMLReply
+	if err := json.Unmarshal(out, &r); err != nil {
+		return plan.Plan{}, fmt.Errorf("reading %s's answer for %s: %w", serverargs.Name, filepath.Base(file), err)
+	}
+	switch {
+	case r.Empty:
+		return plan.Plan{}, plan.TaskYAMLDecodeError(file, io.EOF)
+	case r.Error != "":
+		return plan.Plan{}, plan.TaskYAMLDecodeError(file, errors.New(r.Error))
+	}
+	return plan.TaskYAMLPlan(file, r.YAML, clients)
 }

@@ -8,6 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/git-agentmine/git-agentmine/plan"
 )
 
 // Name is the server executable's name.
@@ -123,4 +125,19 @@ func ShareHint(remote string) string {
 		return ""
 	}
 	return "nothing is shared through " + remote + " (no sync remote configured); to share tasks, claims and outcomes with other clones: git agentmine init --remote " + remote
+}
+
+// DecodeTaskYAML is the one argument with which agentmine-serve decodes
+// AgentRunner's task.yaml for `git agentmine task import`: the file's bytes
+// on its standard input, a TaskYAMLReply as JSON on its standard output.
+// The YAML decoder is linked only into agentmine-serve, so that the
+// commands that never read YAML do not initialise it.
+const DecodeTaskYAML = "__decode-task-yaml"
+
+// TaskYAMLReply is agentmine-serve's answer to DecodeTaskYAML: the decoded
+// file, or that it was empty, or the decoder's error.
+type TaskYAMLReply struct {
+	YAML  plan.TaskYAML `json:"yaml"`
+	Empty bool          `json:"empty,omitempty"`
+	Error string        `json:"error,omitempty"`
 }

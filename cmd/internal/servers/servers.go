@@ -16,6 +16,8 @@ package servers
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,6 +27,8 @@ import (
 	"github.com/git-agentmine/git-agentmine/exitcode"
 	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/output"
+	"github.com/git-agentmine/git-agentmine/plan"
+	"github.com/git-agentmine/git-agentmine/plan/yamlfile"
 )
 
 // Env is what a server command runs with: the streams, the repository and
@@ -73,6 +77,9 @@ func (e *Env) Command(top string, args ...string) []string {
 // returns its exit code. Errors are printed once, as git-agentmine prints
 // them: "error: …" and an optional "hint: …".
 func Main(ctx context.Context, args []string, in io.Reader, out, errw io.Writer, getenv func(string) string) int {
+	if len(args) == 1 && args[0] == serverargs.DecodeTaskYAML {
+		return decodeTaskYAML(in, out, errw)
+	}
 	a, err := serverargs.Parse(args)
 	if err != nil {
 		fmt.Fprintf(errw, "error: %s: %v\n", serverargs.Name, err)
@@ -116,3 +123,30 @@ func Sibling(name string) string {
 
 // ShareHint is serverargs.ShareHint, the hint MCP and the web board give.
 func ShareHint(remote string) string { return serverargs.ShareHint(remote) }
+
+// decodeTaskYAML answers serverargs.DecodeTaskYAML: a task.yaml on in, its
+// TaskYAMLReply on out; 1 when the file cannot be read or the answer
+// written.
+func decodeTaskYAML(in io.Reader, out, errw io.Writer) int {
+	data, err := io.ReadAll(io.LimitReader(in, plan.MaxFileBytes+1))
+	if err == nil && len(data) > plan.MaxFileBytes {
+		err = errors.New("too large")
+	}
+	if err != nil {
+		fmt.Fprintf(errw, "error: %s: reading task.yaml: %v\n", serverargs.Name, err)
+		return 1
+	}
+	var r serverargs.TaskYAMLReply
+	r.YAML, err = yamlfile.Decode(data)
+	switch {
+	case errors.Is(err, io.EOF):
+		r.Empty = true
+	case err != nil:
+		r.Error = err.Error()
+	}
+	if err := json.NewEncoder(out).Encode(r); err != nil {
+		fmt.Fprintf(errw, "error: %s: %v\n", serverargs.Name, err)
+		return 1
+	}
+	return 0
+}
