@@ -566,8 +566,9 @@ func TestServeRefusesRemoteAddr(t *testing.T) {
 }
 
 // TestServerNotInstalled: without agentmine-serve beside git-agentmine
-// or on PATH, serve and mcp fail with exit 5, one error line naming the
-// missing program and a hint saying how to install it.
+// or on PATH, serve, mcp and task import of a task.yaml fail with exit 5,
+// one error line naming the missing program and a hint saying how to
+// install it, and import adds no task.
 func TestServerNotInstalled(t *testing.T) {
 	repo := testRepo(t)
 	self, err := os.Executable()
@@ -583,7 +584,19 @@ func TestServerNotInstalled(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bin, "git-agentmine"), data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"serve", "--addr", "127.0.0.1:0"}, {"mcp"}} {
+	yml := filepath.Join(t.TempDir(), "task.yaml")
+	if err := os.WriteFile(yml, []byte("title: one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refs := func() string {
+		out, err := exec.Command("git", "-C", repo, "for-each-ref").CombinedOutput()
+		if err != nil {
+			t.Fatalf("for-each-ref: %v: %s", err, out)
+		}
+		return string(out)
+	}
+	before := refs()
+	for _, args := range [][]string{{"serve", "--addr", "127.0.0.1:0"}, {"mcp"}, {"task", "import", yml}} {
 		cmd := exec.Command(filepath.Join(bin, "git-agentmine"), append([]string{"-C", repo}, args...)...)
 		cmd.Env = append(os.Environ(), "PATH="+bin+":/usr/bin:/bin")
 		var stdout, stderr bytes.Buffer
@@ -593,10 +606,13 @@ func TestServerNotInstalled(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() != 5 {
 			t.Fatalf("%v: %v, want exit 5; stderr %q", args, err, stderr.String())
 		}
-		want := "error: agentmine-serve is not installed: it serves git agentmine serve and git agentmine mcp\n" +
+		want := "error: agentmine-serve is not installed: it serves git agentmine serve and git agentmine mcp, and reads task import's task.yaml\n" +
 			"hint: install it beside git-agentmine: go install ./cmd/agentmine-serve (just install installs both)\n"
 		if stderr.String() != want || stdout.Len() != 0 {
 			t.Fatalf("%v: stdout %q, stderr %q; want %q", args, stdout.String(), stderr.String(), want)
 		}
+	}
+	if after := refs(); after != before {
+		t.Fatalf("refs changed:\n%s\nwas\n%s", after, before)
 	}
 }

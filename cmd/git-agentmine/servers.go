@@ -73,7 +73,7 @@ func serverPath(self string) (string, error) {
 		return p, nil
 	}
 	return "", exitcode.New(exitcode.NotFound,
-		fmt.Errorf("%s is not installed: it serves git agentmine serve and git agentmine mcp", serverargs.Name),
+		fmt.Errorf("%s is not installed: it serves git agentmine serve and git agentmine mcp, and reads task import's task.yaml", serverargs.Name),
 		"install it beside git-agentmine: go install ./cmd/agentmine-serve (just install installs both)")
 }
 
