@@ -443,9 +443,14 @@ func (p *packFile) find(raw []byte) (int64, bool) {
 }
 
 // searchNames finds raw among the sorted names (each len(raw) bytes) at
-// positions lo to hi: a binary search that compares the first eight bytes
-// as one number and the rest only when those are equal (bytes.Compare
-// through a closure for every step was a tenth of a cold status's CPU).
+// positions lo to hi: where raw is, or where it would go. Names compare
+// by their first eight bytes as one number, the rest only when those are
+// equal (bytes.Compare through a closure for every step was a tenth of a
+// cold status's CPU). Object ids are spread evenly, so the first steps
+// guess where raw lies from its value between the ends of the range
+// (interpolation) rather than halving it: a lookup in a pack of 200,000
+// objects touches three or four names instead of about seventeen, each a
+// likely cache miss in an index far larger than the cache.
 func searchNames(names, raw []byte, lo, hi int) (int, bool) {
 	hl := len(raw)
 	if hl < 8 {
@@ -455,8 +460,11 @@ func searchNames(names, raw []byte, lo, hi int) (int, bool) {
 		return i, i < hi && bytes.Equal(names[i*hl:(i+1)*hl], raw)
 	}
 	key := binary.BigEndian.Uint64(raw)
-	for lo < hi {
+	for step := 0; lo < hi; step++ {
 		mid := int(uint(lo+hi) >> 1)
+		if step < interpolationSteps && hi-lo > 2 {
+			mid = guessAt(names, hl, key, lo, hi)
+		}
 		name := names[mid*hl : (mid+1)*hl]
 		v := binary.BigEndian.Uint64(name)
 		c := 0
@@ -478,6 +486,27 @@ func searchNames(names, raw []byte, lo, hi int) (int, bool) {
 		}
 	}
 	return lo, false
+}
+
+// interpolationSteps is how many steps of searchNames guess by value
+// before it halves: ids that are not spread evenly (a crafted pack) cost
+// at most these few extra steps.
+const interpolationSteps = 4
+
+// guessAt is where in names[lo:hi] (hi-lo > 2) a name whose first eight
+// bytes are key would lie if the names between the ends were spread
+// evenly: always inside the range.
+func guessAt(names []byte, hl int, key uint64, lo, hi int) int {
+	first := binary.BigEndian.Uint64(names[lo*hl:])
+	last := binary.BigEndian.Uint64(names[(hi-1)*hl:])
+	if key <= first || last <= first {
+		return lo
+	}
+	if key >= last {
+		return hi - 1
+	}
+	at := lo + int(float64(key-first)/float64(last-first)*float64(hi-1-lo))
+	return min(max(at, lo), hi-1)
 }
 
 // unpack returns the type and content of the object at offset off of p,
