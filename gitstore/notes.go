@@ -550,32 +550,27 @@ func (s *Store) rootLocal(ref string) (string, bool) {
 // walkRootsLocal finds the root of each chain in tips in-process, following
 // the smallest parent as walkRoots does; ok is false when a commit does not
 // read (git walks then). The chains are walked on every core: tens of
-// thousands of sessions are as many commits to inflate. The tips' trees
-// are kept on db (rememberTrees): the documents read next are in them.
+// thousands of sessions are as many commits to inflate.
 func walkRootsLocal(db *odb, tipOf map[string]string) (map[string]string, bool) {
 	ids := make([]string, 0, len(tipOf))
 	for id := range tipOf {
 		ids = append(ids, id)
 	}
 	roots := make([]string, len(ids))
-	trees := make([]string, len(ids))
 	failed := make([]bool, len(ids))
 	parallel.For(len(ids), func(i int) {
 		roots[i], failed[i] = "", true
-		if r, t, ok := rootLocal(db, tipOf[ids[i]]); ok {
-			roots[i], trees[i], failed[i] = r, t, false
+		if r, ok := rootLocal(db, tipOf[ids[i]]); ok {
+			roots[i], failed[i] = r, false
 		}
 	})
 	if slices.Contains(failed, true) {
 		return nil, false
 	}
 	out := make(map[string]string, len(ids))
-	tips := make([]string, len(ids))
 	for i, id := range ids {
 		out[id] = roots[i]
-		tips[i] = tipOf[id]
 	}
-	db.rememberTrees(tips, trees)
 	if len(ids) >= bulkRead {
 		db.releasePages()
 	}
@@ -583,16 +578,12 @@ func walkRootsLocal(db *odb, tipOf map[string]string) (map[string]string, bool) 
 }
 
 // rootLocal walks from commit c to its chain's root in-process, following
-// the smallest parent; tree is c's own tree ("" when its first line names
-// none). ok is false when a commit does not read.
-func rootLocal(db *odb, c string) (root, tree string, ok bool) {
+// the smallest parent; ok is false when a commit does not read.
+func rootLocal(db *odb, c string) (string, bool) {
 	for steps := 0; ; steps++ {
 		typ, data, err := db.read(c)
 		if err != nil || typ != "commit" || steps > 1<<20 {
-			return "", "", false
-		}
-		if steps == 0 {
-			tree = treeLine(data)
+			return "", false
 		}
 		next := ""
 		for rest := data; len(rest) > 0; {
@@ -610,7 +601,7 @@ func rootLocal(db *odb, c string) (root, tree string, ok bool) {
 			}
 		}
 		if next == "" {
-			return c, tree, true
+			return c, true
 		}
 		c = next
 	}

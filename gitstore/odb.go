@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,49 +71,6 @@ type odb struct {
 	// their disk space freed, even when every read still succeeds.
 	lookedAt atomic.Int64
 	recheck  time.Duration
-	// tipTrees holds the trees of the commits a walk to chains' roots
-	// started from (rememberTrees), nil when there are none: the documents
-	// of those commits are located next, and each commit is then inflated
-	// once instead of twice.
-	tipTrees atomic.Pointer[commitTrees]
-}
-
-// commitTrees maps commit ids to their trees' ids, the trees kept as raw
-// bytes side by side: a map of 30,000 commits to hex strings added a tenth
-// to a cold status's peak memory.
-type commitTrees struct {
-	at    map[string]int32 // commit id -> offset of its tree in raw
-	raw   []byte
-	width int
-}
-
-// rememberTrees keeps the trees of commits (commits[i] -> trees[i], hex
-// ids; "" when unknown) for treeOf until the odb's caches are released, in
-// place of any kept before.
-func (db *odb) rememberTrees(commits, trees []string) {
-	m := &commitTrees{at: make(map[string]int32, len(commits)), raw: make([]byte, 0, len(commits)*db.hashLen), width: db.hashLen}
-	for i, c := range commits {
-		raw, err := hex.DecodeString(trees[i])
-		if err != nil || len(raw) != db.hashLen || len(m.raw) > math.MaxInt32-len(raw) {
-			continue
-		}
-		m.at[c] = int32(len(m.raw))
-		m.raw = append(m.raw, raw...)
-	}
-	db.tipTrees.Store(m)
-}
-
-// treeOf returns the tree of commit when a walk to roots read it.
-func (db *odb) treeOf(commit string) (string, bool) {
-	m := db.tipTrees.Load()
-	if m == nil {
-		return "", false
-	}
-	at, ok := m.at[commit]
-	if !ok {
-		return "", false
-	}
-	return hex.EncodeToString(m.raw[at : int(at)+m.width]), true
 }
 
 // recheckPacks is how often a reader looks at the pack directory again.
@@ -443,14 +399,9 @@ func (p *packFile) find(raw []byte) (int64, bool) {
 }
 
 // searchNames finds raw among the sorted names (each len(raw) bytes) at
-// positions lo to hi: where raw is, or where it would go. Names compare
-// by their first eight bytes as one number, the rest only when those are
-// equal (bytes.Compare through a closure for every step was a tenth of a
-// cold status's CPU). Object ids are spread evenly, so the first steps
-// guess where raw lies from its value between the ends of the range
-// (interpolation) rather than halving it: a lookup in a pack of 200,000
-// objects touches three or four names instead of about seventeen, each a
-// likely cache miss in an index far larger than the cache.
+// positions lo to hi: a binary search that compares the first eight bytes
+// as one number and the rest only when those are equal (bytes.Compare
+// through a closure for every step was a tenth of a cold status's CPU).
 func searchNames(names, raw []byte, lo, hi int) (int, bool) {
 	hl := len(raw)
 	if hl < 8 {
@@ -460,11 +411,8 @@ func searchNames(names, raw []byte, lo, hi int) (int, bool) {
 		return i, i < hi && bytes.Equal(names[i*hl:(i+1)*hl], raw)
 	}
 	key := binary.BigEndian.Uint64(raw)
-	for step := 0; lo < hi; step++ {
+	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if step < interpolationSteps && hi-lo > 2 {
-			mid = guessAt(names, hl, key, lo, hi)
-		}
 		name := names[mid*hl : (mid+1)*hl]
 		v := binary.BigEndian.Uint64(name)
 		c := 0
@@ -486,27 +434,6 @@ func searchNames(names, raw []byte, lo, hi int) (int, bool) {
 		}
 	}
 	return lo, false
-}
-
-// interpolationSteps is how many steps of searchNames guess by value
-// before it halves: ids that are not spread evenly (a crafted pack) cost
-// at most these few extra steps.
-const interpolationSteps = 4
-
-// guessAt is where in names[lo:hi] (hi-lo > 2) a name whose first eight
-// bytes are key would lie if the names between the ends were spread
-// evenly: always inside the range.
-func guessAt(names []byte, hl int, key uint64, lo, hi int) int {
-	first := binary.BigEndian.Uint64(names[lo*hl:])
-	last := binary.BigEndian.Uint64(names[(hi-1)*hl:])
-	if key <= first || last <= first {
-		return lo
-	}
-	if key >= last {
-		return hi - 1
-	}
-	at := lo + int(float64(key-first)/float64(last-first)*float64(hi-1-lo))
-	return min(max(at, lo), hi-1)
 }
 
 // unpack returns the type and content of the object at offset off of p,
@@ -817,7 +744,6 @@ func applyDelta(base, delta []byte) ([]byte, error) {
 // there, shared with git, as it sees fit).
 func (db *odb) release() {
 	db.bases.clear()
-	db.tipTrees.Store(nil)
 	db.releasePages()
 }
 

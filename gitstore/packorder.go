@@ -52,20 +52,14 @@ func (s *Store) locateDocs(file string, commits []string, idx []int) []blobSpot 
 
 func (s *Store) locateDoc(db *odb, file, commit string) blobSpot {
 	// Read past the store's memo of commits and trees: each is read once
-	// here, and the documents are then read by their blobs. A commit a
-	// walk to roots just read is not read again (treeOf).
-	tree, ok := db.treeOf(commit)
-	if !ok {
-		typ, data, err := db.read(commit)
-		if err != nil || typ != "commit" {
-			return blobSpot{}
-		}
-		tree = treeLine(data) // the tree's id, not a copy of the whole commit
-	}
-	if tree == "" {
+	// here, and the documents are then read by their blobs.
+	typ, data, err := db.read(commit)
+	if err != nil || typ != "commit" || !bytes.HasPrefix(data, []byte("tree ")) {
 		return blobSpot{}
 	}
-	typ, data, err := db.read(tree)
+	line, _, _ := bytes.Cut(data[len("tree "):], []byte("\n"))
+	tree := string(line) // the tree's id, not a copy of the whole commit
+	typ, data, err = db.read(tree)
 	if err != nil || typ != "tree" {
 		return blobSpot{}
 	}
@@ -74,17 +68,6 @@ func (s *Store) locateDoc(db *odb, file, commit string) blobSpot {
 		return blobSpot{}
 	}
 	return db.spotOf(blob)
-}
-
-// treeLine returns the tree id a commit's first line names, "" when it
-// does not start with one.
-func treeLine(commit []byte) string {
-	rest, ok := bytes.CutPrefix(commit, []byte("tree "))
-	if !ok {
-		return ""
-	}
-	line, _, _ := bytes.Cut(rest, []byte("\n"))
-	return string(line)
 }
 
 // spotOf returns where the object with hex id lies in the packs; a spot

@@ -9,10 +9,11 @@ import (
 )
 
 // TestSearchNamesFindsWhatSortSearchFinds: on names spread evenly, on
-// names bunched at one end (as a crafted pack could have them) and on
-// names sharing their first eight bytes, searchNames answers every name
-// present and many absent ones with the position and verdict of a plain
-// binary search, over the whole range and over parts of it.
+// names bunched at one end and on names sharing their first eight bytes
+// (where the second half of the comparison decides), searchNames answers
+// every name present and many absent ones with the position and verdict
+// of sort.Search over bytes.Compare, over the whole range and over parts
+// of it.
 func TestSearchNamesFindsWhatSortSearchFinds(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	const hl = 20
