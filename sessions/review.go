@@ -87,7 +87,7 @@ func (r *Review) OK() bool { return r != nil && r.Verdict == VerdictOK }
 // broken JSON, unknown versions, unknown verdicts) are not reviews.
 func ParseReview(l string) (Review, bool) {
 	var r Review
-	if !json.Valid([]byte(l)) || !mayBeReview(l) || json.Unmarshal([]byte(l), &r) != nil || r.Review == 0 || r.Review > ReviewVersion {
+	if !mayBeReview(l) || !json.Valid([]byte(l)) || json.Unmarshal([]byte(l), &r) != nil || r.Review == 0 || r.Review > ReviewVersion {
 		return Review{}, false
 	}
 	if r.Verdict != VerdictOK && r.Verdict != VerdictNG {
@@ -96,11 +96,12 @@ func ParseReview(l string) (Review, bool) {
 	return r, true
 }
 
-// mayBeReview reports whether the valid JSON line l has a key that
+// mayBeReview reports whether the line l may have a key that
 // encoding/json could read into Review.Review: one equal to "review" in
-// any case, or any key it cannot be sure of (non-ASCII, unreadable). Every
-// outcome line on a session's note has none, and is passed over without
-// the decode (whose first use costs a reflective walk of Review).
+// any case, or any key it cannot be sure of (non-ASCII, unreadable, or l
+// not an object it can read). Every outcome line on a session's note has
+// none, and is passed over without json.Valid's second pass over the line
+// or the decode (whose first use costs a reflective walk of Review).
 func mayBeReview(l string) bool {
 	keys, ok := jsonscan.TopKeys([]byte(l))
 	if !ok {
