@@ -35,15 +35,17 @@ const (
 // schema version this binary does not know, are not outcomes.
 func ParseLine(l string) (Outcome, bool) {
 	var o Outcome
-	// The fast decoder must never see broken JSON: a key ending in a lone
-	// backslash makes it read past the end of the line and panic, and any
-	// worker can append such a line to its note.
-	if !json.Valid([]byte(l)) {
-		return Outcome{}, false
-	}
-	// The canonical decoder reads the lines as recorders write them; it
-	// leaves anything else (and invalid UTF-8) to the fast decoder.
+	// The canonical decoder reads the lines as recorders write them, and
+	// accepts only valid JSON (FuzzOutcomeDecodeCanonical holds it to
+	// that), so a line it reads needs no json.Valid pass first. It leaves
+	// anything else (and invalid UTF-8) to the fast decoder, which must
+	// never see broken JSON: a key ending in a lone backslash makes it read
+	// past the end of the line and panic, and any worker can append such a
+	// line to its note.
 	if !utf8.ValidString(l) || !o.decodeCanonical([]byte(l)) {
+		if !json.Valid([]byte(l)) {
+			return Outcome{}, false
+		}
 		o = Outcome{}
 		if fastjson.Unmarshal([]byte(l), &o) != nil {
 			return Outcome{}, false
