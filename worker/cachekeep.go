@@ -6,6 +6,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/git-agentmine/git-agentmine/gitstore"
 )
 
 // A worker runs as the same user as agentmine and can plant entries in the
@@ -93,16 +96,52 @@ func digestFile(path string, limit int64) ([sha256.Size]byte, int64, error) {
 // errCacheTooLarge is a cache directory above maxKeptCacheBytes.
 var errCacheTooLarge = errors.New("the local caches are too large to compare")
 
-// same reports whether two snapshots hold the same files with the same
-// content; never when either could not be taken whole.
-func (c cacheSnapshot) same(o cacheSnapshot) bool {
-	if !c.ok || !o.ok || len(c.files) != len(o.files) {
-		return false
+// changedKinds compares the snapshot taken before the worker (c) with
+// the one after it (o) and returns which of kinds must be dropped, and
+// whether anything must be at all: the kinds with a file that changed
+// (its list, roots or summary files: gitstore's cache file names), and
+// every one of them when a file changed that belongs to none and that a
+// drop does not always remove (the notes cache and the reach sets go with
+// any drop; the drop marker holds no entry and is left out), or when either snapshot
+// could not be taken whole. A file that is the same byte for byte holds
+// nothing the worker planted.
+func (c cacheSnapshot) changedKinds(o cacheSnapshot, kinds []gitstore.Kind) (drop []gitstore.Kind, any bool) {
+	if !c.ok || !o.ok {
+		return kinds, true
+	}
+	marked := make([]bool, len(kinds))
+	note := func(name string) {
+		if name == "dropped" {
+			return // the marker of a drop, by anyone: it holds no entry
+		}
+		any = true
+		for i, k := range kinds {
+			if name == k.Dir || name == "roots-"+k.Dir || name == "summary-"+k.Dir || strings.HasPrefix(name, "summary-"+k.Dir+"-") {
+				marked[i] = true
+				return
+			}
+		}
+		if name == "notes" || strings.HasPrefix(name, "reach-") {
+			return
+		}
+		for i := range marked {
+			marked[i] = true
+		}
 	}
 	for name, sum := range c.files {
 		if got, ok := o.files[name]; !ok || got != sum {
-			return false
+			note(name)
 		}
 	}
-	return true
+	for name := range o.files {
+		if _, ok := c.files[name]; !ok {
+			note(name)
+		}
+	}
+	for i, k := range kinds {
+		if marked[i] {
+			drop = append(drop, k)
+		}
+	}
+	return drop, any
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/memory"
 	"github.com/git-agentmine/git-agentmine/sessions"
@@ -62,11 +63,17 @@ func (e *Env) checkSeal(ctx context.Context, sealed sessions.Sealed, caches cach
 	}
 	// Check and ForeignLines read git, not the caches; the caches go once
 	// the session document is restored, so that no reader caches the
-	// history the worker had put in its place. Caches that are byte for
-	// byte what they were before the worker started (caches) hold nothing
-	// it planted, and stay (cachekeep.go).
-	if len(findings) > 0 || len(lines) > 0 || !caches.same(snapshotCaches(e.cacheDir())) {
-		if err := e.St.DropCaches(tasks.Kind, sessions.Kind, memory.Kind); err != nil {
+	// history the worker had put in its place. Cache files that are byte
+	// for byte what they were before the worker started (caches) hold
+	// nothing it planted: a kind whose files are all such stays, and
+	// nothing is dropped when no file changed (cachekeep.go).
+	kinds := []gitstore.Kind{tasks.Kind, sessions.Kind, memory.Kind}
+	drop, changed := caches.changedKinds(snapshotCaches(e.cacheDir()), kinds)
+	if len(findings) > 0 || len(lines) > 0 {
+		drop, changed = kinds, true
+	}
+	if changed {
+		if err := e.St.DropCaches(drop...); err != nil {
 			say("warning: %v", err)
 		}
 	}
