@@ -616,6 +616,8 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 	defer w.close()
 	s.wake = w
 	s.startDone = make(chan startResult, max(s.rec.Parallel, 1)+1)
+	var gc gcTuner
+	defer gc.restore()
 	var b *board.Board
 	for {
 		// An exit until now is seen by this look.
@@ -628,6 +630,7 @@ func (s *Supervisor) Loop(ctx context.Context) (Summary, error) {
 		if err != nil {
 			return Summary{}, err
 		}
+		gc.fit(b)
 		if rec, err := Get(context.WithoutCancel(ctx), s.st, s.rec.Name); err == nil {
 			if rec.StopRequested != nil && s.stopReason == "" {
 				s.stopReason = "stopped by " + rec.StopRequested.Author

@@ -117,6 +117,9 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	}
 	var res launch.Result
 	reaper := launch.NewReaper()
+	// What the local caches hold before the worker can write to them: the
+	// seal check keeps them only if they are the same at the end.
+	caches := snapshotCaches(e.cacheDir())
 	// The one place the worker's command is wrapped: its isolation level.
 	box, startErr := e.isolate(pctx, s)
 	stoppedEarly := false
@@ -198,7 +201,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	e.checkRefs(jctx, rec, refs, &out)
 	// After the refs: the seal check may restore the session document,
 	// on agentmine's own behalf once the registration has ended.
-	foreign := e.checkSeal(jctx, sealed, &out, say)
+	foreign := e.checkSeal(jctx, sealed, caches, &out, say)
 	out.Supervisor = nonce.Proof(*sealed.Session.Seal)
 	if err := sessions.RecordOutcome(jctx, e.St, rec, &out); err != nil {
 		return out, err

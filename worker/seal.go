@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/launch"
 	"github.com/git-agentmine/git-agentmine/memory"
 	"github.com/git-agentmine/git-agentmine/sessions"
@@ -41,14 +42,15 @@ func (e *Env) sealRun(ctx context.Context, rec sessions.Record, say func(string,
 // checkSeal runs at the end of a sealed run, after the worker and its DoD
 // ended and before the verdict is written. It restores the session
 // document if it was rewritten, drops the local caches the worker could
-// have planted entries in, and turns every finding into a forged-outcome
+// have planted entries in (unless they are byte for byte what they were
+// before it started, caches), and turns every finding into a forged-outcome
 // violation of the verdict: a rewritten or deleted session document, and
 // every outcome line already on the session (written during the run, so
 // not by this supervisor) that records a failure. Lines that claim success
 // need no finding here: every reader rejects them as forged
 // (sessions.Record.Forged), and readerVerdict shows them to the caller.
 // It returns the lines it found, for readerVerdict.
-func (e *Env) checkSeal(ctx context.Context, sealed sessions.Sealed, out *sessions.Outcome, say func(string, ...any)) []string {
+func (e *Env) checkSeal(ctx context.Context, sealed sessions.Sealed, caches cacheSnapshot, out *sessions.Outcome, say func(string, ...any)) []string {
 	var findings []string
 	rewritten, err := sealed.Check(ctx, e.St)
 	findings = append(findings, rewritten...)
@@ -61,9 +63,19 @@ func (e *Env) checkSeal(ctx context.Context, sealed sessions.Sealed, out *sessio
 	}
 	// Check and ForeignLines read git, not the caches; the caches go once
 	// the session document is restored, so that no reader caches the
-	// history the worker had put in its place.
-	if err := e.St.DropCaches(tasks.Kind, sessions.Kind, memory.Kind); err != nil {
-		say("warning: %v", err)
+	// history the worker had put in its place. Cache files that are byte
+	// for byte what they were before the worker started (caches) hold
+	// nothing it planted: a kind whose files are all such stays, and
+	// nothing is dropped when no file changed (cachekeep.go).
+	kinds := []gitstore.Kind{tasks.Kind, sessions.Kind, memory.Kind}
+	drop, changed := caches.changedKinds(snapshotCaches(e.cacheDir()), kinds)
+	if len(findings) > 0 || len(lines) > 0 {
+		drop, changed = kinds, true
+	}
+	if changed {
+		if err := e.St.DropCaches(drop...); err != nil {
+			say("warning: %v", err)
+		}
 	}
 	for _, raw := range lines {
 		if l, ok := sessions.ParseLine(raw); ok && !l.ClaimsSuccess() {
