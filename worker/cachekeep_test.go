@@ -6,9 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/git-agentmine/git-agentmine/gitstore"
 	"github.com/git-agentmine/git-agentmine/internal/gittest"
-	"github.com/git-agentmine/git-agentmine/scaffold"
 	"github.com/git-agentmine/git-agentmine/sessions"
 	"github.com/git-agentmine/git-agentmine/tasks"
 	"github.com/git-agentmine/git-agentmine/worker"
@@ -32,30 +30,8 @@ func TestCachesKeptUnlessTheWorkerWroteThem(t *testing.T) {
 			if !c.kept {
 				command = `"sh", "-c", "printf x >> \"$0\"", "` + cache + `"`
 			}
-			gittest.CommitFiles(t, dir, "fixture", map[string]string{
-				"src/app.txt":                  "app\n",
-				".agentmine/agents/coder.toml": "client = \"custom\"\ncommand = [" + command + "]\n[scope]\nwrite = [\"src/**\"]\n",
-			})
-			ctx := context.Background()
-			st, err := gitstore.Open(ctx, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			env, err := worker.NewEnv(st, nil, func(string) string { return "" })
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := scaffold.ExcludeWorktrees(st.Location().CommonDir, dir, env.Cfg.WorktreeDir(dir)); err != nil {
-				t.Fatal(err)
-			}
-			task, err := tasks.Add(ctx, st, tasks.New{Title: "t", Assignee: "coder"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := env.Prepare(ctx, worker.RunOptions{Task: task.ID, Exec: true, NoClaim: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := prepareRun(t, dir, command)
+			ctx, st, env, task, p := context.Background(), r.st, r.env, r.task, r.p
 			// A reader fills the caches before the worker runs.
 			if _, err := tasks.Load(ctx, st); err != nil {
 				t.Fatal(err)

@@ -7,12 +7,8 @@ import (
 	"testing"
 
 	"github.com/git-agentmine/git-agentmine/exitcode"
-	"github.com/git-agentmine/git-agentmine/gitstore"
-	"github.com/git-agentmine/git-agentmine/internal/gittest"
 	"github.com/git-agentmine/git-agentmine/launch"
-	"github.com/git-agentmine/git-agentmine/scaffold"
 	"github.com/git-agentmine/git-agentmine/sessions"
-	"github.com/git-agentmine/git-agentmine/tasks"
 	"github.com/git-agentmine/git-agentmine/worker"
 )
 
@@ -30,32 +26,9 @@ func TestStopBeforeTheWorkerStarts(t *testing.T) {
 		{"interrupt", "interrupted before the worker started", "", context.Canceled, exitcode.Interrupted},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := gittest.NewRepo(t)
 			ran := filepath.Join(t.TempDir(), "ran")
-			gittest.CommitFiles(t, dir, "fixture", map[string]string{
-				"src/app.txt":                  "app\n",
-				".agentmine/agents/coder.toml": "client = \"custom\"\ncommand = [\"sh\", \"-c\", \"touch " + ran + "\"]\n[scope]\nwrite = [\"src/**\"]\n",
-			})
-			ctx := context.Background()
-			st, err := gitstore.Open(ctx, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			env, err := worker.NewEnv(st, nil, func(string) string { return "" })
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := scaffold.ExcludeWorktrees(st.Location().CommonDir, dir, env.Cfg.WorktreeDir(dir)); err != nil {
-				t.Fatal(err)
-			}
-			task, err := tasks.Add(ctx, st, tasks.New{Title: "t", Assignee: "coder"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := env.Prepare(ctx, worker.RunOptions{Task: task.ID, Exec: true, NoClaim: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := prepareRun(t, "", `"sh", "-c", "touch `+ran+`"`)
+			ctx, st, env, p := context.Background(), r.st, r.env, r.p
 			stopped, cancel := context.WithCancelCause(ctx)
 			cancel(c.cause)
 			out, err := env.Execute(stopped, p.Rec, worker.ExecOptions{})
