@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // A command line that names one command plainly is parsed here, without
@@ -79,6 +80,13 @@ func directParse(args []string) (d directCmd, ok bool) {
 	var fields []directField
 	var positional []string
 	set := map[int]bool{}
+	// kong turns bytes that are not UTF-8 into U+FFFD: a line with any is
+	// left to it.
+	for _, a := range args {
+		if !utf8.ValidString(a) {
+			return d, false
+		}
+	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "" || a == "-" {

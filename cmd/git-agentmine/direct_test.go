@@ -101,25 +101,7 @@ func TestDirectParseMatchesKong(t *testing.T) {
 				continue
 			}
 			taken[strings.Join(args, " ")] = true
-			parser, g, err := commandParser(args, io)
-			if err != nil || parser == nil {
-				t.Fatalf("%q: the command's parser: %v", args, err)
-			}
-			kctx, err := parser.Parse(args)
-			if err != nil {
-				t.Errorf("%q: taken directly, refused by kong: %v", args, err)
-				continue
-			}
-			if *g != *d.g {
-				t.Errorf("%q: globals %+v, kong's %+v", args, *d.g, *g)
-			}
-			if p := commandPath(kctx); p != d.path {
-				t.Errorf("%q: path %q, kong's %q", args, d.path, p)
-			}
-			want := kctx.Selected().Target.Interface()
-			if got := reflect.ValueOf(d.leaf).Elem().Interface(); !reflect.DeepEqual(got, want) {
-				t.Errorf("%q: parsed %#v, kong's %#v", args, got, want)
-			}
+			sameAsKong(t, args, d, io)
 		}
 	}
 	for _, args := range [][]string{
@@ -197,4 +179,50 @@ func TestDirectCommandsHaveNoProviders(t *testing.T) {
 	if seen < 40 {
 		t.Fatalf("only %d commands seen: the walk is broken", seen)
 	}
+}
+
+// sameAsKong fails t unless kong parses args, which the direct parser took
+// as d, to the same globals, command path and command struct.
+func sameAsKong(t *testing.T, args []string, d directCmd, io Stdio) {
+	t.Helper()
+	parser, g, err := commandParser(args, io)
+	if err != nil || parser == nil {
+		t.Fatalf("%q: the command's parser: %v", args, err)
+	}
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		t.Errorf("%q: taken directly, refused by kong: %v", args, err)
+		return
+	}
+	if *g != *d.g {
+		t.Errorf("%q: globals %+v, kong's %+v", args, *d.g, *g)
+	}
+	if p := commandPath(kctx); p != d.path {
+		t.Errorf("%q: path %q, kong's %q", args, d.path, p)
+	}
+	want := kctx.Selected().Target.Interface()
+	if got := reflect.ValueOf(d.leaf).Elem().Interface(); !reflect.DeepEqual(got, want) {
+		t.Errorf("%q: parsed %#v, kong's %#v", args, got, want)
+	}
+}
+
+// FuzzDirectParse: on any command line (the input split at NUL bytes),
+// the direct parser either declines or parses as kong does.
+func FuzzDirectParse(f *testing.F) {
+	for _, l := range []string{
+		"task\x00show\x00t-1", "--json\x00task\x00list\x00-a", "status\x00-n\x007", "-C\x00dir\x00task\x00ready",
+		"task\x00add\x00title\x00--label\x00a,b", "task\x00add\x00x\x00--acceptance=y", "worker\x00run\x00t-1\x00--exec",
+		"task\x00show\x00-q\x00--\x00x", "session\x00show\x00s-1\x00--json",
+	} {
+		f.Add(l)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		args := strings.Split(line, "\x00")
+		d, ok := directParse(args)
+		if !ok {
+			return
+		}
+		var out, errb bytes.Buffer
+		sameAsKong(t, args, d, Stdio{Out: &out, Err: &errb})
+	})
 }
