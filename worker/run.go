@@ -119,7 +119,7 @@ func (e *Env) Execute(ctx context.Context, rec sessions.Record, opts ExecOptions
 	reaper := launch.NewReaper()
 	// What the local caches hold before the worker can write to them: the
 	// seal check keeps them only if they are the same at the end.
-	caches := snapshotCaches(e.cacheDir())
+	caches := e.St.SnapshotCaches()
 	// The one place the worker's command is wrapped: its isolation level.
 	box, startErr := e.isolate(pctx, s)
 	stoppedEarly := false

@@ -50,7 +50,7 @@ func (e *Env) sealRun(ctx context.Context, rec sessions.Record, say func(string,
 // need no finding here: every reader rejects them as forged
 // (sessions.Record.Forged), and readerVerdict shows them to the caller.
 // It returns the lines it found, for readerVerdict.
-func (e *Env) checkSeal(ctx context.Context, sealed sessions.Sealed, caches cacheSnapshot, out *sessions.Outcome, say func(string, ...any)) []string {
+func (e *Env) checkSeal(ctx context.Context, sealed sessions.Sealed, caches gitstore.CacheSnapshot, out *sessions.Outcome, say func(string, ...any)) []string {
 	var findings []string
 	rewritten, err := sealed.Check(ctx, e.St)
 	findings = append(findings, rewritten...)
@@ -66,9 +66,9 @@ func (e *Env) checkSeal(ctx context.Context, sealed sessions.Sealed, caches cach
 	// history the worker had put in its place. Cache files that are byte
 	// for byte what they were before the worker started (caches) hold
 	// nothing it planted: a kind whose files are all such stays, and
-	// nothing is dropped when no file changed (cachekeep.go).
+	// nothing is dropped when no file changed (gitstore.CacheSnapshot).
 	kinds := []gitstore.Kind{tasks.Kind, sessions.Kind, memory.Kind}
-	drop, changed := caches.changedKinds(snapshotCaches(e.cacheDir()), kinds)
+	drop, changed := caches.ChangedKinds(e.St.SnapshotCaches(), kinds)
 	if len(findings) > 0 || len(lines) > 0 {
 		drop, changed = kinds, true
 	}

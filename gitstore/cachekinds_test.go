@@ -1,19 +1,15 @@
-package worker
+package gitstore
 
 import (
 	"crypto/sha256"
 	"slices"
 	"testing"
-
-	"github.com/git-agentmine/git-agentmine/gitstore"
-	"github.com/git-agentmine/git-agentmine/sessions"
-	"github.com/git-agentmine/git-agentmine/tasks"
 )
 
 func TestChangedKinds(t *testing.T) {
-	kinds := []gitstore.Kind{tasks.Kind, sessions.Kind}
-	snap := func(files map[string]string) cacheSnapshot {
-		s := cacheSnapshot{ok: true, files: map[string][sha256.Size]byte{}}
+	kinds := []Kind{{Dir: "tasks"}, {Dir: "sessions"}}
+	snap := func(files map[string]string) CacheSnapshot {
+		s := CacheSnapshot{ok: true, files: map[string][sha256.Size]byte{}}
 		for name, content := range files {
 			s.files[name] = sha256.Sum256([]byte(content))
 		}
@@ -22,7 +18,7 @@ func TestChangedKinds(t *testing.T) {
 	before := snap(map[string]string{"tasks": "t", "sessions": "s", "roots-sessions": "r", "notes": "n", "dropped": ""})
 	for _, c := range []struct {
 		name  string
-		after cacheSnapshot
+		after CacheSnapshot
 		drop  []string
 		any   bool
 	}{
@@ -33,9 +29,9 @@ func TestChangedKinds(t *testing.T) {
 		{"a new task summary", snap(map[string]string{"tasks": "t", "sessions": "s", "roots-sessions": "r", "notes": "n", "dropped": "", "summary-tasks-x": "y"}), []string{"tasks"}, true},
 		{"a list removed", snap(map[string]string{"sessions": "s", "roots-sessions": "r", "notes": "n", "dropped": ""}), []string{"tasks"}, true},
 		{"an unknown file", snap(map[string]string{"tasks": "t", "sessions": "s", "roots-sessions": "r", "notes": "n", "dropped": "", "other": "o"}), []string{"tasks", "sessions"}, true},
-		{"not taken whole", cacheSnapshot{}, []string{"tasks", "sessions"}, true},
+		{"not taken whole", CacheSnapshot{}, []string{"tasks", "sessions"}, true},
 	} {
-		drop, any := before.changedKinds(c.after, kinds)
+		drop, any := before.ChangedKinds(c.after, kinds)
 		var got []string
 		for _, k := range drop {
 			got = append(got, k.Dir)

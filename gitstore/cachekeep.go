@@ -1,4 +1,4 @@
-package worker
+package gitstore
 
 import (
 	"crypto/sha256"
@@ -7,14 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/git-agentmine/git-agentmine/gitstore"
 )
 
 // A worker runs as the same user as agentmine and can plant entries in the
-// local caches, so the supervisor drops them once the worker ended
-// (checkSeal). When the cache directory is exactly as it was before the
-// worker started (the same files, byte for byte), the worker planted
+// local caches, so its supervisor drops them once the worker ended. When
+// the cache directory is exactly as it was before the worker started (the same files, byte for byte), the worker planted
 // nothing that a drop would remove, and the caches are kept: after a no-op
 // or a quick worker the next reader (the run's next look, the next
 // worker's preparation) then reads the few documents that changed instead
@@ -26,45 +23,41 @@ import (
 // for every worker.
 const maxKeptCacheBytes = 8 << 20
 
-// cacheSnapshot is the content of the local cache directory at one moment:
+// CacheSnapshot is the content of the local cache directory at one moment:
 // a digest per regular file. ok is false when the directory could not be
 // read whole (too large, an entry that is not a regular file, a read
 // error): such a snapshot never matches.
-type cacheSnapshot struct {
+type CacheSnapshot struct {
 	ok    bool
 	files map[string][sha256.Size]byte
 }
 
-// cacheDir is the directory of the local caches (gitstore's).
-func (e *Env) cacheDir() string {
-	return filepath.Join(e.St.Location().CommonDir, "agentmine", "cache")
-}
-
-// snapshotCaches reads the files of the cache directory dir: what
-// gitstore.Store.DropCaches removes is files there, never what the
+// SnapshotCaches reads the files of the local cache directory: what
+// DropCaches removes is files there, never what the
 // directories in it hold (the notes trees, each named by the notes commit
 // it lists, which the supervisor itself adds to while the worker runs). A
 // directory that does not exist is an empty snapshot.
-func snapshotCaches(dir string) cacheSnapshot {
+func (s *Store) SnapshotCaches() CacheSnapshot {
+	dir := filepath.Dir(s.notesCachePath())
 	ents, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
-		return cacheSnapshot{ok: true}
+		return CacheSnapshot{ok: true}
 	}
 	if err != nil {
-		return cacheSnapshot{}
+		return CacheSnapshot{}
 	}
-	snap := cacheSnapshot{ok: true, files: make(map[string][sha256.Size]byte, len(ents))}
+	snap := CacheSnapshot{ok: true, files: make(map[string][sha256.Size]byte, len(ents))}
 	var total int64
 	for _, ent := range ents {
 		switch {
 		case ent.IsDir():
 			continue
 		case !ent.Type().IsRegular():
-			return cacheSnapshot{}
+			return CacheSnapshot{}
 		}
 		sum, n, err := digestFile(filepath.Join(dir, ent.Name()), maxKeptCacheBytes-total)
 		if err != nil {
-			return cacheSnapshot{}
+			return CacheSnapshot{}
 		}
 		total += n
 		snap.files[ent.Name()] = sum
@@ -96,16 +89,17 @@ func digestFile(path string, limit int64) ([sha256.Size]byte, int64, error) {
 // errCacheTooLarge is a cache directory above maxKeptCacheBytes.
 var errCacheTooLarge = errors.New("the local caches are too large to compare")
 
-// changedKinds compares the snapshot taken before the worker (c) with
+// ChangedKinds compares the snapshot taken before the worker (c) with
 // the one after it (o) and returns which of kinds must be dropped, and
 // whether anything must be at all: the kinds with a file that changed
-// (its list, roots or summary files: gitstore's cache file names), and
+// (its list, roots or summary files: cachePath, rootsCachePath,
+// summaryPathOf), and
 // every one of them when a file changed that belongs to none and that a
 // drop does not always remove (the notes cache and the reach sets go with
 // any drop; the drop marker holds no entry and is left out), or when either snapshot
 // could not be taken whole. A file that is the same byte for byte holds
 // nothing the worker planted.
-func (c cacheSnapshot) changedKinds(o cacheSnapshot, kinds []gitstore.Kind) (drop []gitstore.Kind, any bool) {
+func (c CacheSnapshot) ChangedKinds(o CacheSnapshot, kinds []Kind) (drop []Kind, any bool) {
 	if !c.ok || !o.ok {
 		return kinds, true
 	}
