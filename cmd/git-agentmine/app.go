@@ -123,7 +123,7 @@ func Main(ctx context.Context, args []string, io Stdio, getenv func(string) stri
 			if err := d.run(app); !isNilError(err) {
 				return errors.Join(err)
 			}
-			return errors.Join()
+			return nil
 		}, io, getenv)
 	}
 	var kctx *kong.Context
