@@ -7,8 +7,8 @@ import (
 )
 
 // The supervisor lives for the whole run and reads the board again at
-// every look (after a worker's end the local caches are gone, so most of
-// it comes from git): each look allocates several times what the
+// every look (after a worker that touched the local caches they are
+// dropped, and most of it comes from git): each look allocates several times what the
 // supervisor keeps, and at Go's default target of 100 a small board's
 // heap is collected over and over. Profiled on no-op workers (24 tasks,
 // --parallel 4), the collector was 2-3 ms of the supervisor's CPU per
