@@ -19,13 +19,3 @@ func Decode(data []byte) (plan.TaskYAML, error) {
 	err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&y)
 	return y, err
 }
-
-// Parse reads the task.yaml file (its data) as a plan of one task: Decode,
-// then plan.TaskYAMLPlan.
-func Parse(file string, data []byte, clients map[string]string) (plan.Plan, error) {
-	y, err := Decode(data)
-	if err != nil {
-		return plan.Plan{}, plan.TaskYAMLDecodeError(file, err)
-	}
-	return plan.TaskYAMLPlan(file, y, clients)
-}
